@@ -1,0 +1,119 @@
+/*
+ * main.c - `rollcache` command dispatch, --help and --version.
+ *
+ * Owns only the table of subcommands; each lives in its own cmd_*.c.  A
+ * subcommand whose source is not built in this configuration (for example
+ * `mount` without libfuse) is still listed and says what is missing.
+ */
+#include "cli/cmd.h"
+#include "rc_config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef int (*cmd_fn)(int argc, char **argv);
+
+struct command {
+	const char *name;
+	cmd_fn fn; /* NULL when not built in this configuration */
+	const char *synopsis;
+	const char *missing; /* why fn is NULL */
+};
+
+#ifdef HAVE_CMD_SYNTH
+#define CMD_SYNTH cmd_synth
+#else
+#define CMD_SYNTH NULL
+#endif
+#ifdef HAVE_CMD_CHECK
+#define CMD_CHECK cmd_check
+#else
+#define CMD_CHECK NULL
+#endif
+#ifdef HAVE_CMD_INGEST
+#define CMD_INGEST cmd_ingest
+#else
+#define CMD_INGEST NULL
+#endif
+#ifdef HAVE_CMD_MOUNT
+#define CMD_MOUNT cmd_mount
+#define CMD_UMOUNT cmd_umount
+#define CMD_EPOCH cmd_epoch
+#define CMD_STATUS cmd_status
+#else
+#define CMD_MOUNT NULL
+#define CMD_UMOUNT NULL
+#define CMD_EPOCH NULL
+#define CMD_STATUS NULL
+#endif
+#ifdef HAVE_CMD_REPORT
+#define CMD_REPORT cmd_report
+#else
+#define CMD_REPORT NULL
+#endif
+#ifdef HAVE_CMD_SIMULATE
+#define CMD_SIMULATE cmd_simulate
+#else
+#define CMD_SIMULATE NULL
+#endif
+#ifdef HAVE_CMD_BENCH
+#define CMD_BENCH cmd_bench
+#else
+#define CMD_BENCH NULL
+#endif
+
+static const struct command commands[] = {
+	{"mount", CMD_MOUNT, "SOURCE MOUNTPOINT [--config FILE] [--KEY VALUE ...] [-o k=v,...] [-f] [-d]",
+	 "this build has no FUSE support (install libfuse3-dev and rebuild)"},
+	{"epoch", CMD_EPOCH, "MOUNTPOINT [next [--wait] | show]", "this build has no FUSE support"},
+	{"status", CMD_STATUS, "MOUNTPOINT [--json] [--watch]", "this build has no FUSE support"},
+	{"ingest", CMD_INGEST, "SOURCE --cache-dir DIR --limit SIZE [--config FILE]",
+	 "this build has no sampler support (install libcurl4-openssl-dev and rebuild)"},
+	{"report", CMD_REPORT, "MOUNTPOINT|CACHE_DIR [--svg FILE]", "not built in this configuration"},
+	{"simulate", CMD_SIMULATE, "--config FILE --dataset SIZE ...", "not built in this configuration"},
+	{"synth", CMD_SYNTH, "DIR --records N --record-size SIZE [--shards K] [--schema SPEC] [--gzip] [--seed S]",
+	 "not built in this configuration"},
+	{"check", CMD_CHECK, "FILE|DIR...", "not built in this configuration"},
+	{"bench", CMD_BENCH, "fuse|sampler|feeder|catalog ...", "not built in this configuration"},
+	{"umount", CMD_UMOUNT, "MOUNTPOINT", "this build has no FUSE support"},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: rollcache COMMAND [ARGS...]\n\n"
+		     "rolling local sample cache of a remote training dataset\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  rollcache %-8s %s\n", commands[i].name, commands[i].synopsis);
+	fprintf(out, "\n`rollcache COMMAND --help` describes one command; "
+		     "`rollcache --version` prints the version.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("rollcache %s\n", RC_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command *c = &commands[i];
+		if (strcmp(argv[1], c->name) != 0)
+			continue;
+		if (!c->fn) {
+			fprintf(stderr, "rollcache %s: %s\n", c->name, c->missing);
+			return 1;
+		}
+		return c->fn(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "rollcache: unknown command '%s': run `rollcache --help` for the list\n",
+		argv[1]);
+	return 2;
+}

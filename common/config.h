@@ -1,0 +1,123 @@
+/*
+ * config.h - rollcache configuration: INI file, --key flags, -o k=v options.
+ *
+ * One key has one meaning in three spellings (DESIGN "Configuration"):
+ *   INI:   `limit = 20G` in [cache]
+ *   flag:  `--limit 20G`         (dashes and underscores are the same)
+ *   -o:    `-o limit=20G,...`
+ * The flag/-o name of a key is its INI name, except [cache] dir, which is
+ * `cache_dir` (`--cache-dir`, `-o cache_dir=`), as fstab lines spell it.
+ * Precedence: command line > config file > default.  Callers apply them in
+ * that order: cmn_config_init(), cmn_config_load_file(), cmn_config_set()/
+ * cmn_config_parse_o() for each command-line setting, cmn_config_finish().
+ *
+ * [epoch N], [epoch N-M] and [epoch N-] sections are parsed here into
+ * cmn_epoch_section values (keys and value types checked, with file:line);
+ * eviction/schedule.c turns them into a schedule and checks that ranges
+ * neither overlap nor leave gaps.
+ *
+ * Errors are one line naming where (file:line or the flag), the key, the bad
+ * value and what is expected, e.g.
+ *   "train.ini:7: [cache] limit = 20X: expected a size such as 20G".
+ */
+#ifndef RC_COMMON_CONFIG_H
+#define RC_COMMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cmn_advance { CMN_ADVANCE_MANUAL = 0, CMN_ADVANCE_AUTO = 1 };
+enum cmn_format { CMN_FORMAT_TFRECORD = 0, CMN_FORMAT_RAW = 1 };
+enum cmn_compression { CMN_COMPRESSION_NONE = 0, CMN_COMPRESSION_GZIP = 1 };
+enum cmn_strategy { CMN_STRATEGY_OBJECTS = 0, CMN_STRATEGY_RECORDS = 1 };
+enum cmn_policy {
+	CMN_POLICY_FIFO = 0,
+	CMN_POLICY_LRU = 1,
+	CMN_POLICY_USES = 2,
+	CMN_POLICY_RANDOM = 3,
+	CMN_POLICY_NONE = 4,
+};
+
+#define CMN_EPOCH_OPEN UINT32_MAX /* `last` of an [epoch N-] section */
+
+/* One [epoch ...] section as written; has_* says which keys it set. */
+struct cmn_epoch_section {
+	uint32_t first, last; /* inclusive; last = CMN_EPOCH_OPEN for "N-" */
+	int line;             /* line of the section header */
+	bool has_limit, has_admit, has_policy, has_min_uses, has_seed;
+	uint64_t limit;
+	uint64_t admit;
+	enum cmn_policy policy;
+	uint32_t min_uses;
+	uint64_t seed;
+};
+
+struct cmn_config {
+	char *path; /* the config file loaded, or NULL */
+
+	/* [cache] */
+	char *cache_dir;      /* NULL: $XDG_CACHE_HOME/rollcache/<hash(url)> */
+	uint64_t limit;       /* bytes; required */
+	bool has_limit;
+	enum cmn_advance advance; /* manual */
+	uint64_t min_records; /* 1000 */
+
+	/* [source] */
+	char *url;      /* file:///abs/, http(s)://host/prefix/, s3://bucket/prefix/ */
+	char *endpoint; /* S3-compatible endpoint URL, or NULL for AWS */
+	char *region;   /* us-east-1 */
+	char *profile;  /* ~/.aws/credentials profile; "default" */
+	enum cmn_format format;           /* tfrecord */
+	enum cmn_compression compression; /* none */
+	uint32_t rank;                    /* 0 */
+	uint32_t world_size;              /* 1 */
+	uint32_t relist;                  /* 1 */
+
+	/* [sampler] */
+	uint32_t connections;        /* 8 */
+	enum cmn_strategy strategy;  /* objects */
+	uint64_t shard_size;         /* 64M */
+	uint32_t retries;            /* 5 */
+	uint64_t timeout_ms;         /* 30s */
+
+	/* [epoch ...], in file order */
+	struct cmn_epoch_section *epochs;
+	size_t n_epochs;
+};
+
+/* Fills c with defaults.  Never fails. */
+void cmn_config_init(struct cmn_config *c);
+
+/*
+ * Loads an INI file over the values in c (inih).  Unknown sections or keys,
+ * bad values, unreadable files: returns -EINVAL/-errno with a one-line message
+ * naming file:line; c may hold the values read before the bad line.
+ */
+int cmn_config_load_file(struct cmn_config *c, const char *path, char *err, size_t errlen);
+
+/*
+ * Sets one key by its flat name (cache_dir, limit, url, ...; '-' == '_').
+ * `origin` names where it came from for messages ("--limit", "-o limit").
+ * Returns 0, or -EINVAL with a message (unknown key, bad value); c unchanged.
+ */
+int cmn_config_set(struct cmn_config *c, const char *key, const char *value, const char *origin,
+		   char *err, size_t errlen);
+
+/* Applies "k=v,k2=v2" (mount -o syntax) through cmn_config_set(). */
+int cmn_config_parse_o(struct cmn_config *c, const char *opts, char *err, size_t errlen);
+
+/*
+ * Checks the whole: limit given, rank < world_size, connections >= 1, ...
+ * Returns 0 or -EINVAL with a message saying what to set.
+ */
+int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen);
+
+/* Frees what c owns (strings, epochs); c may be re-initialised after. */
+void cmn_config_free(struct cmn_config *c);
+
+/* The policy's name ("fifo", ...), and the reverse (0 or -EINVAL). */
+const char *cmn_policy_name(enum cmn_policy p);
+int cmn_policy_parse(const char *s, enum cmn_policy *out);
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * tfrecord.h - TFRecord framing: reading (pull and push), writing, GZIP.
+ *
+ * A record on disk is
+ *     uint64 LE length | uint32 LE masked crc32c(length bytes) |
+ *     payload[length]  | uint32 LE masked crc32c(payload)
+ * (mask: see cmn_crc32c_mask).  A GZIP-compressed file is that stream inside
+ * one or more gzip members (TensorFlow's "GZIP" compression_type); gzip
+ * headers may carry FNAME/MTIME/EXTRA/COMMENT fields.
+ *
+ * One framing state machine serves three front ends:
+ *   - a pull reader over a memory buffer (zero copy: payload pointers point
+ *     into the caller's buffer);
+ *   - a pull reader over a file descriptor (large reads into an internal
+ *     buffer, no syscall per record; payloads valid until the next call);
+ *   - a push decoder fed arbitrary chunks (network bodies), which calls back
+ *     once per complete record.
+ * Each may sit on top of zlib inflate for GZIP input.
+ *
+ * Errors carry the stream offset of the record that failed (the offset in
+ * the uncompressed stream for GZIP input) and are:
+ *   -EBADMSG   payload CRC mismatch: the record is skipped, reading may go on
+ *              (cmn_tfr_*_resumable() says so);
+ *   -EILSEQ    length CRC mismatch: framing is lost, the stream is dead;
+ *   -EMSGSIZE  a length above the reader's max_record cap: stream is dead;
+ *   -EPROTO    the stream ends inside a record (truncated): stream is dead;
+ *   -EIO       read(2) or inflate failure (corrupt gzip data): stream is dead;
+ *   -ENOMEM    allocation failure.
+ * Messages are one line for people, e.g.
+ *   "data.tfrecord: offset 1048588: payload crc mismatch (record of 4096 bytes)".
+ */
+#ifndef RC_COMMON_TFRECORD_H
+#define RC_COMMON_TFRECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CMN_TFR_HEADER_SIZE 12 /* length + masked crc of the length */
+#define CMN_TFR_FOOTER_SIZE 4  /* masked crc of the payload */
+#define CMN_TFR_OVERHEAD (CMN_TFR_HEADER_SIZE + CMN_TFR_FOOTER_SIZE)
+
+/* Default cap on one record's payload (readers refuse larger lengths). */
+#define CMN_TFR_DEFAULT_MAX_RECORD ((size_t)256 << 20)
+
+/* Compression of an input stream. */
+enum cmn_tfr_compression {
+	CMN_TFR_AUTO = 0, /* gzip if the stream starts with 1f 8b, else none */
+	CMN_TFR_NONE = 1,
+	CMN_TFR_GZIP = 2,
+};
+
+struct cmn_tfr_opts {
+	size_t max_record;                    /* 0: CMN_TFR_DEFAULT_MAX_RECORD */
+	size_t read_size;                     /* fd reader read(2) size; 0: 1 MiB */
+	bool skip_crc;                        /* trust the payload CRC (lengths still checked) */
+	enum cmn_tfr_compression compression; /* fd and push front ends */
+	const char *name;                     /* for messages; copied; NULL: "<stream>" */
+};
+
+/* One record as handed out by the readers. */
+struct cmn_tfr_record {
+	const uint8_t *data; /* payload; see the front end for lifetime */
+	size_t len;
+	uint64_t offset; /* stream offset of the record's header */
+	uint32_t crc;    /* unmasked crc32c of the payload (as stored) */
+};
+
+/* ---- framing helpers ------------------------------------------------- */
+
+/* Writes the 12-byte header for a payload of `len` bytes. */
+void cmn_tfr_put_header(uint8_t hdr[CMN_TFR_HEADER_SIZE], uint64_t len);
+
+/* Writes the 4-byte footer for a payload whose unmasked crc32c is `crc`. */
+void cmn_tfr_put_footer(uint8_t ftr[CMN_TFR_FOOTER_SIZE], uint32_t crc);
+
+/*
+ * Checks a 12-byte header; returns 0 and the length, -EILSEQ on a length CRC
+ * mismatch, -EMSGSIZE if the length exceeds max_record.
+ */
+int cmn_tfr_get_header(const uint8_t hdr[CMN_TFR_HEADER_SIZE], size_t max_record,
+		       uint64_t *len);
+
+/* ---- pull reader ----------------------------------------------------- */
+
+struct cmn_tfr_reader;
+
+/*
+ * Opens a reader over `len` bytes at `buf` (uncompressed, or GZIP per
+ * opts->compression).  The caller keeps buf alive and unchanged until
+ * cmn_tfr_reader_free().  For uncompressed input, record data points into buf.
+ * Returns 0 and *out, or -errno with a message in err; *out untouched then.
+ */
+int cmn_tfr_reader_open_buf(struct cmn_tfr_reader **out, const void *buf, size_t len,
+			    const struct cmn_tfr_opts *opts, char *err, size_t errlen);
+
+/*
+ * Opens a reader over `fd` from its current position.  The reader does not
+ * close fd.  Record data stays valid until the next cmn_tfr_next() call.
+ */
+int cmn_tfr_reader_open_fd(struct cmn_tfr_reader **out, int fd, const struct cmn_tfr_opts *opts,
+			   char *err, size_t errlen);
+
+/*
+ * Returns 1 with the next record in *rec, 0 at a clean end of stream, or a
+ * negative error above (message: cmn_tfr_reader_error()).  After -EBADMSG
+ * the next call continues with the following record; after any other error
+ * every further call returns that error again.
+ */
+int cmn_tfr_next(struct cmn_tfr_reader *r, struct cmn_tfr_record *rec);
+
+/* The last error's one-line message ("" if none).  Valid until the next call. */
+const char *cmn_tfr_reader_error(const struct cmn_tfr_reader *r);
+
+/* Records returned and payload CRC failures skipped so far. */
+uint64_t cmn_tfr_reader_records(const struct cmn_tfr_reader *r);
+uint64_t cmn_tfr_reader_bad_records(const struct cmn_tfr_reader *r);
+
+void cmn_tfr_reader_free(struct cmn_tfr_reader *r);
+
+/* ---- push decoder ---------------------------------------------------- */
+
+struct cmn_tfr_push;
+
+/*
+ * Called once per complete record whose CRCs passed (unless skip_crc).  Data
+ * is valid only during the call.  Return 0 to go on, or a negative errno to
+ * stop: cmn_tfr_push_feed() then returns that value.
+ */
+typedef int (*cmn_tfr_record_cb)(const struct cmn_tfr_record *rec, void *ctx);
+
+int cmn_tfr_push_new(struct cmn_tfr_push **out, const struct cmn_tfr_opts *opts,
+		     cmn_tfr_record_cb cb, void *ctx, char *err, size_t errlen);
+
+/*
+ * Feeds the next `len` bytes of the stream.  Buffers at most one partial
+ * record (bounded by max_record).  Returns 0, a callback's negative value, or
+ * a stream error above.  A payload CRC failure is counted (bad_records) and
+ * skipped without an error return; the others are fatal for the stream.
+ */
+int cmn_tfr_push_feed(struct cmn_tfr_push *p, const void *data, size_t len);
+
+/* Declares end of stream: returns 0, or -EPROTO if it ends inside a record. */
+int cmn_tfr_push_finish(struct cmn_tfr_push *p);
+
+/* Forgets all state, as if new (for a retried transfer from offset 0). */
+void cmn_tfr_push_reset(struct cmn_tfr_push *p);
+
+const char *cmn_tfr_push_error(const struct cmn_tfr_push *p);
+uint64_t cmn_tfr_push_records(const struct cmn_tfr_push *p);
+uint64_t cmn_tfr_push_bad_records(const struct cmn_tfr_push *p);
+/* Bytes of the (uncompressed) stream consumed up to the end of the last whole record. */
+uint64_t cmn_tfr_push_offset(const struct cmn_tfr_push *p);
+
+void cmn_tfr_push_free(struct cmn_tfr_push *p);
+
+/* ---- writer ---------------------------------------------------------- */
+
+struct cmn_tfr_writer;
+
+/*
+ * Opens a buffered writer appending uncompressed TFRecord framing to `fd`
+ * (not closed by the writer).  buf_size 0 means 1 MiB.
+ */
+int cmn_tfr_writer_open(struct cmn_tfr_writer **out, int fd, size_t buf_size, char *err,
+			size_t errlen);
+
+/*
+ * Appends one record.  `crc` is the payload's unmasked crc32c when the caller
+ * already verified it (sampler), or pass crc_known=false to compute it.
+ * Returns 0 or -errno (write failure, e.g. -ENOSPC); on failure the file may
+ * hold a partial record and must be discarded.
+ */
+int cmn_tfr_writer_append(struct cmn_tfr_writer *w, const void *payload, size_t len, uint32_t crc,
+			  bool crc_known);
+
+/* Writes out the buffer.  Returns 0 or -errno. */
+int cmn_tfr_writer_flush(struct cmn_tfr_writer *w);
+
+/* Bytes appended so far (framing included), flushed or not. */
+uint64_t cmn_tfr_writer_bytes(const struct cmn_tfr_writer *w);
+
+/* Frees the writer without flushing. */
+void cmn_tfr_writer_free(struct cmn_tfr_writer *w);
+
+#endif

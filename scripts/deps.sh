@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build and the tests need, and the npm
+# packages of tests/ from their lock file.  Idempotent: when everything is
+# present it only checks, and touches no network.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(
+  # build
+  gcc meson ninja-build pkg-config
+  zlib1g-dev libsqlite3-dev libinih-dev libfuse3-dev libcurl4-openssl-dev libexpat1-dev
+  # tests and tools
+  check fuse3 sqlite3 valgrind clang libclang-rt-14-dev
+  nginx-light nodejs npm
+  python3 python3-numpy python3-protobuf protobuf-compiler
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm packages for the integration tests (s3rver), pinned by package-lock.json.
+if [ -f tests/package-lock.json ]; then
+  if [ ! -d tests/node_modules ] || [ tests/package-lock.json -nt tests/node_modules ]; then
+    echo "deps: npm ci in tests/"
+    (cd tests && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    touch tests/node_modules
+  fi
+fi
