@@ -1,0 +1,314 @@
+/*
+ * catalog.h - the SQLite catalog of a cache directory (CACHE_DIR/catalog.db).
+ *
+ * The only SQL in rollcache is in cachefs/catalog.c; everything else uses
+ * these functions.  See docs/catalog.md for the schema and the invariants.
+ *
+ * Terms:
+ *   source   a remote dataset URL (file://, http(s)://, s3://).
+ *   object   one remote object of a source, in one version (its ETag): an
+ *            ETag change makes a new object row and marks the old one stale.
+ *   file     one local file of the cache, called a "shard" everywhere: a
+ *            TFRecord shard (shards/<id>.tfrecord, kind CFS_KIND_TFRECORD)
+ *            or one raw object (objects/<id>, kind CFS_KIND_RAW, with a
+ *            sanitized display name).  Ids of files are never reused, so a
+ *            path never names different bytes (DESIGN invariant 1).
+ *   sample   one record inside a file: file id, offset, length, crc, and
+ *            where it came from (object id, offset in the object).
+ *   epoch    one row per epoch: when it began, the schedule entry in force,
+ *            bytes/records admitted, evicted and read during it.
+ *
+ * States of a file (catalog.c's design note says which function moves it):
+ *   (in tmp/, no row) -> SEALED -> EVICTING -> GONE
+ *
+ * Threads: a catalog handle may be used from any thread; calls are
+ * serialized by a recursive mutex inside the handle.  cfs_catalog_begin()
+ * takes that mutex until the matching commit/rollback, so a multi-call
+ * transaction is never interleaved with another thread's calls.  Functions
+ * documented as "one transaction" run inside the caller's transaction when
+ * one is open (as a savepoint) and in their own otherwise.
+ *
+ * Errors: 0 or -errno.  -EIO for SQLite errors (logged with SQLite's
+ * message through cmn_log), -ENOMEM, -EINVAL for bad arguments, -ENOENT
+ * for missing rows where documented, -EBUSY when the database stays locked.
+ */
+#ifndef RC_CACHEFS_CATALOG_H
+#define RC_CACHEFS_CATALOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CFS_SCHEMA_VERSION 1 /* PRAGMA user_version this binary writes */
+
+struct cfs_catalog;
+
+/* Kinds of local files. */
+enum cfs_kind {
+	CFS_KIND_TFRECORD = 0, /* shards/<id>.tfrecord */
+	CFS_KIND_RAW = 1,      /* objects/<id>, one sample = the whole file */
+};
+
+/* States of a local file. */
+enum cfs_shard_state {
+	CFS_SHARD_SEALED = 0,   /* resident, complete, immutable */
+	CFS_SHARD_EVICTING = 1, /* chosen for eviction; file may still be open */
+	CFS_SHARD_GONE = 2,     /* file deleted; row kept for history */
+};
+
+/* States of a remote object version. */
+enum cfs_object_state {
+	CFS_OBJECT_LISTED = 0,   /* listed, present in the latest listing */
+	CFS_OBJECT_VANISHED = 1, /* absent from the latest listing */
+	CFS_OBJECT_STALE = 2,    /* superseded by a new ETag/size: retire its samples */
+};
+
+/* open flags */
+#define CFS_CATALOG_READONLY 0x1 /* no writes, no migration; for `report` */
+
+/*
+ * Opens (and with !READONLY creates or migrates) the catalog at `path`:
+ * journal_mode=WAL, synchronous=NORMAL, foreign keys on, a busy timeout.
+ * Schema: PRAGMA user_version 0 (new file) is migrated to
+ * CFS_SCHEMA_VERSION by running each migration in order in one transaction;
+ * a version newer than CFS_SCHEMA_VERSION is refused (-EPROTONOSUPPORT,
+ * nothing written); a file that is not a SQLite database is refused
+ * (-EBADMSG, nothing written or deleted).
+ * Returns 0 and *out, or -errno with a one-line message in err naming the
+ * file and what to do; *out untouched on failure.
+ */
+int cfs_catalog_open(struct cfs_catalog **out, const char *path, unsigned flags, char *err,
+		     size_t errlen);
+
+/* Closes c (finalizes cached statements).  NULL is ignored. */
+void cfs_catalog_close(struct cfs_catalog *c);
+
+/* The schema version found in the file when it was opened (before migration). */
+int cfs_catalog_schema_version(const struct cfs_catalog *c);
+
+/*
+ * Explicit transaction (BEGIN IMMEDIATE).  Holds c's mutex until
+ * cfs_catalog_commit() or cfs_catalog_rollback() on the same thread; no
+ * nesting of begin.  Used e.g. by the evictor for one transaction per epoch
+ * boundary.  Returns 0 or -errno (no transaction is open then).
+ */
+int cfs_catalog_begin(struct cfs_catalog *c);
+int cfs_catalog_commit(struct cfs_catalog *c);  /* on failure: rolled back */
+void cfs_catalog_rollback(struct cfs_catalog *c);
+
+/* ---- sources and objects --------------------------------------------- */
+
+/* Gets the id of source `url`, creating its row.  Returns 0 or -errno. */
+int cfs_catalog_source(struct cfs_catalog *c, const char *url, int64_t *source_id);
+
+/* One object as a listing reports it (input to cfs_catalog_objects_sync). */
+struct cfs_listing_entry {
+	const char *key;  /* remote relative key; data only (invariant 7) */
+	uint64_t size;
+	const char *etag; /* NULL or "" when the store has none */
+};
+
+struct cfs_sync_result {
+	uint64_t added;    /* keys not known before */
+	uint64_t changed;  /* known keys with a new etag or size (old row -> STALE) */
+	uint64_t vanished; /* known keys absent from this listing (-> VANISHED) */
+	uint64_t unchanged;
+};
+
+/*
+ * Merges one full listing of a source, in one transaction: new keys get a
+ * row; known keys get listed_epoch = epoch (and LISTED again if they had
+ * VANISHED); a key whose etag or size changed gets a new row and its old
+ * row becomes STALE; keys of the source not in the listing become VANISHED.
+ * If ids is not NULL, ids[i] receives the current object id of ents[i].
+ * Duplicated keys in ents: -EINVAL, nothing changed.
+ * Returns 0 or -errno (nothing changed).
+ */
+int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
+			     const struct cfs_listing_entry *ents, size_t n, uint32_t epoch,
+			     int64_t *ids, struct cfs_sync_result *res);
+
+/* One object row (cfs_catalog_objects_list). */
+struct cfs_object_info {
+	int64_t id;
+	int64_t source_id;
+	char *key;  /* owned by the array, see cfs_object_info_free */
+	char *etag; /* NULL when none */
+	uint64_t size;
+	uint32_t listed_epoch;
+	enum cfs_object_state state;
+	uint32_t fetches;            /* times a sampler finished reading it */
+	int64_t last_fetched_epoch;  /* -1: never */
+};
+
+/*
+ * All objects of a source whose state bit (1u << state) is in state_mask,
+ * ordered by id.  *out is a malloc'd array of *n entries (NULL when 0),
+ * freed by cfs_object_info_free().  Returns 0 or -errno (*out, *n untouched).
+ */
+int cfs_catalog_objects_list(struct cfs_catalog *c, int64_t source_id, unsigned state_mask,
+			     struct cfs_object_info **out, size_t *n);
+void cfs_object_info_free(struct cfs_object_info *arr, size_t n);
+
+/* Records that a sampler finished reading object `id` in `epoch`. */
+int cfs_catalog_object_fetched(struct cfs_catalog *c, int64_t id, uint32_t epoch);
+
+/* ---- files (shards and raw objects) and their samples ------------------ */
+
+/* One sample as the shard writer hands it to the catalog. */
+struct cfs_sample {
+	uint64_t offset;        /* of the record's header in the local file */
+	uint64_t length;        /* payload bytes */
+	uint32_t crc;           /* unmasked crc32c of the payload, verified at admission */
+	int64_t object_id;      /* source object; 0 if unknown */
+	uint64_t object_offset; /* of the record in the (uncompressed) object */
+};
+
+/* A new sealed file (cfs_catalog_shard_insert). */
+struct cfs_shard_new {
+	int64_t id;             /* from cfs_catalog_alloc_id() */
+	enum cfs_kind kind;
+	uint64_t bytes;         /* file size */
+	uint32_t created_epoch; /* the epoch during which it was admitted */
+	const char *name;       /* RAW: sanitized display name (cfs_sanitize_key), else NULL */
+	int64_t object_id;      /* RAW: the object; else 0 */
+};
+
+/*
+ * Allocates a fresh file id: greater than every id the catalog has ever
+ * held and every id passed to cfs_catalog_note_id().  In memory only (an id
+ * whose file never got a row is harmless: its tmp file is removed at start).
+ * Thread-safe.  Never fails.
+ */
+int64_t cfs_catalog_alloc_id(struct cfs_catalog *c);
+
+/* Tells the allocator an id was seen on disk (reconciliation). */
+void cfs_catalog_note_id(struct cfs_catalog *c, int64_t id);
+
+/*
+ * Commits a sealed file: its row (state SEALED, stats 0), all its samples,
+ * and admitted bytes/records added to the epochs row of created_epoch
+ * (created if missing) - one transaction (DESIGN invariant 2, last step).
+ * For RAW, a name already used by another SEALED/EVICTING RAW file gives
+ * -EEXIST (the caller picks a suffixed name, see cfs_display_name()).
+ * Returns 0 or -errno (nothing changed).
+ */
+int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *sh,
+			     const struct cfs_sample *samples, size_t n_samples);
+
+/* One file row with its statistics (what eviction policies read). */
+struct cfs_shard_info {
+	int64_t id;
+	enum cfs_kind kind;
+	enum cfs_shard_state state;
+	uint64_t bytes;
+	uint64_t records;
+	uint32_t created_epoch;
+	uint64_t reads;        /* read calls served from it */
+	uint64_t last_read_ms; /* wall clock, ms since 1970; 0 = never */
+	uint64_t full_reads;   /* times read to the end */
+	int64_t object_id;     /* RAW: its object; else 0 */
+	char *name;            /* RAW: display name; else NULL; owned by the array */
+	int64_t evicted_epoch; /* -1 unless EVICTING/GONE */
+};
+
+/*
+ * All files whose state bit (1u << state) is in state_mask (typically
+ * 1u << CFS_SHARD_SEALED: every resident sealed file, for an epoch snapshot
+ * and for the evictor), with their stats, ordered by id, in one query.
+ * *out is malloc'd (NULL when *n == 0); free with cfs_shard_info_free().
+ * Returns 0 or -errno (*out, *n untouched).
+ */
+int cfs_catalog_shards_list(struct cfs_catalog *c, unsigned state_mask,
+			    struct cfs_shard_info **out, size_t *n);
+void cfs_shard_info_free(struct cfs_shard_info *arr, size_t n);
+
+/* One file's row; -ENOENT when there is none. */
+int cfs_catalog_shard_get(struct cfs_catalog *c, int64_t id, struct cfs_shard_info *out);
+
+/* Read statistics accumulated off the hot path (FUSE), applied in batches. */
+struct cfs_shard_stat_delta {
+	int64_t id;
+	uint64_t reads;        /* added */
+	uint64_t full_reads;   /* added */
+	uint64_t read_bytes;   /* added to the epoch's read bytes */
+	uint64_t last_read_ms; /* max()ed into last_read */
+};
+
+/*
+ * Applies n deltas in one transaction; read_bytes are summed into the epochs
+ * row of `epoch`.  Unknown ids are skipped (a file may have gone meanwhile).
+ * Returns 0 or -errno (nothing changed).
+ */
+int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_stat_delta *d,
+				 size_t n, uint32_t epoch);
+
+/*
+ * Marks n SEALED files EVICTING in `epoch` (evicted bytes/records added to
+ * that epoch's row), in one transaction.  Ids not SEALED: -ENOENT, nothing
+ * changed.  Their files stay on disk (open handles, invariant 3) until
+ * cfs_catalog_shards_gone().
+ */
+int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n, uint32_t epoch);
+
+/*
+ * Marks n files GONE (their files were deleted) and deletes their samples,
+ * in one transaction.  Ids already GONE or unknown are skipped.
+ */
+int cfs_catalog_shards_gone(struct cfs_catalog *c, const int64_t *ids, size_t n);
+
+/*
+ * Ids of SEALED files holding a sample of a STALE object (the sampler saw a
+ * new ETag): the evictor retires them at the next boundary.  *out malloc'd.
+ */
+int cfs_catalog_shards_with_stale_objects(struct cfs_catalog *c, int64_t **out, size_t *n);
+
+/* The samples of file `id`, ordered by offset; *out malloc'd (free()). */
+int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample **out,
+			   size_t *n);
+
+/* Totals over SEALED files: count, bytes, records. */
+struct cfs_resident {
+	uint64_t files, bytes, records;
+};
+int cfs_catalog_resident(struct cfs_catalog *c, struct cfs_resident *out);
+
+/* ---- epochs ------------------------------------------------------------ */
+
+struct cfs_epoch_row {
+	uint32_t number;
+	uint64_t started_ms; /* wall clock ms; 0 while the row was only counted into */
+	uint64_t admitted_bytes, admitted_records;
+	uint64_t evicted_bytes, evicted_records;
+	uint64_t read_bytes;
+	uint64_t limit, admit; /* schedule entry in force (0: not recorded) */
+	char policy[16];       /* "fifo", ... ("" when not recorded) */
+	uint32_t min_uses;
+	uint64_t resident_files, resident_bytes, resident_records; /* at its start */
+};
+
+/*
+ * Records the start of epoch `r->number`: started_ms, limit, admit, policy,
+ * min_uses and resident_* from r; counters already accumulated in the row
+ * (admissions sealed early) are kept.  One statement.  Returns 0 or -errno.
+ */
+int cfs_catalog_epoch_begin(struct cfs_catalog *c, const struct cfs_epoch_row *r);
+
+/* Every epochs row ordered by number; *out malloc'd (free()). */
+int cfs_catalog_epochs_list(struct cfs_catalog *c, struct cfs_epoch_row **out, size_t *n);
+
+/* The highest epoch number with a started row, or -ENOENT when none. */
+int cfs_catalog_current_epoch(struct cfs_catalog *c, uint32_t *epoch);
+
+/* ---- maintenance ------------------------------------------------------- */
+
+/*
+ * Reconciliation support (cachefs/reconcile.c): deletes rows of files in
+ * ids (any state) with their samples, in one transaction.
+ */
+int cfs_catalog_shards_drop(struct cfs_catalog *c, const int64_t *ids, size_t n);
+
+/* PRAGMA integrity_check: 0 when "ok", -EBADMSG otherwise (message in err). */
+int cfs_catalog_integrity_check(struct cfs_catalog *c, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * shard_writer.h - writing one local file of the cache and sealing it by
+ * DESIGN invariant 2 (tmp/, fsync, rename, fsync(dir), catalog commit).
+ *
+ * Two kinds of writer share one type:
+ *   - a TFRecord shard writer (cfs_shard_writer_open): appends records whose
+ *     CRC the sampler already verified (invariant 5) into
+ *     tmp/<id>.tfrecord, remembering each record's source for the catalog;
+ *     sealed into shards/<id>.tfrecord;
+ *   - a raw object writer (cfs_raw_writer_open, format=raw): the bytes of
+ *     one remote object in any number of cfs_raw_writer_write() calls into
+ *     tmp/<id>; sealed into objects/<id> with one sample (the whole file)
+ *     and a sanitized display name (cachefs/names.h).
+ *
+ * Budget (invariant 4): a writer never writes a byte it has not reserved.
+ * Before appending, reserve room with cfs_shard_writer_reserve() (blocks
+ * until the store's budget has room, with a timeout) or
+ * cfs_shard_writer_try_reserve(); an append beyond the reservation fails
+ * with -ENOBUFS and writes nothing.  Sealing converts what was written into
+ * sealed bytes and gives back the rest; aborting gives back everything.
+ * A TFRecord record of `len` payload bytes takes len + CMN_TFR_OVERHEAD
+ * bytes (cfs_shard_writer_record_bytes()).
+ *
+ * Threads: one writer is used by one thread at a time; different writers
+ * of one store may run in parallel.  Ownership: the writer keeps a pointer
+ * to the store, which must outlive it; payloads are copied out before a
+ * call returns.
+ */
+#ifndef RC_CACHEFS_SHARD_WRITER_H
+#define RC_CACHEFS_SHARD_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cachefs/store.h"
+
+struct cfs_shard_writer;
+
+/*
+ * Starts a TFRecord shard admitted in `epoch`: allocates an id and creates
+ * tmp/<id>.tfrecord.  Reserves nothing.  Returns 0 and *out, or -errno with
+ * a message in err (*out untouched).
+ */
+int cfs_shard_writer_open(struct cfs_shard_writer **out, struct cfs_store *s, uint32_t epoch,
+			  char *err, size_t errlen);
+
+/*
+ * Starts a raw object file for object `object_id` whose remote key is `key`
+ * (copied; used only for the display name, never for a path).
+ */
+int cfs_raw_writer_open(struct cfs_shard_writer **out, struct cfs_store *s, uint32_t epoch,
+			int64_t object_id, const char *key, char *err, size_t errlen);
+
+/* Bytes a TFRecord record of `len` payload bytes occupies in a shard. */
+uint64_t cfs_shard_writer_record_bytes(size_t len);
+
+/*
+ * Adds `bytes` to the writer's reservation, waiting up to timeout_ms for
+ * room (cfs_budget_reserve: -ETIMEDOUT, -ECANCELED, -EFBIG; -EAGAIN with
+ * timeout 0).  On failure the reservation is unchanged.
+ */
+int cfs_shard_writer_reserve(struct cfs_shard_writer *w, uint64_t bytes, uint64_t timeout_ms);
+int cfs_shard_writer_try_reserve(struct cfs_shard_writer *w, uint64_t bytes);
+
+/* Reserved bytes not yet written. */
+uint64_t cfs_shard_writer_room(const struct cfs_shard_writer *w);
+
+/*
+ * Appends one record (TFRecord writers only): payload of len bytes whose
+ * unmasked crc32c `crc` the caller verified, from object `object_id` at
+ * `object_offset` in that object.  Returns 0, -ENOBUFS (not enough reserved;
+ * nothing written), -EINVAL (a raw writer), or a write error (-ENOSPC,
+ * -EIO...; the writer is then broken: only abort is left).
+ */
+int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, size_t len,
+			    uint32_t crc, int64_t object_id, uint64_t object_offset);
+
+/* Appends bytes of the object (raw writers only).  Same returns as append. */
+int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t len);
+
+/* The file's id, bytes written so far, records appended so far. */
+int64_t cfs_shard_writer_id(const struct cfs_shard_writer *w);
+uint64_t cfs_shard_writer_bytes(const struct cfs_shard_writer *w);
+uint64_t cfs_shard_writer_records(const struct cfs_shard_writer *w);
+
+/*
+ * Seals the file (invariant 2): flush, fsync, rename into shards/ or
+ * objects/, fsync of that directory, then the catalog row and all sample
+ * rows in one transaction; the budget turns the written bytes into sealed
+ * bytes and releases the unused reservation.  A TFRecord shard with no
+ * record is aborted instead and -ENODATA returned (a raw object of 0 bytes
+ * is sealed normally).
+ * Frees w in every case.  Returns 0 and *id (may be NULL), or -errno with a
+ * message; on failure nothing is visible: the file is removed and all bytes
+ * released.
+ */
+int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, size_t errlen);
+
+/* Discards the tmp file, releases the whole reservation, frees w.  NULL ok. */
+void cfs_shard_writer_abort(struct cfs_shard_writer *w);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * store.h - one cache directory on disk (DESIGN "The cache directory").
+ *
+ *   CACHE_DIR/catalog.db            the catalog (cachefs/catalog.h)
+ *   CACHE_DIR/shards/<id>.tfrecord  sealed TFRecord shards
+ *   CACHE_DIR/objects/<id>          sealed raw objects (format=raw)
+ *   CACHE_DIR/tmp/                  files being written; emptied at open
+ *   CACHE_DIR/lock                  flock(LOCK_EX|LOCK_NB), holds the pid
+ *
+ * Opening a store takes the lock, opens (creates, migrates) the catalog,
+ * runs start-up reconciliation (DESIGN invariant 6, cachefs/reconcile.c)
+ * and builds the byte budget (invariant 4) from what survived.  Every path
+ * under CACHE_DIR is derived from a numeric id only (invariant 7).
+ *
+ * Writers: cachefs/shard_writer.h.  Eviction: cfs_store_evict() and
+ * cfs_store_release_evicted() below.  Readers (FUSE) open files with
+ * cfs_store_open_file().
+ *
+ * Threads: all functions may be called from any thread once the store is
+ * open; the store's own fields are set at open and read-only afterwards
+ * (the catalog and the budget lock themselves).
+ */
+#ifndef RC_CACHEFS_STORE_H
+#define RC_CACHEFS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cachefs/budget.h"
+#include "cachefs/catalog.h"
+
+struct cfs_store;
+
+struct cfs_store_opts {
+	const char *dir; /* CACHE_DIR; created (mode 0755, parents too) if missing */
+	uint64_t limit;  /* bytes; the budget's limit (DESIGN [cache] limit) */
+};
+
+/* What start-up reconciliation found and did (invariant 6). */
+struct cfs_reconcile_report {
+	uint64_t tmp_removed;        /* files deleted from tmp/ */
+	uint64_t rows_dropped;       /* SEALED/EVICTING rows whose file was missing */
+	uint64_t files_removed;      /* files in shards/ or objects/ without a row */
+	uint64_t size_mismatches;    /* row and file disagreed on size: both dropped */
+	uint64_t evictions_finished; /* EVICTING rows whose file was deleted now */
+	uint64_t stray_entries;      /* names in shards/ or objects/ not of our form: deleted */
+	uint64_t resident_files;     /* SEALED after reconciliation */
+	uint64_t resident_bytes;
+	uint64_t elapsed_us;
+};
+
+/*
+ * Opens the cache directory o->dir as described above.
+ * Returns 0 and *out, or -errno with a one-line message in err:
+ *   -EWOULDBLOCK  another process holds CACHE_DIR/lock; the message names
+ *                 its pid ("... is in use by pid 1234 (another rollcache
+ *                 mount or ingest?): stop it or use another cache_dir");
+ *   -EACCES/-EROFS/... the directory cannot be created or written;
+ *   -EBADMSG      catalog.db is not a SQLite database (nothing deleted);
+ *   -EPROTONOSUPPORT catalog.db has a newer schema than this binary.
+ * On failure nothing is held and nothing was deleted except during
+ * reconciliation of an otherwise valid cache.
+ */
+int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char *err,
+		   size_t errlen);
+
+/*
+ * Closes the store: cancels the budget (waking waiters), closes the
+ * catalog, releases the lock.  Writers must be sealed or aborted first.
+ */
+void cfs_store_close(struct cfs_store *s);
+
+/* The store's catalog and budget (owned by the store). */
+struct cfs_catalog *cfs_store_catalog(struct cfs_store *s);
+struct cfs_budget *cfs_store_budget(struct cfs_store *s);
+
+/* The cache directory as given (owned by the store). */
+const char *cfs_store_dir(const struct cfs_store *s);
+
+/* What reconciliation at open found. */
+const struct cfs_reconcile_report *cfs_store_reconcile_report(const struct cfs_store *s);
+
+/*
+ * The path of file `id` of `kind` relative to CACHE_DIR ("shards/12.tfrecord",
+ * "objects/12") or, with absolute, below cfs_store_dir().  Returns 0 or
+ * -ENAMETOOLONG.
+ */
+int cfs_store_file_path(const struct cfs_store *s, enum cfs_kind kind, int64_t id, bool absolute,
+			char *buf, size_t buflen);
+
+/*
+ * Opens sealed file `id` read-only (O_RDONLY|O_CLOEXEC) relative to the
+ * store's directory fd.  Returns an fd (>= 0) the caller closes, or -errno.
+ * Does not consult the catalog.
+ */
+int cfs_store_open_file(struct cfs_store *s, enum cfs_kind kind, int64_t id);
+
+/* One file the evictor chose (cfs_store_evict). */
+struct cfs_evict_item {
+	int64_t id;
+	enum cfs_kind kind;
+	uint64_t bytes;
+	bool open; /* a handle is open (invariant 3): keep the file until its last release */
+};
+
+/*
+ * Evicts n SEALED files in `epoch`: marks them EVICTING in one catalog
+ * transaction (joining the caller's open transaction if any), then for
+ * each one not open deletes the file, moves its bytes out of the budget
+ * and marks it GONE (one more transaction); open ones move to the budget's
+ * draining bytes until cfs_store_release_evicted().  Returns 0 or -errno;
+ * when the first transaction fails nothing changed.
+ */
+int cfs_store_evict(struct cfs_store *s, const struct cfs_evict_item *items, size_t n,
+		    uint32_t epoch);
+
+/*
+ * The last handle of an evicted (EVICTING, open) file was released: deletes
+ * the file, subtracts its draining bytes, marks it GONE.  Returns 0 or -errno.
+ */
+int cfs_store_release_evicted(struct cfs_store *s, enum cfs_kind kind, int64_t id,
+			      uint64_t bytes);
+
+#endif
