@@ -1,0 +1,450 @@
+/*
+ * fetch.c - the transfer engine: one curl multi handle, `connections`
+ * parallel range GETs, retries with backoff.
+ *
+ * Owns the queue of requests and their easy handles.  Does not parse bodies
+ * (callers' callbacks do) and does not sleep: waiting for a retry is a
+ * deadline the poll timeout respects, so other transfers keep running.
+ *
+ * States of a request: QUEUED (in f->queue, maybe with a not-before time)
+ * -> RUNNING (added to the multi) -> done() or back to QUEUED for a retry.
+ * Bounds: attempts <= retries + 1; each attempt is bounded by the connect
+ * timeout and the low-speed limit set in smp_store_easy_defaults(); waits by
+ * SMP_BACKOFF_MAX_MS / SMP_RETRY_AFTER_MAX_MS.
+ * Threads: everything but smp_fetch_wakeup() runs on the caller's thread.
+ */
+#include "sampler/fetch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "sampler/store_i.h"
+
+#define ERRBODY_CAP 512
+
+struct xfer {
+	struct smp_fetch *f;
+	struct xfer *next; /* queue link */
+	CURL *easy;
+	struct curl_slist *hdrs;
+	char *key;
+	uint64_t off, end;   /* [off, end), end 0: to the object's end */
+	uint64_t size;       /* object size (0 unknown) */
+	uint64_t cur;        /* next object offset we expect (resume point) */
+	uint64_t skip;       /* bytes to drop: the server ignored our Range */
+	uint32_t attempt;
+	uint64_t not_before; /* ms, monotonic */
+	uint64_t retry_after_ms;
+	long status;
+	bool status_seen;
+	int cb_rc;           /* a callback's non-zero return */
+	char errbody[ERRBODY_CAP];
+	size_t errbody_len;
+	const struct smp_xfer_ops *ops;
+	void *ctx;
+};
+
+struct smp_fetch {
+	struct smp_store *store;
+	struct smp_stats *stats;
+	CURLM *multi;
+	unsigned conns;
+	uint32_t retries;
+	uint64_t rng;
+	struct xfer *queue, *queue_tail;
+	unsigned queued, running;
+	struct xfer **run; /* [conns]: running transfers, NULL slots free */
+	CURL **idle; /* easy handles kept for reuse */
+	unsigned n_idle;
+};
+
+int smp_fetch_new(struct smp_fetch **out, struct smp_store *store, unsigned connections,
+		  uint32_t retries, uint64_t seed, char *err, size_t errlen)
+{
+	struct smp_fetch *f = calloc(1, sizeof(*f));
+	if (!f)
+		goto nomem;
+	f->store = store;
+	f->stats = store->stats;
+	f->conns = connections ? connections : 1;
+	f->retries = retries;
+	f->rng = seed ^ 0x5851f42d4c957f2dull;
+	f->idle = calloc(f->conns, sizeof(*f->idle));
+	f->run = calloc(f->conns, sizeof(*f->run));
+	f->multi = curl_multi_init();
+	if (!f->idle || !f->run || !f->multi)
+		goto nomem;
+	curl_multi_setopt(f->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)f->conns);
+	curl_multi_setopt(f->multi, CURLMOPT_MAXCONNECTS, (long)f->conns * 2);
+	curl_multi_setopt(f->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+	*out = f;
+	return 0;
+nomem:
+	if (f) {
+		free(f->idle);
+		free(f->run);
+		if (f->multi)
+			curl_multi_cleanup(f->multi);
+		free(f);
+	}
+	snprintf(err, errlen, "out of memory starting the transfer engine");
+	return -ENOMEM;
+}
+
+static void finish(struct xfer *x, int rc, const char *msg)
+{
+	struct smp_fetch *f = x->f;
+	if (x->easy) {
+		if (f->n_idle < f->conns)
+			f->idle[f->n_idle++] = x->easy;
+		else
+			curl_easy_cleanup(x->easy);
+		x->easy = NULL;
+	}
+	curl_slist_free_all(x->hdrs);
+	x->hdrs = NULL;
+	x->ops->done(x->ctx, rc, msg ? msg : "");
+	free(x->key);
+	free(x);
+}
+
+void smp_fetch_cancel_all(struct smp_fetch *f)
+{
+	struct xfer *q = f->queue;
+	f->queue = f->queue_tail = NULL;
+	f->queued = 0;
+	while (q) {
+		struct xfer *nx = q->next;
+		finish(q, -ECANCELED, "cancelled");
+		q = nx;
+	}
+	for (unsigned i = 0; i < f->conns; i++) {
+		struct xfer *x = f->run[i];
+		if (!x)
+			continue;
+		f->run[i] = NULL;
+		curl_multi_remove_handle(f->multi, x->easy);
+		f->running--;
+		finish(x, -ECANCELED, "cancelled");
+	}
+}
+
+void smp_fetch_free(struct smp_fetch *f)
+{
+	if (!f)
+		return;
+	smp_fetch_cancel_all(f);
+	for (unsigned i = 0; i < f->n_idle; i++)
+		curl_easy_cleanup(f->idle[i]);
+	free(f->idle);
+	free(f->run);
+	curl_multi_cleanup(f->multi);
+	free(f);
+}
+
+int smp_fetch_add(struct smp_fetch *f, const struct smp_fetch_req *r)
+{
+	struct xfer *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->key = strdup(r->key);
+	if (!x->key) {
+		free(x);
+		return -ENOMEM;
+	}
+	x->f = f;
+	x->off = x->cur = r->off;
+	x->end = r->len ? r->off + r->len : 0;
+	x->size = r->size;
+	x->ops = r->ops;
+	x->ctx = r->ctx;
+	if (f->queue_tail)
+		f->queue_tail->next = x;
+	else
+		f->queue = x;
+	f->queue_tail = x;
+	f->queued++;
+	return 0;
+}
+
+unsigned smp_fetch_pending(const struct smp_fetch *f)
+{
+	return f->queued + f->running;
+}
+
+unsigned smp_fetch_running(const struct smp_fetch *f)
+{
+	return f->running;
+}
+
+void smp_fetch_wakeup(struct smp_fetch *f)
+{
+	curl_multi_wakeup(f->multi);
+}
+
+/* ---- callbacks ------------------------------------------------------------ */
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+	struct xfer *x = ud;
+	size_t len = sz * n;
+	if (len >= 5 && !strncmp(p, "HTTP/", 5)) {
+		x->retry_after_ms = 0; /* a new response (after 100-continue, ...) */
+		x->status_seen = false;
+	}
+	uint64_t ra = smp__retry_after_header(p, len);
+	if (ra)
+		x->retry_after_ms = ra;
+	return len;
+}
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+	struct xfer *x = ud;
+	size_t len = sz * n;
+	if (!x->status_seen) {
+		x->status_seen = true;
+		x->status = 0;
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+		if (x->status == 0)
+			x->status = 200; /* file:// */
+		/* asked for a range from cur but got the whole object: drop the head */
+		if (x->status == 200 && x->cur > 0)
+			x->skip = x->cur;
+	}
+	SMP_STAT_ADD(x->f->stats, bytes_fetched, len);
+	if (x->status < 200 || x->status >= 300) {
+		size_t room = ERRBODY_CAP - 1 - x->errbody_len;
+		size_t c = len < room ? len : room;
+		memcpy(x->errbody + x->errbody_len, p, c);
+		x->errbody_len += c;
+		x->errbody[x->errbody_len] = '\0';
+		return len;
+	}
+	size_t used = 0;
+	if (x->skip) {
+		size_t d = x->skip < len ? (size_t)x->skip : len;
+		x->skip -= d;
+		used = d;
+	}
+	size_t give = len - used;
+	if (x->end && x->cur + give > x->end)
+		give = x->end > x->cur ? (size_t)(x->end - x->cur) : 0; /* over-long body: ignore the tail */
+	if (give) {
+		int rc = x->ops->data(x->ctx, p + used, give);
+		if (rc) {
+			x->cb_rc = rc;
+			return 0; /* aborts with CURLE_WRITE_ERROR */
+		}
+		x->cur += give;
+	}
+	return len;
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+static int start(struct smp_fetch *f, struct xfer *x)
+{
+	char err[256];
+	CURL *e = f->n_idle ? f->idle[--f->n_idle] : curl_easy_init();
+	if (!e) {
+		finish(x, -ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
+	curl_easy_reset(e);
+	x->easy = e;
+	x->status = 0;
+	x->status_seen = false;
+	x->cb_rc = 0;
+	x->skip = 0;
+	x->errbody_len = 0;
+	x->errbody[0] = '\0';
+	x->retry_after_ms = 0;
+	smp_store_easy_defaults(f->store, e);
+	uint64_t len = x->end ? x->end - x->cur : 0;
+	int rc = smp_store_prepare(f->store, e, x->key, x->cur, len, &x->hdrs, err, sizeof(err));
+	if (rc) {
+		finish(x, rc, err);
+		return rc;
+	}
+	if (x->hdrs)
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+	if (curl_multi_add_handle(f->multi, e) != CURLM_OK) {
+		finish(x, -EIO, "curl_multi_add_handle failed");
+		return -EIO;
+	}
+	SMP_STAT_ADD(f->stats, requests, 1);
+	for (unsigned i = 0; i < f->conns; i++)
+		if (!f->run[i]) {
+			f->run[i] = x;
+			break;
+		}
+	f->running++;
+	return 0;
+}
+
+/* Schedules another attempt, or gives up with the reason in `why`. */
+static void retry_or_fail(struct smp_fetch *f, struct xfer *x, int rc, const char *why)
+{
+	char msg[768];
+	if (x->attempt >= f->retries) {
+		snprintf(msg, sizeof(msg), "%s: gave up after %u attempts: %s", x->key, x->attempt + 1, why);
+		SMP_STAT_ADD(f->stats, failed_objects, 1);
+		finish(x, rc, msg);
+		return;
+	}
+	x->attempt++;
+	uint64_t wait = smp__backoff_ms(x->attempt - 1, x->retry_after_ms, &f->rng);
+	SMP_STAT_ADD(f->stats, retries, 1);
+	SMP_STAT_ADD(f->stats, retry_wait_ms, wait);
+	cmn_log(CMN_LOG_INFO, "%s: %s; attempt %u in %llu ms", x->key, why, x->attempt + 1,
+		(unsigned long long)wait);
+	uint64_t resume = x->ops->restart(x->ctx, x->attempt >= f->retries);
+	x->cur = resume < x->off ? x->off : resume;
+	x->not_before = smp__now_ms() + wait;
+	/* waiting requests go to the back so ready ones are not held up */
+	x->next = NULL;
+	if (f->queue_tail)
+		f->queue_tail->next = x;
+	else
+		f->queue = x;
+	f->queue_tail = x;
+	f->queued++;
+}
+
+static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
+{
+	struct xfer *x = NULL;
+	char why[640];
+	curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
+	curl_multi_remove_handle(f->multi, e);
+	for (unsigned i = 0; i < f->conns; i++)
+		if (f->run[i] == x)
+			f->run[i] = NULL;
+	f->running--;
+	curl_slist_free_all(x->hdrs);
+	x->hdrs = NULL;
+	if (f->n_idle < f->conns)
+		f->idle[f->n_idle++] = e;
+	else
+		curl_easy_cleanup(e);
+	x->easy = NULL;
+
+	long status = x->status;
+	if (!x->status_seen) {
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+		if (status == 0 && cc == CURLE_OK)
+			status = 200;
+	}
+	if (cc == CURLE_FILE_COULDNT_READ_FILE)
+		status = 404, cc = CURLE_OK;
+	if (x->cb_rc && x->cb_rc != -EAGAIN) {
+		snprintf(why, sizeof(why), "%s: %s", x->key, strerror(-x->cb_rc));
+		finish(x, x->cb_rc, why);
+		return;
+	}
+	if (x->cb_rc == -EAGAIN) {
+		retry_or_fail(f, x, -EBADMSG, "bad data in the body (CRC or framing)");
+		return;
+	}
+	if (cc != CURLE_OK) {
+		smp__count_failure(f->stats, cc, 0);
+		snprintf(why, sizeof(why), "%s", curl_easy_strerror(cc));
+		if (smp__curl_retryable(cc))
+			retry_or_fail(f, x, cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO, why);
+		else
+			finish(x, -EIO, why);
+		return;
+	}
+	if (status < 200 || status >= 300) {
+		smp__count_failure(f->stats, CURLE_OK, status);
+		snprintf(why, sizeof(why), "HTTP %ld%s%.200s", status, x->errbody_len ? ": " : "",
+			 x->errbody);
+		for (char *c = why; *c; c++)
+			if (*c == '\n' || *c == '\r')
+				*c = ' ';
+		if (smp__status_retryable(status)) {
+			retry_or_fail(f, x, -EIO, why);
+		} else {
+			char msg[768];
+			snprintf(msg, sizeof(msg), "%s: %s (not retried)", x->key, why);
+			SMP_STAT_ADD(f->stats, failed_objects, 1);
+			finish(x, status == 404 ? -ENOENT : (status == 401 || status == 403) ? -EACCES : -EIO,
+			       msg);
+		}
+		return;
+	}
+	uint64_t want_end = x->end ? x->end : x->size;
+	if (want_end && x->cur < want_end) {
+		SMP_STAT_ADD(f->stats, truncated, 1);
+		snprintf(why, sizeof(why), "short body: %llu of %llu bytes", (unsigned long long)x->cur,
+			 (unsigned long long)want_end);
+		retry_or_fail(f, x, -EPROTO, why);
+		return;
+	}
+	int rc = x->ops->end(x->ctx);
+	if (rc == -EAGAIN) {
+		SMP_STAT_ADD(f->stats, truncated, 1);
+		retry_or_fail(f, x, -EPROTO, "body ends inside a record");
+		return;
+	}
+	finish(x, rc, rc ? "rejected by the record reader" : NULL);
+}
+
+int smp_fetch_step(struct smp_fetch *f, int max_wait_ms)
+{
+	uint64_t now = smp__now_ms(), next_ready = UINT64_MAX;
+	/* start ready requests, in queue order, up to `conns` running */
+	struct xfer **pp = &f->queue, *prev = NULL;
+	while (*pp && f->running < f->conns) {
+		struct xfer *x = *pp;
+		if (x->not_before > now) {
+			if (x->not_before < next_ready)
+				next_ready = x->not_before;
+			prev = x;
+			pp = &x->next;
+			continue;
+		}
+		*pp = x->next;
+		if (f->queue_tail == x)
+			f->queue_tail = prev;
+		f->queued--;
+		x->next = NULL;
+		start(f, x);
+	}
+	for (struct xfer *x = *pp; x; x = x->next)
+		if (x->not_before > now && x->not_before < next_ready)
+			next_ready = x->not_before;
+	int wait = max_wait_ms;
+	if (next_ready != UINT64_MAX) {
+		uint64_t d = next_ready > now ? next_ready - now : 0;
+		if (d < (uint64_t)wait)
+			wait = (int)d;
+	}
+	int still = 0;
+	CURLMcode mc = curl_multi_perform(f->multi, &still);
+	if (mc == CURLM_OK && f->running)
+		mc = curl_multi_poll(f->multi, NULL, 0, wait, NULL);
+	else if (mc == CURLM_OK && wait > 0 && f->queued)
+		mc = curl_multi_poll(f->multi, NULL, 0, wait, NULL);
+	if (mc == CURLM_OK)
+		mc = curl_multi_perform(f->multi, &still);
+	if (mc != CURLM_OK) {
+		cmn_log(CMN_LOG_ERROR, "curl multi: %s", curl_multi_strerror(mc));
+		return -EIO;
+	}
+	CURLMsg *m;
+	int left;
+	while ((m = curl_multi_info_read(f->multi, &left)))
+		if (m->msg == CURLMSG_DONE)
+			completed(f, m->easy_handle, m->data.result);
+	return 0;
+}
