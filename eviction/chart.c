@@ -1,0 +1,203 @@
+/*
+ * chart.c - SVG line charts (see chart.h).
+ *
+ * Owns nothing past one call.  Layout: a fixed 820 px wide canvas, the plot
+ * area with gridlines at "nice" tick steps (1, 2, 2.5, 5 x 10^k), axes
+ * labelled, and the legend in two columns under the plot.  Text is escaped
+ * for XML; numbers are printed with the C locale's '.' (rollcache never
+ * calls setlocale for LC_NUMERIC).
+ */
+#include "eviction/chart.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define W      820.0
+#define PLOT_H 360.0
+#define ML     78.0 /* left margin */
+#define MR     78.0
+#define MT     48.0
+#define LEG_H  20.0
+
+static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+				      "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+
+static void put_escaped(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f); break;
+		}
+	}
+}
+
+static double nice_step(double range, int ticks)
+{
+	if (range <= 0)
+		return 1;
+	double raw = range / ticks;
+	double mag = pow(10, floor(log10(raw)));
+	static const double m[] = {1, 2, 2.5, 5, 10};
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (raw <= m[i] * mag)
+			return m[i] * mag;
+	return 10 * mag;
+}
+
+static double axis_max(const struct evc_chart *c, int right, double given)
+{
+	if (given > 0)
+		return given;
+	double mx = 0;
+	for (size_t i = 0; i < c->n_series; i++) {
+		const struct evc_series *s = &c->series[i];
+		if (s->right != right)
+			continue;
+		for (size_t j = 0; j < s->n; j++)
+			if (isfinite(s->y[j]) && s->y[j] > mx)
+				mx = s->y[j];
+	}
+	if (mx <= 0)
+		return 1;
+	double step = nice_step(mx, 5);
+	return ceil(mx / step) * step;
+}
+
+static void label_num(char *buf, size_t len, double v, double step)
+{
+	if (step >= 1 && fabs(v - round(v)) < 1e-9)
+		snprintf(buf, len, "%.0f", v);
+	else if (step * 10 >= 1)
+		snprintf(buf, len, "%.1f", v);
+	else
+		snprintf(buf, len, "%.2f", v);
+}
+
+int evc_chart_svg(FILE *f, const struct evc_chart *c)
+{
+	size_t npts = 0;
+	for (size_t i = 0; i < c->n_series; i++)
+		if (c->series[i].n > npts)
+			npts = c->series[i].n;
+	if (c->n_series == 0 || npts == 0)
+		return -EINVAL;
+
+	int has_right = c->ylabel_right != NULL;
+	double lmax = axis_max(c, 0, c->ymax_left);
+	double rmax = has_right ? axis_max(c, 1, c->ymax_right) : 1;
+	double xmax = npts > 1 ? (double)(npts - 1) : 1;
+	double pw = W - ML - MR;
+	size_t leg_rows = (c->n_series + 1) / 2;
+	double H = MT + PLOT_H + 56 + (double)leg_rows * LEG_H + 10;
+	char buf[64];
+
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	fprintf(f,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		"viewBox=\"0 0 %.0f %.0f\" font-family=\"Helvetica, Arial, sans-serif\" "
+		"font-size=\"12\">\n",
+		W, H, W, H);
+	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n");
+	if (c->title) {
+		fprintf(f, "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" "
+			   "font-weight=\"bold\">",
+			W / 2);
+		put_escaped(f, c->title);
+		fprintf(f, "</text>\n");
+	}
+
+	/* Grid and left ticks. */
+	double lstep = nice_step(lmax, 5);
+	for (double v = 0; v <= lmax + lstep * 1e-6; v += lstep) {
+		double y = MT + PLOT_H - v / lmax * PLOT_H;
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n",
+			ML, y, ML + pw, y);
+		label_num(buf, sizeof(buf), v, lstep);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", ML - 6,
+			y + 4, buf);
+	}
+	if (has_right) {
+		double rstep = nice_step(rmax, 5);
+		for (double v = 0; v <= rmax + rstep * 1e-6; v += rstep) {
+			double y = MT + PLOT_H - v / rmax * PLOT_H;
+			label_num(buf, sizeof(buf), v, rstep);
+			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\">%s</text>\n",
+				ML + pw + 6, y + 4, buf);
+		}
+	}
+	/* X ticks: whole epochs. */
+	double xstep = nice_step(xmax, 10);
+	if (xstep < 1)
+		xstep = 1;
+	for (double v = 0; v <= xmax + 1e-9; v += xstep) {
+		double x = ML + v / xmax * pw;
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n",
+			x, MT + PLOT_H, x, MT + PLOT_H + 5);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", x,
+			MT + PLOT_H + 19, v);
+	}
+	/* Axes. */
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+		   "stroke=\"#000\"/>\n",
+		ML, MT, pw, PLOT_H);
+	if (c->xlabel) {
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", ML + pw / 2,
+			MT + PLOT_H + 38);
+		put_escaped(f, c->xlabel);
+		fprintf(f, "</text>\n");
+	}
+	if (c->ylabel_left) {
+		fprintf(f, "<text transform=\"translate(20 %.1f) rotate(-90)\" "
+			   "text-anchor=\"middle\">",
+			MT + PLOT_H / 2);
+		put_escaped(f, c->ylabel_left);
+		fprintf(f, "</text>\n");
+	}
+	if (has_right) {
+		fprintf(f, "<text transform=\"translate(%.1f %.1f) rotate(90)\" "
+			   "text-anchor=\"middle\">",
+			W - 20, MT + PLOT_H / 2);
+		put_escaped(f, c->ylabel_right);
+		fprintf(f, "</text>\n");
+	}
+
+	/* Series and legend. */
+	for (size_t i = 0; i < c->n_series; i++) {
+		const struct evc_series *s = &c->series[i];
+		const char *col = s->color ? s->color : palette[i % 8];
+		const char *dash = s->dash == EVC_DASHED ? " stroke-dasharray=\"7 4\""
+				   : s->dash == EVC_DOTTED ? " stroke-dasharray=\"2 3\""
+							   : "";
+		double ymax = s->right ? rmax : lmax;
+		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"",
+			col, dash);
+		for (size_t j = 0; j < s->n; j++) {
+			double v = isfinite(s->y[j]) ? s->y[j] : 0;
+			if (v > ymax)
+				v = ymax;
+			if (v < 0)
+				v = 0;
+			fprintf(f, "%s%.1f,%.1f", j ? " " : "", ML + (double)j / xmax * pw,
+				MT + PLOT_H - v / ymax * PLOT_H);
+		}
+		fprintf(f, "\"/>\n");
+		double lx = ML + (i % 2) * (pw / 2);
+		double ly = MT + PLOT_H + 58 + (double)(i / 2) * LEG_H;
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+			   "stroke-width=\"2\"%s/>\n",
+			lx, ly - 4, lx + 28, ly - 4, col, dash);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", lx + 34, ly);
+		put_escaped(f, s->label);
+		if (has_right)
+			fputs(s->right ? " (right axis)" : "", f);
+		fprintf(f, "</text>\n");
+	}
+	fprintf(f, "</svg>\n");
+	return ferror(f) ? -EIO : 0;
+}

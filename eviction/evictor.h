@@ -1,0 +1,121 @@
+/*
+ * evictor.h - the epoch boundary: what to evict and how much to admit.
+ *
+ * Two layers:
+ *
+ *   evc_plan_boundary()  pure: from the schedule entry S of epoch E+1, the
+ *                        statistics of every sealed resident shard and the
+ *                        bytes that are on disk but not sealed-resident
+ *                        (evicted-but-open files, files being written),
+ *                        computes the victims, the admit budget of E+1 and,
+ *                        when the budget is short, why.  DESIGN "Epochs"
+ *                        step 1.
+ *
+ *   evc_boundary()       the driver a cachefs engineer wires to the catalog:
+ *                        snapshot -> plan -> commit, through struct
+ *                        evc_store_ops, so that eviction/ never links SQLite
+ *                        or FUSE.  commit applies the plan in one catalog
+ *                        transaction (cfs_catalog_begin/shards_evict/
+ *                        epoch_begin/commit).
+ *
+ * Arithmetic of a boundary (all in bytes):
+ *   used     = sum(sealed resident shards) + other   (other: draining + being written)
+ *   target   = S.limit - S.admit                      (room for the fresh data)
+ *   1. soft:  evict by S.policy (evc_order: never pinned, never below
+ *             S.min_uses) while used > target.  `none` evicts nothing here.
+ *   2. hard:  if still used > S.limit (the limit shrank), evict the remaining
+ *             unpinned shards in policy order (none: fifo) while used > S.limit,
+ *             ignoring min_uses: DESIGN invariant 4 is a bound, min_uses a
+ *             preference.  Pinned shards are never victims (invariant 3);
+ *             their bytes drain when their last handle closes.
+ *   3. admit = min(S.admit, S.limit - used), 0 when used >= S.limit.
+ *   Hence used_after + admit <= S.limit always, and used_after <= S.limit
+ *   unless pinned + other bytes alone exceed it (EVC_REASON_OVER_LIMIT).
+ */
+#ifndef RC_EVICTION_EVICTOR_H
+#define RC_EVICTION_EVICTOR_H
+
+#include "eviction/policy.h"
+#include "eviction/schedule.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why the admit budget of an epoch is below the entry's admit (or why not). */
+enum evc_reason {
+	EVC_REASON_OK = 0,       /* full admit budget */
+	EVC_REASON_FROZEN,       /* policy none and the cache is (nearly) full */
+	EVC_REASON_MIN_USES,     /* room held mostly by shards used < min_uses times */
+	EVC_REASON_PINNED,       /* room held mostly by open / live files */
+	EVC_REASON_OVER_LIMIT,   /* pinned + draining bytes alone exceed the limit */
+	EVC_REASON_LIMIT_FORCED, /* full budget, but the limit shrank and shards below
+				  * min_uses were evicted to honour it */
+};
+
+/* A short stable token for JSON and tables: "ok", "frozen", "min_uses", ... */
+const char *evc_reason_name(enum evc_reason r);
+
+/* The result of one boundary. */
+struct evc_plan {
+	size_t n_victims;       /* victims[0..n_victims): indices into the shard array */
+	uint64_t evict_bytes;   /* their bytes */
+	uint64_t used_before;   /* sealed resident + other, before */
+	uint64_t used_after;    /* ... after the victims are gone (draining still counts) */
+	uint64_t target;        /* S.limit - S.admit */
+	uint64_t admit;         /* budget of the epoch: <= S.admit, used_after + admit <= S.limit */
+	uint64_t held_min_uses; /* bytes kept only because of min_uses */
+	uint64_t held_pinned;   /* bytes of pinned shards + other */
+	size_t n_forced;        /* victims below min_uses (hard phase) */
+	enum evc_reason reason;
+	char why[320];          /* one line for stats/status; "" when reason is OK */
+};
+
+/*
+ * Plans the boundary into epoch `epoch` under entry s (see the file
+ * comment).  shards[0..n) are the sealed resident shards (not modified);
+ * `other` the bytes on disk that are not among them.  victims[] must have
+ * room for n; it receives indices in eviction order.
+ * Returns 0, or -ENOMEM (*out unspecified).  Pure and thread-safe.
+ */
+int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct evc_shard *shards,
+		      size_t n, uint64_t other, size_t *victims, struct evc_plan *out);
+
+/*
+ * What the evictor needs from the cache (implemented by cachefs over the
+ * catalog and the budget; by a fake in tests/eviction).  Both run on the
+ * thread that calls evc_boundary(), with no eviction/ lock held.
+ */
+struct evc_store_ops {
+	/*
+	 * A consistent snapshot of the sealed resident shards and of `other`
+	 * (draining + reserved bytes of the budget).  *shards is malloc'd (NULL
+	 * when *n == 0) and freed by the evictor with free().  A shard is
+	 * pinned if a handle is open on it (invariant 3).  last_use: the
+	 * catalog's last_read_ms, or the start of created_epoch when 0.
+	 * Returns 0 or -errno with a message in err.
+	 */
+	int (*snapshot)(void *ctx, struct evc_shard **shards, size_t *n, uint64_t *other,
+			char *err, size_t errlen);
+	/*
+	 * In one catalog transaction: marks ids[0..n) EVICTING in `epoch`,
+	 * records the start of `epoch` with entry s and the plan (resident,
+	 * admit, reason), and commits.  Files of victims with no open handle are
+	 * deleted after the commit; the others on their last release.  On
+	 * failure nothing is changed (rollback) and -errno is returned with a
+	 * message in err.
+	 */
+	int (*commit)(void *ctx, uint32_t epoch, const struct evc_entry *s, const int64_t *ids,
+		      size_t n, const struct evc_plan *plan, char *err, size_t errlen);
+};
+
+/*
+ * Runs the boundary into `epoch`: snapshot, evc_plan_boundary() with the
+ * schedule's entry for `epoch`, commit.  Logs the plan (info) and a short
+ * budget (warn, with plan->why).  Returns 0 with *out filled, or -errno with
+ * a message in err (nothing committed).  Not thread-safe against itself:
+ * the caller (cachefs/epoch.c) serialises boundaries.
+ */
+int evc_boundary(const struct evc_schedule *sch, uint32_t epoch, const struct evc_store_ops *ops,
+		 void *ctx, struct evc_plan *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * policy_i.h - internals shared by the files of eviction/ (not for callers).
+ */
+#ifndef RC_EVICTION_POLICY_I_H
+#define RC_EVICTION_POLICY_I_H
+
+#include "eviction/policy.h"
+
+/*
+ * Sorts idx[0..k) (indices into shards) into the victim order of p,
+ * ignoring pins and min_uses (`none` sorts as fifo).  Returns 0 or -ENOMEM
+ * (idx unchanged).
+ */
+int evc__sort(enum cmn_policy p, uint64_t seed, const struct evc_shard *shards, size_t *idx,
+	      size_t k);
+
+/* splitmix64's finaliser: the `random` policy's key and the simulator's PRNG. */
+uint64_t evc__mix64(uint64_t x);
+
+/* "0 B", "512 B", "1.5 KiB", "20.0 GiB" (the format of cmn_format_size). */
+char *evc__fmt_size(uint64_t bytes, char *buf, size_t len);
+
+/*
+ * The policy's name ("fifo", ...; "?" if unknown) and the reverse (0 or
+ * -EINVAL).  Same spelling as cmn_policy_name()/cmn_policy_parse() of
+ * common/config.h; kept here so that eviction/ links without config.c.
+ */
+const char *evc__policy_name(enum cmn_policy p);
+int evc__policy_parse(const char *s, enum cmn_policy *out);
+
+#endif
