@@ -1,0 +1,870 @@
+/*
+ * config.c - rollcache configuration: INI file (inih), --key flags, -o k=v.
+ *
+ * Owns the table of keys (section, INI name, flat name, value type), the
+ * checks of single values, and cmn_config_finish()'s checks of the whole.
+ * Does not decide what the values mean at run time, and does not turn
+ * [epoch ...] sections into a schedule (eviction/schedule.c does, including
+ * overlap and gap checks).
+ *
+ * Line numbers: Debian's libinih is built without INI_HANDLER_LINENO, so the
+ * handler is not told the line.  We parse with ini_parse_stream() and our own
+ * reader, which hands inih one line per call and counts them; when inih calls
+ * the handler, the reader's count is the line being handled.  The reader also
+ * sees section headers first, so it checks section names itself (inih only
+ * calls the handler for key = value lines, so an empty misspelt section
+ * would otherwise pass) and records each [epoch ...] header with its line.
+ * Leading blanks are stripped before inih sees a line, which turns off
+ * inih's multi-line values (an indented line is just another key).
+ *
+ * Errors: the first one wins and parsing stops; c may hold values read
+ * before it.  Messages never repeat a URL's user:password part.
+ * No shared state, no locking: a config is built by one thread.
+ */
+#include "common/config.h"
+
+#include "common/units.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CONFIG_FILE_MAX ((size_t)1 << 20)
+#define MSG_MAX 512
+
+/* ---- key table ----------------------------------------------------------- */
+
+enum key_id {
+	K_CACHE_DIR, K_LIMIT, K_ADVANCE, K_MIN_RECORDS,
+	K_URL, K_ENDPOINT, K_REGION, K_PROFILE, K_FORMAT, K_COMPRESSION, K_RANK, K_WORLD_SIZE,
+	K_RELIST,
+	K_CONNECTIONS, K_STRATEGY, K_SHARD_SIZE, K_RETRIES, K_TIMEOUT,
+};
+
+enum vtype { V_STR, V_URL, V_ENDPOINT, V_SIZE, V_DURATION, V_U32, V_U64, V_ENUM };
+
+enum section_id { SEC_NONE, SEC_CACHE, SEC_SOURCE, SEC_SAMPLER, SEC_EPOCH, SEC_BAD };
+
+static const char *const advance_names[] = {"manual", "auto", NULL};
+static const char *const format_names[] = {"tfrecord", "raw", NULL};
+static const char *const compression_names[] = {"none", "gzip", NULL};
+static const char *const strategy_names[] = {"objects", "records", NULL};
+static const char *const policy_names[] = {"fifo", "lru", "uses", "random", "none", NULL};
+
+struct key_def {
+	int id; /* enum key_id, or enum epoch_key in epoch_keys */
+	enum section_id sec;
+	const char *ini;  /* name in its section */
+	const char *flat; /* --flag / -o name */
+	enum vtype type;
+	const char *const *names; /* V_ENUM */
+	uint64_t min, max;        /* V_U32 / V_U64 / V_SIZE range */
+	const char *example;      /* what is expected, for messages */
+};
+
+static const struct key_def keys[] = {
+	{K_CACHE_DIR, SEC_CACHE, "dir", "cache_dir", V_STR, NULL, 0, 0, "a directory path"},
+	{K_LIMIT, SEC_CACHE, "limit", "limit", V_SIZE, NULL, 1, UINT64_MAX, "a size such as 200G"},
+	{K_ADVANCE, SEC_CACHE, "advance", "advance", V_ENUM, advance_names, 0, 0, NULL},
+	{K_MIN_RECORDS, SEC_CACHE, "min_records", "min_records", V_U64, NULL, 0, UINT64_MAX,
+	 "a record count such as 1000"},
+	{K_URL, SEC_SOURCE, "url", "url", V_URL, NULL, 0, 0, NULL},
+	{K_ENDPOINT, SEC_SOURCE, "endpoint", "endpoint", V_ENDPOINT, NULL, 0, 0, NULL},
+	{K_REGION, SEC_SOURCE, "region", "region", V_STR, NULL, 0, 0, "a region such as us-east-1"},
+	{K_PROFILE, SEC_SOURCE, "profile", "profile", V_STR, NULL, 0, 0,
+	 "a profile name of ~/.aws/credentials"},
+	{K_FORMAT, SEC_SOURCE, "format", "format", V_ENUM, format_names, 0, 0, NULL},
+	{K_COMPRESSION, SEC_SOURCE, "compression", "compression", V_ENUM, compression_names, 0, 0,
+	 NULL},
+	{K_RANK, SEC_SOURCE, "rank", "rank", V_U32, NULL, 0, UINT32_MAX - 1, "a node index such as 0"},
+	{K_WORLD_SIZE, SEC_SOURCE, "world_size", "world_size", V_U32, NULL, 1, UINT32_MAX,
+	 "a node count of at least 1"},
+	{K_RELIST, SEC_SOURCE, "relist", "relist", V_U32, NULL, 0, UINT32_MAX,
+	 "an epoch count such as 1 (0: never re-list)"},
+	{K_CONNECTIONS, SEC_SAMPLER, "connections", "connections", V_U32, NULL, 1, 1024,
+	 "a number of parallel transfers from 1 to 1024"},
+	{K_STRATEGY, SEC_SAMPLER, "strategy", "strategy", V_ENUM, strategy_names, 0, 0, NULL},
+	{K_SHARD_SIZE, SEC_SAMPLER, "shard_size", "shard_size", V_SIZE, NULL, 1, UINT64_MAX,
+	 "a size such as 64M"},
+	{K_RETRIES, SEC_SAMPLER, "retries", "retries", V_U32, NULL, 0, 1000,
+	 "a retry count from 0 to 1000"},
+	{K_TIMEOUT, SEC_SAMPLER, "timeout", "timeout", V_DURATION, NULL, 1, UINT64_MAX,
+	 "a duration such as 30s"},
+};
+
+enum epoch_key { E_LIMIT, E_ADMIT, E_POLICY, E_MIN_USES, E_SEED };
+
+static const struct key_def epoch_keys[] = {
+	{E_LIMIT, SEC_EPOCH, "limit", NULL, V_SIZE, NULL, 1, UINT64_MAX, "a size such as 20G"},
+	{E_ADMIT, SEC_EPOCH, "admit", NULL, V_SIZE, NULL, 0, UINT64_MAX, "a size such as 5G"},
+	{E_POLICY, SEC_EPOCH, "policy", NULL, V_ENUM, policy_names, 0, 0, NULL},
+	{E_MIN_USES, SEC_EPOCH, "min_uses", NULL, V_U32, NULL, 0, UINT32_MAX,
+	 "a read count such as 2"},
+	{E_SEED, SEC_EPOCH, "seed", NULL, V_U64, NULL, 0, UINT64_MAX, "an integer such as 42"},
+};
+
+#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+#define N_EPOCH_KEYS (sizeof(epoch_keys) / sizeof(epoch_keys[0]))
+
+static const struct key_def *find_key(enum key_id id)
+{
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (keys[i].id == (int)id)
+			return &keys[i];
+	return NULL;
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+/* A parsed value before it is stored. */
+struct value {
+	uint64_t u;
+	int e;
+	char *s; /* owned until stored */
+};
+
+/* Hides a URL's user:password part in messages (user:pw@ becomes ***@). */
+static void redact_url(const char *in, char *out, size_t outlen)
+{
+	const char *scheme = strstr(in, "://");
+	const char *auth = scheme ? scheme + 3 : in;
+	const char *end = auth + strcspn(auth, "/?#");
+	const char *at = memchr(auth, '@', (size_t)(end - auth));
+
+	if (!scheme || !at) {
+		snprintf(out, outlen, "%s", in);
+		return;
+	}
+	snprintf(out, outlen, "%.*s***%s", (int)(auth - in), in, at);
+}
+
+static bool has_prefix(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+static int parse_uint(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+static void names_list(const char *const *names, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; names[i]; i++) {
+		int n = snprintf(buf + used, len - used, "%s%s", i ? (names[i + 1] ? ", " : " or ") : "",
+				 names[i]);
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+}
+
+/*
+ * Checks one value of key d; on success fills *v (v->s owned by the caller).
+ * On failure writes "<value>: expected ..." to msg and returns -EINVAL.
+ */
+static int parse_value(const struct key_def *d, const char *s, struct value *v, char *msg,
+		       size_t msglen)
+{
+	char tmp[MSG_MAX];
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	switch (d->type) {
+	case V_STR:
+		if (!*s) {
+			snprintf(msg, msglen, "(empty): expected %s", d->example);
+			return -EINVAL;
+		}
+		break;
+	case V_URL:
+		redact_url(s, tmp, sizeof(tmp));
+		if (!has_prefix(s, "file://") && !has_prefix(s, "http://") &&
+		    !has_prefix(s, "https://") && !has_prefix(s, "s3://")) {
+			snprintf(msg, msglen,
+				 "%s: expected a URL starting with file://, http://, https:// or s3://",
+				 *s ? tmp : "(empty)");
+			return -EINVAL;
+		}
+		if (has_prefix(s, "file://") && s[7] != '/') {
+			snprintf(msg, msglen, "%s: expected an absolute file URL such as file:///data/train/",
+				 tmp);
+			return -EINVAL;
+		}
+		if (strchr(s, '/') && s[strcspn(s, ":") + 3] == '\0') {
+			snprintf(msg, msglen, "%s: the URL names no %s", tmp,
+				 has_prefix(s, "s3://") ? "bucket (expected s3://bucket/prefix/)"
+							: "host or path");
+			return -EINVAL;
+		}
+		if (has_prefix(s, "s3://") && s[5] == '/') {
+			snprintf(msg, msglen, "%s: the URL names no bucket (expected s3://bucket/prefix/)",
+				 tmp);
+			return -EINVAL;
+		}
+		break;
+	case V_ENDPOINT:
+		redact_url(s, tmp, sizeof(tmp));
+		if ((!has_prefix(s, "http://") && !has_prefix(s, "https://")) ||
+		    s[strcspn(s, ":") + 3] == '\0') {
+			snprintf(msg, msglen, "%s: expected an http:// or https:// URL such as "
+					      "http://127.0.0.1:9000",
+				 *s ? tmp : "(empty)");
+			return -EINVAL;
+		}
+		break;
+	case V_SIZE:
+		rc = cmn_parse_size(s, &v->u, msg, msglen);
+		if (rc)
+			return -EINVAL;
+		if (v->u < d->min || v->u > d->max) {
+			snprintf(msg, msglen, "%s: expected %s (at least %" PRIu64 " bytes)", s, d->example,
+				 d->min);
+			return -EINVAL;
+		}
+		return 0;
+	case V_DURATION:
+		rc = cmn_parse_duration(s, &v->u, msg, msglen);
+		if (rc)
+			return -EINVAL;
+		if (v->u < d->min) {
+			snprintf(msg, msglen, "%s: expected %s (more than zero)", s, d->example);
+			return -EINVAL;
+		}
+		return 0;
+	case V_U32:
+	case V_U64:
+		rc = parse_uint(s, &v->u);
+		if (rc || v->u < d->min || v->u > d->max) {
+			snprintf(msg, msglen, "%s: expected %s", *s ? s : "(empty)", d->example);
+			return -EINVAL;
+		}
+		return 0;
+	case V_ENUM:
+		for (int i = 0; d->names[i]; i++) {
+			if (strcmp(s, d->names[i]) == 0) {
+				v->e = i;
+				return 0;
+			}
+		}
+		names_list(d->names, tmp, sizeof(tmp));
+		snprintf(msg, msglen, "%s: expected %s", *s ? s : "(empty)", tmp);
+		return -EINVAL;
+	}
+	v->s = strdup(s);
+	if (!v->s) {
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void store_str(char **slot, struct value *v)
+{
+	free(*slot);
+	*slot = v->s;
+	v->s = NULL;
+}
+
+static void store(struct cmn_config *c, const struct key_def *d, struct value *v)
+{
+	switch ((enum key_id)d->id) {
+	case K_CACHE_DIR: store_str(&c->cache_dir, v); break;
+	case K_LIMIT: c->limit = v->u; c->has_limit = true; break;
+	case K_ADVANCE: c->advance = (enum cmn_advance)v->e; break;
+	case K_MIN_RECORDS: c->min_records = v->u; break;
+	case K_URL: store_str(&c->url, v); break;
+	case K_ENDPOINT: store_str(&c->endpoint, v); break;
+	case K_REGION: store_str(&c->region, v); break;
+	case K_PROFILE: store_str(&c->profile, v); break;
+	case K_FORMAT: c->format = (enum cmn_format)v->e; break;
+	case K_COMPRESSION: c->compression = (enum cmn_compression)v->e; break;
+	case K_RANK: c->rank = (uint32_t)v->u; break;
+	case K_WORLD_SIZE: c->world_size = (uint32_t)v->u; break;
+	case K_RELIST: c->relist = (uint32_t)v->u; break;
+	case K_CONNECTIONS: c->connections = (uint32_t)v->u; break;
+	case K_STRATEGY: c->strategy = (enum cmn_strategy)v->e; break;
+	case K_SHARD_SIZE: c->shard_size = v->u; break;
+	case K_RETRIES: c->retries = (uint32_t)v->u; break;
+	case K_TIMEOUT: c->timeout_ms = v->u; break;
+	}
+}
+
+static void store_epoch(struct cmn_epoch_section *e, const struct key_def *d, const struct value *v)
+{
+	switch ((enum epoch_key)d->id) {
+	case E_LIMIT: e->limit = v->u; e->has_limit = true; break;
+	case E_ADMIT: e->admit = v->u; e->has_admit = true; break;
+	case E_POLICY: e->policy = (enum cmn_policy)v->e; e->has_policy = true; break;
+	case E_MIN_USES: e->min_uses = (uint32_t)v->u; e->has_min_uses = true; break;
+	case E_SEED: e->seed = v->u; e->has_seed = true; break;
+	}
+}
+
+/* Copies a key with '-' turned into '_'; returns false if it does not fit. */
+static bool normalize_key(const char *key, char *out, size_t outlen)
+{
+	size_t i;
+
+	for (i = 0; key[i]; i++) {
+		if (i + 1 >= outlen)
+			return false;
+		out[i] = key[i] == '-' ? '_' : key[i];
+	}
+	out[i] = '\0';
+	return true;
+}
+
+static void key_list(enum section_id sec, char *buf, size_t len)
+{
+	size_t used = 0;
+	const struct key_def *tab = sec == SEC_EPOCH ? epoch_keys : keys;
+	size_t n = sec == SEC_EPOCH ? N_EPOCH_KEYS : N_KEYS;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		int k;
+		if (sec != SEC_NONE && tab[i].sec != sec)
+			continue;
+		k = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+			     sec == SEC_NONE ? tab[i].flat : tab[i].ini);
+		if (k < 0 || (size_t)k >= len - used)
+			break;
+		used += (size_t)k;
+	}
+}
+
+/* ---- defaults, set, -o ---------------------------------------------------- */
+
+void cmn_config_init(struct cmn_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->advance = CMN_ADVANCE_MANUAL;
+	c->min_records = 1000;
+	c->format = CMN_FORMAT_TFRECORD;
+	c->compression = CMN_COMPRESSION_NONE;
+	c->rank = 0;
+	c->world_size = 1;
+	c->relist = 1;
+	c->connections = 8;
+	c->strategy = CMN_STRATEGY_OBJECTS;
+	c->shard_size = (uint64_t)64 << 20;
+	c->retries = 5;
+	c->timeout_ms = 30000;
+	/* NULL after an allocation failure; cmn_config_finish() tries again */
+	c->region = strdup("us-east-1");
+	c->profile = strdup("default");
+}
+
+void cmn_config_free(struct cmn_config *c)
+{
+	free(c->path);
+	free(c->cache_dir);
+	free(c->url);
+	free(c->endpoint);
+	free(c->region);
+	free(c->profile);
+	free(c->epochs);
+	memset(c, 0, sizeof(*c));
+}
+
+int cmn_config_set(struct cmn_config *c, const char *key, const char *value, const char *origin,
+		   char *err, size_t errlen)
+{
+	char name[64], msg[MSG_MAX], list[MSG_MAX];
+	const char *sep = origin && has_prefix(origin, "-o") ? "=" : " ";
+	struct value v;
+	int rc;
+
+	if (!origin)
+		origin = key;
+	if (!normalize_key(key, name, sizeof(name)))
+		name[0] = '\0';
+	for (size_t i = 0; i < N_KEYS; i++) {
+		if (strcmp(keys[i].flat, name) != 0)
+			continue;
+		rc = parse_value(&keys[i], value ? value : "", &v, msg, sizeof(msg));
+		if (rc) {
+			snprintf(err, errlen, "%s%s%s", origin, sep, msg);
+			return rc;
+		}
+		store(c, &keys[i], &v);
+		free(v.s);
+		return 0;
+	}
+	key_list(SEC_NONE, list, sizeof(list));
+	snprintf(err, errlen, "%s: unknown setting '%s': expected one of %s", origin, key, list);
+	return -EINVAL;
+}
+
+int cmn_config_parse_o(struct cmn_config *c, const char *opts, char *err, size_t errlen)
+{
+	char *copy = strdup(opts ? opts : "");
+	char *save = NULL, *item;
+	int rc = 0;
+
+	if (!copy) {
+		snprintf(err, errlen, "-o: out of memory");
+		return -ENOMEM;
+	}
+	for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char origin[80];
+		char *eq = strchr(item, '=');
+		if (!eq) {
+			snprintf(err, errlen, "-o %s: expected key=value, such as -o limit=20G", item);
+			rc = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		snprintf(origin, sizeof(origin), "-o %s", item);
+		rc = cmn_config_set(c, item, eq + 1, origin, err, errlen);
+		if (rc)
+			break;
+	}
+	free(copy);
+	return rc;
+}
+
+/* ---- INI file ------------------------------------------------------------ */
+
+struct ini_ctx {
+	struct cmn_config *c;
+	const char *path;
+	const char *text;
+	size_t pos, len;
+	int line;                 /* lines handed to inih so far */
+	enum section_id sec;      /* section of the current line */
+	char sec_text[64];        /* as written, for messages */
+	size_t epoch_idx;         /* c->epochs index when sec == SEC_EPOCH */
+	int rc;                   /* first error, 0 if none */
+	int rc_line;
+	char *err;
+	size_t errlen;
+};
+
+static void ini_fail(struct ini_ctx *x, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void ini_fail(struct ini_ctx *x, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (x->rc)
+		return;
+	x->rc = rc;
+	x->rc_line = x->line;
+	n = snprintf(x->err, x->errlen, "%s:%d: ", x->path, x->line);
+	if (n < 0 || (size_t)n >= x->errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(x->err + n, x->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+/* "N", "N-M" or "N-" after "epoch"; returns 0 or -EINVAL. */
+static int parse_epoch_range(const char *s, uint32_t *first, uint32_t *last)
+{
+	char a[24], b[24];
+	const char *dash;
+	uint64_t f, l;
+	size_t n;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	dash = strchr(s, '-');
+	n = dash ? (size_t)(dash - s) : strlen(s);
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	if (n == 0 || n >= sizeof(a))
+		return -EINVAL;
+	memcpy(a, s, n);
+	a[n] = '\0';
+	if (parse_uint(a, &f) || f >= CMN_EPOCH_OPEN)
+		return -EINVAL;
+	*first = (uint32_t)f;
+	if (!dash) {
+		*last = (uint32_t)f;
+		return 0;
+	}
+	s = dash + 1;
+	while (isspace((unsigned char)*s))
+		s++;
+	if (!*s) {
+		*last = CMN_EPOCH_OPEN;
+		return 0;
+	}
+	n = strlen(s);
+	if (n >= sizeof(b))
+		return -EINVAL;
+	memcpy(b, s, n + 1);
+	if (parse_uint(b, &l) || l >= CMN_EPOCH_OPEN || l < f)
+		return -EINVAL;
+	*last = (uint32_t)l;
+	return 0;
+}
+
+/* A "[...]" line: checks the name and makes it the current section. */
+static void ini_section(struct ini_ctx *x, const char *line)
+{
+	const char *close = strchr(line, ']');
+	char name[64];
+	size_t n;
+
+	x->sec = SEC_BAD; /* keys of a bad section are not checked again */
+	if (!close)
+		return; /* inih reports the syntax error */
+	n = (size_t)(close - line - 1);
+	while (n && isspace((unsigned char)line[1 + n - 1]))
+		n--;
+	line++;
+	while (n && isspace((unsigned char)*line)) {
+		line++;
+		n--;
+	}
+	if (n >= sizeof(name)) {
+		ini_fail(x, -EINVAL, "unknown section [%.40s...]: expected [cache], [source], "
+				     "[sampler] or [epoch N], [epoch N-M], [epoch N-]",
+			 line);
+		return;
+	}
+	memcpy(name, line, n);
+	name[n] = '\0';
+	snprintf(x->sec_text, sizeof(x->sec_text), "%s", name);
+	if (strcmp(name, "cache") == 0) {
+		x->sec = SEC_CACHE;
+	} else if (strcmp(name, "source") == 0) {
+		x->sec = SEC_SOURCE;
+	} else if (strcmp(name, "sampler") == 0) {
+		x->sec = SEC_SAMPLER;
+	} else if (has_prefix(name, "epoch") && (name[5] == ' ' || name[5] == '\t')) {
+		struct cmn_epoch_section e = {0}, *grown;
+		if (parse_epoch_range(name + 5, &e.first, &e.last)) {
+			ini_fail(x, -EINVAL,
+				 "[%s]: expected an epoch section such as [epoch 0], [epoch 1-4] "
+				 "or [epoch 5-] (first <= last)",
+				 name);
+			return;
+		}
+		e.line = x->line;
+		grown = realloc(x->c->epochs, (x->c->n_epochs + 1) * sizeof(*grown));
+		if (!grown) {
+			ini_fail(x, -ENOMEM, "out of memory");
+			return;
+		}
+		x->c->epochs = grown;
+		x->c->epochs[x->c->n_epochs] = e;
+		x->epoch_idx = x->c->n_epochs++;
+		x->sec = SEC_EPOCH;
+	} else {
+		ini_fail(x, -EINVAL,
+			 "unknown section [%s]: expected [cache], [source], [sampler] or "
+			 "[epoch N], [epoch N-M], [epoch N-]",
+			 name);
+	}
+}
+
+/*
+ * inih's reader: copies the next line (without leading blanks) into str.
+ * Returns NULL at the end, or to stop after the first error.
+ */
+static char *read_line(char *str, int num, void *stream)
+{
+	struct ini_ctx *x = stream;
+	const char *p, *nl;
+	size_t n;
+
+	if (x->rc || x->pos >= x->len)
+		return NULL;
+	p = x->text + x->pos;
+	nl = memchr(p, '\n', x->len - x->pos);
+	n = nl ? (size_t)(nl - p) + 1 : x->len - x->pos;
+	x->pos += n;
+	x->line++;
+	if (x->line == 1 && n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) {
+		p += 3;
+		n -= 3;
+	}
+	while (n && (*p == ' ' || *p == '\t')) {
+		p++;
+		n--;
+	}
+	if (memchr(p, '\0', n)) {
+		ini_fail(x, -EINVAL, "NUL byte in line: not a text file?");
+		return NULL;
+	}
+	/* inih needs room for "\r\n\0" after the longest line */
+	if (num < 4 || n + 1 > (size_t)num) {
+		ini_fail(x, -EINVAL, "line longer than %d characters: shorten it", num - 3);
+		return NULL;
+	}
+	memcpy(str, p, n);
+	str[n] = '\0';
+	if (*p == '[')
+		ini_section(x, str);
+	return x->rc ? NULL : str;
+}
+
+static int handle_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct ini_ctx *x = user;
+	char key[64], msg[MSG_MAX], list[MSG_MAX];
+	const struct key_def *tab;
+	size_t n;
+	struct value v;
+
+	(void)section; /* the reader tracked it, with epoch instances told apart */
+	if (x->rc || x->sec == SEC_BAD)
+		return 1;
+	if (x->sec == SEC_NONE) {
+		ini_fail(x, -EINVAL, "%s = %s: key outside a section: put it under [cache], [source], "
+				     "[sampler] or [epoch N]",
+			 name, value);
+		return 0;
+	}
+	tab = x->sec == SEC_EPOCH ? epoch_keys : keys;
+	n = x->sec == SEC_EPOCH ? N_EPOCH_KEYS : N_KEYS;
+	if (!normalize_key(name, key, sizeof(key)))
+		key[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (tab[i].sec != x->sec || strcmp(tab[i].ini, key) != 0)
+			continue;
+		if (parse_value(&tab[i], value, &v, msg, sizeof(msg))) {
+			ini_fail(x, -EINVAL, "[%s] %s = %s", x->sec_text, name, msg);
+			return 0;
+		}
+		if (x->sec == SEC_EPOCH)
+			store_epoch(&x->c->epochs[x->epoch_idx], &tab[i], &v);
+		else
+			store(x->c, &tab[i], &v);
+		free(v.s);
+		return 1;
+	}
+	key_list(x->sec, list, sizeof(list));
+	ini_fail(x, -EINVAL, "[%s] unknown key '%s': expected one of %s", x->sec_text, name, list);
+	return 0;
+}
+
+/* Reads a whole (small) file.  Returns 0 and a malloc'd NUL-terminated text, or -errno. */
+static int slurp(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: cannot open the config file: %s", path, strerror(errno));
+		return rc;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file: expected an INI config file", path);
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > CONFIG_FILE_MAX) {
+		snprintf(err, errlen, "%s: %" PRIu64 " bytes is too big for a config file (max 1 MiB)",
+			 path, (uint64_t)st.st_size);
+		rc = -EFBIG;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: read failed: %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	*out = buf;
+	*outlen = got;
+	buf = NULL;
+	rc = 0;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+int cmn_config_load_file(struct cmn_config *c, const char *path, char *err, size_t errlen)
+{
+	struct ini_ctx x = {0};
+	char *text = NULL;
+	char *path_copy;
+	size_t len = 0;
+	int rc, bad_line;
+
+	rc = slurp(path, &text, &len, err, errlen);
+	if (rc)
+		return rc;
+	path_copy = strdup(path);
+	if (!path_copy) {
+		free(text);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	free(c->path);
+	c->path = path_copy;
+
+	x.c = c;
+	x.path = path;
+	x.text = text;
+	x.len = len;
+	x.err = err;
+	x.errlen = errlen;
+	bad_line = ini_parse_stream(read_line, &x, handle_key, &x);
+	free(text);
+	/* inih's own syntax errors do not reach the handler: the first one by line wins */
+	if (bad_line > 0 && (!x.rc || bad_line < x.rc_line)) {
+		snprintf(err, errlen,
+			 "%s:%d: syntax error: expected `key = value`, `[section]` or a ; comment",
+			 path, bad_line);
+		return -EINVAL;
+	}
+	if (bad_line < 0 && !x.rc) {
+		snprintf(err, errlen, "%s: inih failed (%d)", path, bad_line);
+		return -ENOMEM;
+	}
+	return x.rc;
+}
+
+/* ---- the whole ------------------------------------------------------------ */
+
+int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
+{
+	char a[32], b[32], tmp[MSG_MAX];
+	struct value v;
+
+	if (!c->has_limit || c->limit == 0) {
+		snprintf(err, errlen, "limit is not set: add `limit = 200G` under [cache] in the "
+				      "config file, or pass --limit SIZE (-o limit=SIZE)");
+		return -EINVAL;
+	}
+	if (c->world_size < 1) {
+		snprintf(err, errlen, "world_size = 0: expected a node count of at least 1");
+		return -EINVAL;
+	}
+	if (c->rank >= c->world_size) {
+		snprintf(err, errlen,
+			 "rank = %" PRIu32 " with world_size = %" PRIu32
+			 ": expected rank from 0 to world_size - 1",
+			 c->rank, c->world_size);
+		return -EINVAL;
+	}
+	if (c->connections < 1 || c->connections > 1024) {
+		snprintf(err, errlen, "connections = %" PRIu32 ": expected 1 to 1024", c->connections);
+		return -EINVAL;
+	}
+	if (c->url) {
+		if (parse_value(find_key(K_URL), c->url, &v, tmp, sizeof(tmp)) != 0) {
+			snprintf(err, errlen, "url = %s", tmp);
+			return -EINVAL;
+		}
+		free(v.s);
+	}
+	if (c->shard_size == 0 || c->shard_size > c->limit) {
+		snprintf(err, errlen, "shard_size = %s is larger than limit = %s: lower shard_size or "
+				      "raise limit",
+			 cmn_format_size(c->shard_size, a, sizeof(a)),
+			 cmn_format_size(c->limit, b, sizeof(b)));
+		return -EINVAL;
+	}
+	if (c->timeout_ms == 0) {
+		snprintf(err, errlen, "timeout = 0: expected a duration such as 30s");
+		return -EINVAL;
+	}
+	if (c->format == CMN_FORMAT_RAW && c->compression != CMN_COMPRESSION_NONE) {
+		snprintf(err, errlen, "compression = gzip applies to format = tfrecord only: "
+				      "set compression = none for raw objects");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < c->n_epochs; i++) {
+		const struct cmn_epoch_section *e = &c->epochs[i];
+		const char *where = c->path ? c->path : "config";
+		uint64_t lim = e->has_limit ? e->limit : c->limit;
+		if (e->has_limit && e->limit > c->limit) {
+			snprintf(err, errlen,
+				 "%s:%d: [epoch] limit = %s is above the cache limit = %s: an epoch "
+				 "may not hold more than the cache",
+				 where, e->line, cmn_format_size(e->limit, a, sizeof(a)),
+				 cmn_format_size(c->limit, b, sizeof(b)));
+			return -EINVAL;
+		}
+		if (e->has_admit && e->admit > lim) {
+			snprintf(err, errlen,
+				 "%s:%d: [epoch] admit = %s is above its limit = %s: lower admit",
+				 where, e->line, cmn_format_size(e->admit, a, sizeof(a)),
+				 cmn_format_size(lim, b, sizeof(b)));
+			return -EINVAL;
+		}
+	}
+	if (!c->region) {
+		c->region = strdup("us-east-1");
+		if (!c->region)
+			goto nomem;
+	}
+	if (!c->profile) {
+		c->profile = strdup("default");
+		if (!c->profile)
+			goto nomem;
+	}
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+const char *cmn_policy_name(enum cmn_policy p)
+{
+	if ((unsigned)p < sizeof(policy_names) / sizeof(policy_names[0]) - 1)
+		return policy_names[p];
+	return "?";
+}
+
+int cmn_policy_parse(const char *s, enum cmn_policy *out)
+{
+	for (int i = 0; policy_names[i]; i++) {
+		if (strcmp(s, policy_names[i]) == 0) {
+			*out = (enum cmn_policy)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
