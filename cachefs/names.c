@@ -1,0 +1,196 @@
+/*
+ * names.c - sanitized display names of raw objects (DESIGN invariant 7).
+ *
+ * Owns the mapping key -> display path described in names.h.  Does not
+ * create files: display names are shown by the mount only; files are
+ * objects/<id>.  Pure functions, no locking.
+ *
+ * Why the result is injective: escaping maps each byte to itself or to a
+ * "%XX" triple and '%' itself is always escaped, so the escaped text of a
+ * component decodes back uniquely; '/' separates components and never
+ * appears inside one except as "%2F"; "." and ".." are escaped.  What is
+ * lossy (dropped empty components, cut components) is reported so the
+ * caller adds the "~<id>" suffix, and a suffix cannot be forged because a
+ * key's own "~<digits>" tail is escaped as "%7E<digits>".
+ */
+#include "cachefs/names.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A small append-only writer over the caller's buffer. */
+struct out {
+	char *buf;
+	size_t len, cap;
+	bool overflow;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	if (o->len + n + 1 > o->cap) {
+		o->overflow = true;
+		return;
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+	o->buf[o->len] = '\0';
+}
+
+static bool needs_escape(unsigned char ch)
+{
+	return ch < 0x20 || ch == 0x7f || ch == '%';
+}
+
+/* True when comp[i] is '~' followed only by digits (at least one) to the end. */
+static bool suffix_like_tilde(const char *comp, size_t n, size_t i)
+{
+	if (comp[i] != '~' || i + 1 >= n)
+		return false;
+	for (size_t j = i + 1; j < n; j++)
+		if (comp[j] < '0' || comp[j] > '9')
+			return false;
+	return true;
+}
+
+/*
+ * Escapes pieces[0..np) as ONE component into o: the pieces are joined by
+ * "%2F" (np > 1 only for keys deeper than CFS_DEPTH_MAX).  At most
+ * CFS_NAME_MAX bytes are written, never cutting inside an escape; *cut is
+ * set when bytes were dropped.  `last` enables the '~' rule on the final
+ * piece.
+ */
+static void put_component(struct out *o, const char *const *pieces, const size_t *lens, size_t np,
+			  bool last, bool *cut)
+{
+	size_t used = 0;
+
+	if (np == 1 && lens[0] == 1 && pieces[0][0] == '.') {
+		put(o, "%2E", 3);
+		return;
+	}
+	if (np == 1 && lens[0] == 2 && pieces[0][0] == '.' && pieces[0][1] == '.') {
+		put(o, "%2E%2E", 6);
+		return;
+	}
+	for (size_t p = 0; p < np; p++) {
+		const char *comp = pieces[p];
+		size_t n = lens[p];
+
+		if (p) {
+			if (used + 3 > CFS_NAME_MAX) {
+				*cut = true;
+				return;
+			}
+			put(o, "%2F", 3);
+			used += 3;
+		}
+		for (size_t i = 0; i < n; i++) {
+			unsigned char ch = (unsigned char)comp[i];
+			char esc[4];
+			size_t k = 1;
+
+			if (needs_escape(ch) ||
+			    (last && p == np - 1 && suffix_like_tilde(comp, n, i))) {
+				snprintf(esc, sizeof(esc), "%%%02X", ch);
+				k = 3;
+			} else {
+				esc[0] = (char)ch;
+			}
+			if (used + k > CFS_NAME_MAX) {
+				*cut = true;
+				return;
+			}
+			put(o, esc, k);
+			used += k;
+		}
+	}
+}
+
+int cfs_sanitize_key(const char *key, char *out, size_t outlen, bool *lossy)
+{
+	struct out o = {out, 0, outlen, false};
+	/* bounded: at most CFS_DISPLAY_MAX pieces are looked at */
+	const char *comps[CFS_DISPLAY_MAX];
+	size_t lens[CFS_DISPLAY_MAX];
+	size_t ncomp = 0;
+	bool lost = false;
+	const char *p = key;
+
+	if (outlen == 0)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	/* Split on '/', dropping empty components. */
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (n == 0) {
+			lost = true;
+		} else if (ncomp < CFS_DISPLAY_MAX) {
+			comps[ncomp] = p;
+			lens[ncomp++] = n;
+		} else {
+			lost = true; /* beyond any display path: cut */
+		}
+		if (!slash)
+			break;
+		p = slash + 1;
+		if (!*p)
+			lost = true; /* trailing '/' */
+	}
+	if (ncomp == 0) {
+		put(&o, "%00", 3);
+		lost = true;
+	}
+	for (size_t c = 0; c < ncomp && c < CFS_DEPTH_MAX; c++) {
+		/* the last allowed depth takes every remaining component */
+		size_t np = c == CFS_DEPTH_MAX - 1 ? ncomp - c : 1;
+		bool cut = false;
+
+		if (c)
+			put(&o, "/", 1);
+		put_component(&o, comps + c, lens + c, np, c + np == ncomp, &cut);
+		if (cut)
+			lost = true;
+	}
+	if (lossy)
+		*lossy = lost;
+	if (o.overflow) {
+		out[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int cfs_display_name(const char *key, int64_t id, bool suffix, char *out, size_t outlen)
+{
+	char sfx[24];
+	size_t slen, len, comp_start, comp_len;
+	int rc = cfs_sanitize_key(key, out, outlen, NULL);
+
+	if (rc < 0 || !suffix)
+		return rc;
+	slen = (size_t)snprintf(sfx, sizeof(sfx), "~%" PRId64, id);
+	len = strlen(out);
+	comp_start = len;
+	while (comp_start > 0 && out[comp_start - 1] != '/')
+		comp_start--;
+	comp_len = len - comp_start;
+	if (comp_len + slen > CFS_NAME_MAX) {
+		/* shorten the last component, never inside an escape */
+		size_t keep = CFS_NAME_MAX - slen;
+		while (keep > 0 && ((keep >= 1 && out[comp_start + keep - 1] == '%') ||
+				    (keep >= 2 && out[comp_start + keep - 2] == '%')))
+			keep--;
+		len = comp_start + keep;
+		out[len] = '\0';
+	}
+	if (len + slen + 1 > outlen) {
+		out[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	memcpy(out + len, sfx, slen + 1);
+	return 0;
+}

@@ -1,0 +1,343 @@
+/*
+ * store.c - a cache directory: its layout, its lock, and eviction of files.
+ *
+ * Owns CACHE_DIR's directory fds, the flock on CACHE_DIR/lock, and the
+ * wiring of catalog + budget + reconciliation at open.  Does not write
+ * files (shard_writer.c does), does not choose victims (eviction/ does)
+ * and does not speak SQL (catalog.c does).
+ *
+ * Invariants: DESIGN 3 (cfs_store_evict keeps open files until
+ * cfs_store_release_evicted), DESIGN 4 (budget moves at every state
+ * change), DESIGN 6 (reconciliation before the store is handed out),
+ * DESIGN 7 (every path is built by cfs__file_name from a numeric id).
+ *
+ * Locking: the store's fields are immutable after open.  Lock order in
+ * cachefs: catalog mu and budget mu are never held together; the store
+ * calls one, then the other.
+ */
+#include "cachefs/store_i.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void cfs__file_name(enum cfs_kind kind, int64_t id, char *buf, size_t buflen)
+{
+	if (kind == CFS_KIND_TFRECORD)
+		snprintf(buf, buflen, "%" PRId64 ".tfrecord", id);
+	else
+		snprintf(buf, buflen, "%" PRId64, id);
+}
+
+int cfs__kind_fd(const struct cfs_store *s, enum cfs_kind kind)
+{
+	return kind == CFS_KIND_TFRECORD ? s->shards_fd : s->objects_fd;
+}
+
+/* mkdir -p for the cache directory itself (mode 0755). */
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Opens (creating) subdirectory `name` of the cache dir. */
+static int open_sub(struct cfs_store *s, const char *name, int *fd, char *err, size_t errlen)
+{
+	if (mkdirat(s->dir_fd, name, 0755) < 0 && errno != EEXIST) {
+		int e = errno;
+		snprintf(err, errlen, "%s/%s: cannot create: %s: check the permissions of %s or "
+			 "choose another cache_dir", s->dir, name, strerror(e), s->dir);
+		return -e;
+	}
+	*fd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (*fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "%s/%s: cannot open: %s: it must be a directory", s->dir,
+			 name, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+/*
+ * Takes CACHE_DIR/lock with flock(LOCK_EX|LOCK_NB) and writes our pid in
+ * it.  On -EWOULDBLOCK the message names the holder's pid read from it.
+ */
+static int take_lock(struct cfs_store *s, char *err, size_t errlen)
+{
+	char buf[32];
+	ssize_t n;
+	int len;
+
+	s->lock_fd = openat(s->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (s->lock_fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "%s/lock: cannot open: %s: check the permissions of %s or "
+			 "choose another cache_dir", s->dir, strerror(e), s->dir);
+		return -e;
+	}
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		if (e == EWOULDBLOCK) {
+			n = pread(s->lock_fd, buf, sizeof(buf) - 1, 0);
+			buf[n > 0 ? n : 0] = '\0';
+			buf[strcspn(buf, "\n")] = '\0';
+			snprintf(err, errlen, "%s is in use by pid %s (another rollcache mount or "
+				 "ingest): stop that process, or use another cache_dir", s->dir,
+				 buf[0] ? buf : "(unknown)");
+		} else {
+			snprintf(err, errlen, "%s/lock: cannot lock: %s", s->dir, strerror(e));
+		}
+		return -e;
+	}
+	len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, buf, (size_t)len, 0) != len) {
+		int e = errno ? errno : EIO;
+		snprintf(err, errlen, "%s/lock: cannot write our pid: %s: check the disk", s->dir,
+			 strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int cfs_store_lock_rewrite_pid(struct cfs_store *s)
+{
+	char buf[32];
+	int len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+
+	if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, buf, (size_t)len, 0) != len)
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char *err,
+		   size_t errlen)
+{
+	struct cfs_store *s;
+	char path[PATH_MAX];
+	int rc;
+
+	if (!o->dir || !*o->dir) {
+		snprintf(err, errlen, "cache directory not set: give --cache-dir DIR");
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->dir = strdup(o->dir))) {
+		free(s);
+		snprintf(err, errlen, "%s: out of memory", o->dir);
+		return -ENOMEM;
+	}
+	s->dir_fd = s->shards_fd = s->objects_fd = s->tmp_fd = s->lock_fd = -1;
+
+	rc = mkdir_p(s->dir);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: cannot create the cache directory: %s: check the path "
+			 "and its permissions", s->dir, strerror(-rc));
+		goto fail;
+	}
+	s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dir_fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: cannot open the cache directory: %s", s->dir,
+			 strerror(-rc));
+		goto fail;
+	}
+	rc = take_lock(s, err, errlen);
+	if (rc < 0)
+		goto fail;
+	if ((rc = open_sub(s, "shards", &s->shards_fd, err, errlen)) < 0 ||
+	    (rc = open_sub(s, "objects", &s->objects_fd, err, errlen)) < 0 ||
+	    (rc = open_sub(s, "tmp", &s->tmp_fd, err, errlen)) < 0)
+		goto fail;
+
+	if (snprintf(path, sizeof(path), "%s/catalog.db", s->dir) >= (int)sizeof(path)) {
+		rc = -ENAMETOOLONG;
+		snprintf(err, errlen, "%s: path too long", s->dir);
+		goto fail;
+	}
+	rc = cfs_catalog_open(&s->cat, path, 0, err, errlen);
+	if (rc < 0)
+		goto fail;
+	rc = cfs_budget_new(&s->budget, o->limit);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: out of memory", s->dir);
+		goto fail;
+	}
+	rc = cfs__reconcile(s, err, errlen);
+	if (rc < 0)
+		goto fail;
+	*out = s;
+	return 0;
+
+fail:
+	cfs_store_close(s);
+	return rc;
+}
+
+void cfs_store_close(struct cfs_store *s)
+{
+	if (!s)
+		return;
+	if (s->budget)
+		cfs_budget_cancel(s->budget);
+	cfs_catalog_close(s->cat);
+	cfs_budget_free(s->budget);
+	close_fd(&s->tmp_fd);
+	close_fd(&s->objects_fd);
+	close_fd(&s->shards_fd);
+	close_fd(&s->lock_fd); /* releases the flock */
+	close_fd(&s->dir_fd);
+	free(s->dir);
+	free(s);
+}
+
+struct cfs_catalog *cfs_store_catalog(struct cfs_store *s)
+{
+	return s->cat;
+}
+
+struct cfs_budget *cfs_store_budget(struct cfs_store *s)
+{
+	return s->budget;
+}
+
+const char *cfs_store_dir(const struct cfs_store *s)
+{
+	return s->dir;
+}
+
+const struct cfs_reconcile_report *cfs_store_reconcile_report(const struct cfs_store *s)
+{
+	return &s->rec;
+}
+
+int cfs_store_file_path(const struct cfs_store *s, enum cfs_kind kind, int64_t id, bool absolute,
+			char *buf, size_t buflen)
+{
+	char name[32];
+	int n;
+
+	cfs__file_name(kind, id, name, sizeof(name));
+	n = snprintf(buf, buflen, "%s%s%s/%s", absolute ? s->dir : "", absolute ? "/" : "",
+		     kind == CFS_KIND_TFRECORD ? "shards" : "objects", name);
+	if (n < 0 || (size_t)n >= buflen) {
+		if (buflen)
+			buf[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int cfs_store_open_file(struct cfs_store *s, enum cfs_kind kind, int64_t id)
+{
+	char name[32];
+	int fd;
+
+	cfs__file_name(kind, id, name, sizeof(name));
+	fd = openat(cfs__kind_fd(s, kind), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Deletes the file; a missing file is fine (already gone). */
+static int unlink_file(struct cfs_store *s, enum cfs_kind kind, int64_t id)
+{
+	char name[32];
+
+	cfs__file_name(kind, id, name, sizeof(name));
+	if (unlinkat(cfs__kind_fd(s, kind), name, 0) < 0 && errno != ENOENT) {
+		int e = errno;
+		cmn_log(CMN_LOG_ERROR, "%s: cannot delete evicted file %s: %s", s->dir, name,
+			strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int cfs_store_evict(struct cfs_store *s, const struct cfs_evict_item *items, size_t n,
+		    uint32_t epoch)
+{
+	int64_t *ids, *gone;
+	size_t ngone = 0;
+	int rc, first_err = 0;
+
+	if (n == 0)
+		return 0;
+	ids = malloc(n * sizeof(*ids));
+	gone = malloc(n * sizeof(*gone));
+	if (!ids || !gone) {
+		free(ids);
+		free(gone);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		ids[i] = items[i].id;
+	rc = cfs_catalog_shards_evict(s->cat, ids, n, epoch);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (items[i].open) {
+			cfs_budget_sealed_to_draining(s->budget, items[i].bytes);
+			continue;
+		}
+		rc = unlink_file(s, items[i].kind, items[i].id);
+		if (rc < 0) {
+			/* still on disk: account it as draining until reconciliation */
+			cfs_budget_sealed_to_draining(s->budget, items[i].bytes);
+			if (!first_err)
+				first_err = rc;
+			continue;
+		}
+		cfs_budget_sealed_removed(s->budget, items[i].bytes);
+		gone[ngone++] = items[i].id;
+	}
+	rc = cfs_catalog_shards_gone(s->cat, gone, ngone);
+	if (rc == 0)
+		rc = first_err;
+out:
+	free(ids);
+	free(gone);
+	return rc;
+}
+
+int cfs_store_release_evicted(struct cfs_store *s, enum cfs_kind kind, int64_t id,
+			      uint64_t bytes)
+{
+	int rc = unlink_file(s, kind, id);
+
+	if (rc < 0)
+		return rc;
+	cfs_budget_draining_removed(s->budget, bytes);
+	return cfs_catalog_shards_gone(s->cat, &id, 1);
+}
