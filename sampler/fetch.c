@@ -210,7 +210,7 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 		x->status = 0;
 		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
 		if (x->status == 0)
-			x->status = 200; /* file:// */
+			x->status = 206; /* file:// honours ranges and has no status */
 		/* asked for a range from cur but got the whole object: drop the head */
 		if (x->status == 200 && x->cur > 0)
 			x->skip = x->cur;

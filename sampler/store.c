@@ -25,10 +25,10 @@
 
 uint64_t smp_key_hash(const char *key)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 offset basis */
 	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
 		h ^= *p;
-		h *= 1099511628211ull;
+		h *= 0x100000001b3ull;
 	}
 	return h;
 }

@@ -1,0 +1,667 @@
+/*
+ * ingest.c - the `objects` strategy: this rank's objects in a seeded random
+ * order, `connections` at a time, records CRC-checked as they stream in,
+ * shuffled, packed into shards under the byte budget.
+ *
+ * Owns the sampler (struct smp_sampler), the per-object readers and the
+ * shard being written.  Does not speak HTTP (fetch.c, store.c) and does not
+ * touch SQL or the disk directly (cachefs/shard_writer.h, catalog.h).
+ *
+ * Records and retries: an uncompressed object is read as one TFRecord stream
+ * through the push decoder.  Each delivered record advances `good_end`, the
+ * object offset after the last good record.  Bad data - a payload CRC
+ * mismatch, lost framing, a body ending inside a record - makes the reader
+ * answer -EAGAIN; fetch.c retries from good_end with a Range request, so no
+ * record is delivered twice and a transient corruption costs no record.  On
+ * the last attempt the reader turns lenient: a record whose CRC fails is
+ * counted and skipped (DESIGN 5) and the rest of the object is kept.  GZIP
+ * objects cannot be resumed mid-stream: they restart at 0 and skip the
+ * records already delivered.
+ *
+ * Invariants: DESIGN 4 (every byte reserved before it is written: records
+ * go through cfs_shard_writer_reserve/try_reserve), DESIGN 5 (only records
+ * whose CRC passed reach the shard writer), DESIGN 7 (keys go to the
+ * catalog and the display-name sanitizer, never into a path).
+ * Threads: all of this runs on the thread calling smp_sampler_run(); `stop`
+ * is the only field touched from elsewhere (atomic).
+ */
+#include "sampler/sampler.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cachefs/catalog.h"
+#include "cachefs/shard_writer.h"
+#include "cachefs/store.h"
+#include "common/log.h"
+#include "common/tfrecord.h"
+#include "sampler/fetch.h"
+#include "sampler/shuffle.h"
+#include "sampler/store_i.h"
+
+#define RESERVE_CHUNK ((uint64_t)4 << 20) /* reserve ahead in steps of this */
+
+struct obj_reader;
+
+struct smp_sampler {
+	const struct cmn_config *cfg;
+	struct cfs_store *cstore;
+	struct cfs_catalog *cat;
+	struct smp_store *store;
+	struct smp_fetch *fetch;
+	struct smp_stats stats;
+	uint64_t seed;
+	bool stop_when_full;
+	uint64_t room_wait_ms;
+	smp_progress_cb progress;
+	void *progress_ctx;
+	_Atomic bool stop;
+
+	/* listing state, kept across passes */
+	struct smp_listing listing;
+	int64_t *object_ids; /* [listing.n] */
+	int64_t source_id;
+	bool listed;
+	uint32_t listed_epoch;
+
+	/* one pass */
+	uint32_t epoch;
+	struct cfs_shard_writer *w; /* shard being filled, or NULL */
+	struct smp_shuffle *shuf;
+	bool full;                  /* budget exhausted (stop_when_full) */
+	int fatal;                  /* a local write failure: ends the pass */
+	char fatal_msg[512];
+	unsigned inflight;          /* objects being read */
+	struct smp_progress prog;
+	uint64_t t0, last_progress;
+};
+
+struct obj_reader {
+	struct smp_sampler *s;
+	const struct smp_object *obj;
+	int64_t object_id;
+	struct cmn_tfr_push *push;
+	uint64_t base;       /* object offset where the push stream starts */
+	uint64_t good_end;   /* object offset after the last delivered record */
+	uint64_t delivered;  /* records delivered from this object */
+	uint64_t attempt_records; /* records seen in this attempt (gzip skip) */
+	uint64_t skip;       /* gzip restart: records to skip */
+	uint64_t bad_seen;   /* decoder's bad_records already accounted */
+	bool lenient;        /* last attempt: skip bad records instead of retrying */
+	bool gzip;
+	struct cfs_shard_writer *raw; /* format=raw */
+	uint64_t raw_bytes;
+};
+
+/* ---- shard side ----------------------------------------------------------- */
+
+static int fail_local(struct smp_sampler *s, int rc, const char *what)
+{
+	if (!s->fatal) {
+		s->fatal = rc;
+		snprintf(s->fatal_msg, sizeof(s->fatal_msg), "%s: %s", what, strerror(-rc));
+	}
+	return rc;
+}
+
+static int seal_current(struct smp_sampler *s)
+{
+	char err[512];
+	if (!s->w)
+		return 0;
+	uint64_t bytes = cfs_shard_writer_bytes(s->w), recs = cfs_shard_writer_records(s->w);
+	struct cfs_shard_writer *w = s->w;
+	s->w = NULL;
+	int rc = cfs_shard_writer_seal(w, NULL, err, sizeof(err));
+	if (rc == -ENODATA)
+		return 0;
+	if (rc) {
+		cmn_log(CMN_LOG_ERROR, "sealing a shard: %s", err);
+		return fail_local(s, rc, "sealing a shard");
+	}
+	SMP_STAT_ADD(&s->stats, records_admitted, recs);
+	SMP_STAT_ADD(&s->stats, bytes_admitted, bytes);
+	s->prog.records += recs;
+	s->prog.bytes += bytes;
+	return 0;
+}
+
+/*
+ * Gets `need` bytes of room in writer w: a chunk ahead when possible, else
+ * exactly what is needed; waits for room unless stop_when_full.  Returns 0,
+ * -ENOSPC (full, stop_when_full), -EFBIG (can never fit), -ECANCELED.
+ */
+static int get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t need,
+		    uint64_t ahead)
+{
+	uint64_t room = cfs_shard_writer_room(w);
+	if (room >= need)
+		return 0;
+	if (ahead > need && cfs_shard_writer_try_reserve(w, ahead - room) == 0)
+		return 0;
+	int rc = cfs_shard_writer_try_reserve(w, need - room);
+	if (rc != -EAGAIN)
+		return rc;
+	if (s->stop_when_full) {
+		s->full = true;
+		return -ENOSPC;
+	}
+	SMP_STAT_ADD(&s->stats, budget_waits, 1);
+	/* sleeps on the budget's condition variable; re-waits until stopped */
+	while (!atomic_load(&s->stop)) {
+		rc = cfs_shard_writer_reserve(w, need - room, s->room_wait_ms);
+		if (rc != -ETIMEDOUT)
+			return rc;
+	}
+	return -ECANCELED;
+}
+
+/* Writes one shuffled record into the current shard (opening/sealing shards). */
+static int write_record(const struct smp_rec *r, void *ctx)
+{
+	struct smp_sampler *s = ctx;
+	char err[512];
+	uint64_t need = cfs_shard_writer_record_bytes(r->len);
+	int rc;
+
+	if (s->full || s->fatal)
+		return -ENOSPC;
+	if (s->w && cfs_shard_writer_records(s->w) > 0 &&
+	    cfs_shard_writer_bytes(s->w) + need > s->cfg->shard_size) {
+		rc = seal_current(s);
+		if (rc)
+			return rc;
+	}
+	if (!s->w) {
+		rc = cfs_shard_writer_open(&s->w, s->cstore, s->epoch, err, sizeof(err));
+		if (rc) {
+			cmn_log(CMN_LOG_ERROR, "%s", err);
+			return fail_local(s, rc, "opening a shard");
+		}
+	}
+	uint64_t left = s->cfg->shard_size > cfs_shard_writer_bytes(s->w)
+				? s->cfg->shard_size - cfs_shard_writer_bytes(s->w)
+				: 0;
+	uint64_t ahead = left < RESERVE_CHUNK ? left : RESERVE_CHUNK;
+	rc = get_room(s, s->w, need, ahead);
+	if (rc == -EFBIG) {
+		cmn_log(CMN_LOG_WARN, "a record of %zu bytes can never fit the cache limit: skipped",
+			r->len);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	rc = cfs_shard_writer_append(s->w, r->data, r->len, r->crc, r->object_id, r->object_offset);
+	if (rc)
+		return fail_local(s, rc, "writing a shard");
+	return 0;
+}
+
+/* ---- object readers (fetch callbacks) -------------------------------------- */
+
+static int on_record(const struct cmn_tfr_record *rec, void *ctx)
+{
+	struct obj_reader *o = ctx;
+	struct smp_sampler *s = o->s;
+	uint64_t bad = cmn_tfr_push_bad_records(o->push);
+	if (bad > o->bad_seen) {
+		SMP_STAT_ADD(&s->stats, bad_records, bad - o->bad_seen);
+		o->bad_seen = bad;
+		if (!o->lenient)
+			return -EAGAIN; /* retry from good_end: this record is re-read */
+	}
+	if (o->gzip && o->attempt_records++ < o->skip)
+		return 0;
+	struct smp_rec r = {
+		.data = rec->data,
+		.len = rec->len,
+		.crc = rec->crc,
+		.object_id = o->object_id,
+		.object_offset = o->base + rec->offset,
+	};
+	int rc = smp_shuffle_add(s->shuf, &r, write_record, s);
+	if (rc)
+		return rc == -EAGAIN ? -EIO : rc;
+	o->delivered++;
+	if (!o->gzip)
+		o->good_end = o->base + rec->offset + CMN_TFR_OVERHEAD + rec->len;
+	return 0;
+}
+
+static int obj_data(void *ctx, const void *p, size_t n)
+{
+	struct obj_reader *o = ctx;
+	struct smp_sampler *s = o->s;
+	if (atomic_load(&s->stop) || s->full || s->fatal)
+		return -ECANCELED;
+	if (o->raw) {
+		int rc = cfs_raw_writer_write(o->raw, p, n);
+		if (rc)
+			return rc == -ENOBUFS ? -EAGAIN : fail_local(s, rc, "writing a raw object");
+		o->raw_bytes += n;
+		return 0;
+	}
+	int rc = cmn_tfr_push_feed(o->push, p, n);
+	if (rc == 0) {
+		uint64_t bad = cmn_tfr_push_bad_records(o->push);
+		if (bad > o->bad_seen) {
+			SMP_STAT_ADD(&s->stats, bad_records, bad - o->bad_seen);
+			o->bad_seen = bad;
+			if (!o->lenient)
+				return -EAGAIN;
+		}
+		return 0;
+	}
+	if (rc == -EAGAIN || rc == -EILSEQ || rc == -EMSGSIZE || rc == -EPROTO || rc == -EIO) {
+		if (rc != -EAGAIN)
+			cmn_log(CMN_LOG_INFO, "%s: %s", o->obj->key, cmn_tfr_push_error(o->push));
+		if (rc == -EILSEQ || rc == -EIO)
+			SMP_STAT_ADD(&s->stats, bad_records, 1);
+		return o->lenient && rc != -EAGAIN ? -EBADMSG : -EAGAIN;
+	}
+	return rc; /* -ENOSPC (full), local write errors, -ENOMEM */
+}
+
+static int obj_end(void *ctx)
+{
+	struct obj_reader *o = ctx;
+	if (o->raw)
+		return 0;
+	int rc = cmn_tfr_push_finish(o->push);
+	if (rc == -EPROTO)
+		return o->lenient ? -EPROTO : -EAGAIN;
+	if (rc == 0) {
+		uint64_t bad = cmn_tfr_push_bad_records(o->push);
+		if (bad > o->bad_seen) {
+			SMP_STAT_ADD(&o->s->stats, bad_records, bad - o->bad_seen);
+			o->bad_seen = bad;
+			if (!o->lenient)
+				return -EAGAIN;
+		}
+	}
+	return rc;
+}
+
+static int raw_open(struct obj_reader *o, char *err, size_t errlen);
+
+static uint64_t obj_restart(void *ctx, bool final)
+{
+	struct obj_reader *o = ctx;
+	o->lenient = final;
+	if (o->raw) {
+		char err[256];
+		cfs_shard_writer_abort(o->raw);
+		o->raw = NULL;
+		o->raw_bytes = 0;
+		if (raw_open(o, err, sizeof(err)) == 0 &&
+		    cfs_shard_writer_try_reserve(o->raw, o->obj->size) == 0)
+			return 0;
+		cmn_log(CMN_LOG_WARN, "%s: cannot restart the raw object: %s", o->obj->key, err);
+		return 0; /* obj_data fails on the missing writer */
+	}
+	cmn_tfr_push_reset(o->push);
+	o->bad_seen = 0;
+	if (o->gzip) {
+		o->skip = o->delivered;
+		o->attempt_records = 0;
+		o->base = 0;
+		return 0;
+	}
+	o->base = o->good_end;
+	return o->good_end;
+}
+
+static void obj_done(void *ctx, int rc, const char *msg)
+{
+	struct obj_reader *o = ctx;
+	struct smp_sampler *s = o->s;
+	s->inflight--;
+	if (o->raw) {
+		if (rc == 0) {
+			char err[512];
+			uint64_t bytes = o->raw_bytes;
+			int src = cfs_shard_writer_seal(o->raw, NULL, err, sizeof(err));
+			o->raw = NULL;
+			if (src) {
+				cmn_log(CMN_LOG_ERROR, "%s: sealing: %s", o->obj->key, err);
+				if (src != -EEXIST && src != -EINVAL)
+					fail_local(s, src, "sealing a raw object");
+				rc = src;
+			} else {
+				SMP_STAT_ADD(&s->stats, records_admitted, 1);
+				SMP_STAT_ADD(&s->stats, bytes_admitted, bytes);
+				s->prog.records++;
+				s->prog.bytes += bytes;
+			}
+		} else {
+			cfs_shard_writer_abort(o->raw);
+			o->raw = NULL;
+		}
+	}
+	if (rc == 0) {
+		SMP_STAT_ADD(&s->stats, objects_done, 1);
+		s->prog.objects_done++;
+		cfs_catalog_object_fetched(s->cat, o->object_id, s->epoch);
+	} else if (rc != -ECANCELED && rc != -ENOSPC && !s->fatal) {
+		cmn_log(CMN_LOG_WARN, "%s", msg);
+	}
+	cmn_tfr_push_free(o->push);
+	free(o);
+}
+
+static const struct smp_xfer_ops obj_ops = {
+	.data = obj_data,
+	.end = obj_end,
+	.restart = obj_restart,
+	.done = obj_done,
+};
+
+static int raw_open(struct obj_reader *o, char *err, size_t errlen)
+{
+	return cfs_raw_writer_open(&o->raw, o->s->cstore, o->s->epoch, o->object_id, o->obj->key, err,
+				   errlen);
+}
+
+/* Starts reading object i.  Returns 0, or -ENOSPC when the cache is full. */
+static int dispatch(struct smp_sampler *s, size_t i)
+{
+	char err[512];
+	struct obj_reader *o = calloc(1, sizeof(*o));
+	int rc;
+	if (!o)
+		return fail_local(s, -ENOMEM, "starting an object");
+	o->s = s;
+	o->obj = &s->listing.v[i];
+	o->object_id = s->object_ids[i];
+	if (s->cfg->format == CMN_FORMAT_RAW) {
+		rc = raw_open(o, err, sizeof(err));
+		if (rc) {
+			free(o);
+			cmn_log(CMN_LOG_ERROR, "%s", err);
+			return fail_local(s, rc, "opening a raw object");
+		}
+		rc = get_room(s, o->raw, o->obj->size, 0);
+		if (rc) {
+			cfs_shard_writer_abort(o->raw);
+			if (rc == -EFBIG)
+				cmn_log(CMN_LOG_WARN, "%s: %llu bytes can never fit the cache limit: skipped",
+					o->obj->key, (unsigned long long)o->obj->size);
+			free(o);
+			return rc == -EFBIG ? 0 : rc;
+		}
+	} else {
+		struct cmn_tfr_opts to = {
+			.compression = s->cfg->compression == CMN_COMPRESSION_GZIP ? CMN_TFR_GZIP : CMN_TFR_NONE,
+			.name = o->obj->key,
+		};
+		o->gzip = to.compression == CMN_TFR_GZIP;
+		rc = cmn_tfr_push_new(&o->push, &to, on_record, o, err, sizeof(err));
+		if (rc) {
+			free(o);
+			return fail_local(s, rc, "starting a record reader");
+		}
+	}
+	struct smp_fetch_req r = {
+		.key = o->obj->key,
+		.size = o->obj->size,
+		.ops = &obj_ops,
+		.ctx = o,
+	};
+	rc = smp_fetch_add(s->fetch, &r);
+	if (rc) {
+		cmn_tfr_push_free(o->push);
+		cfs_shard_writer_abort(o->raw);
+		free(o);
+		return fail_local(s, rc, "queueing an object");
+	}
+	s->inflight++;
+	return 0;
+}
+
+/* ---- listing ---------------------------------------------------------------- */
+
+static bool is_sidecar(const struct smp_listing *l, size_t i)
+{
+	const char *k = l->v[i].key;
+	size_t n = strlen(k);
+	return n > 4 && !strcmp(k + n - 4, ".idx");
+}
+
+static int relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
+{
+	struct smp_listing l;
+	int rc = smp_store_list(s->store, &l, err, errlen);
+	if (rc)
+		return rc;
+	/* index sidecars are not objects (strategy=records reads them) */
+	size_t w = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		if (is_sidecar(&l, i)) {
+			free(l.v[i].key);
+			free(l.v[i].etag);
+			continue;
+		}
+		l.v[w++] = l.v[i];
+	}
+	l.n = w;
+	struct cfs_listing_entry *ents = calloc(l.n ? l.n : 1, sizeof(*ents));
+	int64_t *ids = calloc(l.n ? l.n : 1, sizeof(*ids));
+	if (!ents || !ids) {
+		free(ents);
+		free(ids);
+		smp_listing_free(&l);
+		snprintf(err, errlen, "out of memory for a listing of %zu objects", w);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < l.n; i++)
+		ents[i] = (struct cfs_listing_entry){l.v[i].key, l.v[i].size, l.v[i].etag};
+	struct cfs_sync_result res = {0};
+	rc = cfs_catalog_objects_sync(s->cat, s->source_id, ents, l.n, epoch, ids, &res);
+	free(ents);
+	if (rc) {
+		free(ids);
+		smp_listing_free(&l);
+		snprintf(err, errlen, "recording the listing in the catalog: %s", strerror(-rc));
+		return rc;
+	}
+	if (res.changed)
+		cmn_log(CMN_LOG_INFO, "%s: %llu objects changed (old samples retire at the next epoch)",
+			s->cfg->url, (unsigned long long)res.changed);
+	smp_listing_free(&s->listing);
+	free(s->object_ids);
+	s->listing = l;
+	s->object_ids = ids;
+	s->listed = true;
+	s->listed_epoch = epoch;
+	return 0;
+}
+
+/* ---- public ------------------------------------------------------------------ */
+
+int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, char *err,
+		    size_t errlen)
+{
+	struct smp_sampler *s = calloc(1, sizeof(*s));
+	int rc;
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	s->cfg = o->cfg;
+	s->cstore = o->store;
+	s->cat = cfs_store_catalog(o->store);
+	s->seed = o->seed;
+	s->stop_when_full = o->stop_when_full;
+	s->room_wait_ms = o->room_wait_ms ? o->room_wait_ms : 60000;
+	s->progress = o->progress;
+	s->progress_ctx = o->progress_ctx;
+	if (o->cfg->strategy == CMN_STRATEGY_RECORDS) {
+		snprintf(err, errlen, "strategy=records is not implemented yet (docs/TODO-sampler.md): "
+			 "use strategy=objects");
+		free(s);
+		return -ENOTSUP;
+	}
+	struct smp_store_opts so = {
+		.url = o->cfg->url,
+		.endpoint = o->cfg->endpoint,
+		.region = o->cfg->region,
+		.profile = o->cfg->profile,
+		.credentials_file = o->credentials_file,
+		.timeout_ms = o->cfg->timeout_ms,
+		.retries = o->cfg->retries,
+		.stats = &s->stats,
+	};
+	rc = smp_store_open(&s->store, &so, err, errlen);
+	if (rc)
+		goto fail;
+	rc = smp_fetch_new(&s->fetch, s->store, o->cfg->connections, o->cfg->retries, o->seed, err,
+			   errlen);
+	if (rc)
+		goto fail;
+	rc = cfs_catalog_source(s->cat, o->cfg->url, &s->source_id);
+	if (rc) {
+		snprintf(err, errlen, "recording the source in the catalog: %s", strerror(-rc));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	smp_fetch_free(s->fetch);
+	smp_store_free(s->store);
+	free(s);
+	return rc;
+}
+
+void smp_sampler_free(struct smp_sampler *s)
+{
+	if (!s)
+		return;
+	smp_fetch_free(s->fetch);
+	smp_store_free(s->store);
+	smp_listing_free(&s->listing);
+	free(s->object_ids);
+	free(s);
+}
+
+void smp_sampler_stop(struct smp_sampler *s)
+{
+	atomic_store(&s->stop, true);
+	smp_fetch_wakeup(s->fetch);
+}
+
+const struct smp_stats *smp_sampler_stats(const struct smp_sampler *s)
+{
+	return &s->stats;
+}
+
+void smp_sampler_progress(const struct smp_sampler *s, struct smp_progress *p)
+{
+	*p = s->prog;
+}
+
+static uint64_t splitmix(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void report(struct smp_sampler *s, bool force)
+{
+	uint64_t now = smp__now_ms();
+	if (!s->progress || (!force && now - s->last_progress < 500))
+		return;
+	s->last_progress = now;
+	s->prog.elapsed_ms = now - s->t0;
+	s->prog.fetched = SMP_STAT_GET(&s->stats, bytes_fetched);
+	s->prog.full = s->full;
+	s->progress(&s->prog, &s->stats, s->progress_ctx);
+}
+
+int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
+{
+	const struct cmn_config *c = s->cfg;
+	int rc = 0;
+	s->epoch = epoch;
+	s->full = false;
+	s->fatal = 0;
+	s->fatal_msg[0] = '\0';
+	memset(&s->prog, 0, sizeof(s->prog));
+	s->t0 = s->last_progress = smp__now_ms();
+
+	uint32_t every = c->relist ? c->relist : 1;
+	if (!s->listed || epoch >= s->listed_epoch + every) {
+		rc = relist(s, epoch, err, errlen);
+		if (rc)
+			return rc;
+	}
+	/* this rank's objects, in a seeded random order (Fisher-Yates) */
+	size_t *order = malloc((s->listing.n ? s->listing.n : 1) * sizeof(*order)), n = 0;
+	if (!order) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	uint32_t ws = c->world_size ? c->world_size : 1;
+	for (size_t i = 0; i < s->listing.n; i++)
+		if (smp_key_hash(s->listing.v[i].key) % ws == c->rank)
+			order[n++] = i;
+	uint64_t rng = s->seed ^ ((uint64_t)epoch << 32) ^ 0x2545f4914f6cdd1dull;
+	for (size_t i = n; i > 1; i--) {
+		size_t j = (size_t)(splitmix(&rng) % i);
+		size_t t = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+	s->prog.objects_total = n;
+
+	size_t shuf_cap = c->shard_size < SMP_SHUFFLE_MAX_BYTES ? (size_t)c->shard_size : SMP_SHUFFLE_MAX_BYTES;
+	rc = smp_shuffle_new(&s->shuf, shuf_cap, splitmix(&rng));
+	if (rc) {
+		free(order);
+		snprintf(err, errlen, "out of memory for the shuffle buffer");
+		return rc;
+	}
+	/* keep up to 2 x connections objects queued so the engine never idles */
+	size_t next = 0, window = 2 * (size_t)(c->connections ? c->connections : 1);
+	while (!atomic_load(&s->stop) && !s->full && !s->fatal) {
+		while (next < n && s->inflight < window && !s->full && !s->fatal) {
+			rc = dispatch(s, order[next]);
+			if (rc && rc != -ENOSPC)
+				break;
+			next++;
+		}
+		if (s->full || s->fatal)
+			break;
+		if (next >= n && smp_fetch_pending(s->fetch) == 0)
+			break;
+		rc = smp_fetch_step(s->fetch, 250);
+		if (rc) {
+			fail_local(s, rc, "transfer engine");
+			break;
+		}
+		report(s, false);
+	}
+	smp_fetch_cancel_all(s->fetch);
+	/* what the shuffle buffer still holds goes out in random order */
+	if (!s->fatal && !atomic_load(&s->stop))
+		smp_shuffle_drain(s->shuf, write_record, s);
+	smp_shuffle_free(s->shuf);
+	s->shuf = NULL;
+	if (!s->fatal)
+		seal_current(s);
+	if (s->w) {
+		cfs_shard_writer_abort(s->w);
+		s->w = NULL;
+	}
+	free(order);
+	report(s, true);
+	if (s->fatal) {
+		snprintf(err, errlen, "%s", s->fatal_msg);
+		return s->fatal;
+	}
+	return 0;
+}

@@ -1,0 +1,44 @@
+/*
+ * shuffle.h - a bounded shuffle buffer of records (private to sampler/).
+ *
+ * Records from several objects read at once are copied in; once the buffer
+ * holds more than its byte cap, records leave in uniformly random order
+ * through a sink callback.  This interleaves objects inside each shard the
+ * way tf.data's shuffle buffer would, with memory bounded by the cap plus one
+ * record.
+ */
+#ifndef RC_SAMPLER_SHUFFLE_H
+#define RC_SAMPLER_SHUFFLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SMP_SHUFFLE_MAX_BYTES ((size_t)32 << 20)
+#define SMP_SHUFFLE_MAX_RECORDS 65536u
+
+struct smp_rec {
+	const uint8_t *data;
+	size_t len;
+	uint32_t crc;
+	int64_t object_id;
+	uint64_t object_offset;
+};
+
+/* Receives a record leaving the buffer; returns 0 or -errno (stops the caller). */
+typedef int (*smp_rec_sink)(const struct smp_rec *r, void *ctx);
+
+struct smp_shuffle;
+
+int smp_shuffle_new(struct smp_shuffle **out, size_t cap_bytes, uint64_t seed);
+void smp_shuffle_free(struct smp_shuffle *b);
+
+/*
+ * Copies r in, then hands random records to sink while the buffer is over
+ * its caps.  Returns 0, -ENOMEM, or the sink's error (r is kept then).
+ */
+int smp_shuffle_add(struct smp_shuffle *b, const struct smp_rec *r, smp_rec_sink sink, void *ctx);
+
+/* Hands every record to sink in random order; stops at the first error. */
+int smp_shuffle_drain(struct smp_shuffle *b, smp_rec_sink sink, void *ctx);
+
+#endif
