@@ -79,6 +79,12 @@ int tfr__gz_run(struct tfr__gz *g, struct tfr__core *c, uint64_t uoff, const uin
 				break; /* needs more input */
 			continue;
 		}
+		/*
+		 * Hand out what came before a bad spot first: zlib's state stays
+		 * bad, so the next call reports the error.
+		 */
+		if (*used || *produced)
+			return 0;
 		if (rc == Z_MEM_ERROR) {
 			snprintf(c->msg, sizeof(c->msg), "%s: out of memory in zlib inflate", c->name);
 			return -ENOMEM;

@@ -1,0 +1,589 @@
+/*
+ * test_tfrecord.c - Check suite for the TFRecord framing of common/.
+ *
+ * Streams are written with cmn_tfr_writer, then read by all three front ends
+ * (buffer reader, fd reader, push decoder); the tests check that they agree
+ * with what was written and with each other, and that every error class of
+ * tfrecord.h comes out with the right code and file offset.  GZIP streams
+ * are made here with zlib's deflate (gzip header with FNAME and MTIME,
+ * one or two members).  The real files of ../shared/testdata are read by
+ * test_tfrecord_testdata.c.
+ */
+#include "tests/common/tfr_util.h"
+
+#include "common/crc32c.h"
+
+#include <signal.h>
+#include <zlib.h>
+
+/* ---- building streams ---- */
+
+struct stream {
+	uint8_t *data;
+	size_t len;
+	size_t n;
+	uint64_t off[RES_MAX]; /* header offset of each record */
+	size_t rlen[RES_MAX];
+	uint64_t hash[RES_MAX];
+};
+
+static uint8_t pattern(size_t rec, size_t j)
+{
+	return (uint8_t)(rec * 131 + j * 7 + (j >> 8));
+}
+
+/* Writes records of the given sizes with the writer (buffer of buf_size). */
+static void build(struct stream *s, const size_t *sizes, size_t n, size_t buf_size)
+{
+	struct cmn_tfr_writer *w;
+	char err[128];
+	int fd = memfd_create("tfr-build", MFD_CLOEXEC);
+	uint64_t off = 0;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_le(n, RES_MAX);
+	ck_assert_int_eq(cmn_tfr_writer_open(&w, fd, buf_size, err, sizeof(err)), 0);
+	s->n = n;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *p = malloc(sizes[i] + 1);
+		ck_assert_ptr_nonnull(p);
+		for (size_t j = 0; j < sizes[i]; j++)
+			p[j] = pattern(i, j);
+		/* half the records pass their crc, as the sampler does */
+		if (i % 2)
+			ck_assert_int_eq(cmn_tfr_writer_append(w, p, sizes[i], 0, false), 0);
+		else
+			ck_assert_int_eq(cmn_tfr_writer_append(w, p, sizes[i],
+							       cmn_crc32c(0, p, sizes[i]), true),
+					 0);
+		s->off[i] = off;
+		s->rlen[i] = sizes[i];
+		s->hash[i] = fnv1a(p, sizes[i]);
+		off += sizes[i] + CMN_TFR_OVERHEAD;
+		free(p);
+	}
+	ck_assert_uint_eq(cmn_tfr_writer_bytes(w), off);
+	ck_assert_int_eq(cmn_tfr_writer_flush(w), 0);
+	cmn_tfr_writer_free(w);
+	s->len = (size_t)off;
+	s->data = malloc(s->len + 1);
+	ck_assert_ptr_nonnull(s->data);
+	ck_assert_int_eq(pread(fd, s->data, s->len, 0), (ssize_t)s->len);
+	close(fd);
+}
+
+static void assert_matches(const struct tfr_result *r, const struct stream *s, const char *what)
+{
+	ck_assert_msg(r->n == s->n, "%s: %zu records read, %zu written (%s)", what, r->n, s->n,
+		      r->msg);
+	for (size_t i = 0; i < s->n; i++) {
+		ck_assert_msg(r->off[i] == s->off[i], "%s: record %zu at %llu, written at %llu", what,
+			      i, (unsigned long long)r->off[i], (unsigned long long)s->off[i]);
+		ck_assert_msg(r->len[i] == s->rlen[i], "%s: record %zu length", what, i);
+		ck_assert_msg(r->hash[i] == s->hash[i], "%s: record %zu payload differs", what, i);
+	}
+	ck_assert_msg(r->end_rc == 0, "%s: ended with %d: %s", what, r->end_rc, r->msg);
+	ck_assert_uint_eq(r->records, s->n);
+	ck_assert_uint_eq(r->bad, 0);
+}
+
+/* gzip of data, in `members` members split at arbitrary points; FNAME and MTIME set. */
+static uint8_t *gzip_of(const uint8_t *data, size_t len, int members, size_t *out_len)
+{
+	size_t cap = len + len / 10 + 1024 * (size_t)members, used = 0;
+	uint8_t *out = malloc(cap);
+	size_t at = 0;
+
+	ck_assert_ptr_nonnull(out);
+	for (int m = 0; m < members; m++) {
+		size_t part = m == members - 1 ? len - at : (len / (size_t)members) + 7;
+		z_stream z;
+		gz_header h;
+		memset(&z, 0, sizeof(z));
+		memset(&h, 0, sizeof(h));
+		h.name = (Bytef *)"data_tfrecord-00000-of-00001";
+		h.time = 1600000000;
+		h.os = 3;
+		ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
+				 Z_OK);
+		ck_assert_int_eq(deflateSetHeader(&z, &h), Z_OK);
+		z.next_in = (Bytef *)(uintptr_t)(data + at);
+		z.avail_in = (uInt)part;
+		z.next_out = out + used;
+		z.avail_out = (uInt)(cap - used);
+		ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+		used = cap - z.avail_out;
+		deflateEnd(&z);
+		at += part;
+	}
+	ck_assert_uint_eq(at, len);
+	ck_assert_uint_eq(out[3] & 0x08, 0x08); /* FNAME present */
+	*out_len = used;
+	return out;
+}
+
+static const size_t mixed_sizes[] = {0, 1, 11, 4096, 300000, 5, 65536, 65535, 7, 0, 1000, 200000};
+#define N_MIXED (sizeof(mixed_sizes) / sizeof(mixed_sizes[0]))
+
+/* ---- round trips ---- */
+
+START_TEST(test_round_trip)
+{
+	static size_t sizes[300];
+	struct stream s;
+	struct tfr_result *r = malloc(sizeof(*r));
+	struct cmn_tfr_opts o = {.name = "rt"};
+	const size_t read_sizes[] = {0, 64, 100, 4096, 70000};
+
+	ck_assert_ptr_nonnull(r);
+	for (size_t i = 0; i < 300; i++)
+		sizes[i] = i < N_MIXED ? mixed_sizes[i] : (i * 7919) % 5000;
+	build(&s, sizes, 300, 4096);
+
+	collect_buf(s.data, s.len, &o, r);
+	assert_matches(r, &s, "buffer reader");
+	for (size_t k = 0; k < sizeof(read_sizes) / sizeof(read_sizes[0]); k++) {
+		o.read_size = read_sizes[k];
+		collect_fd(s.data, s.len, &o, r);
+		assert_matches(r, &s, "fd reader");
+	}
+	o.read_size = 0;
+	collect_push(s.data, s.len, &o, 0, r);
+	assert_matches(r, &s, "push decoder, random chunks");
+	collect_push(s.data, s.len, &o, 1, r);
+	assert_matches(r, &s, "push decoder, 1-byte chunks");
+	collect_push(s.data, s.len, &o, s.len, r);
+	assert_matches(r, &s, "push decoder, one chunk");
+	/* forced NONE on a buffer reader must not look for gzip */
+	o.compression = CMN_TFR_NONE;
+	collect_buf(s.data, s.len, &o, r);
+	assert_matches(r, &s, "buffer reader, NONE");
+	free(s.data);
+	free(r);
+}
+END_TEST
+
+/* Payload pointers of the buffer reader point into the caller's buffer. */
+START_TEST(test_zero_copy)
+{
+	struct stream s;
+	struct cmn_tfr_reader *rd;
+	struct cmn_tfr_record rec;
+	char err[128];
+
+	build(&s, mixed_sizes, N_MIXED, 0);
+	ck_assert_int_eq(cmn_tfr_reader_open_buf(&rd, s.data, s.len, NULL, err, sizeof(err)), 0);
+	for (size_t i = 0; i < s.n; i++) {
+		ck_assert_int_eq(cmn_tfr_next(rd, &rec), 1);
+		ck_assert_ptr_eq(rec.data, s.data + s.off[i] + CMN_TFR_HEADER_SIZE);
+		ck_assert_uint_eq(rec.crc, cmn_crc32c(0, rec.data, rec.len));
+	}
+	ck_assert_int_eq(cmn_tfr_next(rd, &rec), 0);
+	ck_assert_int_eq(cmn_tfr_next(rd, &rec), 0);
+	cmn_tfr_reader_free(rd);
+	free(s.data);
+}
+END_TEST
+
+START_TEST(test_empty_stream)
+{
+	struct tfr_result r;
+	struct cmn_tfr_opts o = {0};
+
+	collect_buf("", 0, &o, &r);
+	ck_assert_int_eq(r.end_rc, 0);
+	ck_assert_uint_eq(r.n, 0);
+	collect_fd("", 0, &o, &r);
+	ck_assert_int_eq(r.end_rc, 0);
+	ck_assert_uint_eq(r.n, 0);
+	collect_push("", 0, &o, 1, &r);
+	ck_assert_int_eq(r.end_rc, 0);
+	ck_assert_uint_eq(r.n, 0);
+}
+END_TEST
+
+/* ---- error classes ---- */
+
+/* A stream cut at every byte: whole records before the cut, then -EPROTO or a clean end. */
+START_TEST(test_truncated_everywhere)
+{
+	static const size_t sizes[] = {0, 5, 20, 3};
+	struct stream s;
+	struct tfr_result r;
+	struct cmn_tfr_opts o = {.name = "cut.tfrecord", .read_size = 64};
+
+	build(&s, sizes, 4, 0);
+	for (size_t cut = 0; cut < s.len; cut++) {
+		size_t whole = 0, boundary = 0;
+		char want[64];
+		while (whole < s.n && s.off[whole] + s.rlen[whole] + CMN_TFR_OVERHEAD <= cut)
+			whole++;
+		boundary = whole < s.n && s.off[whole] == cut;
+		snprintf(want, sizeof(want), "cut.tfrecord: offset %llu:",
+			 (unsigned long long)s.off[whole]);
+		for (int fe = 0; fe < 4; fe++) {
+			if (fe == 0)
+				collect_buf(s.data, cut, &o, &r);
+			else if (fe == 1)
+				collect_fd(s.data, cut, &o, &r);
+			else
+				collect_push(s.data, cut, &o, fe == 2 ? 1 : 0, &r);
+			ck_assert_msg(r.n == whole, "cut %zu, front end %d: %zu records, want %zu", cut,
+				      fe, r.n, whole);
+			if (boundary) {
+				ck_assert_msg(r.end_rc == 0, "cut %zu at a record boundary, fe %d: %d (%s)",
+					      cut, fe, r.end_rc, r.msg);
+			} else {
+				ck_assert_msg(r.end_rc == -EPROTO, "cut %zu, fe %d: %d, want -EPROTO",
+					      cut, fe, r.end_rc);
+				ck_assert_msg(strstr(r.msg, want) && strstr(r.msg, "truncated"),
+					      "cut %zu, fe %d: '%s' lacks '%s'", cut, fe, r.msg, want);
+			}
+		}
+	}
+	free(s.data);
+}
+END_TEST
+
+START_TEST(test_oversized)
+{
+	static const size_t sizes[] = {10, 101, 5};
+	struct stream s;
+	struct tfr_result r;
+	struct cmn_tfr_opts o = {.name = "big", .max_record = 100};
+	uint8_t hdr[CMN_TFR_HEADER_SIZE];
+	uint64_t len;
+
+	build(&s, sizes, 3, 0);
+	collect_buf(s.data, s.len, &o, &r);
+	ck_assert_uint_eq(r.n, 1);
+	ck_assert_int_eq(r.end_rc, -EMSGSIZE);
+	ck_assert_msg(strstr(r.msg, "big: offset 26: record length 101 exceeds the cap of 100"),
+		      "message: %s", r.msg);
+	collect_fd(s.data, s.len, &o, &r);
+	ck_assert_uint_eq(r.n, 1);
+	ck_assert_int_eq(r.end_rc, -EMSGSIZE);
+	collect_push(s.data, s.len, &o, 1, &r);
+	ck_assert_uint_eq(r.n, 1);
+	ck_assert_int_eq(r.end_rc, -EMSGSIZE);
+	ck_assert_ptr_nonnull(strstr(r.msg, "offset 26"));
+	/* a cap of exactly the length passes */
+	o.max_record = 101;
+	collect_buf(s.data, s.len, &o, &r);
+	ck_assert_uint_eq(r.n, 3);
+	ck_assert_int_eq(r.end_rc, 0);
+
+	/* a valid header announcing 2^62 bytes: refused by the default cap, before any allocation */
+	cmn_tfr_put_header(hdr, 1ull << 62);
+	ck_assert_int_eq(cmn_tfr_get_header(hdr, CMN_TFR_DEFAULT_MAX_RECORD, &len), -EMSGSIZE);
+	collect_fd(hdr, sizeof(hdr), NULL, &r);
+	ck_assert_int_eq(r.end_rc, -EMSGSIZE);
+	collect_push(hdr, sizeof(hdr), NULL, 3, &r);
+	ck_assert_int_eq(r.end_rc, -EMSGSIZE);
+	free(s.data);
+}
+END_TEST
+
+/* A flipped bit in a length or in the length's CRC: -EILSEQ at that record, and the stream is dead. */
+START_TEST(test_length_crc_flip)
+{
+	static const size_t sizes[] = {7, 30, 9};
+	const size_t at[] = {0, 3, 7, 8, 11}; /* length bytes and crc bytes of record 1 */
+	struct stream s;
+	struct tfr_result r;
+	struct cmn_tfr_opts o = {.name = "flip"};
+
+	build(&s, sizes, 3, 0);
+	for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+		size_t pos = s.off[1] + at[k];
+		for (int fe = 0; fe < 3; fe++) {
+			s.data[pos] ^= 0x10;
+			if (fe == 0)
+				collect_buf(s.data, s.len, &o, &r);
+			else if (fe == 1)
+				collect_fd(s.data, s.len, &o, &r);
+			else
+				collect_push(s.data, s.len, &o, 0, &r);
+			s.data[pos] ^= 0x10;
+			ck_assert_uint_eq(r.n, 1);
+			ck_assert_int_eq(r.end_rc, -EILSEQ);
+			ck_assert_msg(strstr(r.msg, "flip: offset 23: length crc mismatch"),
+				      "byte %zu, fe %d: %s", at[k], fe, r.msg);
+		}
+	}
+	/* the helper on its own */
+	{
+		uint8_t hdr[CMN_TFR_HEADER_SIZE];
+		uint64_t len = 0;
+		cmn_tfr_put_header(hdr, 12345);
+		ck_assert_int_eq(cmn_tfr_get_header(hdr, 1 << 20, &len), 0);
+		ck_assert_uint_eq(len, 12345);
+		hdr[2] ^= 1;
+		ck_assert_int_eq(cmn_tfr_get_header(hdr, 1 << 20, &len), -EILSEQ);
+	}
+	free(s.data);
+}
+END_TEST
+
+/* A flipped payload or footer bit: that record is skipped and counted, the rest is read. */
+START_TEST(test_payload_crc_flip)
+{
+	static const size_t sizes[] = {40, 40, 40, 40, 40};
+	struct stream s;
+	struct tfr_result r;
+	struct cmn_tfr_opts o = {.name = "p.tfrecord"};
+	const size_t positions[] = {12, 12 + 39, 12 + 40, 12 + 43}; /* payload first/last, footer */
+
+	build(&s, sizes, 5, 0);
+	for (size_t k = 0; k < sizeof(positions) / sizeof(positions[0]); k++) {
+		size_t pos = s.off[2] + positions[k];
+		s.data[pos] ^= 0x01;
+		for (int fe = 0; fe < 3; fe++) {
+			if (fe == 0)
+				collect_buf(s.data, s.len, &o, &r);
+			else if (fe == 1)
+				collect_fd(s.data, s.len, &o, &r);
+			else
+				collect_push(s.data, s.len, &o, 1, &r);
+			ck_assert_uint_eq(r.n, 4);
+			ck_assert_uint_eq(r.off[2], s.off[3]);
+			ck_assert_uint_eq(r.hash[3], s.hash[4]);
+			ck_assert_int_eq(r.end_rc, 0);
+			ck_assert_uint_eq(r.bad, 1);
+			ck_assert_uint_eq(r.records, 4);
+			if (fe < 2) {
+				ck_assert_int_eq(r.n_badmsg, 1);
+				ck_assert_msg(strstr(r.msg, "p.tfrecord: offset 112: payload crc mismatch "
+							    "(record of 40 bytes)"),
+					      "message: %s", r.msg);
+			}
+		}
+		/* skip_crc trusts the payload CRC */
+		o.skip_crc = true;
+		collect_buf(s.data, s.len, &o, &r);
+		ck_assert_uint_eq(r.n, 5);
+		ck_assert_uint_eq(r.bad, 0);
+		o.skip_crc = false;
+		s.data[pos] ^= 0x01;
+	}
+	free(s.data);
+}
+END_TEST
+
+/* ---- GZIP ---- */
+
+START_TEST(test_gzip_round_trip)
+{
+	struct stream s;
+	struct tfr_result *r = malloc(sizeof(*r));
+	struct cmn_tfr_opts o = {.name = "z.gz"};
+
+	ck_assert_ptr_nonnull(r);
+	build(&s, mixed_sizes, N_MIXED, 0);
+	for (int members = 1; members <= 3; members++) {
+		size_t zlen;
+		uint8_t *z = gzip_of(s.data, s.len, members, &zlen);
+		for (int comp = 0; comp < 2; comp++) {
+			o.compression = comp ? CMN_TFR_GZIP : CMN_TFR_AUTO;
+			o.read_size = 0;
+			collect_buf(z, zlen, &o, r);
+			assert_matches(r, &s, "gzip buffer reader");
+			collect_fd(z, zlen, &o, r);
+			assert_matches(r, &s, "gzip fd reader");
+			o.read_size = 100;
+			collect_fd(z, zlen, &o, r);
+			assert_matches(r, &s, "gzip fd reader, small reads");
+			collect_push(z, zlen, &o, 0, r);
+			assert_matches(r, &s, "gzip push, random chunks");
+		}
+		o.compression = CMN_TFR_AUTO;
+		collect_push(z, zlen, &o, 1, r);
+		assert_matches(r, &s, "gzip push, 1-byte chunks");
+		free(z);
+	}
+	free(s.data);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_gzip_errors)
+{
+	static const size_t sizes[] = {100, 2000, 50};
+	struct stream s;
+	struct tfr_result r;
+	struct cmn_tfr_opts o = {.name = "bad.gz"};
+	size_t zlen;
+	uint8_t *z;
+
+	build(&s, sizes, 3, 0);
+	z = gzip_of(s.data, s.len, 2, &zlen);
+	/* truncated compressed file: at several cuts, always -EPROTO */
+	for (size_t cut = zlen - 1; cut > 20; cut -= zlen / 7) {
+		for (int fe = 0; fe < 3; fe++) {
+			if (fe == 0)
+				collect_buf(z, cut, &o, &r);
+			else if (fe == 1)
+				collect_fd(z, cut, &o, &r);
+			else
+				collect_push(z, cut, &o, 0, &r);
+			ck_assert_msg(r.end_rc == -EPROTO, "cut %zu of %zu, fe %d: %d (%s)", cut, zlen,
+				      fe, r.end_rc, r.msg);
+			ck_assert_ptr_nonnull(strstr(r.msg, "truncated"));
+		}
+	}
+	/* the last member's CRC32 trailer is wrong: -EIO after the records */
+	z[zlen - 6] ^= 0xff;
+	for (int fe = 0; fe < 3; fe++) {
+		if (fe == 0)
+			collect_buf(z, zlen, &o, &r);
+		else if (fe == 1)
+			collect_fd(z, zlen, &o, &r);
+		else
+			collect_push(z, zlen, &o, 1, &r);
+		ck_assert_int_eq(r.end_rc, -EIO);
+		ck_assert_msg(strstr(r.msg, "bad.gz: corrupt gzip data at compressed offset"),
+			      "fe %d: %s", fe, r.msg);
+	}
+	z[zlen - 6] ^= 0xff;
+	/* trailing garbage after the last member */
+	{
+		uint8_t *g = malloc(zlen + 4);
+		memcpy(g, z, zlen);
+		memcpy(g + zlen, "junk", 4);
+		collect_buf(g, zlen + 4, &o, &r);
+		ck_assert_int_eq(r.end_rc, -EIO);
+		ck_assert_uint_eq(r.n, 3);
+		collect_push(g, zlen + 4, &o, 0, &r);
+		ck_assert_int_eq(r.end_rc, -EIO);
+		free(g);
+	}
+	/* forcing GZIP on a plain stream */
+	o.compression = CMN_TFR_GZIP;
+	collect_buf(s.data, s.len, &o, &r);
+	ck_assert_int_eq(r.end_rc, -EIO);
+	free(z);
+	free(s.data);
+}
+END_TEST
+
+/* ---- push decoder specifics ---- */
+
+struct stop_ctx {
+	int seen;
+	int stop_at;
+};
+
+static int stop_cb(const struct cmn_tfr_record *rec, void *ctx)
+{
+	struct stop_ctx *c = ctx;
+	(void)rec;
+	if (c->seen == c->stop_at)
+		return -ECANCELED;
+	c->seen++;
+	return 0;
+}
+
+START_TEST(test_push_stop_and_reset)
+{
+	static const size_t sizes[] = {10, 20, 30, 40};
+	struct stream s;
+	struct stop_ctx c = {0, 2};
+	struct cmn_tfr_push *p;
+	char err[128];
+
+	build(&s, sizes, 4, 0);
+	ck_assert_int_eq(cmn_tfr_push_new(&p, NULL, stop_cb, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_tfr_push_feed(p, s.data, s.len), -ECANCELED);
+	ck_assert_int_eq(c.seen, 2);
+	ck_assert_uint_eq(cmn_tfr_push_offset(p), s.off[2]); /* end of the last accepted record */
+	ck_assert_int_eq(cmn_tfr_push_feed(p, s.data, 1), -ECANCELED); /* sticky */
+
+	/* reset: a retried transfer from offset 0 */
+	cmn_tfr_push_reset(p);
+	c.seen = 0;
+	c.stop_at = -1;
+	ck_assert_int_eq(cmn_tfr_push_feed(p, s.data, s.len / 2), 0);
+	cmn_tfr_push_reset(p);
+	ck_assert_uint_eq(cmn_tfr_push_offset(p), 0);
+	c.seen = 0;
+	ck_assert_int_eq(cmn_tfr_push_feed(p, s.data, s.len), 0);
+	ck_assert_int_eq(cmn_tfr_push_finish(p), 0);
+	ck_assert_int_eq(c.seen, 4);
+	ck_assert_uint_eq(cmn_tfr_push_records(p), 4);
+	ck_assert_uint_eq(cmn_tfr_push_offset(p), s.len);
+	cmn_tfr_push_free(p);
+	free(s.data);
+}
+END_TEST
+
+/* The push decoder buffers at most one partial record. */
+START_TEST(test_push_cap)
+{
+	struct cmn_tfr_push *p;
+	struct cmn_tfr_opts o = {.max_record = 1000};
+	uint8_t hdr[CMN_TFR_HEADER_SIZE];
+	char err[128];
+
+	ck_assert_int_eq(cmn_tfr_push_new(&p, &o, NULL, NULL, err, sizeof(err)), 0);
+	cmn_tfr_put_header(hdr, 1001);
+	ck_assert_int_eq(cmn_tfr_push_feed(p, hdr, 5), 0);
+	ck_assert_int_eq(cmn_tfr_push_feed(p, hdr + 5, 7), -EMSGSIZE);
+	cmn_tfr_push_free(p);
+}
+END_TEST
+
+/* ---- writer ---- */
+
+START_TEST(test_writer_errors)
+{
+	struct cmn_tfr_writer *w;
+	char err[128];
+	int fds[2];
+
+	/* a closed pipe: the write fails and the error comes back */
+	ck_assert_int_eq(pipe(fds), 0);
+	close(fds[0]);
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(cmn_tfr_writer_open(&w, fds[1], 64, err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_tfr_writer_append(w, "0123456789", 10, 0, false), 0);
+	ck_assert_int_eq(cmn_tfr_writer_flush(w), -EPIPE);
+	cmn_tfr_writer_free(w);
+	close(fds[1]);
+}
+END_TEST
+
+static Suite *tfr_suite(void)
+{
+	Suite *s = suite_create("common");
+	TCase *tc;
+
+#define ADD(name, fn)                                                                              \
+	tc = tcase_create(name);                                                                   \
+	tcase_add_test(tc, fn);                                                                    \
+	suite_add_tcase(s, tc)
+	ADD("tfrecord_round_trip_all_front_ends", test_round_trip);
+	ADD("tfrecord_buffer_reader_zero_copy", test_zero_copy);
+	ADD("tfrecord_empty_stream", test_empty_stream);
+	ADD("tfrecord_truncated_at_every_byte", test_truncated_everywhere);
+	ADD("tfrecord_oversized_length", test_oversized);
+	ADD("tfrecord_length_crc_flip", test_length_crc_flip);
+	ADD("tfrecord_payload_crc_flip_skipped", test_payload_crc_flip);
+	ADD("tfrecord_gzip_round_trip_multi_member", test_gzip_round_trip);
+	ADD("tfrecord_gzip_errors", test_gzip_errors);
+	ADD("tfrecord_push_stop_and_reset", test_push_stop_and_reset);
+	ADD("tfrecord_push_cap", test_push_cap);
+	ADD("tfrecord_writer_errors", test_writer_errors);
+#undef ADD
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(tfr_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
