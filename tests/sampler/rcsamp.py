@@ -1,0 +1,191 @@
+"""rcsamp - helpers shared by the sampler integration tests (tests/sampler/it_*.py).
+
+Test data: TFRecord files written here (CRC-32C in pure Python, so tests need
+nothing outside Debian's python3) or by `rollcache synth` when that command is
+built.  The oracle reads the cache's sealed shards with its own framing
+parser and compares payloads with the source records as multisets.
+"""
+import collections
+import gzip
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRCDIR = os.environ.get("RC_SRCDIR", os.path.abspath(os.path.join(HERE, "..", "..")))
+SERVERS = os.path.join(SRCDIR, "tests", "servers")
+
+
+def skip(why):
+    print("SKIP: " + why)
+    sys.exit(SKIP)
+
+
+def fail(why):
+    print("FAIL: " + why)
+    sys.exit(1)
+
+
+def rc_bin():
+    b = os.environ.get("RC_BIN")
+    if not b or not os.access(b, os.X_OK):
+        skip("RC_BIN is not set to the rollcache executable (run through meson test)")
+    out = subprocess.run([b, "ingest", "--help"], capture_output=True, text=True)
+    if out.returncode != 0:
+        skip("this rollcache has no ingest command: " + out.stderr.strip())
+    return b
+
+
+# ---- CRC-32C and TFRecord framing -------------------------------------------
+
+_T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    _T.append(c)
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    t = _T
+    for b in data:
+        c = t[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def masked(c):
+    return ((((c >> 15) | (c << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def frame(payload):
+    hdr = struct.pack("<Q", len(payload))
+    return (hdr + struct.pack("<I", masked(crc32c(hdr))) + payload +
+            struct.pack("<I", masked(crc32c(payload))))
+
+
+def parse(data, check=True):
+    """Yields (offset, payload) of each record; raises ValueError on bad framing."""
+    off = 0
+    while off < len(data):
+        if off + 12 > len(data):
+            raise ValueError("truncated header at %d" % off)
+        (n,) = struct.unpack_from("<Q", data, off)
+        if check and struct.unpack_from("<I", data, off + 8)[0] != masked(crc32c(data[off:off + 8])):
+            raise ValueError("length crc at %d" % off)
+        end = off + 12 + n + 4
+        if end > len(data):
+            raise ValueError("truncated record at %d" % off)
+        p = data[off + 12:off + 12 + n]
+        if check and struct.unpack_from("<I", data, off + 12 + n)[0] != masked(crc32c(p)):
+            raise ValueError("payload crc at %d" % off)
+        yield off, p
+        off = end
+
+
+def make_dataset(root, objects, records, min_size=64, max_size=2048, seed=1, gz=False,
+                 names=None):
+    """Writes `objects` TFRecord files under root; returns {key: [payloads]}."""
+    rnd = random.Random(seed)
+    out = {}
+    for i in range(objects):
+        key = names[i] if names else ("part-%02d/shard-%05d.tfrecord" % (i % 3, i))
+        path = os.path.join(root, key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        pays = []
+        blob = bytearray()
+        for j in range(records):
+            n = rnd.randint(min_size, max_size)
+            # a recognisable head (object, record) plus random bytes
+            p = ("%s#%d|" % (key, j)).encode() + rnd.randbytes(n)
+            pays.append(p)
+            blob += frame(p)
+        data = gzip.compress(bytes(blob), mtime=0) if gz else bytes(blob)
+        with open(path, "wb") as f:
+            f.write(data)
+        out[key] = pays
+    return out
+
+
+def write_manifest(root, keys):
+    with open(os.path.join(root, "MANIFEST"), "w", encoding="utf-8") as f:
+        for k in sorted(keys):
+            f.write("%s %d\n" % (k, os.path.getsize(os.path.join(root, k))))
+
+
+def cache_payloads(cache_dir):
+    """Counter of every payload in the cache's sealed shards (CRC-checked)."""
+    c = collections.Counter()
+    d = os.path.join(cache_dir, "shards")
+    if not os.path.isdir(d):
+        return c
+    for name in os.listdir(d):
+        with open(os.path.join(d, name), "rb") as f:
+            data = f.read()
+        for _, p in parse(data):
+            c[p] += 1
+    return c
+
+
+def expect_equal_sets(got, want, what):
+    if got == want:
+        return
+    missing = want - got
+    extra = got - want
+    fail("%s: %d records missing, %d extra (e.g. missing %r, extra %r)" % (
+        what, sum(missing.values()), sum(extra.values()),
+        next(iter(missing), b"")[:40], next(iter(extra), b"")[:40]))
+
+
+def ingest(source, cache_dir, limit="1G", extra=(), env=None, timeout=90, check=True):
+    """Runs rollcache ingest; returns (returncode, stats dict, stderr)."""
+    stats = os.path.join(cache_dir + ".stats.json")
+    args = [rc_bin(), "ingest", source, "--cache-dir", cache_dir, "--limit", str(limit),
+            "--stats", stats, "--quiet"] + list(extra)
+    e = dict(os.environ)
+    e.update(env or {})
+    t0 = time.monotonic()
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=e)
+    elapsed = time.monotonic() - t0
+    st = {}
+    if os.path.exists(stats):
+        with open(stats) as f:
+            st = json.load(f)
+    st["_wall_s"] = elapsed
+    if check and p.returncode != 0:
+        fail("ingest %s exited %d:\n%s" % (source, p.returncode, p.stderr))
+    return p.returncode, st, p.stderr
+
+
+# ---- servers ---------------------------------------------------------------
+
+class Server:
+    """A peer started through tests/servers/<name> start ...; stopped at exit."""
+
+    def __init__(self, script, args, state):
+        self.script = os.path.join(SERVERS, script)
+        self.state = state
+        p = subprocess.run([self.script, "start"] + list(args) + [state], capture_output=True,
+                           text=True, timeout=60)
+        if p.returncode == SKIP:
+            skip(p.stdout.strip() or p.stderr.strip())
+        if p.returncode != 0:
+            fail("%s start failed:\n%s%s" % (script, p.stdout, p.stderr))
+        self.url = p.stdout.strip().splitlines()[-1]
+
+    def stop(self):
+        subprocess.run([self.script, "stop", self.state], capture_output=True, timeout=30)
+
+
+def tmpdir(name):
+    d = tempfile.mkdtemp(prefix="rc-%s-" % name)
+    return d
