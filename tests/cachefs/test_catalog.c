@@ -1,0 +1,518 @@
+/*
+ * test_catalog.c - cachefs/catalog.c: schema and migrations, refusals of
+ * foreign or newer files, files/samples, eviction states, statistics,
+ * object listings and epochs.
+ */
+#include "cfs_test.h"
+
+#include "cachefs/catalog.h"
+
+#include <sqlite3.h>
+
+static char dir[256];
+static char dbpath[512];
+static char err[512];
+
+static void setup(void)
+{
+	cfs_test_mkscratch(dir, sizeof(dir));
+	snprintf(dbpath, sizeof(dbpath), "%s/catalog.db", dir);
+	err[0] = '\0';
+}
+
+static void teardown(void)
+{
+	cfs_test_rmrf(dir);
+}
+
+static struct cfs_catalog *open_rw(void)
+{
+	struct cfs_catalog *c = NULL;
+	int rc = cfs_catalog_open(&c, dbpath, 0, err, sizeof(err));
+	ck_assert_msg(rc == 0, "open: %d %s", rc, err);
+	return c;
+}
+
+/* Runs SQL on the file with plain sqlite3 (the test's own oracle). */
+static void raw_sql(const char *sql)
+{
+	sqlite3 *db;
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static long long raw_int(const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	long long v = -1;
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static int64_t add_shard(struct cfs_catalog *c, uint32_t epoch, size_t nrec, uint64_t recsize)
+{
+	struct cfs_sample *s = calloc(nrec ? nrec : 1, sizeof(*s));
+	struct cfs_shard_new sh = {
+		.id = cfs_catalog_alloc_id(c),
+		.kind = CFS_KIND_TFRECORD,
+		.bytes = nrec * (recsize + 16),
+		.created_epoch = epoch,
+	};
+	for (size_t i = 0; i < nrec; i++)
+		s[i] = (struct cfs_sample){i * (recsize + 16), recsize, (uint32_t)i, 7, i * 100};
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, s, nrec), 0);
+	free(s);
+	return sh.id;
+}
+
+START_TEST(new_file_gets_schema_v1)
+{
+	struct cfs_catalog *c = open_rw();
+
+	ck_assert_int_eq(cfs_catalog_schema_version(c), 0);
+	cfs_catalog_close(c);
+	ck_assert_int_eq(raw_int("PRAGMA user_version"), CFS_SCHEMA_VERSION);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM migrations"), CFS_SCHEMA_VERSION);
+	ck_assert_int_eq(raw_int("SELECT max(version) FROM migrations"), CFS_SCHEMA_VERSION);
+	/* WAL is persistent in the file */
+	c = open_rw();
+	ck_assert_int_eq(cfs_catalog_schema_version(c), CFS_SCHEMA_VERSION);
+	ck_assert_int_eq(cfs_catalog_integrity_check(c, err, sizeof(err)), 0);
+	cfs_catalog_close(c);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM migrations"), CFS_SCHEMA_VERSION);
+}
+END_TEST
+
+START_TEST(journal_is_wal)
+{
+	struct cfs_catalog *c = open_rw();
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	cfs_catalog_close(c);
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	ck_assert_str_eq((const char *)sqlite3_column_text(st, 0), "wal");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+END_TEST
+
+START_TEST(newer_schema_refused)
+{
+	struct cfs_catalog *c = open_rw();
+
+	cfs_catalog_close(c);
+	raw_sql("PRAGMA user_version = 99");
+	c = NULL;
+	ck_assert_int_eq(cfs_catalog_open(&c, dbpath, 0, err, sizeof(err)), -EPROTONOSUPPORT);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(strstr(err, "version 99"));
+	ck_assert_ptr_nonnull(strstr(err, "upgrade rollcache"));
+	/* nothing written */
+	ck_assert_int_eq(raw_int("PRAGMA user_version"), 99);
+}
+END_TEST
+
+START_TEST(not_a_database_refused_nothing_deleted)
+{
+	struct cfs_catalog *c = NULL;
+
+	ck_assert_int_eq(cfs_test_write_file(dir, "catalog.db", 8192, 'Z'), 0);
+	ck_assert_int_eq(cfs_catalog_open(&c, dbpath, 0, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(strstr(err, "not a SQLite database"));
+	ck_assert_ptr_nonnull(strstr(err, "nothing was deleted"));
+	ck_assert_int_eq(cfs_test_size(dir, "catalog.db"), 8192);
+	ck_assert_int_eq(cfs_catalog_open(&c, dbpath, CFS_CATALOG_READONLY, err, sizeof(err)),
+			 -EBADMSG);
+}
+END_TEST
+
+START_TEST(readonly_open)
+{
+	struct cfs_catalog *c = NULL, *w;
+	struct cfs_shard_info *arr;
+	size_t n;
+
+	/* a missing file: read-only open fails and creates nothing */
+	ck_assert_int_lt(cfs_catalog_open(&c, dbpath, CFS_CATALOG_READONLY, err, sizeof(err)), 0);
+	ck_assert(!cfs_test_exists(dir, "catalog.db"));
+	w = open_rw();
+	add_shard(w, 0, 3, 10);
+	/* a reader beside the writer (WAL), as `rollcache report` is */
+	ck_assert_int_eq(cfs_catalog_open(&c, dbpath, CFS_CATALOG_READONLY, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_SEALED, &arr, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	cfs_shard_info_free(arr, n);
+	ck_assert_int_lt(cfs_catalog_shards_gone(c, &(int64_t){1}, 1), 0);
+	cfs_catalog_close(c);
+	cfs_catalog_close(w);
+}
+END_TEST
+
+START_TEST(shard_and_samples_roundtrip)
+{
+	struct cfs_catalog *c = open_rw();
+	struct cfs_shard_info *arr, one;
+	struct cfs_sample *smp;
+	struct cfs_resident res;
+	size_t n;
+	int64_t a = add_shard(c, 0, 100, 50);
+	int64_t b = add_shard(c, 1, 10, 5);
+
+	ck_assert_int_gt(b, a);
+	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_SEALED, &arr, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(arr[0].id, a);
+	ck_assert_uint_eq(arr[0].records, 100);
+	ck_assert_uint_eq(arr[0].bytes, 100 * 66);
+	ck_assert_int_eq(arr[0].state, CFS_SHARD_SEALED);
+	ck_assert_uint_eq(arr[1].created_epoch, 1);
+	ck_assert_ptr_null(arr[0].name);
+	ck_assert_int_eq(arr[0].evicted_epoch, -1);
+	cfs_shard_info_free(arr, n);
+
+	ck_assert_int_eq(cfs_catalog_samples_of(c, a, &smp, &n), 0);
+	ck_assert_uint_eq(n, 100);
+	ck_assert_uint_eq(smp[99].offset, 99 * 66);
+	ck_assert_uint_eq(smp[99].length, 50);
+	ck_assert_uint_eq(smp[99].crc, 99);
+	ck_assert_int_eq(smp[99].object_id, 7);
+	ck_assert_uint_eq(smp[99].object_offset, 9900);
+	free(smp);
+
+	ck_assert_int_eq(cfs_catalog_shard_get(c, b, &one), 0);
+	ck_assert_uint_eq(one.records, 10);
+	free(one.name);
+	ck_assert_int_eq(cfs_catalog_shard_get(c, 9999, &one), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_resident(c, &res), 0);
+	ck_assert_uint_eq(res.files, 2);
+	ck_assert_uint_eq(res.records, 110);
+	ck_assert_uint_eq(res.bytes, 100 * 66 + 10 * 21);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+START_TEST(insert_is_one_transaction)
+{
+	struct cfs_catalog *c = open_rw();
+	struct cfs_sample s[3] = {{0, 1, 0, 0, 0}, {17, 1, 0, 0, 0}, {0, 1, 0, 0, 0}};
+	struct cfs_shard_new sh = {.id = cfs_catalog_alloc_id(c), .kind = CFS_KIND_TFRECORD,
+				   .bytes = 34};
+	struct cfs_resident res;
+
+	/* the third sample repeats an offset: the whole insert must vanish */
+	ck_assert_int_lt(cfs_catalog_shard_insert(c, &sh, s, 3), 0);
+	ck_assert_int_eq(cfs_catalog_resident(c, &res), 0);
+	ck_assert_uint_eq(res.files, 0);
+	cfs_catalog_close(c);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM samples"), 0);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM epochs"), 0);
+}
+END_TEST
+
+START_TEST(ids_never_reused)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t a = add_shard(c, 0, 1, 1);
+	int64_t b = add_shard(c, 0, 1, 1);
+
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, &b, 1, 0), 0);
+	ck_assert_int_eq(cfs_catalog_shards_gone(c, &b, 1), 0);
+	cfs_catalog_note_id(c, 500);
+	ck_assert_int_gt(cfs_catalog_alloc_id(c), 500);
+	cfs_catalog_close(c);
+	/* after reopen: above the GONE row's id (invariant 1) */
+	c = open_rw();
+	ck_assert_int_gt(cfs_catalog_alloc_id(c), b);
+	ck_assert_int_gt(b, a);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+START_TEST(evict_then_gone)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t a = add_shard(c, 0, 4, 10), b = add_shard(c, 0, 2, 10), x = 12345;
+	int64_t both[2] = {a, b};
+	struct cfs_shard_info *arr;
+	struct cfs_epoch_row *ep;
+	size_t n;
+
+	/* an unknown id: nothing changes */
+	int64_t bad[2] = {a, x};
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, bad, 2, 3), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_SEALED, &arr, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	cfs_shard_info_free(arr, n);
+
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, both, 2, 3), 0);
+	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_EVICTING, &arr, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(arr[0].evicted_epoch, 3);
+	cfs_shard_info_free(arr, n);
+	/* evicting twice is refused (not SEALED) */
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 3), -ENOENT);
+
+	ck_assert_int_eq(cfs_catalog_shards_gone(c, &a, 1), 0);
+	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_GONE, &arr, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(arr[0].id, a);
+	cfs_shard_info_free(arr, n);
+
+	ck_assert_int_eq(cfs_catalog_epochs_list(c, &ep, &n), 0);
+	ck_assert_uint_eq(n, 2); /* epoch 0 (admitted) and 3 (evicted) */
+	ck_assert_uint_eq(ep[0].admitted_records, 6);
+	ck_assert_uint_eq(ep[1].number, 3);
+	ck_assert_uint_eq(ep[1].evicted_records, 6);
+	ck_assert_uint_eq(ep[1].evicted_bytes, 6 * 26);
+	free(ep);
+	cfs_catalog_close(c);
+	/* C1: no sample of a GONE file survives */
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM samples"), 2);
+}
+END_TEST
+
+START_TEST(stats_batched)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t a = add_shard(c, 0, 1, 1), b = add_shard(c, 0, 1, 1);
+	struct cfs_shard_stat_delta d[3] = {
+		{a, 5, 1, 1000, 111},
+		{b, 2, 0, 10, 222},
+		{99999, 1, 1, 1, 1}, /* gone meanwhile: skipped */
+	};
+	struct cfs_shard_info one;
+	struct cfs_epoch_row *ep;
+	size_t n;
+
+	ck_assert_int_eq(cfs_catalog_shards_add_stats(c, d, 3, 2), 0);
+	d[0].last_read_ms = 50; /* older: last_read keeps the max */
+	ck_assert_int_eq(cfs_catalog_shards_add_stats(c, d, 1, 2), 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(c, a, &one), 0);
+	ck_assert_uint_eq(one.reads, 10);
+	ck_assert_uint_eq(one.full_reads, 2);
+	ck_assert_uint_eq(one.last_read_ms, 111);
+	ck_assert_int_eq(cfs_catalog_epochs_list(c, &ep, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(ep[1].number, 2);
+	ck_assert_uint_eq(ep[1].read_bytes, 2011);
+	free(ep);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+START_TEST(raw_names_unique)
+{
+	struct cfs_catalog *c = open_rw();
+	struct cfs_sample s = {0, 10, 0, 1, 0};
+	struct cfs_shard_new sh = {.kind = CFS_KIND_RAW, .bytes = 10, .name = "a/b.jpg"};
+	struct cfs_shard_info *arr;
+	size_t n;
+
+	sh.id = cfs_catalog_alloc_id(c);
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, &s, 1), 0);
+	int64_t first = sh.id;
+	sh.id = cfs_catalog_alloc_id(c);
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, &s, 1), -EEXIST);
+	/* once the first is GONE its name is free again */
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, &first, 1, 0), 0);
+	ck_assert_int_eq(cfs_catalog_shards_gone(c, &first, 1), 0);
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, &s, 1), 0);
+	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_SEALED, &arr, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(arr[0].name, "a/b.jpg");
+	ck_assert_int_eq(arr[0].kind, CFS_KIND_RAW);
+	cfs_shard_info_free(arr, n);
+	sh.name = NULL;
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, &s, 1), -EINVAL);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+START_TEST(objects_sync_merges_listings)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t src, src2, ids[3], ids2[3];
+	struct cfs_sync_result r;
+	struct cfs_object_info *o;
+	size_t n;
+	struct cfs_listing_entry l1[3] = {{"b", 10, "e1"}, {"a", 20, NULL}, {"c/d", 30, "e3"}};
+	struct cfs_listing_entry l2[3] = {{"a", 20, ""}, {"b", 11, "e1"}, {"e", 5, NULL}};
+	struct cfs_listing_entry dup[2] = {{"x", 1, NULL}, {"x", 2, NULL}};
+
+	ck_assert_int_eq(cfs_catalog_source(c, "s3://b/p/", &src), 0);
+	ck_assert_int_eq(cfs_catalog_source(c, "s3://b/p/", &src2), 0);
+	ck_assert_int_eq(src, src2);
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l1, 3, 0, ids, &r), 0);
+	ck_assert_uint_eq(r.added, 3);
+	ck_assert_int_ne(ids[0], ids[1]);
+
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l2, 3, 1, ids2, &r), 0);
+	ck_assert_uint_eq(r.unchanged, 1); /* a: NULL and "" etags are the same */
+	ck_assert_uint_eq(r.changed, 1);   /* b: size changed */
+	ck_assert_uint_eq(r.added, 1);     /* e */
+	ck_assert_uint_eq(r.vanished, 1);  /* c/d */
+	ck_assert_int_eq(ids2[0], ids[1]);
+	ck_assert_int_ne(ids2[1], ids[0]);
+
+	ck_assert_int_eq(cfs_catalog_objects_list(c, src, 1u << CFS_OBJECT_STALE, &o, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(o[0].id, ids[0]);
+	ck_assert_str_eq(o[0].key, "b");
+	cfs_object_info_free(o, n);
+	ck_assert_int_eq(cfs_catalog_objects_list(c, src, 1u << CFS_OBJECT_LISTED, &o, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(o[0].listed_epoch, 1);
+	ck_assert_int_eq(o[0].last_fetched_epoch, -1);
+	cfs_object_info_free(o, n);
+
+	ck_assert_int_eq(cfs_catalog_object_fetched(c, ids2[0], 4), 0);
+	ck_assert_int_eq(cfs_catalog_object_fetched(c, 987654, 4), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_objects_list(c, src, 1u << CFS_OBJECT_LISTED, &o, &n), 0);
+	ck_assert_uint_eq(o[0].fetches, 1);
+	ck_assert_int_eq(o[0].last_fetched_epoch, 4);
+	cfs_object_info_free(o, n);
+
+	/* duplicated keys: refused, nothing changed */
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, dup, 2, 2, NULL, &r), -EINVAL);
+	ck_assert_int_eq(cfs_catalog_objects_list(c, src, ~0u, &o, &n), 0);
+	ck_assert_uint_eq(n, 5);
+	cfs_object_info_free(o, n);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+START_TEST(stale_objects_name_their_shards)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t src, ids[2], *out;
+	size_t n;
+	struct cfs_listing_entry l1[2] = {{"x", 10, "v1"}, {"y", 10, "v1"}};
+	struct cfs_listing_entry l2[2] = {{"x", 10, "v2"}, {"y", 10, "v1"}};
+	struct cfs_sample s = {0, 4, 0, 0, 0};
+	struct cfs_shard_new sh = {.kind = CFS_KIND_TFRECORD, .bytes = 20};
+
+	ck_assert_int_eq(cfs_catalog_source(c, "file:///d/", &src), 0);
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l1, 2, 0, ids, NULL), 0);
+	s.object_id = ids[0];
+	sh.id = cfs_catalog_alloc_id(c);
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, &s, 1), 0);
+	int64_t with_x = sh.id;
+	s.object_id = ids[1];
+	sh.id = cfs_catalog_alloc_id(c);
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, &s, 1), 0);
+
+	ck_assert_int_eq(cfs_catalog_shards_with_stale_objects(c, &out, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	free(out);
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l2, 2, 1, NULL, NULL), 0);
+	ck_assert_int_eq(cfs_catalog_shards_with_stale_objects(c, &out, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(out[0], with_x);
+	free(out);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+START_TEST(epochs_begin_and_list)
+{
+	struct cfs_catalog *c = open_rw();
+	struct cfs_epoch_row r = {.number = 0, .limit = 1000, .admit = 100, .policy = "fifo",
+				  .min_uses = 2, .resident_files = 3};
+	struct cfs_epoch_row *ep;
+	uint32_t cur = 77;
+	size_t n;
+
+	ck_assert_int_eq(cfs_catalog_current_epoch(c, &cur), -ENOENT);
+	add_shard(c, 1, 2, 10); /* admitted into epoch 1 before it began */
+	ck_assert_int_eq(cfs_catalog_epoch_begin(c, &r), 0);
+	r.number = 1;
+	snprintf(r.policy, sizeof(r.policy), "lru");
+	ck_assert_int_eq(cfs_catalog_epoch_begin(c, &r), 0);
+	ck_assert_int_eq(cfs_catalog_current_epoch(c, &cur), 0);
+	ck_assert_uint_eq(cur, 1);
+	ck_assert_int_eq(cfs_catalog_epochs_list(c, &ep, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(ep[0].policy, "fifo");
+	ck_assert_uint_eq(ep[0].limit, 1000);
+	ck_assert_uint_eq(ep[0].min_uses, 2);
+	ck_assert_uint_gt(ep[0].started_ms, 0);
+	ck_assert_str_eq(ep[1].policy, "lru");
+	ck_assert_uint_eq(ep[1].admitted_records, 2); /* counters kept by begin */
+	free(ep);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+START_TEST(explicit_transaction_rolls_back)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t a = add_shard(c, 0, 1, 1);
+	struct cfs_shard_info one;
+
+	ck_assert_int_eq(cfs_catalog_begin(c), 0);
+	ck_assert_int_eq(cfs_catalog_begin(c), -EINVAL); /* no nesting */
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 0), 0);
+	cfs_catalog_rollback(c);
+	ck_assert_int_eq(cfs_catalog_shard_get(c, a, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_SEALED);
+
+	ck_assert_int_eq(cfs_catalog_begin(c), 0);
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 0), 0);
+	/* an inner failure rolls back only its own savepoint */
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 0), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_commit(c), 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(c, a, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_EVICTING);
+	ck_assert_int_eq(cfs_catalog_commit(c), -EINVAL);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("cachefs");
+	SRunner *sr;
+	int failed;
+	struct {
+		const char *name;
+		const TTest *fn;
+	} cases[] = {
+		{"new_file_gets_schema_v1", new_file_gets_schema_v1},
+		{"journal_is_wal", journal_is_wal},
+		{"newer_schema_refused", newer_schema_refused},
+		{"not_a_database_refused_nothing_deleted", not_a_database_refused_nothing_deleted},
+		{"readonly_open", readonly_open},
+		{"shard_and_samples_roundtrip", shard_and_samples_roundtrip},
+		{"insert_is_one_transaction", insert_is_one_transaction},
+		{"ids_never_reused", ids_never_reused},
+		{"evict_then_gone", evict_then_gone},
+		{"stats_batched", stats_batched},
+		{"raw_names_unique", raw_names_unique},
+		{"objects_sync_merges_listings", objects_sync_merges_listings},
+		{"stale_objects_name_their_shards", stale_objects_name_their_shards},
+		{"epochs_begin_and_list", epochs_begin_and_list},
+		{"explicit_transaction_rolls_back", explicit_transaction_rolls_back},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_add_test(tc, cases[i].fn);
+		suite_add_tcase(s, tc);
+	}
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
