@@ -28,7 +28,8 @@
  *             ignoring min_uses: DESIGN invariant 4 is a bound, min_uses a
  *             preference.  Pinned shards are never victims (invariant 3);
  *             their bytes drain when their last handle closes.
- *   3. admit = min(S.admit, S.limit - used), 0 when used >= S.limit.
+ *   3. admit = min(S.admit, S.limit - used), 0 when used >= S.limit; under
+ *      `none`, 0 as soon as used_before >= S.limit (frozen once full).
  *   Hence used_after + admit <= S.limit always, and used_after <= S.limit
  *   unless pinned + other bytes alone exceed it (EVC_REASON_OVER_LIMIT).
  */

@@ -9,6 +9,7 @@
  */
 #include "eviction/evictor.h"
 #include "eviction/policy_i.h"
+#include "common/units.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -35,11 +36,11 @@ static void explain(const struct evc_entry *s, struct evc_plan *out)
 {
 	char lim[32], used[32], want[32], got[32], held[32], pin[32], head[96];
 
-	evc__fmt_size(s->limit, lim, sizeof(lim));
-	evc__fmt_size(out->used_after, used, sizeof(used));
-	evc__fmt_size(s->admit, want, sizeof(want));
-	evc__fmt_size(out->admit, got, sizeof(got));
-	evc__fmt_size(out->held_pinned, pin, sizeof(pin));
+	cmn_format_size(s->limit, lim, sizeof(lim));
+	cmn_format_size(out->used_after, used, sizeof(used));
+	cmn_format_size(s->admit, want, sizeof(want));
+	cmn_format_size(out->admit, got, sizeof(got));
+	cmn_format_size(out->held_pinned, pin, sizeof(pin));
 	if (out->admit == 0)
 		snprintf(head, sizeof(head), "no fresh data");
 	else
@@ -51,7 +52,7 @@ static void explain(const struct evc_entry *s, struct evc_plan *out)
 			 head, used, lim);
 		break;
 	case EVC_REASON_MIN_USES:
-		evc__fmt_size(out->held_min_uses, held, sizeof(held));
+		cmn_format_size(out->held_min_uses, held, sizeof(held));
 		if (out->held_pinned)
 			snprintf(out->why, sizeof(out->why),
 				 "%s: %s of %s held by shards read fewer than min_uses=%u times, "
@@ -156,6 +157,8 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 
 	/* 3. the admit budget. */
 	uint64_t room = sub0(s->limit, used);
+	if (s->policy == CMN_POLICY_NONE && out->used_before >= s->limit)
+		room = 0; /* frozen once full, even after a shrunk limit evicted */
 	out->admit = room < s->admit ? room : s->admit;
 	if (out->admit == s->admit)
 		out->reason = out->n_forced ? EVC_REASON_LIMIT_FORCED : EVC_REASON_OK;

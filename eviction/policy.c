@@ -30,24 +30,6 @@ uint64_t evc__mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-char *evc__fmt_size(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-
-	if (bytes < 1024) {
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-		return buf;
-	}
-	double v = (double)bytes / 1024.0;
-	size_t u = 0;
-	while (v >= 1024.0 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(buf, len, "%.1f %s", v, units[u]);
-	return buf;
-}
-
 static int key_cmp(const void *a, const void *b)
 {
 	const struct sort_key *x = a, *y = b;

@@ -17,9 +17,6 @@ int evc__sort(enum cmn_policy p, uint64_t seed, const struct evc_shard *shards, 
 /* splitmix64's finaliser: the `random` policy's key and the simulator's PRNG. */
 uint64_t evc__mix64(uint64_t x);
 
-/* "0 B", "512 B", "1.5 KiB", "20.0 GiB" (the format of cmn_format_size). */
-char *evc__fmt_size(uint64_t bytes, char *buf, size_t len);
-
 /*
  * The policy's name ("fifo", ...; "?" if unknown) and the reverse (0 or
  * -EINVAL).  Same spelling as cmn_policy_name()/cmn_policy_parse() of

@@ -8,6 +8,7 @@
  */
 #include "eviction/schedule.h"
 #include "eviction/policy_i.h"
+#include "common/units.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -182,16 +183,16 @@ int evc_schedule_build(const struct cmn_epoch_section *secs, size_t n, uint64_t 
 			snprintf(err, errlen,
 				 "%s:%d: %s limit %s is above the [cache] limit %s (the bound on "
 				 "disk); lower it or raise [cache] limit",
-				 where(path), x->line, r, evc__fmt_size(x->limit, b1, sizeof(b1)),
-				 evc__fmt_size(cache_limit, b2, sizeof(b2)));
+				 where(path), x->line, r, cmn_format_size(x->limit, b1, sizeof(b1)),
+				 cmn_format_size(cache_limit, b2, sizeof(b2)));
 			rc = -EINVAL;
 			goto fail;
 		}
 		if (x->admit > x->limit) {
 			snprintf(err, errlen, "%s:%d: %s admit %s%s is above its limit %s; lower it",
-				 where(path), x->line, r, evc__fmt_size(x->admit, b1, sizeof(b1)),
+				 where(path), x->line, r, cmn_format_size(x->admit, b1, sizeof(b1)),
 				 s->has_admit ? "" : " (inherited)",
-				 evc__fmt_size(x->limit, b2, sizeof(b2)));
+				 cmn_format_size(x->limit, b2, sizeof(b2)));
 			rc = -EINVAL;
 			goto fail;
 		}
@@ -228,8 +229,8 @@ char *evc_entry_describe(const struct evc_entry *e, char *buf, size_t len)
 	char r[48], b1[32], b2[32];
 
 	snprintf(buf, len, "%s limit %s, admit %s, policy %s, min_uses %u, seed %llu",
-		 range_str(e->first, e->last, r, sizeof(r)), evc__fmt_size(e->limit, b1, sizeof(b1)),
-		 evc__fmt_size(e->admit, b2, sizeof(b2)), evc__policy_name(e->policy), e->min_uses,
+		 range_str(e->first, e->last, r, sizeof(r)), cmn_format_size(e->limit, b1, sizeof(b1)),
+		 cmn_format_size(e->admit, b2, sizeof(b2)), evc__policy_name(e->policy), e->min_uses,
 		 (unsigned long long)e->seed);
 	return buf;
 }
