@@ -623,6 +623,8 @@ void smp_store_easy_defaults(const struct smp_store *s, CURL *e)
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, secs > 0 ? secs : 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	/* keys are data: "a/../b" names an object, not a path to normalize */
+	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "file,http,https");
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "rollcache/" "0.1");
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
