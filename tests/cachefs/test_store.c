@@ -1,0 +1,598 @@
+/*
+ * test_store.c - cachefs/store.c, shard_writer.c, reconcile.c: the cache
+ * directory, its lock, sealing by invariant 2, eviction (invariants 3, 4),
+ * start-up reconciliation from crafted crash states (invariant 6), and the
+ * error cases of opening a cache directory.
+ */
+#include "cfs_test.h"
+
+#include "cachefs/shard_writer.h"
+#include "cachefs/store.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+
+static char dir[256];
+static char err[1024];
+
+static void setup(void)
+{
+	cfs_test_mkscratch(dir, sizeof(dir));
+	err[0] = '\0';
+}
+
+static void teardown(void)
+{
+	cfs_test_rmrf(dir);
+}
+
+static struct cfs_store *open_store(uint64_t limit)
+{
+	struct cfs_store_opts o = {.dir = dir, .limit = limit};
+	struct cfs_store *s = NULL;
+	int rc = cfs_store_open(&s, &o, err, sizeof(err));
+	ck_assert_msg(rc == 0, "store open: %d %s", rc, err);
+	return s;
+}
+
+/* Seals a shard of n records of `size` bytes each; returns its id. */
+static int64_t write_shard(struct cfs_store *s, uint32_t epoch, int n, size_t size)
+{
+	struct cfs_shard_writer *w = NULL;
+	char *buf = malloc(size);
+	int64_t id = -1;
+
+	ck_assert_int_eq(cfs_shard_writer_open(&w, s, epoch, err, sizeof(err)), 0);
+	for (int i = 0; i < n; i++) {
+		memset(buf, 'a' + i % 26, size);
+		ck_assert_int_eq(cfs_shard_writer_reserve(w, cfs_shard_writer_record_bytes(size),
+							  1000), 0);
+		ck_assert_int_eq(cfs_shard_writer_append(w, buf, size, cmn_crc32c(0, buf, size), 3,
+							 (uint64_t)i * size), 0);
+	}
+	ck_assert_msg(cfs_shard_writer_seal(w, &id, err, sizeof(err)) == 0, "seal: %s", err);
+	free(buf);
+	return id;
+}
+
+static void shard_name(int64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "shards/%lld.tfrecord", (long long)id);
+}
+
+static uint64_t held(struct cfs_store *s)
+{
+	struct cfs_budget_stat st;
+	cfs_budget_get(cfs_store_budget(s), &st);
+	return st.reserved + st.sealed + st.draining;
+}
+
+START_TEST(layout_and_lock_pid)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	char path[512], buf[32] = "";
+	FILE *f;
+
+	ck_assert(cfs_test_exists(dir, "catalog.db"));
+	ck_assert_int_eq(cfs_test_count(dir, "shards"), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 0);
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	ck_assert_int_eq(atol(buf), (long)getpid());
+	ck_assert_int_eq(cfs_store_file_path(s, CFS_KIND_TFRECORD, 12, false, path, sizeof(path)),
+			 0);
+	ck_assert_str_eq(path, "shards/12.tfrecord");
+	ck_assert_int_eq(cfs_store_file_path(s, CFS_KIND_RAW, 7, false, path, sizeof(path)), 0);
+	ck_assert_str_eq(path, "objects/7");
+	ck_assert_int_eq(cfs_store_file_path(s, CFS_KIND_RAW, 7, true, path, 4), -ENAMETOOLONG);
+	cfs_store_close(s);
+}
+END_TEST
+
+START_TEST(lock_held_by_another_process)
+{
+	int to_parent[2], to_child[2];
+	pid_t pid;
+	char c;
+	struct cfs_store *s = NULL;
+	struct cfs_store_opts o = {.dir = dir, .limit = 1 << 20};
+	char want[64];
+
+	ck_assert_int_eq(pipe(to_parent), 0);
+	ck_assert_int_eq(pipe(to_child), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct cfs_store *cs = NULL;
+		char e[256];
+		if (cfs_store_open(&cs, &o, e, sizeof(e)) != 0)
+			_exit(1);
+		if (write(to_parent[1], "r", 1) != 1 || read(to_child[0], &c, 1) != 1)
+			_exit(2);
+		cfs_store_close(cs);
+		_exit(0);
+	}
+	ck_assert_int_eq(read(to_parent[0], &c, 1), 1);
+	ck_assert_int_eq(cfs_store_open(&s, &o, err, sizeof(err)), -EWOULDBLOCK);
+	ck_assert_ptr_null(s);
+	snprintf(want, sizeof(want), "in use by pid %ld", (long)pid);
+	ck_assert_msg(strstr(err, want) != NULL, "message '%s' lacks '%s'", err, want);
+	ck_assert_ptr_nonnull(strstr(err, "another cache_dir"));
+	ck_assert_int_eq(write(to_child[1], "x", 1), 1);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	/* the holder is gone: the lock is free */
+	s = open_store(1 << 20);
+	cfs_store_close(s);
+}
+END_TEST
+
+START_TEST(unwritable_directory)
+{
+	char sub[512];
+	int p[2];
+	pid_t pid;
+	int status, rc;
+	char msg[512] = "";
+	ssize_t n;
+
+	snprintf(sub, sizeof(sub), "%s/ro", dir);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	ck_assert_int_eq(mkdir(sub, 0555), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	/* in a child: as root, drop to nobody so that permissions apply */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct cfs_store *s = NULL;
+		char sub2[600], e[512];
+		struct cfs_store_opts o = {.dir = sub2, .limit = 1 << 20};
+		snprintf(sub2, sizeof(sub2), "%s/cache", sub);
+		if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+			_exit(100);
+		rc = cfs_store_open(&s, &o, e, sizeof(e));
+		if (write(p[1], e, strlen(e) + 1) < 0)
+			_exit(101);
+		_exit(rc == -EACCES ? 0 : 1);
+	}
+	close(p[1]);
+	n = read(p[0], msg, sizeof(msg) - 1);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child status %d, message '%s'", status, msg);
+	ck_assert_ptr_nonnull(strstr(msg, "Permission denied"));
+	ck_assert_ptr_nonnull(strstr(msg, "cache directory"));
+	close(p[0]);
+}
+END_TEST
+
+START_TEST(cache_dir_is_a_file)
+{
+	struct cfs_store *s = NULL;
+	char path[512];
+	struct cfs_store_opts o = {.dir = path, .limit = 100};
+
+	ck_assert_int_eq(cfs_test_write_file(dir, "plain", 10, 'x'), 0);
+	snprintf(path, sizeof(path), "%s/plain", dir);
+	ck_assert_int_eq(cfs_store_open(&s, &o, err, sizeof(err)), -ENOTDIR);
+	ck_assert_ptr_nonnull(strstr(err, "plain"));
+	o.dir = "";
+	ck_assert_int_eq(cfs_store_open(&s, &o, err, sizeof(err)), -EINVAL);
+}
+END_TEST
+
+START_TEST(corrupt_catalog_refused_nothing_deleted)
+{
+	struct cfs_store *s = NULL;
+	struct cfs_store_opts o = {.dir = dir, .limit = 1 << 20};
+	char name[64];
+
+	s = open_store(1 << 20);
+	int64_t id = write_shard(s, 0, 3, 100);
+	cfs_store_close(s);
+	ck_assert_int_eq(cfs_test_write_file(dir, "catalog.db", 4096, 0x5a), 0);
+	ck_assert(!cfs_test_exists(dir, "catalog.db-wal")); /* checkpointed at close */
+	ck_assert_int_eq(cfs_test_write_file(dir, "tmp/9.tfrecord", 10, 1), 0);
+	s = NULL;
+	ck_assert_int_eq(cfs_store_open(&s, &o, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_null(s);
+	ck_assert_ptr_nonnull(strstr(err, "not a SQLite database"));
+	/* nothing deleted: the shard, the catalog and even tmp/ are untouched */
+	shard_name(id, name, sizeof(name));
+	ck_assert(cfs_test_exists(dir, name));
+	ck_assert_int_eq(cfs_test_size(dir, "catalog.db"), 4096);
+	ck_assert(cfs_test_exists(dir, "tmp/9.tfrecord"));
+}
+END_TEST
+
+START_TEST(newer_schema_refused)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	struct cfs_store_opts o = {.dir = dir, .limit = 1 << 20};
+	char path[512];
+	sqlite3 *db;
+
+	cfs_store_close(s);
+	snprintf(path, sizeof(path), "%s/catalog.db", dir);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	s = NULL;
+	ck_assert_int_eq(cfs_store_open(&s, &o, err, sizeof(err)), -EPROTONOSUPPORT);
+	ck_assert_ptr_nonnull(strstr(err, "newer"));
+	/* the lock was released on failure: a fixed binary could open it */
+	ck_assert_ptr_null(s);
+}
+END_TEST
+
+START_TEST(seal_makes_visible_in_order)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	struct cfs_shard_writer *w = NULL;
+	struct cfs_shard_info one;
+	struct cfs_sample *smp;
+	struct cfs_budget_stat st;
+	char name[64], path[600], tmpname[64];
+	size_t n;
+	int64_t id;
+
+	ck_assert_int_eq(cfs_shard_writer_open(&w, s, 2, err, sizeof(err)), 0);
+	id = cfs_shard_writer_id(w);
+	snprintf(tmpname, sizeof(tmpname), "tmp/%lld.tfrecord", (long long)id);
+	shard_name(id, name, sizeof(name));
+	ck_assert_int_eq(cfs_shard_writer_reserve(w, 1000, 100), 0);
+	ck_assert_int_eq(cfs_shard_writer_append(w, "hello", 5, cmn_crc32c(0, "hello", 5), 9, 0),
+			 0);
+	ck_assert_int_eq(cfs_shard_writer_append(w, "world!", 6, cmn_crc32c(0, "world!", 6), 9,
+						 21), 0);
+	ck_assert_uint_eq(cfs_shard_writer_bytes(w), 5 + 6 + 32);
+	ck_assert_uint_eq(cfs_shard_writer_room(w), 1000 - 43);
+	/* invariant 2: while writing it is only in tmp/ and has no row */
+	ck_assert(cfs_test_exists(dir, tmpname));
+	ck_assert(!cfs_test_exists(dir, name));
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), id, &one), -ENOENT);
+	ck_assert_int_eq(cfs_shard_writer_seal(w, NULL, err, sizeof(err)), 0);
+	ck_assert(!cfs_test_exists(dir, tmpname));
+	ck_assert_int_eq(cfs_test_size(dir, name), 43);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ck_assert_int_eq(cfs_test_tfrecord_records(path), 2);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), id, &one), 0);
+	ck_assert_uint_eq(one.bytes, 43);
+	ck_assert_uint_eq(one.records, 2);
+	ck_assert_uint_eq(one.created_epoch, 2);
+	ck_assert_int_eq(cfs_catalog_samples_of(cfs_store_catalog(s), id, &smp, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(smp[1].offset, 21);
+	ck_assert_uint_eq(smp[1].length, 6);
+	ck_assert_uint_eq(smp[1].object_offset, 21);
+	ck_assert_int_eq(smp[1].object_id, 9);
+	free(smp);
+	/* invariant 4: the unused reservation went back */
+	cfs_budget_get(cfs_store_budget(s), &st);
+	ck_assert_uint_eq(st.sealed, 43);
+	ck_assert_uint_eq(st.reserved, 0);
+	/* the mount's read path opens it by id */
+	int fd = cfs_store_open_file(s, CFS_KIND_TFRECORD, id);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(cfs_store_open_file(s, CFS_KIND_TFRECORD, id + 100), -ENOENT);
+	cfs_store_close(s);
+}
+END_TEST
+
+START_TEST(append_needs_reservation)
+{
+	struct cfs_store *s = open_store(100);
+	struct cfs_shard_writer *w = NULL;
+
+	ck_assert_int_eq(cfs_shard_writer_open(&w, s, 0, err, sizeof(err)), 0);
+	/* invariant 4: no byte is written without a reservation */
+	ck_assert_int_eq(cfs_shard_writer_append(w, "x", 1, 0, 0, 0), -ENOBUFS);
+	ck_assert_int_eq(cfs_shard_writer_try_reserve(w, 17), 0);
+	ck_assert_int_eq(cfs_shard_writer_append(w, "xy", 2, 0, 0, 0), -ENOBUFS);
+	ck_assert_uint_eq(cfs_shard_writer_bytes(w), 0);
+	ck_assert_int_eq(cfs_shard_writer_append(w, "x", 1, cmn_crc32c(0, "x", 1), 0, 0), 0);
+	ck_assert_int_eq(cfs_raw_writer_write(w, "x", 1), -EINVAL);
+	ck_assert_int_eq(cfs_shard_writer_reserve(w, 101, 1000), -EFBIG);
+	ck_assert_int_eq(cfs_shard_writer_try_reserve(w, 84), -EAGAIN);
+	ck_assert_int_eq(cfs_shard_writer_try_reserve(w, 83), 0);
+	ck_assert_uint_eq(held(s), 100);
+	cfs_shard_writer_abort(w);
+	ck_assert_uint_eq(held(s), 0);
+	cfs_store_close(s);
+}
+END_TEST
+
+START_TEST(abort_and_empty_discard)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	struct cfs_shard_writer *w = NULL;
+	struct cfs_resident res;
+
+	ck_assert_int_eq(cfs_shard_writer_open(&w, s, 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfs_shard_writer_reserve(w, 100, 0), 0);
+	ck_assert_int_eq(cfs_shard_writer_append(w, "abc", 3, cmn_crc32c(0, "abc", 3), 0, 0), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 1);
+	cfs_shard_writer_abort(w);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 0);
+	ck_assert_uint_eq(held(s), 0);
+
+	ck_assert_int_eq(cfs_shard_writer_open(&w, s, 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfs_shard_writer_reserve(w, 100, 0), 0);
+	ck_assert_int_eq(cfs_shard_writer_seal(w, NULL, err, sizeof(err)), -ENODATA);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "shards"), 0);
+	ck_assert_uint_eq(held(s), 0);
+	ck_assert_int_eq(cfs_catalog_resident(cfs_store_catalog(s), &res), 0);
+	ck_assert_uint_eq(res.files, 0);
+	cfs_shard_writer_abort(NULL);
+	cfs_store_close(s);
+}
+END_TEST
+
+static int64_t write_raw(struct cfs_store *s, const char *key, const char *data)
+{
+	struct cfs_shard_writer *w = NULL;
+	int64_t id;
+	size_t len = strlen(data);
+
+	ck_assert_int_eq(cfs_raw_writer_open(&w, s, 1, 42, key, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfs_raw_writer_write(w, data, len), -ENOBUFS);
+	ck_assert_int_eq(cfs_shard_writer_reserve(w, len, 100), 0);
+	ck_assert_int_eq(cfs_raw_writer_write(w, data, len / 2), 0);
+	ck_assert_int_eq(cfs_raw_writer_write(w, data + len / 2, len - len / 2), 0);
+	ck_assert_int_eq(cfs_shard_writer_append(w, "x", 1, 0, 0, 0), -EINVAL);
+	ck_assert_msg(cfs_shard_writer_seal(w, &id, err, sizeof(err)) == 0, "seal: %s", err);
+	return id;
+}
+
+START_TEST(raw_objects_with_hostile_keys)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	struct cfs_shard_info one;
+	struct cfs_sample *smp;
+	size_t n;
+	char name[64];
+	int64_t a = write_raw(s, "../../etc/passwd", "root:x:0:0");
+	int64_t b = write_raw(s, "/etc/passwd", "other");
+	int64_t c = write_raw(s, "etc/passwd", "third");
+
+	/* invariant 7: the files are objects/<id>, nothing else was created */
+	snprintf(name, sizeof(name), "objects/%lld", (long long)a);
+	ck_assert_int_eq(cfs_test_size(dir, name), 10);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 3);
+	/* catalog.db, -wal, -shm, lock, shards, objects, tmp: no "etc" anywhere */
+	ck_assert_int_eq(cfs_test_count(dir, ""), 7);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), a, &one), 0);
+	ck_assert_str_eq(one.name, "%2E%2E/%2E%2E/etc/passwd");
+	ck_assert_int_eq(one.kind, CFS_KIND_RAW);
+	ck_assert_int_eq(one.object_id, 42);
+	ck_assert_uint_eq(one.records, 1);
+	free(one.name);
+	/* a lossy name ("/etc" lost its '/') takes its id as suffix at once */
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), b, &one), 0);
+	snprintf(name, sizeof(name), "etc/passwd~%lld", (long long)b);
+	ck_assert_str_eq(one.name, name);
+	free(one.name);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), c, &one), 0);
+	ck_assert_str_eq(one.name, "etc/passwd");
+	free(one.name);
+	/* the same key again: the clash gets a suffix */
+	int64_t d = write_raw(s, "etc/passwd", "fourth");
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), d, &one), 0);
+	snprintf(name, sizeof(name), "etc/passwd~%lld", (long long)d);
+	ck_assert_str_eq(one.name, name);
+	free(one.name);
+	ck_assert_int_eq(cfs_catalog_samples_of(cfs_store_catalog(s), a, &smp, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(smp[0].length, 10);
+	ck_assert_uint_eq(smp[0].crc, cmn_crc32c(0, "root:x:0:0", 10));
+	free(smp);
+	cfs_store_close(s);
+}
+END_TEST
+
+/*
+ * Crafts each crash state of invariant 6 on disk and checks what reopening
+ * leaves: tmp/ emptied, rows without files dropped, files without rows
+ * deleted, a truncated shard dropped, an interrupted eviction finished.
+ */
+START_TEST(reconcile_crafted_crash_states)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	int64_t a = write_shard(s, 0, 3, 100);  /* its file will vanish */
+	int64_t b = write_shard(s, 0, 3, 100);  /* will be truncated */
+	int64_t c = write_shard(s, 0, 3, 100);  /* EVICTING at the crash */
+	int64_t d = write_shard(s, 0, 5, 200);  /* intact */
+	int64_t r = write_raw(s, "k", "raw bytes");
+	const struct cfs_reconcile_report *rep;
+	struct cfs_shard_info *arr, one;
+	struct cfs_budget_stat st;
+	char name[64], path[600], e2[256];
+	size_t n;
+
+	ck_assert_int_eq(cfs_catalog_shards_evict(cfs_store_catalog(s), &c, 1, 0), 0);
+	cfs_store_close(s);
+
+	ck_assert_int_eq(cfs_test_write_file(dir, "tmp/900.tfrecord", 77, 1), 0);
+	ck_assert_int_eq(cfs_test_write_file(dir, "tmp/901", 5, 1), 0);
+	ck_assert_int_eq(cfs_test_write_file(dir, "shards/500.tfrecord", 116, 2), 0);
+	ck_assert_int_eq(cfs_test_write_file(dir, "objects/501", 3, 2), 0);
+	ck_assert_int_eq(cfs_test_write_file(dir, "shards/notes.txt", 3, 2), 0);
+	shard_name(a, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ck_assert_int_eq(unlink(path), 0);
+	shard_name(b, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ck_assert_int_eq(truncate(path, 300), 0);
+
+	s = open_store(1 << 20);
+	rep = cfs_store_reconcile_report(s);
+	ck_assert_uint_eq(rep->tmp_removed, 2);
+	ck_assert_uint_eq(rep->rows_dropped, 1);
+	ck_assert_uint_eq(rep->files_removed, 2);
+	ck_assert_uint_eq(rep->size_mismatches, 1);
+	ck_assert_uint_eq(rep->evictions_finished, 1);
+	ck_assert_uint_eq(rep->stray_entries, 1);
+	ck_assert_uint_eq(rep->resident_files, 2);
+	ck_assert_uint_eq(rep->resident_bytes, 5 * 216 + 9);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "shards"), 1);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 1);
+	shard_name(d, name, sizeof(name));
+	ck_assert(cfs_test_exists(dir, name));
+
+	ck_assert_int_eq(cfs_catalog_shards_list(cfs_store_catalog(s),
+						 1u << CFS_SHARD_SEALED | 1u << CFS_SHARD_EVICTING,
+						 &arr, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(arr[0].id, d);
+	ck_assert_int_eq(arr[1].id, r);
+	cfs_shard_info_free(arr, n);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), a, &one), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), b, &one), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), c, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_GONE);
+	free(one.name);
+	/* invariant 4: the budget was rebuilt from the survivors */
+	cfs_budget_get(cfs_store_budget(s), &st);
+	ck_assert_uint_eq(st.sealed, 5 * 216 + 9);
+	/* invariant 1: an id seen on disk is never handed out again */
+	ck_assert_int_gt(cfs_catalog_alloc_id(cfs_store_catalog(s)), 501);
+	ck_assert_int_eq(cfs_catalog_integrity_check(cfs_store_catalog(s), e2, sizeof(e2)), 0);
+	cfs_store_close(s);
+
+	/* a second reopen finds nothing left to repair */
+	s = open_store(1 << 20);
+	rep = cfs_store_reconcile_report(s);
+	ck_assert_uint_eq(rep->tmp_removed + rep->rows_dropped + rep->files_removed +
+				  rep->size_mismatches + rep->evictions_finished +
+				  rep->stray_entries, 0);
+	ck_assert_uint_eq(rep->resident_files, 2);
+	cfs_store_close(s);
+}
+END_TEST
+
+START_TEST(evict_closed_now_open_on_release)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	int64_t a = write_shard(s, 0, 2, 100), b = write_shard(s, 0, 2, 100);
+	struct cfs_evict_item items[2] = {
+		{a, CFS_KIND_TFRECORD, 232, false},
+		{b, CFS_KIND_TFRECORD, 232, true},
+	};
+	struct cfs_budget_stat st;
+	struct cfs_shard_info one;
+	char name[64];
+	int fd = cfs_store_open_file(s, CFS_KIND_TFRECORD, b);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(cfs_store_evict(s, items, 2, 1), 0);
+	shard_name(a, name, sizeof(name));
+	ck_assert(!cfs_test_exists(dir, name));
+	/* invariant 3: the open one stays until its last release ... */
+	shard_name(b, name, sizeof(name));
+	ck_assert(cfs_test_exists(dir, name));
+	cfs_budget_get(cfs_store_budget(s), &st);
+	ck_assert_uint_eq(st.sealed, 0);
+	ck_assert_uint_eq(st.draining, 232); /* ... and counts against the limit (4) */
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), a, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_GONE);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), b, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_EVICTING);
+	char buf[8];
+	ck_assert_int_eq(pread(fd, buf, 8, 0), 8);
+	close(fd);
+	ck_assert_int_eq(cfs_store_release_evicted(s, CFS_KIND_TFRECORD, b, 232), 0);
+	ck_assert(!cfs_test_exists(dir, name));
+	ck_assert_uint_eq(held(s), 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), b, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_GONE);
+	/* evicting a GONE file is refused and changes nothing */
+	ck_assert_int_eq(cfs_store_evict(s, items, 1, 1), -ENOENT);
+	cfs_store_close(s);
+}
+END_TEST
+
+struct blocked {
+	struct cfs_shard_writer *w;
+	int rc;
+};
+
+static void *reserve_thread(void *arg)
+{
+	struct blocked *b = arg;
+	b->rc = cfs_shard_writer_reserve(b->w, 300, 60000);
+	return NULL;
+}
+
+START_TEST(writer_waits_for_eviction)
+{
+	struct cfs_store *s = open_store(500);
+	int64_t a = write_shard(s, 0, 2, 100); /* 232 bytes */
+	struct cfs_evict_item it = {a, CFS_KIND_TFRECORD, 232, false};
+	struct blocked b = {NULL, 1};
+	struct cfs_budget_stat st;
+	pthread_t t;
+
+	ck_assert_int_eq(cfs_shard_writer_open(&b.w, s, 0, err, sizeof(err)), 0);
+	pthread_create(&t, NULL, reserve_thread, &b);
+	for (int i = 0; i < 6000; i++) {
+		cfs_budget_get(cfs_store_budget(s), &st);
+		if (st.waiting_limit)
+			break;
+		usleep(1000);
+	}
+	ck_assert_uint_eq(st.waiting_limit, 1);
+	ck_assert_int_eq(cfs_store_evict(s, &it, 1, 1), 0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(b.rc, 0);
+	ck_assert_uint_eq(cfs_shard_writer_room(b.w), 300);
+	cfs_shard_writer_abort(b.w);
+	cfs_store_close(s);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("cachefs");
+	SRunner *sr;
+	int failed;
+	struct {
+		const char *name;
+		const TTest *fn;
+	} cases[] = {
+		{"layout_and_lock_pid", layout_and_lock_pid},
+		{"lock_held_by_another_process", lock_held_by_another_process},
+		{"unwritable_directory", unwritable_directory},
+		{"cache_dir_is_a_file", cache_dir_is_a_file},
+		{"corrupt_catalog_refused_nothing_deleted", corrupt_catalog_refused_nothing_deleted},
+		{"newer_schema_refused", newer_schema_refused},
+		{"seal_makes_visible_in_order", seal_makes_visible_in_order},
+		{"append_needs_reservation", append_needs_reservation},
+		{"abort_and_empty_discard", abort_and_empty_discard},
+		{"raw_objects_with_hostile_keys", raw_objects_with_hostile_keys},
+		{"reconcile_crafted_crash_states", reconcile_crafted_crash_states},
+		{"evict_closed_now_open_on_release", evict_closed_now_open_on_release},
+		{"writer_waits_for_eviction", writer_waits_for_eviction},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_add_test(tc, cases[i].fn);
+		suite_add_tcase(s, tc);
+	}
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
