@@ -1,0 +1,1117 @@
+/*
+ * feeder.c - the feeder pipeline and the public rc_feeder_* / rc_batch_* API.
+ *
+ * Pipeline (terms in feeder_i.h):
+ *
+ *   reader threads --pread--> chunks --lane queues--> window --shuffle-->
+ *   decoder threads --cmn_ex_decode--> slot (pinned) --cudaMemcpyAsync-->
+ *   device --event--> rc_feeder_next --> consumer --> rc_batch_release
+ *
+ * Readers take a lane that has fewer than `ra` chunks queued, fill a free
+ * chunk from it (reader.c) and queue it.  A decoder takes a free slot and,
+ * alone (the `assembling` flag), picks the batch's records: the window is
+ * topped up to W chunks from the lanes in round-robin order (waiting for the
+ * lane whose turn it is), then one record is picked uniformly among the
+ * window's pending records (the first one without shuffle).  The batch gets
+ * the next batch index; the decoder then decodes its records straight into
+ * the slot without the lock, issues the device copy and marks the slot READY.
+ * rc_feeder_next hands out slots in batch-index order, after their copy
+ * event completed.
+ *
+ * Invariants:
+ *  - every record of this rank's files is taken by exactly one batch per
+ *    epoch (or dropped by drop_last at the very end); tests check it;
+ *  - steady state allocates nothing: slots are allocated at open, chunk
+ *    buffers and ragged values grow only past their largest size so far
+ *    (st_allocs counts every allocation after open);
+ *  - a slot's device buffers are not overwritten before the consumer's
+ *    stream passed the point where it released the slot (ev_release).
+ *
+ * Locking: one mutex f->mu and one condition f->cv (broadcast on every
+ * state change; a handful of threads).  It protects the fields marked f->mu
+ * in feeder_i.h.  Reading, decoding and CUDA calls run without it.
+ * rc_feeder_next_epoch pauses the workers (paused, then waits for
+ * active == 0) before it touches lanes and files.  Statistics are atomics.
+ * No other lock exists, so there is no lock order.
+ */
+#include "feeder/feeder_i.h"
+
+#include "common/example.h"
+#include "common/log.h"
+#include "feeder/cuda_i.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READAHEAD 2 /* chunks queued per lane */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+/* Records the first failure of the epoch; f->mu held. */
+static void set_error(struct rc_feeder *f, int rc, const char *msg)
+{
+	if (f->err_rc)
+		return;
+	f->err_rc = rc;
+	snprintf(f->err, sizeof f->err, "%s", msg);
+	cmn_log(CMN_LOG_DEBUG, "feeder: %s", msg);
+}
+
+/* ---- chunks and the window (f->mu held) ------------------------------- */
+
+static void chunk_put_free(struct rc_feeder *f, struct fdr_chunk *c)
+{
+	c->nrec = 0;
+	c->remaining = 0;
+	c->refs = 0;
+	c->next = f->free_chunks;
+	f->free_chunks = c;
+}
+
+static void chunk_unref(struct rc_feeder *f, struct fdr_chunk *c)
+{
+	if (--c->refs == 0 && c->remaining == 0)
+		chunk_put_free(f, c);
+}
+
+static void picks_drop(struct rc_feeder *f, struct rc_batch *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		chunk_unref(f, s->picks[i].c);
+}
+
+static bool lane_exhausted(const struct fdr_lane *l)
+{
+	return l->done && l->qn == 0 && !l->busy;
+}
+
+/*
+ * Tops the window up to W chunks, taking the lanes in round-robin order.
+ * Returns 1 when records can be picked (window full, or all lanes
+ * exhausted with records left), 0 when the epoch's records are all taken,
+ * -EAGAIN when paused or stopping, or the epoch's error.  May wait on f->cv.
+ */
+static int window_topup(struct rc_feeder *f)
+{
+	for (;;) {
+		if (f->stop || f->paused)
+			return -EAGAIN;
+		if (f->err_rc)
+			return f->err_rc;
+		while (f->nwin < f->W && f->lanes_done < f->nlanes) {
+			struct fdr_lane *l = &f->lanes[f->rr];
+			if (l->finished) {
+				/* finished lanes leave the rotation */
+			} else if (l->qn > 0) {
+				struct fdr_chunk *c = l->qh;
+				l->qh = c->next;
+				if (!l->qh)
+					l->qt = NULL;
+				l->qn--;
+				c->next = NULL;
+				c->remaining = c->nrec;
+				f->win[f->nwin++] = c;
+				f->win_pending += c->nrec;
+				pthread_cond_broadcast(&f->cv);
+			} else if (lane_exhausted(l)) {
+				l->finished = true;
+				f->lanes_done++;
+			} else {
+				break; /* wait for this lane: its turn comes first */
+			}
+			f->rr = (f->rr + 1) % f->nlanes;
+		}
+		if (f->nwin == f->W || f->lanes_done == f->nlanes)
+			return f->win_pending > 0 ? 1 : 0;
+		pthread_cond_broadcast(&f->cv); /* lane queues shrank: readers may go on */
+		pthread_cond_wait(&f->cv, &f->mu);
+	}
+}
+
+/* Takes one record from the window (win_pending > 0). */
+static struct fdr_pick window_pick(struct rc_feeder *f)
+{
+	uint64_t r = f->o.shuffle ? fdr__rng_below(&f->rng, f->win_pending) : 0;
+	size_t w = 0;
+	while (r >= f->win[w]->remaining) {
+		r -= f->win[w]->remaining;
+		w++;
+	}
+	struct fdr_chunk *c = f->win[w];
+	size_t first = c->nrec - c->remaining;
+	struct fdr_rec tmp = c->recs[first + r];
+	c->recs[first + r] = c->recs[first];
+	c->recs[first] = tmp;
+	c->remaining--;
+	c->refs++;
+	f->win_pending--;
+	if (c->remaining == 0) {
+		memmove(&f->win[w], &f->win[w + 1], (f->nwin - w - 1) * sizeof *f->win);
+		f->nwin--;
+	}
+	return (struct fdr_pick){.c = c, .r = tmp};
+}
+
+/* ---- slots ------------------------------------------------------------ */
+
+struct decode_ctx {
+	struct rc_feeder *f;
+	struct rc_batch *s;
+	size_t row;
+	int grow_rc;
+};
+
+/* Grows a slot's ragged values to hold `need` bytes, keeping `used`. */
+static int ragged_grow(struct rc_feeder *f, struct fdr_ragged *rg, size_t need, size_t i)
+{
+	size_t ncap = rg->cap ? rg->cap : 4096;
+	while (ncap < need)
+		ncap *= 2;
+	void *nb;
+	int rc = fdr__mem_alloc(f, &nb, ncap);
+	if (rc)
+		return rc;
+	if (rg->used)
+		memcpy(nb, rg->h, rg->used);
+	fdr__mem_free(f, rg->h);
+	rg->h = nb;
+	rg->cap = ncap;
+	__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+	size_t hwm = __atomic_load_n(&f->rag_hwm[i], __ATOMIC_RELAXED);
+	while (hwm < ncap &&
+	       !__atomic_compare_exchange_n(&f->rag_hwm[i], &hwm, ncap, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+	return 0;
+}
+
+static void *ragged_reserve(void *ctx, size_t feature, size_t n_values, size_t n_items)
+{
+	struct decode_ctx *d = ctx;
+	struct rc_batch *s = d->s;
+	const struct cmn_feature *ft = &d->f->schema->feature[feature];
+	struct fdr_ragged *rg = &s->rag[feature];
+	size_t bytes = n_values * ft->elem_size;
+	int64_t *off = s->t[feature].offsets;
+
+	(void)n_items;
+	if (rg->used + bytes > rg->cap) {
+		d->grow_rc = ragged_grow(d->f, rg, rg->used + bytes, feature);
+		if (d->grow_rc)
+			return NULL;
+	}
+	void *dst = rg->h + rg->used;
+	rg->used += bytes;
+	off[d->row + 1] = off[d->row] + (int64_t)n_values;
+	return dst;
+}
+
+/* Decodes raw record bytes: the fixed features, concatenated in schema order. */
+static void decode_raw(const struct cmn_schema *sc, const uint8_t *p, void *const *fixed)
+{
+	for (size_t i = 0; i < sc->n; i++) {
+		memcpy(fixed[i], p, sc->feature[i].row_bytes);
+		p += sc->feature[i].row_bytes;
+	}
+}
+
+/* Copies the slot's tensors to the device on the copy stream. */
+static int slot_upload(struct rc_feeder *f, struct rc_batch *s)
+{
+	const struct cmn_schema *sc = f->schema;
+	int rc = 0;
+
+	if (s->released_once)
+		rc = fdr__cuda_stream_wait_event(f->stream, s->ev_release);
+	if (!rc)
+		rc = fdr__cuda_event_record(s->ev_start, f->stream);
+	s->h2d_bytes = 0;
+	for (size_t i = 0; !rc && i < sc->n; i++) {
+		struct rc_tensor *t = &s->t[i];
+		if (sc->feature[i].ragged) {
+			struct fdr_ragged *rg = &s->rag[i];
+			if (rg->dcap < rg->cap) {
+				fdr__cuda_free(rg->d);
+				rg->d = NULL;
+				rg->dcap = 0;
+				rc = fdr__cuda_malloc(&rg->d, rg->cap);
+				if (rc)
+					break;
+				rg->dcap = rg->cap;
+				__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+			}
+			t->device_data = rg->d;
+			size_t ob = (s->rows + 1) * sizeof(int64_t);
+			rc = fdr__cuda_h2d_async(t->device_offsets, t->offsets, ob, f->stream);
+			s->h2d_bytes += ob;
+		}
+		if (!rc && t->nbytes)
+			rc = fdr__cuda_h2d_async(t->device_data, t->data, t->nbytes, f->stream);
+		s->h2d_bytes += t->nbytes;
+	}
+	if (!rc)
+		rc = fdr__cuda_event_record(s->ev_done, f->stream);
+	return rc;
+}
+
+/*
+ * Decodes the slot's picked records into it and starts the device copy.
+ * Runs without f->mu.  Returns 0 or -errno with a message naming the file,
+ * record and feature.
+ */
+static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_t errlen)
+{
+	const struct cmn_schema *sc = f->schema;
+	struct decode_ctx d = {.f = f, .s = s};
+	struct cmn_ex_sink sink = {.fixed = s->fixed, .reserve = ragged_reserve, .ctx = &d};
+	char msg[512];
+	uint64_t bytes = 0;
+	int rc;
+
+	for (size_t i = 0; i < sc->n; i++) {
+		if (!sc->feature[i].ragged)
+			continue;
+		struct fdr_ragged *rg = &s->rag[i];
+		size_t hwm = __atomic_load_n(&f->rag_hwm[i], __ATOMIC_RELAXED);
+		rg->used = 0;
+		if (rg->cap < hwm) { /* catch up with the largest batch seen by any slot */
+			fdr__mem_free(f, rg->h);
+			rg->h = NULL;
+			rg->cap = 0;
+			rc = ragged_grow(f, rg, hwm, i);
+			if (rc) {
+				snprintf(err, errlen, "out of memory growing feature '%s'",
+					 sc->feature[i].name);
+				return rc;
+			}
+		}
+		s->t[i].offsets[0] = 0;
+	}
+	for (size_t row = 0; row < s->rows; row++) {
+		const struct fdr_pick *p = &s->picks[row];
+		const uint8_t *rec = p->c->buf + p->r.off;
+		for (size_t i = 0; i < sc->n; i++)
+			if (!sc->feature[i].ragged)
+				s->fixed[i] = (uint8_t *)s->t[i].data + row * sc->feature[i].row_bytes;
+		if (f->o.format == RC_FORMAT_RAW) {
+			decode_raw(sc, rec, s->fixed);
+		} else {
+			d.row = row;
+			d.grow_rc = 0;
+			rc = cmn_ex_decode(sc, rec, p->r.len, &sink, msg, sizeof msg);
+			if (rc) {
+				if (rc == -ENOBUFS && d.grow_rc)
+					rc = d.grow_rc;
+				snprintf(err, errlen, "%s: record %" PRIu64 ": %s",
+					 f->files[p->c->file], p->r.index, msg);
+				return rc;
+			}
+		}
+		bytes += p->r.len;
+	}
+	for (size_t i = 0; i < sc->n; i++) {
+		const struct cmn_feature *ft = &sc->feature[i];
+		struct rc_tensor *t = &s->t[i];
+		if (ft->ragged) {
+			t->data = s->rag[i].h;
+			t->shape[0] = t->offsets[s->rows];
+			t->nbytes = s->rag[i].used;
+		} else {
+			t->shape[0] = (int64_t)s->rows;
+			t->nbytes = s->rows * ft->row_bytes;
+		}
+	}
+	__atomic_add_fetch(&f->st_records, s->rows, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&f->st_record_bytes, bytes, __ATOMIC_RELAXED);
+	if (f->device >= 0) {
+		rc = slot_upload(f, s);
+		if (rc) {
+			snprintf(err, errlen, "copy to cuda:%d failed: %s", f->device,
+				 fdr__cuda_last_error());
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* ---- worker threads ----------------------------------------------------- */
+
+static struct fdr_lane *reader_pick_lane(struct rc_feeder *f)
+{
+	if (!f->free_chunks)
+		return NULL;
+	/* the lane the window waits for first, then any other */
+	for (size_t k = 0; k < f->nlanes; k++) {
+		struct fdr_lane *l = &f->lanes[(f->rr + k) % f->nlanes];
+		if (!l->busy && !l->done && !l->finished && l->qn < f->ra)
+			return l;
+	}
+	return NULL;
+}
+
+static void *reader_main(void *arg)
+{
+	struct rc_feeder *f = arg;
+	char err[1024];
+
+	if (f->device >= 0)
+		(void)fdr__cuda_set_device(f->device, NULL);
+	pthread_mutex_lock(&f->mu);
+	for (;;) {
+		struct fdr_lane *l = NULL;
+		while (!f->stop && (f->paused || f->err_rc || !(l = reader_pick_lane(f))))
+			pthread_cond_wait(&f->cv, &f->mu);
+		if (f->stop)
+			break;
+		struct fdr_chunk *c = f->free_chunks;
+		f->free_chunks = c->next;
+		c->next = NULL;
+		l->busy = true;
+		f->active++;
+		pthread_mutex_unlock(&f->mu);
+
+		int rc = fdr__lane_fill(f, l, c, err, sizeof err);
+
+		pthread_mutex_lock(&f->mu);
+		f->active--;
+		l->busy = false;
+		if (rc <= 0) {
+			if (rc < 0)
+				set_error(f, rc, err);
+			l->done = true;
+			chunk_put_free(f, c);
+		} else {
+			if (l->qt)
+				l->qt->next = c;
+			else
+				l->qh = c;
+			l->qt = c;
+			l->qn++;
+		}
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+static struct rc_batch *free_slot(struct rc_feeder *f)
+{
+	for (size_t i = 0; i < f->S; i++)
+		if (f->slots[i].state == SLOT_FREE)
+			return &f->slots[i];
+	return NULL;
+}
+
+static void *decoder_main(void *arg)
+{
+	struct rc_feeder *f = arg;
+	char err[1024];
+
+	if (f->device >= 0)
+		(void)fdr__cuda_set_device(f->device, NULL);
+	pthread_mutex_lock(&f->mu);
+	for (;;) {
+		struct rc_batch *s = NULL;
+		while (!f->stop && (f->paused || f->err_rc || f->produced_all || f->assembling ||
+				    !(s = free_slot(f))))
+			pthread_cond_wait(&f->cv, &f->mu);
+		if (f->stop)
+			break;
+		f->assembling = true;
+		f->active++;
+		s->state = SLOT_FILLING;
+		uint32_t gen = f->gen;
+		size_t rows = 0;
+		int rc = 0;
+		while (rows < f->B) {
+			rc = window_topup(f);
+			if (rc <= 0)
+				break;
+			s->picks[rows++] = window_pick(f);
+		}
+		f->assembling = false;
+		if (rc < 0 || (rc == 0 && (rows == 0 || (rows < f->B && f->o.drop_last)))) {
+			/* aborted, failed, or nothing (more) to hand out */
+			picks_drop(f, s, rows);
+			s->state = SLOT_FREE;
+			if (rc == 0) {
+				f->produced_all = true;
+				f->total_batches = f->next_batch;
+			}
+			f->active--;
+			pthread_cond_broadcast(&f->cv);
+			continue;
+		}
+		if (rc == 0) { /* a last, short batch */
+			f->produced_all = true;
+			f->total_batches = f->next_batch + 1;
+		}
+		s->rows = rows;
+		s->index = f->next_batch++;
+		s->epoch = f->epoch;
+		s->gen = gen;
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+
+		rc = slot_decode(f, s, err, sizeof err);
+
+		pthread_mutex_lock(&f->mu);
+		picks_drop(f, s, rows);
+		f->active--;
+		if (rc) {
+			set_error(f, rc, err);
+			s->state = SLOT_FREE;
+		} else {
+			s->state = SLOT_READY;
+		}
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+/* ---- epochs --------------------------------------------------------------- */
+
+/* Pauses the workers and waits until none works outside the lock; f->mu held. */
+static void pause_workers(struct rc_feeder *f)
+{
+	f->paused = true;
+	pthread_cond_broadcast(&f->cv);
+	while (f->active)
+		pthread_cond_wait(&f->cv, &f->mu);
+}
+
+/*
+ * Resets the pipeline for a new epoch over f->files; workers paused, f->mu
+ * held.  Held slots stay held; everything else returns to the pools.
+ */
+static void epoch_reset(struct rc_feeder *f)
+{
+	for (size_t i = 0; i < f->nchunks; i++) {
+		f->chunks[i].next = NULL;
+		f->chunks[i].refs = 0;
+	}
+	f->free_chunks = NULL;
+	/* chunks with buffers end on top of the (LIFO) free list, so that
+	 * unused ones are only taken when more chunks are in flight than ever */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < f->nchunks; i++)
+			if ((f->chunks[i].buf != NULL) == (pass == 1))
+				chunk_put_free(f, &f->chunks[i]);
+	size_t want_lanes = f->o.interleave ? f->o.interleave : (f->o.shuffle ? 4 : 1);
+	if (want_lanes > f->nfiles)
+		want_lanes = f->nfiles ? f->nfiles : 1;
+	/* lanes[] was allocated for o.interleave lanes; lanes may have been
+	 * removed from the rotation, so rebuild them all */
+	for (size_t i = 0; i < want_lanes; i++) {
+		struct fdr_lane *l = &f->lanes[i];
+		if (l->open)
+			fdr__lane_reset(l);
+		*l = (struct fdr_lane){.id = (uint32_t)i, .fd = -1};
+	}
+	f->nlanes = want_lanes;
+	f->lanes_done = 0;
+	f->nwin = 0;
+	f->win_pending = 0;
+	f->rr = 0;
+	f->rng = f->o.seed * 0x9e3779b97f4a7c15ull + f->epoch + 1;
+	for (size_t i = 0; i < f->S; i++)
+		if (f->slots[i].state != SLOT_HELD)
+			f->slots[i].state = SLOT_FREE;
+	f->assembling = false;
+	f->produced_all = false;
+	f->next_batch = 0;
+	f->next_out = 0;
+	f->total_batches = 0;
+	f->err_rc = 0;
+	f->err[0] = '\0';
+	f->gen++;
+}
+
+/* Lists (and shuffles) this epoch's files.  Workers paused; takes no lock. */
+static int epoch_files(struct rc_feeder *f, char *err, size_t errlen)
+{
+	char **files = NULL;
+	size_t n = 0;
+	int rc = fdr__files_list(f->path, (const char *const *)f->paths, f->o.n_paths, f->o.rank,
+				 f->o.world_size, &files, &n, err, errlen);
+	if (rc)
+		return rc;
+	if (f->o.shuffle)
+		fdr__files_shuffle(files, n, f->o.seed + f->epoch);
+	fdr__files_free(f->files, f->nfiles);
+	f->files = files;
+	f->nfiles = n;
+	return 0;
+}
+
+/* Closes every lane's file; workers paused. */
+static void lanes_close(struct rc_feeder *f)
+{
+	size_t cap = f->o.interleave;
+	for (size_t i = 0; i < cap; i++)
+		if (f->lanes[i].open)
+			fdr__lane_reset(&f->lanes[i]);
+}
+
+int rc_feeder_next_epoch(struct rc_feeder *f)
+{
+	char err[1024];
+	int rc = 0;
+
+	pthread_mutex_lock(&f->mu);
+	pause_workers(f);
+	pthread_mutex_unlock(&f->mu);
+
+	lanes_close(f);
+	if (f->control[0]) {
+		rc = fdr__advance_cache(f->control, err, sizeof err);
+		if (rc)
+			cmn_log(CMN_LOG_WARN, "feeder: cannot advance the cache: %s", err);
+		rc = 0; /* the data of the current epoch can still be read */
+	}
+	f->epoch++;
+	rc = epoch_files(f, err, sizeof err);
+
+	pthread_mutex_lock(&f->mu);
+	epoch_reset(f);
+	if (rc)
+		set_error(f, rc, err);
+	f->paused = false;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+/* ---- public API ----------------------------------------------------------- */
+
+void rc_feeder_opts_init(struct rc_feeder_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->abi = RC_FEEDER_ABI;
+	o->verify_crc = true;
+	o->world_size = 1;
+	o->device = -1;
+	o->pin = -1;
+}
+
+static int setup_cuda(struct rc_feeder *f, char *err, size_t errlen)
+{
+	int n = 0;
+	char why[256];
+	int rc = 0;
+
+	f->device = -1;
+	f->pinned = false;
+	if (f->o.device < 0 && f->o.pin == 0)
+		return 0;
+	if (f->o.device < 0 && f->o.pin < 0)
+		return 0; /* host mode: pin only when asked (no CUDA context in plain host mode) */
+	rc = fdr__cuda_devices(&n, why, sizeof why);
+	if (rc) {
+		snprintf(err, errlen, "%s%d: %s",
+			 f->o.device >= 0 ? "device cuda:" : "pinned memory, device ",
+			 f->o.device, why);
+		return rc;
+	}
+	int dev = f->o.device >= 0 ? f->o.device : 0;
+	if (dev >= n) {
+		snprintf(err, errlen, "device cuda:%d: only %d CUDA device(s)", dev, n);
+		return -ENODEV;
+	}
+	rc = fdr__cuda_set_device(dev, NULL);
+	if (rc) {
+		snprintf(err, errlen, "device cuda:%d: %s", dev, fdr__cuda_last_error());
+		return rc;
+	}
+	f->pinned = f->o.pin != 0;
+	if (f->o.device >= 0) {
+		f->device = dev;
+		rc = fdr__cuda_stream_create(&f->stream);
+		if (rc) {
+			snprintf(err, errlen, "device cuda:%d: stream: %s", dev,
+				 fdr__cuda_last_error());
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void slot_free(struct rc_feeder *f, struct rc_batch *s)
+{
+	const struct cmn_schema *sc = f->schema;
+	if (s->rag)
+		for (size_t i = 0; i < sc->n; i++) {
+			fdr__mem_free(f, s->rag[i].h);
+			fdr__cuda_free(s->rag[i].d);
+		}
+	fdr__mem_free(f, s->host);
+	if (f->device >= 0) {
+		fdr__cuda_free(s->dev);
+		fdr__cuda_event_destroy(s->ev_done);
+		fdr__cuda_event_destroy(s->ev_start);
+		fdr__cuda_event_destroy(s->ev_release);
+	}
+	free(s->rag);
+	free(s->t);
+	free(s->fixed);
+	free(s->picks);
+}
+
+static int slot_init(struct rc_feeder *f, struct rc_batch *s)
+{
+	const struct cmn_schema *sc = f->schema;
+	int rc;
+
+	s->f = f;
+	s->picks = calloc(f->B, sizeof *s->picks);
+	s->t = calloc(sc->n, sizeof *s->t);
+	s->rag = calloc(sc->n, sizeof *s->rag);
+	s->fixed = calloc(sc->n, sizeof *s->fixed);
+	if (!s->picks || !s->t || !s->rag || !s->fixed)
+		return -ENOMEM;
+	rc = fdr__mem_alloc(f, (void **)&s->host, f->block_len);
+	if (rc)
+		return rc;
+	if (f->device >= 0) {
+		rc = fdr__cuda_malloc(&s->dev, f->block_len);
+		if (!rc)
+			rc = fdr__cuda_event_create(&s->ev_done, 1);
+		if (!rc)
+			rc = fdr__cuda_event_create(&s->ev_start, 1);
+		if (!rc)
+			rc = fdr__cuda_event_create(&s->ev_release, 0);
+		if (rc)
+			return rc;
+	}
+	for (size_t i = 0; i < sc->n; i++) {
+		const struct cmn_feature *ft = &sc->feature[i];
+		struct rc_tensor *t = &s->t[i];
+		t->name = ft->name;
+		t->dtype = (int32_t)ft->dtype; /* enum cmn_dtype and enum rc_dtype agree */
+		t->device = f->device;
+		if (ft->ragged) {
+			t->ragged = 1;
+			t->ndim = 1;
+			t->offsets = (int64_t *)(s->host + f->fixed_off[i]);
+			if (f->device >= 0)
+				t->device_offsets = (int64_t *)((uint8_t *)s->dev + f->fixed_off[i]);
+			rc = ragged_grow(f, &s->rag[i],
+					 f->B * (f->o.ragged_hint ? f->o.ragged_hint : 256), i);
+			if (rc)
+				return rc;
+			t->data = s->rag[i].h;
+		} else {
+			t->ndim = (int32_t)ft->ndims + 1;
+			for (unsigned k = 0; k < ft->ndims; k++)
+				t->shape[k + 1] = (int64_t)ft->dims[k];
+			t->data = s->host + f->fixed_off[i];
+			if (f->device >= 0)
+				t->device_data = (uint8_t *)s->dev + f->fixed_off[i];
+		}
+	}
+	return 0;
+}
+
+_Static_assert((int)CMN_DT_FLOAT32 == (int)RC_DT_FLOAT32 && (int)CMN_DT_INT64 == (int)RC_DT_INT64 &&
+		       (int)CMN_DT_UINT8 == (int)RC_DT_UINT8 && (int)CMN_DT_BYTES == (int)RC_DT_BYTES,
+	       "public and schema dtypes must agree");
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+	if (!s)
+		return NULL;
+	char *d = strdup(s);
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size_t errlen)
+{
+	struct rc_feeder *f;
+	bool oom = false;
+	int rc;
+
+	if (!o || o->abi != RC_FEEDER_ABI) {
+		snprintf(err, errlen, "rc_feeder_opts: call rc_feeder_opts_init() first (abi %u, want %u)",
+			 o ? o->abi : 0, RC_FEEDER_ABI);
+		return NULL;
+	}
+	if (!o->schema || !*o->schema) {
+		snprintf(err, errlen, "no schema given (e.g. \"x:float32[3],y:int64\")");
+		return NULL;
+	}
+	if (o->batch_size == 0) {
+		snprintf(err, errlen, "batch_size must be at least 1");
+		return NULL;
+	}
+	if (!o->path && (!o->paths || !o->n_paths)) {
+		snprintf(err, errlen, "no input: give a directory, a glob, a file or a list of files");
+		return NULL;
+	}
+	uint32_t world = o->world_size ? o->world_size : 1;
+	if (o->rank >= world) {
+		snprintf(err, errlen, "rank %u out of range for world_size %u", o->rank, world);
+		return NULL;
+	}
+	if (o->format != RC_FORMAT_TFRECORD && o->format != RC_FORMAT_RAW) {
+		snprintf(err, errlen, "format %d: expected tfrecord (0) or raw (1)", o->format);
+		return NULL;
+	}
+	f = calloc(1, sizeof *f);
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	f->device = -1;
+	f->o = *o;
+	f->o.world_size = world;
+	f->path = dup_or_null(o->path, &oom);
+	f->schema_str = dup_or_null(o->schema, &oom);
+	if (!o->path) {
+		f->paths = calloc(o->n_paths, sizeof *f->paths);
+		oom |= !f->paths;
+		for (size_t i = 0; f->paths && i < o->n_paths; i++)
+			f->paths[i] = dup_or_null(o->paths[i], &oom);
+	}
+	f->o.path = f->path;
+	f->o.schema = f->schema_str;
+	f->o.paths = (const char *const *)f->paths;
+	if (oom) {
+		snprintf(err, errlen, "out of memory");
+		goto fail_free;
+	}
+	rc = cmn_schema_parse(o->schema, &f->schema, err, errlen);
+	if (rc)
+		goto fail_free;
+	const struct cmn_schema *sc = f->schema;
+	if (o->format == RC_FORMAT_RAW) {
+		if (sc->n_ragged) {
+			snprintf(err, errlen,
+				 "raw format: every feature needs a fixed shape (no [] or bytes)");
+			goto fail_free;
+		}
+		f->raw_size = sc->fixed_row_bytes;
+	}
+	f->B = o->batch_size;
+	f->S = o->ring_slots ? o->ring_slots : 4;
+	f->read_size = o->read_size ? o->read_size : ((size_t)4 << 20);
+	if (f->read_size < 4096)
+		f->read_size = 4096;
+	f->W = o->shuffle ? (o->shuffle_window ? o->shuffle_window : 8) : 1;
+	f->o.interleave = o->interleave ? o->interleave : (o->shuffle ? 4 : 1);
+	f->ra = READAHEAD;
+	/*
+	 * Enough chunks that the lane the window waits for always gets one:
+	 * the others can hold at most W (window) + (lanes - 1) * ra (queued)
+	 * + B - 1 (drained chunks pinned by the batch being assembled); chunks
+	 * pinned by batches being decoded come back without waiting.  Buffers
+	 * are allocated on first use, so unused chunks cost a few bytes.
+	 */
+	f->nchunks = f->W + f->o.interleave * f->ra + f->B + 2;
+	f->fixed_off = calloc(sc->n, sizeof *f->fixed_off);
+	f->rag_hwm = calloc(sc->n, sizeof *f->rag_hwm);
+	if (!f->fixed_off || !f->rag_hwm) {
+		snprintf(err, errlen, "out of memory");
+		goto fail_free;
+	}
+	for (size_t i = 0; i < sc->n; i++) {
+		f->fixed_off[i] = f->block_len;
+		if (sc->feature[i].ragged)
+			f->block_len += align64((f->B + 1) * sizeof(int64_t));
+		else
+			f->block_len += align64(f->B * sc->feature[i].row_bytes);
+	}
+
+	rc = fdr__files_list(f->path, (const char *const *)f->paths, o->n_paths, o->rank, world,
+			     &f->files, &f->nfiles, err, errlen);
+	if (rc)
+		goto fail_free;
+	if (fdr__find_control(f->path, f->nfiles ? f->files[0] : NULL, f->control,
+			      sizeof f->control))
+		f->control[0] = '\0';
+	if (o->shuffle)
+		fdr__files_shuffle(f->files, f->nfiles, o->seed);
+
+	rc = setup_cuda(f, err, errlen);
+	if (rc)
+		goto fail_free;
+
+	f->chunks = calloc(f->nchunks, sizeof *f->chunks);
+	f->lanes = calloc(f->o.interleave, sizeof *f->lanes);
+	f->win = calloc(f->W, sizeof *f->win);
+	f->slots = calloc(f->S, sizeof *f->slots);
+	if (!f->chunks || !f->lanes || !f->win || !f->slots) {
+		snprintf(err, errlen, "out of memory");
+		goto fail_free;
+	}
+	for (size_t i = 0; i < f->o.interleave; i++)
+		f->lanes[i].fd = -1;
+	for (size_t i = 0; i < f->S; i++) {
+		rc = slot_init(f, &f->slots[i]);
+		if (rc) {
+			snprintf(err, errlen, "allocating %zu ring slots of %zu bytes%s: %s", f->S,
+				 f->block_len, f->pinned ? " (pinned)" : "",
+				 f->device >= 0 || f->pinned ? fdr__cuda_last_error() : strerror(-rc));
+			goto fail_free;
+		}
+	}
+	f->epoch = 0;
+	epoch_reset(f);
+	f->st_allocs = 0; /* count from here: steady state */
+
+	size_t nreaders = o->readers ? o->readers : 1;
+	size_t ndecoders = o->threads ? o->threads : 2;
+	f->threads = calloc(nreaders + ndecoders, sizeof *f->threads);
+	if (!f->threads) {
+		snprintf(err, errlen, "out of memory");
+		goto fail_free;
+	}
+	for (size_t i = 0; i < nreaders + ndecoders; i++) {
+		rc = pthread_create(&f->threads[i], NULL, i < nreaders ? reader_main : decoder_main, f);
+		if (rc) {
+			snprintf(err, errlen, "starting feeder threads: %s", strerror(rc));
+			rc_feeder_close(f);
+			return NULL;
+		}
+		f->nthreads++;
+	}
+	f->nreaders = nreaders;
+	return f;
+
+fail_free:
+	rc_feeder_close(f);
+	return NULL;
+}
+
+int rc_feeder_next(struct rc_feeder *f, struct rc_batch **out)
+{
+	uint64_t t0 = now_ns();
+	struct rc_batch *s = NULL;
+	struct timespec dl = {0};
+	bool busy_deadline = false;
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	for (;;) {
+		if (f->err_rc) {
+			rc = f->err_rc;
+			snprintf(f->err_out, sizeof f->err_out, "%s", f->err);
+			break;
+		}
+		for (size_t i = 0; i < f->S; i++) {
+			struct rc_batch *c = &f->slots[i];
+			if (c->state == SLOT_READY && c->gen == f->gen && c->index == f->next_out) {
+				s = c;
+				break;
+			}
+		}
+		if (s) {
+			s->state = SLOT_HELD;
+			f->next_out++;
+			rc = 1;
+			break;
+		}
+		if (f->produced_all && f->next_out >= f->total_batches) {
+			rc = 0;
+			break;
+		}
+		size_t held = 0;
+		for (size_t i = 0; i < f->S; i++)
+			held += f->slots[i].state == SLOT_HELD;
+		if (held == f->S) {
+			/* only a release (maybe from another thread) can help */
+			if (!busy_deadline) {
+				uint32_t ms = f->o.busy_timeout_ms ? f->o.busy_timeout_ms : 10000;
+				clock_gettime(CLOCK_REALTIME, &dl);
+				dl.tv_sec += ms / 1000;
+				dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+				if (dl.tv_nsec >= 1000000000L) {
+					dl.tv_sec++;
+					dl.tv_nsec -= 1000000000L;
+				}
+				busy_deadline = true;
+			}
+			if (pthread_cond_timedwait(&f->cv, &f->mu, &dl) == ETIMEDOUT) {
+				rc = -EBUSY;
+				snprintf(f->err_out, sizeof f->err_out,
+					 "all %zu ring slots are held: release batches (or raise "
+					 "ring_slots)",
+					 f->S);
+				break;
+			}
+			continue;
+		}
+		busy_deadline = false;
+		pthread_cond_wait(&f->cv, &f->mu);
+	}
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+
+	if (s && f->device >= 0) {
+		float ms = 0;
+		rc = fdr__cuda_event_sync(s->ev_done);
+		if (!rc && !fdr__cuda_event_elapsed_ms(s->ev_start, s->ev_done, &ms))
+			__atomic_add_fetch(&f->st_h2d_ns, (uint64_t)(ms * 1e6), __ATOMIC_RELAXED);
+		__atomic_add_fetch(&f->st_h2d_bytes, s->h2d_bytes, __ATOMIC_RELAXED);
+		if (rc) {
+			snprintf(f->err_out, sizeof f->err_out, "copy to cuda:%d failed: %s",
+				 f->device, fdr__cuda_last_error());
+			rc_batch_release(s);
+			s = NULL;
+		} else {
+			rc = 1;
+		}
+	}
+	__atomic_add_fetch(&f->st_wait_ns, now_ns() - t0, __ATOMIC_RELAXED);
+	if (rc == 1) {
+		__atomic_add_fetch(&f->st_batches, 1, __ATOMIC_RELAXED);
+		*out = s;
+	}
+	return rc;
+}
+
+uint64_t rc_batch_rows(const struct rc_batch *b)
+{
+	return b->rows;
+}
+
+uint64_t rc_batch_epoch(const struct rc_batch *b)
+{
+	return b->epoch;
+}
+
+uint64_t rc_batch_index(const struct rc_batch *b)
+{
+	return b->index;
+}
+
+const struct rc_tensor *rc_batch_get(const struct rc_batch *b, const char *name)
+{
+	if (!b || !name)
+		return NULL;
+	int i = cmn_schema_find(b->f->schema, name, strlen(name));
+	return i < 0 ? NULL : &b->t[i];
+}
+
+size_t rc_batch_count(const struct rc_batch *b)
+{
+	return b ? b->f->schema->n : 0;
+}
+
+const struct rc_tensor *rc_batch_at(const struct rc_batch *b, size_t i)
+{
+	return b && i < b->f->schema->n ? &b->t[i] : NULL;
+}
+
+void rc_batch_release(struct rc_batch *b)
+{
+	if (!b)
+		return;
+	struct rc_feeder *f = b->f;
+	if (f->device >= 0) {
+		int prev = -1;
+		/* the slot's next copy waits for what the consumer queued so far */
+		if (!fdr__cuda_set_device(f->device, &prev) &&
+		    !fdr__cuda_event_record(b->ev_release, f->o.consumer_stream))
+			b->released_once = true;
+		if (prev >= 0 && prev != f->device)
+			(void)fdr__cuda_set_device(prev, NULL);
+	}
+	pthread_mutex_lock(&f->mu);
+	b->state = SLOT_FREE;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+uint64_t rc_feeder_epoch(const struct rc_feeder *f)
+{
+	return f->epoch;
+}
+
+const char *rc_feeder_error(const struct rc_feeder *f)
+{
+	return f->err_out;
+}
+
+void rc_feeder_stats(const struct rc_feeder *f, struct rc_feeder_stats *o)
+{
+	memset(o, 0, sizeof *o);
+	o->records = __atomic_load_n(&f->st_records, __ATOMIC_RELAXED);
+	o->batches = __atomic_load_n(&f->st_batches, __ATOMIC_RELAXED);
+	o->bytes_read = __atomic_load_n(&f->st_bytes_read, __ATOMIC_RELAXED);
+	o->record_bytes = __atomic_load_n(&f->st_record_bytes, __ATOMIC_RELAXED);
+	o->wait_ns = __atomic_load_n(&f->st_wait_ns, __ATOMIC_RELAXED);
+	o->h2d_bytes = __atomic_load_n(&f->st_h2d_bytes, __ATOMIC_RELAXED);
+	o->h2d_ns = __atomic_load_n(&f->st_h2d_ns, __ATOMIC_RELAXED);
+	o->allocations = __atomic_load_n(&f->st_allocs, __ATOMIC_RELAXED);
+	o->files = (uint32_t)f->nfiles;
+	o->device = f->device;
+	o->pinned = f->pinned;
+}
+
+void rc_feeder_close(struct rc_feeder *f)
+{
+	if (!f)
+		return;
+	if (f->threads) {
+		pthread_mutex_lock(&f->mu);
+		f->stop = true;
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		for (size_t i = 0; i < f->nthreads; i++)
+			pthread_join(f->threads[i], NULL);
+		free(f->threads);
+	}
+	if (f->lanes) {
+		lanes_close(f);
+		free(f->lanes);
+	}
+	if (f->slots) {
+		if (f->device >= 0 && f->stream)
+			(void)fdr__cuda_stream_sync(f->stream);
+		for (size_t i = 0; i < f->S; i++)
+			slot_free(f, &f->slots[i]);
+		free(f->slots);
+	}
+	if (f->chunks) {
+		for (size_t i = 0; i < f->nchunks; i++) {
+			free(f->chunks[i].buf);
+			free(f->chunks[i].recs);
+		}
+		free(f->chunks);
+	}
+	if (f->stream)
+		fdr__cuda_stream_destroy(f->stream);
+	free(f->win);
+	free(f->fixed_off);
+	free(f->rag_hwm);
+	fdr__files_free(f->files, f->nfiles);
+	cmn_schema_free(f->schema);
+	for (size_t i = 0; f->paths && i < f->o.n_paths; i++)
+		free(f->paths[i]);
+	free(f->paths);
+	free(f->path);
+	free(f->schema_str);
+	pthread_mutex_destroy(&f->mu);
+	pthread_cond_destroy(&f->cv);
+	free(f);
+}

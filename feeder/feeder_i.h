@@ -1,0 +1,177 @@
+/*
+ * feeder_i.h - internals shared by the feeder's files (feeder.c: the
+ * pipeline and the public API; reader.c: files -> chunks; files.c: listing,
+ * shuffle, the mount's control file; cuda.c: the CUDA runtime).
+ *
+ * Terms.  A *chunk* is one large read of one file: a buffer plus the records
+ * framed in it.  A *lane* reads a fixed subset of the epoch's files (file j
+ * goes to lane j % lanes) into chunks, a few ahead.  The *window* holds up
+ * to `shuffle_window` chunks taken from the lanes in round-robin order; the
+ * shuffle picks records uniformly among the window's pending records.  A
+ * *slot* is one batch of the ring: fixed-size tensors allocated once
+ * (pinned when there is a CUDA device), ragged values that grow rarely, and
+ * the device copy.  Because chunks enter the window in a fixed order and
+ * batches take records in a fixed order, the sequence of batches depends
+ * only on the files, the seed and the options, not on thread timing.
+ */
+#ifndef RC_FEEDER_FEEDER_I_H
+#define RC_FEEDER_FEEDER_I_H
+
+#include "rollcache/feeder.h"
+
+#include "common/schema.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cmn_tfr_reader;
+
+/* A record inside a chunk's buffer. */
+struct fdr_rec {
+	uint64_t off;   /* payload offset in chunk->buf */
+	uint64_t len;   /* payload bytes */
+	uint64_t index; /* record index within its file (for messages) */
+};
+
+struct fdr_chunk {
+	uint8_t *buf; /* allocated on first use, grows to the largest record */
+	size_t cap;
+	struct fdr_rec *recs; /* [nrec]; pending ones are the last `remaining` */
+	size_t nrec, rec_cap;
+	uint32_t file;          /* index into feeder->files */
+	size_t remaining;       /* f->mu: records not yet taken by a batch */
+	size_t refs;            /* f->mu: records taken, not yet decoded */
+	struct fdr_chunk *next; /* f->mu: free list or lane queue */
+};
+
+struct fdr_lane {
+	uint32_t id;
+	/* Reader state: touched only by the reader that set busy (or with all
+	 * workers paused). */
+	uint64_t k; /* next file of this lane: files[id + k * lanes] */
+	bool open;
+	int fd;
+	uint32_t cur_file;
+	uint64_t off;       /* next read offset (plain and raw) */
+	uint64_t rec_index; /* index of the next record in the file */
+	uint64_t fsize;
+	bool gz;
+	struct cmn_tfr_reader *tfr; /* gzip input */
+	const uint8_t *held;        /* gzip: a record read but not yet placed */
+	size_t held_len;
+	/* f->mu: */
+	struct fdr_chunk *qh, *qt; /* chunks read, not yet in the window */
+	size_t qn;
+	bool busy, done;
+	bool finished; /* f->mu: done and emptied; skipped by the round robin */
+};
+
+struct fdr_pick {
+	struct fdr_chunk *c;
+	struct fdr_rec r;
+};
+
+struct fdr_ragged {
+	uint8_t *h; /* values, host */
+	void *d;    /* values, device */
+	size_t cap, dcap, used; /* bytes */
+};
+
+enum fdr_slot_state { SLOT_FREE = 0, SLOT_FILLING, SLOT_READY, SLOT_HELD };
+
+/* A slot is the batch the consumer holds: struct rc_batch is this. */
+struct rc_batch {
+	struct rc_feeder *f;
+	int state;      /* f->mu */
+	uint32_t gen;   /* f->mu: epoch generation it was filled for */
+	uint64_t index; /* f->mu: batch index within the epoch */
+	uint64_t epoch;
+	uint64_t rows;
+	struct fdr_pick *picks; /* [batch_size] */
+	uint8_t *host;          /* fixed features and offsets, one block */
+	void *dev;
+	struct fdr_ragged *rag;  /* [schema->n], used for ragged features */
+	struct rc_tensor *t;     /* [schema->n] */
+	void **fixed;            /* [schema->n] scratch for the decoder */
+	void *ev_done, *ev_start, *ev_release; /* CUDA events */
+	bool released_once;      /* ev_release was recorded at least once */
+	uint64_t h2d_bytes;
+};
+
+struct rc_feeder {
+	/* Immutable after open. */
+	struct rc_feeder_opts o;
+	char *path;
+	char **paths;
+	char *schema_str;
+	struct cmn_schema *schema;
+	size_t B;          /* batch size */
+	size_t nlanes, W, S, ra, nchunks;
+	size_t read_size;
+	size_t raw_size;   /* RC_FORMAT_RAW: bytes per record */
+	size_t *fixed_off; /* [n] offsets of fixed tensors / ragged offsets in a slot block */
+	size_t block_len;
+	int device;        /* -1 host */
+	bool pinned;
+	void *stream;      /* copy stream */
+	void *consumer_stream;
+	char control[4096]; /* MOUNT/.rollcache/control, "" if none */
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t *threads;
+	size_t nthreads, nreaders;
+
+	/* f->mu unless said otherwise */
+	char **files; /* this rank's files, in this epoch's order (readers read it while active) */
+	size_t nfiles;
+	uint64_t epoch;
+	uint32_t gen;
+	bool stop, paused;
+	unsigned active; /* workers working outside the lock */
+	struct fdr_chunk *chunks, *free_chunks;
+	struct fdr_lane *lanes;
+	struct fdr_chunk **win;
+	size_t nwin, win_pending, rr, lanes_done;
+	uint64_t rng;
+	struct rc_batch *slots;
+	bool assembling, produced_all;
+	uint64_t next_batch, next_out, total_batches;
+	int err_rc;
+	char err[1024];
+	char err_out[1024]; /* consumer's copy (rc_feeder_error) */
+	size_t *rag_hwm;    /* [n] largest ragged capacity any slot needed (atomics) */
+
+	/* statistics: atomics */
+	uint64_t st_records, st_batches, st_bytes_read, st_record_bytes, st_wait_ns, st_h2d_bytes,
+		st_h2d_ns, st_allocs;
+};
+
+/* files.c */
+int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, uint32_t rank,
+		    uint32_t world, char ***out, size_t *out_n, char *err, size_t errlen);
+void fdr__files_free(char **files, size_t n);
+void fdr__files_shuffle(char **files, size_t n, uint64_t seed);
+int fdr__find_control(const char *path, const char *first_file, char *out, size_t outlen);
+int fdr__advance_cache(const char *control, char *err, size_t errlen);
+uint64_t fdr__rng_next(uint64_t *s);
+uint64_t fdr__rng_below(uint64_t *s, uint64_t n);
+
+/* reader.c */
+/*
+ * Fills chunk c with the next records of lane l (one file per chunk).
+ * Returns 1 (c holds >= 1 record), 0 (the lane has no more files), or -errno
+ * with a message naming the file and record.  Called without f->mu by the
+ * reader that owns the lane.
+ */
+int fdr__lane_fill(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
+		   size_t errlen);
+/* Closes the lane's file and forgets its position (workers paused). */
+void fdr__lane_reset(struct fdr_lane *l);
+/* Memory for a chunk or a slot: pinned when f->pinned.  0 or -ENOMEM. */
+int fdr__mem_alloc(struct rc_feeder *f, void **p, size_t len);
+void fdr__mem_free(struct rc_feeder *f, void *p);
+
+#endif

@@ -1,0 +1,398 @@
+/*
+ * reader.c - files -> chunks: large preads, TFRecord framing, GZIP, raw.
+ *
+ * Owns a lane's open file and the framing of what it reads.  Plain TFRecord
+ * files are read with pread(2) of read_size bytes into the chunk; records are
+ * framed in place (cmn_tfr_get_header, payload CRC32C) and the payloads stay
+ * where they were read: decoders read them from the chunk (no copy).  A
+ * record cut by the end of the read is completed with one more pread when
+ * it fits the chunk's capacity (2 * read_size, or the largest record seen),
+ * so nothing is read twice.  GZIP files go through the framing library's fd
+ * reader (inflate) and their records are copied into the chunk.  Raw files
+ * are cut into records of the schema's fixed size.
+ *
+ * Capacity policy: a chunk buffer starts at 2 * read_size and grows (to the
+ * record size rounded up to 1 MiB) only when one record does not fit; so
+ * allocations stop once the largest record has been seen by every chunk.
+ *
+ * Locking: none here; the caller owns the lane (busy flag) and the chunk.
+ */
+#include "feeder/feeder_i.h"
+
+#include "feeder/cuda_i.h"
+
+#include "common/crc32c.h"
+#include "common/tfrecord.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MIB ((size_t)1 << 20)
+
+int fdr__mem_alloc(struct rc_feeder *f, void **p, size_t len)
+{
+	if (len == 0)
+		len = 64;
+	if (f->pinned) {
+		/* pinned via cudaHostAlloc (see cuda.c); only at open or on rare growth */
+		return fdr__cuda_host_alloc(p, len);
+	}
+	len = (len + 4095) & ~(size_t)4095;
+	*p = aligned_alloc(4096, len);
+	return *p ? 0 : -ENOMEM;
+}
+
+void fdr__mem_free(struct rc_feeder *f, void *p)
+{
+	if (!p)
+		return;
+	if (f->pinned) {
+		fdr__cuda_host_free(p);
+	} else {
+		free(p);
+	}
+}
+
+/* Ensures c->buf holds at least `need` bytes, keeping the first `keep`. */
+static int chunk_reserve(struct rc_feeder *f, struct fdr_chunk *c, size_t need, size_t keep)
+{
+	if (c->cap >= need)
+		return 0;
+	size_t ncap = need < 2 * f->read_size ? 2 * f->read_size : (need + MIB - 1) & ~(MIB - 1);
+	uint8_t *nb = malloc(ncap);
+	if (!nb)
+		return -ENOMEM;
+	if (keep)
+		memcpy(nb, c->buf, keep);
+	free(c->buf);
+	c->buf = nb;
+	c->cap = ncap;
+	__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int chunk_add(struct rc_feeder *f, struct fdr_chunk *c, uint64_t off, uint64_t len,
+		     uint64_t index)
+{
+	if (c->nrec == c->rec_cap) {
+		size_t nc = c->rec_cap ? c->rec_cap * 2 : 256;
+		struct fdr_rec *nr = realloc(c->recs, nc * sizeof *nr);
+		if (!nr)
+			return -ENOMEM;
+		c->recs = nr;
+		c->rec_cap = nc;
+		__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+	}
+	c->recs[c->nrec++] = (struct fdr_rec){.off = off, .len = len, .index = index};
+	return 0;
+}
+
+/* pread until len bytes or end of file; returns bytes read or -errno. */
+static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+void fdr__lane_reset(struct fdr_lane *l)
+{
+	if (l->tfr)
+		cmn_tfr_reader_free(l->tfr);
+	l->tfr = NULL;
+	l->held = NULL;
+	if (l->open && l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+	l->open = false;
+	l->k = 0;
+	l->off = 0;
+	l->rec_index = 0;
+}
+
+static void lane_close_file(struct rc_feeder *f, struct fdr_lane *l)
+{
+	if (l->gz)
+		__atomic_add_fetch(&f->st_bytes_read, l->fsize, __ATOMIC_RELAXED);
+	if (l->tfr)
+		cmn_tfr_reader_free(l->tfr);
+	l->tfr = NULL;
+	l->held = NULL;
+	close(l->fd);
+	l->fd = -1;
+	l->open = false;
+}
+
+static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, size_t errlen)
+{
+	size_t fi = l->id + l->k * f->nlanes;
+	struct stat sb;
+	const char *name;
+	int rc;
+
+	if (fi >= f->nfiles)
+		return 0;
+	l->k++;
+	name = f->files[fi];
+	l->fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (l->fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", name, strerror(-rc));
+		return rc;
+	}
+	if (fstat(l->fd, &sb)) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", name, strerror(-rc));
+		close(l->fd);
+		return rc;
+	}
+	(void)posix_fadvise(l->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	l->open = true;
+	l->cur_file = (uint32_t)fi;
+	l->off = 0;
+	l->rec_index = 0;
+	l->fsize = (uint64_t)sb.st_size;
+	l->gz = false;
+	if (f->o.format == RC_FORMAT_RAW) {
+		if (l->fsize % f->raw_size) {
+			snprintf(err, errlen,
+				 "%s: size %" PRIu64 " is not a multiple of the raw record size %zu "
+				 "(the schema's fixed features)",
+				 name, l->fsize, f->raw_size);
+			lane_close_file(f, l);
+			return -EINVAL;
+		}
+		return 1;
+	}
+	if (f->o.compression == RC_COMPRESSION_GZIP) {
+		l->gz = true;
+	} else if (f->o.compression == RC_COMPRESSION_AUTO) {
+		uint8_t m[2];
+		if (pread_full(l->fd, m, 2, 0) == 2 && m[0] == 0x1f && m[1] == 0x8b)
+			l->gz = true;
+	}
+	if (l->gz) {
+		struct cmn_tfr_opts to = {
+			.max_record = CMN_TFR_DEFAULT_MAX_RECORD,
+			.read_size = f->read_size,
+			.skip_crc = !f->o.verify_crc,
+			.compression = CMN_TFR_GZIP,
+			.name = name,
+		};
+		rc = cmn_tfr_reader_open_fd(&l->tfr, l->fd, &to, err, errlen);
+		if (rc) {
+			lane_close_file(f, l);
+			return rc;
+		}
+	}
+	return 1;
+}
+
+/* Plain TFRecord: frame records in place. */
+static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
+		      size_t errlen)
+{
+	const char *name = f->files[l->cur_file];
+	size_t want = f->read_size, pos = 0;
+	ssize_t n;
+	int rc;
+
+	rc = chunk_reserve(f, c, 2 * f->read_size, 0);
+	if (rc)
+		goto nomem;
+	n = pread_full(l->fd, c->buf, want, l->off);
+	if (n < 0) {
+		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s", name, l->off,
+			 strerror((int)-n));
+		return (int)n;
+	}
+	__atomic_add_fetch(&f->st_bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
+	bool eof = (size_t)n < want;
+	size_t have = (size_t)n;
+	while (pos + CMN_TFR_HEADER_SIZE <= have) {
+		uint64_t len;
+		rc = cmn_tfr_get_header(c->buf + pos, CMN_TFR_DEFAULT_MAX_RECORD, &len);
+		if (rc) {
+			snprintf(err, errlen, "%s: record %" PRIu64 " (offset %" PRIu64 "): %s", name,
+				 l->rec_index, l->off + pos,
+				 rc == -EMSGSIZE ? "length above the 256 MiB cap"
+						 : "length crc mismatch (corrupt framing)");
+			return rc;
+		}
+		size_t need = CMN_TFR_OVERHEAD + (size_t)len;
+		if (pos + need > have) {
+			/* complete the cut record when it fits (or is the only one) */
+			if (eof || (pos > 0 && pos + need > c->cap))
+				break;
+			if (pos + need > c->cap) {
+				rc = chunk_reserve(f, c, pos + need, have);
+				if (rc)
+					goto nomem;
+			}
+			n = pread_full(l->fd, c->buf + have, pos + need - have, l->off + have);
+			if (n < 0) {
+				snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s", name,
+					 l->off + have, strerror((int)-n));
+				return (int)n;
+			}
+			__atomic_add_fetch(&f->st_bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
+			have += (size_t)n;
+			if (pos + need > have) {
+				eof = true;
+				break;
+			}
+		}
+		const uint8_t *payload = c->buf + pos + CMN_TFR_HEADER_SIZE;
+		if (f->o.verify_crc) {
+			uint32_t stored;
+			memcpy(&stored, payload + len, 4); /* little-endian host (see example.h) */
+			if (cmn_crc32c_unmask(stored) != cmn_crc32c(0, payload, (size_t)len)) {
+				snprintf(err, errlen,
+					 "%s: record %" PRIu64 " (offset %" PRIu64
+					 "): payload crc mismatch (corrupt record of %" PRIu64
+					 " bytes)",
+					 name, l->rec_index, l->off + pos, len);
+				return -EBADMSG;
+			}
+		}
+		rc = chunk_add(f, c, pos + CMN_TFR_HEADER_SIZE, len, l->rec_index++);
+		if (rc)
+			goto nomem;
+		pos += need;
+	}
+	if (eof && pos < have) {
+		snprintf(err, errlen,
+			 "%s: record %" PRIu64 " (offset %" PRIu64
+			 "): file ends inside the record (truncated)",
+			 name, l->rec_index, l->off + pos);
+		return -EPROTO;
+	}
+	l->off += pos;
+	return c->nrec > 0 ? 1 : 0;
+nomem:
+	snprintf(err, errlen, "%s: out of memory for a read chunk", name);
+	return -ENOMEM;
+}
+
+/* GZIP TFRecord: inflate through the framing library, copy records in. */
+static int fill_gzip(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
+		     size_t errlen)
+{
+	size_t fill = 0;
+	int rc = chunk_reserve(f, c, 2 * f->read_size, 0);
+
+	if (rc)
+		goto nomem;
+	while (fill < f->read_size) {
+		if (!l->held) {
+			struct cmn_tfr_record rec;
+			rc = cmn_tfr_next(l->tfr, &rec);
+			if (rc == 0)
+				break;
+			if (rc < 0) {
+				snprintf(err, errlen, "%s (record %" PRIu64 ")",
+					 cmn_tfr_reader_error(l->tfr), l->rec_index);
+				return rc;
+			}
+			l->held = rec.data;
+			l->held_len = rec.len;
+		}
+		if (fill + l->held_len > c->cap) {
+			if (c->nrec)
+				break;
+			rc = chunk_reserve(f, c, l->held_len, 0);
+			if (rc)
+				goto nomem;
+		}
+		memcpy(c->buf + fill, l->held, l->held_len);
+		rc = chunk_add(f, c, fill, l->held_len, l->rec_index++);
+		if (rc)
+			goto nomem;
+		fill += l->held_len;
+		l->held = NULL;
+	}
+	return c->nrec > 0 ? 1 : 0;
+nomem:
+	snprintf(err, errlen, "%s: out of memory for a read chunk", f->files[l->cur_file]);
+	return -ENOMEM;
+}
+
+/* Raw: consecutive records of raw_size bytes. */
+static int fill_raw(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
+		    size_t errlen)
+{
+	size_t per = f->read_size / f->raw_size;
+	if (per == 0)
+		per = 1;
+	size_t want = per * f->raw_size;
+	int rc = chunk_reserve(f, c, want, 0);
+	if (rc) {
+		snprintf(err, errlen, "%s: out of memory for a read chunk", f->files[l->cur_file]);
+		return rc;
+	}
+	ssize_t n = pread_full(l->fd, c->buf, want, l->off);
+	if (n < 0) {
+		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s", f->files[l->cur_file],
+			 l->off, strerror((int)-n));
+		return (int)n;
+	}
+	__atomic_add_fetch(&f->st_bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
+	size_t recs = (size_t)n / f->raw_size;
+	for (size_t i = 0; i < recs; i++) {
+		rc = chunk_add(f, c, i * f->raw_size, f->raw_size, l->rec_index++);
+		if (rc) {
+			snprintf(err, errlen, "%s: out of memory", f->files[l->cur_file]);
+			return rc;
+		}
+	}
+	if ((size_t)n % f->raw_size) {
+		snprintf(err, errlen, "%s: record %" PRIu64 ": file ends inside the record (truncated)",
+			 f->files[l->cur_file], l->rec_index);
+		return -EPROTO;
+	}
+	l->off += recs * f->raw_size;
+	return recs ? 1 : 0;
+}
+
+int fdr__lane_fill(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
+		   size_t errlen)
+{
+	c->nrec = 0;
+	for (;;) {
+		int rc;
+		if (!l->open) {
+			rc = lane_open_next(f, l, err, errlen);
+			if (rc <= 0)
+				return rc;
+		}
+		c->file = l->cur_file;
+		if (f->o.format == RC_FORMAT_RAW)
+			rc = fill_raw(f, l, c, err, errlen);
+		else if (l->gz)
+			rc = fill_gzip(f, l, c, err, errlen);
+		else
+			rc = fill_plain(f, l, c, err, errlen);
+		if (rc != 0) {
+			if (rc < 0)
+				lane_close_file(f, l);
+			return rc;
+		}
+		lane_close_file(f, l); /* end of this file: on to the lane's next */
+	}
+}

@@ -1,0 +1,724 @@
+/*
+ * test_feeder.c - the feeder pipeline in host mode (Check suite "feeder").
+ *
+ * Data comes from fdr_gen.h: every value is a formula of its global record
+ * id g, so each batch row is checked value by value, and the ids collected
+ * over an epoch prove that every record arrives exactly once.  The oracle
+ * for encoding is common/example.c's encoder, checked against
+ * python3-protobuf by tests/example; test_python.py checks the Python path.
+ */
+#include "rollcache/feeder.h"
+
+#include "fdr_gen.h"
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SPEC "x:float32[2,3],y:int64,ids:int64[],name:bytes,m:uint8[5]"
+#define NFILES 5
+#define NREC 37
+#define TOTAL (NFILES * NREC)
+
+static char tmpl[] = "/tmp/rc-feeder-test-XXXXXX";
+static char *dir;
+
+static void rm_rf(const char *d)
+{
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cleanup of %s failed\n", d);
+}
+
+/* A fresh sub-directory of the test's temp dir with generated files. */
+static char *make_data(const char *name, const char *spec, unsigned files, unsigned recs,
+		       int gzip, int raw, int skip_feature, uint64_t skip_g)
+{
+	static char path[4200];
+	char err[512] = "";
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	int rc = gen_files(path, spec, files, recs, gzip, raw, skip_feature, skip_g, err,
+			   sizeof err);
+	ck_assert_msg(rc == 0, "gen_files: %s", err);
+	return path;
+}
+
+static void setup(void)
+{
+	strcpy(tmpl, "/tmp/rc-feeder-test-XXXXXX");
+	dir = mkdtemp(tmpl);
+	ck_assert_ptr_nonnull(dir);
+}
+
+static void teardown(void)
+{
+	rm_rf(dir);
+}
+
+static struct rc_feeder *open_f(const char *path, const char *spec, uint64_t batch,
+				void (*tweak)(struct rc_feeder_opts *, void *), void *arg)
+{
+	struct rc_feeder_opts o;
+	char err[1024] = "";
+	rc_feeder_opts_init(&o);
+	o.path = path;
+	o.schema = spec;
+	o.batch_size = batch;
+	o.read_size = 4096; /* several chunks per file */
+	if (tweak)
+		tweak(&o, arg);
+	struct rc_feeder *f = rc_feeder_open(&o, err, sizeof err);
+	ck_assert_msg(f != NULL, "rc_feeder_open: %s", err);
+	return f;
+}
+
+/* Checks one batch row against the formulas; returns its g. */
+static uint64_t check_row(const struct rc_batch *b, size_t row)
+{
+	const struct rc_tensor *y = rc_batch_get(b, "y");
+	ck_assert_ptr_nonnull(y);
+	ck_assert_int_eq(y->dtype, RC_DT_INT64);
+	ck_assert_int_eq(y->ndim, 1);
+	int64_t yv = ((const int64_t *)y->data)[row];
+	ck_assert_int_ge(yv, 0);
+	uint64_t g = (uint64_t)yv / 1000;
+	ck_assert_int_eq(yv, gen_i64(g, 1, 0));
+
+	const struct rc_tensor *x = rc_batch_get(b, "x");
+	ck_assert_int_eq(x->ndim, 3);
+	ck_assert_int_eq(x->shape[1], 2);
+	ck_assert_int_eq(x->shape[2], 3);
+	for (int e = 0; e < 6; e++)
+		ck_assert_float_eq(((const float *)x->data)[row * 6 + e], gen_f32(g, 0, e));
+
+	const struct rc_tensor *ids = rc_batch_get(b, "ids");
+	ck_assert_int_eq(ids->ragged, 1);
+	ck_assert_ptr_nonnull(ids->offsets);
+	int64_t a = ids->offsets[row], z = ids->offsets[row + 1];
+	ck_assert_int_eq(z - a, (int64_t)((g + 2) % 4));
+	for (int64_t e = 0; e < z - a; e++)
+		ck_assert_int_eq(((const int64_t *)ids->data)[a + e], gen_i64(g, 2, (uint64_t)e));
+
+	const struct rc_tensor *nm = rc_batch_get(b, "name");
+	ck_assert_int_eq(nm->dtype, RC_DT_BYTES);
+	a = nm->offsets[row];
+	z = nm->offsets[row + 1];
+	ck_assert_int_eq(z - a, (int64_t)((g + 3) % 7));
+	for (int64_t e = 0; e < z - a; e++)
+		ck_assert_uint_eq(((const uint8_t *)nm->data)[a + e], gen_u8(g, 3, (uint64_t)e));
+
+	const struct rc_tensor *m = rc_batch_get(b, "m");
+	for (int e = 0; e < 5; e++)
+		ck_assert_uint_eq(((const uint8_t *)m->data)[row * 5 + e], gen_u8(g, 4, e));
+	return g;
+}
+
+/*
+ * Reads one epoch; counts each g in seen[], checks every row, records the
+ * order in order[] (if not NULL).  Returns the number of rows.
+ */
+static size_t read_epoch(struct rc_feeder *f, unsigned *seen, size_t nseen, uint64_t *order,
+			 uint64_t batch, bool expect_full)
+{
+	size_t rows = 0;
+	struct rc_batch *b;
+	int rc;
+	uint64_t idx = 0;
+
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		ck_assert_uint_eq(rc_batch_index(b), idx++);
+		uint64_t n = rc_batch_rows(b);
+		ck_assert_uint_ge(n, 1);
+		ck_assert_uint_le(n, batch);
+		if (expect_full)
+			ck_assert_uint_eq(n, batch);
+		const struct rc_tensor *y = rc_batch_get(b, "y");
+		ck_assert_int_eq(y->shape[0], (int64_t)n);
+		for (size_t r = 0; r < n; r++) {
+			uint64_t g = check_row(b, r);
+			ck_assert_uint_lt(g, nseen);
+			seen[g]++;
+			if (order)
+				order[rows] = g;
+			rows++;
+		}
+		rc_batch_release(b);
+	}
+	ck_assert_msg(rc == 0, "rc_feeder_next: %d %s", rc, rc_feeder_error(f));
+	return rows;
+}
+
+static void assert_once(const unsigned *seen, size_t n)
+{
+	for (size_t g = 0; g < n; g++)
+		ck_assert_msg(seen[g] == 1, "record %zu delivered %u times", g, seen[g]);
+}
+
+/* ---- exactly once, in order, without shuffle ---- */
+START_TEST(test_in_order)
+{
+	char *p = make_data("plain", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	struct rc_feeder *f = open_f(p, SPEC, 8, NULL, NULL);
+	unsigned seen[TOTAL] = {0};
+	uint64_t order[TOTAL];
+	size_t rows = read_epoch(f, seen, TOTAL, order, 8, false);
+	ck_assert_uint_eq(rows, TOTAL);
+	assert_once(seen, TOTAL);
+	for (size_t i = 0; i < TOTAL; i++)
+		ck_assert_uint_eq(order[i], i); /* sorted files, file order */
+	rc_feeder_close(f);
+}
+END_TEST
+
+static void tw_shuffle(struct rc_feeder_opts *o, void *arg)
+{
+	o->shuffle = true;
+	o->seed = arg ? *(uint64_t *)arg : 7;
+	o->threads = 3;
+	o->readers = 2;
+	o->shuffle_window = 3;
+}
+
+/* ---- shuffled: exactly once per epoch, order differs per epoch, same seed same order ---- */
+START_TEST(test_shuffle_epochs)
+{
+	char *p = make_data("shuf", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	uint64_t seed = 11;
+	struct rc_feeder *f = open_f(p, SPEC, 8, tw_shuffle, &seed);
+	struct rc_feeder *f2 = open_f(p, SPEC, 8, tw_shuffle, &seed);
+	uint64_t o1[TOTAL], o2[TOTAL], o3[TOTAL];
+	for (int epoch = 0; epoch < 3; epoch++) {
+		unsigned seen[TOTAL] = {0};
+		ck_assert_uint_eq(rc_feeder_epoch(f), (uint64_t)epoch);
+		size_t rows = read_epoch(f, seen, TOTAL, epoch == 0 ? o1 : o2, 8, false);
+		ck_assert_uint_eq(rows, TOTAL);
+		assert_once(seen, TOTAL);
+		if (epoch == 1) {
+			size_t same = 0;
+			for (size_t i = 0; i < TOTAL; i++)
+				same += o1[i] == o2[i];
+			ck_assert_uint_lt(same, TOTAL / 2); /* reshuffled by seed + epoch */
+		}
+		ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+	}
+	/* a second feeder with the same seed yields the same epoch-0 order */
+	unsigned seen[TOTAL] = {0};
+	read_epoch(f2, seen, TOTAL, o3, 8, false);
+	for (size_t i = 0; i < TOTAL; i++)
+		ck_assert_uint_eq(o1[i], o3[i]);
+	size_t inorder = 0;
+	for (size_t i = 0; i < TOTAL; i++)
+		inorder += o1[i] == i;
+	ck_assert_uint_lt(inorder, TOTAL / 2);
+	rc_feeder_close(f);
+	rc_feeder_close(f2);
+}
+END_TEST
+
+struct rank_arg {
+	uint32_t rank, world;
+};
+
+static void tw_rank(struct rc_feeder_opts *o, void *arg)
+{
+	struct rank_arg *r = arg;
+	o->rank = r->rank;
+	o->world_size = r->world;
+	o->shuffle = true;
+	o->seed = 3;
+}
+
+/* ---- rank split: disjoint, union = all ---- */
+START_TEST(test_rank_split)
+{
+	char *p = make_data("ranks", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	unsigned seen[TOTAL] = {0};
+	size_t total = 0;
+	for (uint32_t r = 0; r < 3; r++) {
+		struct rank_arg ra = {r, 3};
+		struct rc_feeder *f = open_f(p, SPEC, 4, tw_rank, &ra);
+		size_t rows = read_epoch(f, seen, TOTAL, NULL, 4, false);
+		ck_assert_uint_gt(rows, 0);
+		/* whole files per rank: 5 files over 3 ranks = 2, 2, 1 */
+		ck_assert_uint_eq(rows, (r < 2 ? 2 : 1) * NREC);
+		total += rows;
+		rc_feeder_close(f);
+	}
+	ck_assert_uint_eq(total, TOTAL);
+	assert_once(seen, TOTAL); /* disjoint and complete */
+}
+END_TEST
+
+static void tw_drop(struct rc_feeder_opts *o, void *arg)
+{
+	o->drop_last = true;
+	o->shuffle = arg != NULL;
+}
+
+/* ---- drop_last: only full batches, the remainder dropped ---- */
+START_TEST(test_drop_last)
+{
+	char *p = make_data("drop", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	for (int shuf = 0; shuf < 2; shuf++) {
+		struct rc_feeder *f = open_f(p, SPEC, 10, tw_drop, shuf ? p : NULL);
+		unsigned seen[TOTAL] = {0};
+		size_t rows = read_epoch(f, seen, TOTAL, NULL, 10, true);
+		ck_assert_uint_eq(rows, (TOTAL / 10) * 10);
+		size_t once = 0;
+		for (size_t g = 0; g < TOTAL; g++) {
+			ck_assert_uint_le(seen[g], 1);
+			once += seen[g];
+		}
+		ck_assert_uint_eq(once, rows);
+		rc_feeder_close(f);
+	}
+	/* without drop_last the last batch is short */
+	struct rc_feeder *f = open_f(p, SPEC, 10, NULL, NULL);
+	struct rc_batch *b, *last = NULL;
+	uint64_t lastrows = 0;
+	while (rc_feeder_next(f, &b) == 1) {
+		lastrows = rc_batch_rows(b);
+		last = b;
+		rc_batch_release(b);
+	}
+	ck_assert_ptr_nonnull(last);
+	ck_assert_uint_eq(lastrows, TOTAL % 10);
+	rc_feeder_close(f);
+}
+END_TEST
+
+/* ---- GZIP files (auto-detected) ---- */
+START_TEST(test_gzip)
+{
+	char *p = make_data("gz", SPEC, 3, NREC, 1, 0, -1, 0);
+	struct rc_feeder *f = open_f(p, SPEC, 7, tw_shuffle, NULL);
+	unsigned seen[3 * NREC] = {0};
+	ck_assert_uint_eq(read_epoch(f, seen, 3 * NREC, NULL, 7, false), 3 * NREC);
+	assert_once(seen, 3 * NREC);
+	rc_feeder_close(f);
+}
+END_TEST
+
+static void tw_raw(struct rc_feeder_opts *o, void *arg)
+{
+	o->format = RC_FORMAT_RAW;
+	o->read_size = 4096;
+}
+
+/* ---- raw fixed-size records ---- */
+START_TEST(test_raw)
+{
+	const char *spec = "y:int64,x:float32[2,3],m:uint8[5]";
+	char *p = make_data("raw", spec, 2, 300, 0, 1, -1, 0);
+	struct rc_feeder *f = open_f(p, spec, 16, tw_raw, NULL);
+	struct rc_batch *b;
+	unsigned seen[600] = {0};
+	int rc;
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		const struct rc_tensor *y = rc_batch_get(b, "y"), *x = rc_batch_get(b, "x"),
+				       *m = rc_batch_get(b, "m");
+		for (size_t r = 0; r < rc_batch_rows(b); r++) {
+			uint64_t g = (uint64_t)((const int64_t *)y->data)[r] / 1000;
+			ck_assert_uint_lt(g, 600);
+			seen[g]++;
+			ck_assert_int_eq(((const int64_t *)y->data)[r], gen_i64(g, 0, 0));
+			for (int e = 0; e < 6; e++)
+				ck_assert_float_eq(((const float *)x->data)[r * 6 + e], gen_f32(g, 1, e));
+			for (int e = 0; e < 5; e++)
+				ck_assert_uint_eq(((const uint8_t *)m->data)[r * 5 + e], gen_u8(g, 2, e));
+		}
+		rc_batch_release(b);
+	}
+	ck_assert_int_eq(rc, 0);
+	assert_once(seen, 600);
+	rc_feeder_close(f);
+}
+END_TEST
+
+/* Expects open to succeed and the first failing next() to return want_rc with all needles. */
+static void expect_next_error(const char *path, const char *spec, int want_rc,
+			      const char *const *needles)
+{
+	struct rc_feeder *f = open_f(path, spec, 4, NULL, NULL);
+	struct rc_batch *b;
+	int rc;
+	while ((rc = rc_feeder_next(f, &b)) == 1)
+		rc_batch_release(b);
+	ck_assert_int_eq(rc, want_rc);
+	const char *msg = rc_feeder_error(f);
+	for (size_t i = 0; needles[i]; i++)
+		ck_assert_msg(strstr(msg, needles[i]), "message '%s' lacks '%s'", msg, needles[i]);
+	rc_feeder_close(f);
+}
+
+/* ---- a record missing a feature: file, record index and feature named ---- */
+START_TEST(test_err_missing_feature)
+{
+	/* feature 1 (y) missing from g = 45 = file 1, record 8 */
+	char *p = make_data("miss", SPEC, 2, NREC, 0, 0, 1, 45);
+	const char *needles[] = {"part-00001.tfrecord", "record 8", "'y'", NULL};
+	expect_next_error(p, SPEC, -ENOENT, needles);
+	/* with a default the same files read cleanly */
+	const char *spec2 = "x:float32[2,3],y:int64=-5,ids:int64[],name:bytes,m:uint8[5]";
+	struct rc_feeder *f = open_f(p, spec2, 4, NULL, NULL);
+	struct rc_batch *b;
+	size_t rows = 0, defaults = 0;
+	int rc;
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		const struct rc_tensor *y = rc_batch_get(b, "y");
+		for (size_t r = 0; r < rc_batch_rows(b); r++)
+			defaults += ((const int64_t *)y->data)[r] == -5;
+		rows += rc_batch_rows(b);
+		rc_batch_release(b);
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(rows, 2 * NREC);
+	ck_assert_uint_eq(defaults, 1);
+	rc_feeder_close(f);
+}
+END_TEST
+
+/* ---- wrong type / wrong count ---- */
+START_TEST(test_err_wrong_type)
+{
+	char *p = make_data("type", SPEC, 1, NREC, 0, 0, -1, 0);
+	const char *n1[] = {"part-00000.tfrecord", "record 0", "'y'", NULL};
+	expect_next_error(p, "y:float32", -EINVAL, n1);
+	const char *n2[] = {"part-00000.tfrecord", "record 0", "'x'", NULL};
+	expect_next_error(p, "x:float32[7]", -EINVAL, n2);
+}
+END_TEST
+
+/* ---- a corrupt record (payload bit flip) and a truncated file ---- */
+START_TEST(test_err_corrupt)
+{
+	char *p = make_data("corrupt", SPEC, 1, NREC, 0, 0, -1, 0);
+	char file[4400];
+	snprintf(file, sizeof file, "%s/part-00000.tfrecord", p);
+	struct stat sb;
+	ck_assert_int_eq(stat(file, &sb), 0);
+	FILE *fp = fopen(file, "r+b");
+	ck_assert_ptr_nonnull(fp);
+	/* flip a byte in the middle: some record's payload */
+	long mid = (long)sb.st_size / 2;
+	fseek(fp, mid, SEEK_SET);
+	int c = fgetc(fp);
+	fseek(fp, mid, SEEK_SET);
+	fputc(c ^ 0x40, fp);
+	fclose(fp);
+	const char *n1[] = {"part-00000.tfrecord", "record ", "crc", NULL};
+	struct rc_feeder *f = open_f(p, SPEC, 4, NULL, NULL);
+	struct rc_batch *b;
+	int rc;
+	while ((rc = rc_feeder_next(f, &b)) == 1)
+		rc_batch_release(b);
+	ck_assert_msg(rc == -EBADMSG || rc == -EILSEQ, "rc %d: %s", rc, rc_feeder_error(f));
+	for (size_t i = 0; n1[i]; i++)
+		ck_assert_msg(strstr(rc_feeder_error(f), n1[i]), "'%s' lacks '%s'",
+			      rc_feeder_error(f), n1[i]);
+	rc_feeder_close(f);
+
+	/* truncated: cut the file in the middle of its last record */
+	ck_assert_int_eq(truncate(file, sb.st_size - 3), 0);
+	f = open_f(p, SPEC, 4, NULL, NULL);
+	while ((rc = rc_feeder_next(f, &b)) == 1)
+		rc_batch_release(b);
+	ck_assert_int_lt(rc, 0);
+	ck_assert_msg(strstr(rc_feeder_error(f), "part-00000.tfrecord"), "%s", rc_feeder_error(f));
+	rc_feeder_close(f);
+	/* without the flipped byte only the truncation remains */
+	char *q = make_data("trunc", SPEC, 1, NREC, 0, 0, -1, 0);
+	snprintf(file, sizeof file, "%s/part-00000.tfrecord", q);
+	ck_assert_int_eq(stat(file, &sb), 0);
+	ck_assert_int_eq(truncate(file, sb.st_size - 3), 0);
+	char msg[64];
+	snprintf(msg, sizeof msg, "record %d", NREC - 1);
+	const char *n3[] = {"part-00000.tfrecord", msg, "truncated", NULL};
+	expect_next_error(q, SPEC, -EPROTO, n3);
+}
+END_TEST
+
+/* ---- open-time errors: bad schema, no files, bad options ---- */
+START_TEST(test_err_open)
+{
+	char *p = make_data("open", SPEC, 1, 3, 0, 0, -1, 0);
+	struct rc_feeder_opts o;
+	char err[1024];
+	rc_feeder_opts_init(&o);
+	o.path = p;
+	o.batch_size = 2;
+	o.schema = "x:float33[3]";
+	err[0] = '\0';
+	ck_assert_ptr_null(rc_feeder_open(&o, err, sizeof err));
+	ck_assert_msg(strstr(err, "float33"), "bad schema message: %s", err);
+	o.schema = "x:float32[2,3]";
+	o.path = "/nonexistent/rollcache-feeder";
+	ck_assert_ptr_null(rc_feeder_open(&o, err, sizeof err));
+	ck_assert_msg(strstr(err, "/nonexistent/rollcache-feeder"), "no-file message: %s", err);
+	o.path = p;
+	o.batch_size = 0;
+	ck_assert_ptr_null(rc_feeder_open(&o, err, sizeof err));
+	ck_assert_msg(strstr(err, "batch_size"), "%s", err);
+	o.batch_size = 2;
+	o.rank = 2;
+	o.world_size = 2;
+	ck_assert_ptr_null(rc_feeder_open(&o, err, sizeof err));
+	ck_assert_msg(strstr(err, "rank"), "%s", err);
+	o.rank = 0;
+	o.world_size = 1;
+	o.format = RC_FORMAT_RAW;
+	o.schema = "ids:int64[]";
+	ck_assert_ptr_null(rc_feeder_open(&o, err, sizeof err));
+	ck_assert_msg(strstr(err, "raw"), "%s", err);
+}
+END_TEST
+
+/* ---- many threads release batches; consumer keeps taking (ASan/TSan food) ---- */
+struct relq {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct rc_batch *q[64];
+	size_t n;
+	bool done;
+	unsigned *seen;
+};
+
+static void *releaser(void *arg)
+{
+	struct relq *q = arg;
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		while (!q->n && !q->done)
+			pthread_cond_wait(&q->cv, &q->mu);
+		if (!q->n && q->done)
+			break;
+		struct rc_batch *b = q->q[--q->n];
+		pthread_mutex_unlock(&q->mu);
+		for (size_t r = 0; r < rc_batch_rows(b); r++)
+			(void)check_row(b, r);
+		rc_batch_release(b);
+		pthread_mutex_lock(&q->mu);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return NULL;
+}
+
+static void tw_threads(struct rc_feeder_opts *o, void *arg)
+{
+	o->shuffle = true;
+	o->threads = 4;
+	o->readers = 3;
+	o->ring_slots = 6;
+}
+
+START_TEST(test_threads_release)
+{
+	char *p = make_data("thr", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	struct rc_feeder *f = open_f(p, SPEC, 3, tw_threads, NULL);
+	struct relq q = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, releaser, &q);
+	for (int epoch = 0; epoch < 3; epoch++) {
+		unsigned seen[TOTAL] = {0};
+		struct rc_batch *b;
+		int rc;
+		size_t rows = 0;
+		while ((rc = rc_feeder_next(f, &b)) == 1) {
+			const struct rc_tensor *y = rc_batch_get(b, "y");
+			for (size_t r = 0; r < rc_batch_rows(b); r++)
+				seen[((const int64_t *)y->data)[r] / 1000]++;
+			rows += rc_batch_rows(b);
+			pthread_mutex_lock(&q.mu);
+			q.q[q.n++] = b;
+			pthread_cond_signal(&q.cv);
+			pthread_mutex_unlock(&q.mu);
+		}
+		ck_assert_msg(rc == 0, "next: %d %s", rc, rc_feeder_error(f));
+		ck_assert_uint_eq(rows, TOTAL);
+		assert_once(seen, TOTAL);
+		/* next_epoch while releasers may still hold batches of this epoch */
+		ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+	}
+	pthread_mutex_lock(&q.mu);
+	q.done = true;
+	pthread_cond_broadcast(&q.cv);
+	pthread_mutex_unlock(&q.mu);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	rc_feeder_close(f);
+}
+END_TEST
+
+/* ---- next_epoch in the middle of an epoch, and holding every slot ---- */
+static void tw_busy(struct rc_feeder_opts *o, void *arg)
+{
+	tw_shuffle(o, arg);
+	o->busy_timeout_ms = 50;
+}
+
+START_TEST(test_epoch_abort_and_busy)
+{
+	char *p = make_data("abort", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	struct rc_feeder *f = open_f(p, SPEC, 4, tw_busy, NULL);
+	struct rc_batch *held[4];
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(rc_feeder_next(f, &held[i]), 1);
+	struct rc_batch *b;
+	ck_assert_int_eq(rc_feeder_next(f, &b), -EBUSY); /* 4 slots, all held */
+	rc_batch_release(held[0]);
+	ck_assert_int_eq(rc_feeder_next(f, &b), 1);
+	rc_batch_release(b);
+	ck_assert_int_eq(rc_feeder_next_epoch(f), 0); /* abandon epoch 0 */
+	for (int i = 1; i < 4; i++)
+		rc_batch_release(held[i]);
+	unsigned seen[TOTAL] = {0};
+	ck_assert_uint_eq(read_epoch(f, seen, TOTAL, NULL, 4, false), TOTAL);
+	assert_once(seen, TOTAL);
+	rc_feeder_close(f);
+}
+END_TEST
+
+static void tw_one_thread(struct rc_feeder_opts *o, void *arg)
+{
+	o->shuffle = true;
+	o->threads = 1;
+	o->readers = 1;
+}
+
+/* ---- no allocation in steady state: epoch 2 allocates nothing ---- */
+START_TEST(test_steady_state_no_alloc)
+{
+	char *p = make_data("alloc", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	struct rc_feeder *f = open_f(p, SPEC, 8, tw_one_thread, NULL);
+	unsigned seen[TOTAL];
+	struct rc_feeder_stats st1, st2;
+	for (int e = 0; e < 3; e++) {
+		memset(seen, 0, sizeof seen);
+		read_epoch(f, seen, TOTAL, NULL, 8, false);
+		rc_feeder_next_epoch(f);
+	}
+	rc_feeder_stats(f, &st1);
+	memset(seen, 0, sizeof seen);
+	read_epoch(f, seen, TOTAL, NULL, 8, false);
+	rc_feeder_stats(f, &st2);
+	ck_assert_uint_eq(st2.records - st1.records, TOTAL);
+	ck_assert_uint_eq(st2.allocations, st1.allocations);
+	ck_assert_int_eq(st2.device, -1);
+	rc_feeder_close(f);
+}
+END_TEST
+
+/* ---- inside a rollcache mount: next_epoch writes "next" to .rollcache/control ---- */
+START_TEST(test_control_advance)
+{
+	char mnt[4200], cur[4300], ctl[4400];
+	snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+	snprintf(cur, sizeof cur, "%s/current", mnt);
+	ck_assert_int_eq(mkdir(mnt, 0755), 0);
+	ck_assert_int_eq(mkdir(cur, 0755), 0);
+	snprintf(ctl, sizeof ctl, "%s/.rollcache", mnt);
+	ck_assert_int_eq(mkdir(ctl, 0755), 0);
+	snprintf(ctl, sizeof ctl, "%s/.rollcache/control", mnt);
+	FILE *fp = fopen(ctl, "w");
+	ck_assert_ptr_nonnull(fp);
+	fclose(fp);
+	char err[512] = "";
+	ck_assert_int_eq(gen_files(cur, SPEC, 2, 5, 0, 0, -1, 0, err, sizeof err), 0);
+	struct rc_feeder *f = open_f(cur, SPEC, 4, NULL, NULL);
+	unsigned seen[10] = {0};
+	ck_assert_uint_eq(read_epoch(f, seen, 10, NULL, 4, false), 10);
+	ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+	char got[16] = "";
+	fp = fopen(ctl, "r");
+	ck_assert_ptr_nonnull(fp);
+	size_t n = fread(got, 1, sizeof got - 1, fp);
+	fclose(fp);
+	got[n] = '\0';
+	ck_assert_str_eq(got, "next");
+	/* the directory is listed again: a file added "by the cache" is read */
+	ck_assert_int_eq(gen_files(cur, SPEC, 3, 5, 0, 0, -1, 0, err, sizeof err), 0);
+	ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+	unsigned seen2[15] = {0};
+	ck_assert_uint_eq(read_epoch(f, seen2, 15, NULL, 4, false), 15);
+	assert_once(seen2, 15);
+	rc_feeder_close(f);
+}
+END_TEST
+
+/* ---- big records (larger than read_size) and a glob path ---- */
+START_TEST(test_big_records_glob)
+{
+	const char *spec = "x:float32[3000],y:int64";
+	char *p = make_data("big", spec, 2, 9, 0, 0, -1, 0);
+	char glob_path[4400];
+	snprintf(glob_path, sizeof glob_path, "%s/part-*.tfrecord", p);
+	struct rc_feeder *f = open_f(glob_path, spec, 2, NULL, NULL); /* read_size 4096 < 12 KB */
+	struct rc_batch *b;
+	unsigned seen[18] = {0};
+	int rc;
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		const struct rc_tensor *x = rc_batch_get(b, "x"), *y = rc_batch_get(b, "y");
+		for (size_t r = 0; r < rc_batch_rows(b); r++) {
+			uint64_t g = (uint64_t)((const int64_t *)y->data)[r] / 1000;
+			ck_assert_uint_lt(g, 18);
+			seen[g]++;
+			for (int e = 0; e < 3000; e += 97)
+				ck_assert_float_eq(((const float *)x->data)[r * 3000 + e],
+						   gen_f32(g, 0, e));
+		}
+		rc_batch_release(b);
+	}
+	ck_assert_int_eq(rc, 0);
+	assert_once(seen, 18);
+	rc_feeder_close(f);
+}
+END_TEST
+
+static Suite *feeder_suite(void)
+{
+	Suite *s = suite_create("feeder");
+	struct {
+		const char *name;
+		const TTest *fn;
+	} cases[] = {
+		{"in_order", test_in_order},
+		{"shuffle_epochs", test_shuffle_epochs},
+		{"rank_split", test_rank_split},
+		{"drop_last", test_drop_last},
+		{"gzip", test_gzip},
+		{"raw", test_raw},
+		{"err_missing_feature", test_err_missing_feature},
+		{"err_wrong_type", test_err_wrong_type},
+		{"err_corrupt", test_err_corrupt},
+		{"err_open", test_err_open},
+		{"threads_release", test_threads_release},
+		{"epoch_abort_and_busy", test_epoch_abort_and_busy},
+		{"steady_state_no_alloc", test_steady_state_no_alloc},
+		{"control_advance", test_control_advance},
+		{"big_records_glob", test_big_records_glob},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		TCase *tc = tcase_create(cases[i].name);
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_add_test(tc, cases[i].fn);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(feeder_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,94 @@
+/*
+ * test_feeder_gpu.c - the feeder's device path: batches copied to a CUDA
+ * device, read back and compared with the host slot and the formulas.
+ * Exits 77 (skip) when there is no CUDA device (or no libcudart).
+ */
+#include "rollcache/feeder.h"
+
+#include "fdr_gen.h"
+#include "feeder/cuda_i.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define SPEC "x:float32[64,3],y:int64,ids:int64[]"
+
+static char tmpl[] = "/tmp/rc-feeder-gpu-XXXXXX";
+
+START_TEST(test_device_copies)
+{
+	char err[1024] = "";
+	char *dir = mkdtemp(tmpl);
+	ck_assert_ptr_nonnull(dir);
+	ck_assert_int_eq(gen_files(dir, SPEC, 3, 50, 0, 0, -1, 0, err, sizeof err), 0);
+	struct rc_feeder_opts o;
+	rc_feeder_opts_init(&o);
+	o.path = dir;
+	o.schema = SPEC;
+	o.batch_size = 8;
+	o.device = 0;
+	o.shuffle = true;
+	struct rc_feeder *f = rc_feeder_open(&o, err, sizeof err);
+	ck_assert_msg(f != NULL, "open: %s", err);
+	struct rc_batch *b;
+	int rc;
+	unsigned seen[150] = {0};
+	float *xh = malloc(8 * 64 * 3 * sizeof(float));
+	int64_t yh[8], offh[9];
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		const struct rc_tensor *x = rc_batch_get(b, "x"), *y = rc_batch_get(b, "y"),
+				       *ids = rc_batch_get(b, "ids");
+		uint64_t n = rc_batch_rows(b);
+		ck_assert_ptr_nonnull(x->device_data);
+		ck_assert_int_eq(x->device, 0);
+		ck_assert_int_eq(fdr__cuda_d2h(xh, x->device_data, x->nbytes), 0);
+		ck_assert_int_eq(fdr__cuda_d2h(yh, y->device_data, y->nbytes), 0);
+		ck_assert_int_eq(fdr__cuda_d2h(offh, ids->device_offsets, (n + 1) * 8), 0);
+		ck_assert_int_eq(memcmp(xh, x->data, x->nbytes), 0);
+		ck_assert_int_eq(memcmp(offh, ids->offsets, (n + 1) * 8), 0);
+		for (uint64_t r = 0; r < n; r++) {
+			uint64_t g = (uint64_t)yh[r] / 1000;
+			ck_assert_uint_lt(g, 150);
+			seen[g]++;
+			ck_assert_float_eq(xh[r * 192 + 5], gen_f32(g, 0, 5));
+		}
+		rc_batch_release(b);
+	}
+	ck_assert_msg(rc == 0, "next: %s", rc_feeder_error(f));
+	for (int g = 0; g < 150; g++)
+		ck_assert_uint_eq(seen[g], 1);
+	struct rc_feeder_stats st;
+	rc_feeder_stats(f, &st);
+	ck_assert_int_eq(st.device, 0);
+	ck_assert_int_eq(st.pinned, 1);
+	ck_assert_uint_gt(st.h2d_bytes, 0);
+	rc_feeder_close(f);
+	free(xh);
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+int main(void)
+{
+	char err[256];
+	int n = 0;
+	if (fdr__cuda_devices(&n, err, sizeof err)) {
+		printf("skip: %s\n", err);
+		return 77;
+	}
+	Suite *s = suite_create("feeder-gpu");
+	TCase *tc = tcase_create("device_copies");
+	tcase_add_test(tc, test_device_copies);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
