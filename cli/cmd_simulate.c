@@ -3,6 +3,7 @@
  *
  *   rollcache simulate --config FILE [--config FILE ...] --dataset SIZE --record-size SIZE
  *                      [--epochs N] [--shard-size SIZE] [--seed S] [--svg FILE]
+ *                      [--svg-downloads FILE]
  *   rollcache simulate --limit SIZE [--admit SIZE] [--policy P[,P...]] [--min-uses N]
  *                      --dataset SIZE --record-size SIZE [...]
  *
@@ -41,7 +42,8 @@ static void usage(FILE *f)
 		"usage: rollcache simulate (--config FILE ... | --limit SIZE [--admit SIZE]\n"
 		"                           [--policy P[,P...]] [--min-uses N])\n"
 		"                          --dataset SIZE --record-size SIZE [--epochs N]\n"
-		"                          [--shard-size SIZE] [--seed S] [--svg FILE]\n\n"
+		"                          [--shard-size SIZE] [--seed S] [--svg FILE]\n"
+		"                          [--svg-downloads FILE]\n\n"
 		"Runs the real eviction policies over a simulated sampler and a reader that\n"
 		"reads every resident shard once per epoch, and prints per epoch: resident\n"
 		"and fresh records, records evicted (and evicted before being read), distinct\n"
@@ -49,7 +51,9 @@ static void usage(FILE *f)
 		"could reach with the same downloads (bound), and bytes downloaded.\n"
 		"--config may be given up to %d times; --policy takes a comma list (fifo, lru,\n"
 		"uses, random, none).  Defaults: --epochs 20, --shard-size from the config\n"
-		"or 64M, --seed 1, --admit limit/2.  See docs/eviction.md.\n",
+		"or 64M, --seed 1, --admit limit/2.  --svg draws coverage and resident bytes\n"
+		"per epoch; --svg-downloads draws coverage against bytes downloaded.\n"
+		"See docs/eviction.md.\n",
 		MAX_RUNS);
 }
 
@@ -143,6 +147,22 @@ static void print_table(FILE *f, const struct run *r, const struct evc_sim_opts 
 		dl ? 100.0 * (double)z->wasted_records / (double)dl : 0.0);
 }
 
+static int chart_to_file(const char *path, const char *flag, const struct evc_chart *c)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		int rc = -errno;
+		fprintf(stderr, "rollcache simulate: %s %s: %s\n", flag, path, strerror(-rc));
+		return rc;
+	}
+	int rc = evc_chart_svg(f, c);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -EIO;
+	if (rc < 0)
+		fprintf(stderr, "rollcache simulate: %s %s: %s\n", flag, path, strerror(-rc));
+	return rc;
+}
+
 static int write_svg(const char *path, const struct run *runs, size_t n_runs,
 		     const struct evc_sim_opts *o)
 {
@@ -162,13 +182,13 @@ static int write_svg(const char *path, const struct run *runs, size_t n_runs,
 			cov[e] = 100.0 * (double)runs[i].rows[e].distinct /
 				 (double)runs[i].rows[e].dataset_records;
 		snprintf(labels[ns], sizeof(labels[ns]), "%.60s: coverage %%", runs[i].label);
-		s[ns] = (struct evc_series){labels[ns], cov, o->epochs, 0, EVC_SOLID, colors[i]};
+		s[ns] = (struct evc_series){labels[ns], NULL, cov, o->epochs, 0, EVC_SOLID, colors[i]};
 		ns++;
 		double *res = vals + (size_t)o->epochs * ns;
 		for (uint32_t e = 0; e < o->epochs; e++)
 			res[e] = (double)runs[i].rows[e].resident_bytes / (1024.0 * 1024 * 1024);
 		snprintf(labels[ns], sizeof(labels[ns]), "%.60s: resident GiB", runs[i].label);
-		s[ns] = (struct evc_series){labels[ns], res, o->epochs, 1, EVC_DASHED, colors[i]};
+		s[ns] = (struct evc_series){labels[ns], NULL, res, o->epochs, 1, EVC_DASHED, colors[i]};
 		ns++;
 		if (n_runs == 1) {
 			double *bnd = vals + (size_t)o->epochs * ns;
@@ -177,7 +197,7 @@ static int write_svg(const char *path, const struct run *runs, size_t n_runs,
 					 (double)runs[i].rows[e].dataset_records;
 			snprintf(labels[ns], sizeof(labels[ns]),
 				 "%.60s: bound (same downloads) %%", runs[i].label);
-			s[ns] = (struct evc_series){labels[ns], bnd, o->epochs, 0, EVC_DOTTED,
+			s[ns] = (struct evc_series){labels[ns], NULL, bnd, o->epochs, 0, EVC_DOTTED,
 						    "#555555"};
 			ns++;
 		}
@@ -186,19 +206,55 @@ static int write_svg(const char *path, const struct run *runs, size_t n_runs,
 		 cmn_format_size(o->dataset, a, sizeof(a)),
 		 cmn_format_size(o->record_size, b, sizeof(b)));
 	struct evc_chart c = {title, "epoch", "coverage of the dataset (%)",
-			      "resident (GiB)", 100.0, 0, s, ns};
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		rc = -errno;
-		fprintf(stderr, "rollcache simulate: --svg %s: %s\n", path, strerror(errno));
-		free(vals);
-		return rc;
+			      "resident (GiB)", 100.0, 0, 0, s, ns};
+	rc = chart_to_file(path, "--svg", &c);
+	free(vals);
+	return rc;
+}
+
+/* Coverage against bytes downloaded: the slope is coverage per byte. */
+static int write_svg_downloads(const char *path, const struct run *runs, size_t n_runs,
+			       const struct evc_sim_opts *o)
+{
+	static const char *const colors[MAX_RUNS] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+						     "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+	struct evc_series s[MAX_RUNS + 1];
+	char labels[MAX_RUNS][96], title[160], a[32], b[32];
+	size_t ne = (size_t)o->epochs + 1; /* a leading (0, 0) point */
+	double *vals = calloc(ne * 2 * (MAX_RUNS + 1), sizeof(double));
+	double xmax = 0, ideal_x[3], ideal_y[3];
+	int rc;
+
+	if (!vals)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_runs; i++) {
+		double *x = vals + ne * 2 * i, *y = x + ne;
+		for (uint32_t e = 0; e < o->epochs; e++) {
+			const struct evc_sim_row *w = &runs[i].rows[e];
+			x[e + 1] = (double)w->downloaded_bytes / (1024.0 * 1024 * 1024);
+			y[e + 1] = 100.0 * (double)w->distinct / (double)w->dataset_records;
+			if (x[e + 1] > xmax)
+				xmax = x[e + 1];
+		}
+		snprintf(labels[i], sizeof(labels[i]), "%.60s", runs[i].label);
+		s[i] = (struct evc_series){labels[i], x, y, ne, 0, EVC_SOLID, colors[i]};
 	}
-	rc = evc_chart_svg(f, &c);
-	if (fclose(f) != 0 && rc == 0)
-		rc = -EIO;
-	if (rc < 0)
-		fprintf(stderr, "rollcache simulate: --svg %s: %s\n", path, strerror(-rc));
+	/* Ideal: every downloaded byte is a record the model has not seen. */
+	double ds = (double)o->dataset / (1024.0 * 1024 * 1024);
+	ideal_x[0] = 0;
+	ideal_y[0] = 0;
+	ideal_x[1] = ds;
+	ideal_y[1] = 100;
+	ideal_x[2] = xmax > ds ? xmax : ds;
+	ideal_y[2] = 100;
+	s[n_runs] = (struct evc_series){"ideal: every downloaded byte new and read", ideal_x,
+					ideal_y, 3, 0, EVC_DOTTED, "#555555"};
+	snprintf(title, sizeof(title), "coverage per downloaded byte: dataset %s, records of %s",
+		 cmn_format_size(o->dataset, a, sizeof(a)),
+		 cmn_format_size(o->record_size, b, sizeof(b)));
+	struct evc_chart c = {title, "downloaded (GiB)", "coverage of the dataset (%)", NULL, 100.0,
+			      0, 0, s, n_runs + 1};
+	rc = chart_to_file(path, "--svg-downloads", &c);
 	free(vals);
 	return rc;
 }
@@ -233,7 +289,7 @@ static int load_config_run(const char *path, struct run *r, uint64_t *shard_size
 int cmd_simulate(int argc, char **argv)
 {
 	struct run runs[MAX_RUNS];
-	const char *configs[MAX_RUNS], *svg = NULL, *policies = NULL;
+	const char *configs[MAX_RUNS], *svg = NULL, *svg_dl = NULL, *policies = NULL;
 	size_t n_configs = 0, n_runs = 0;
 	uint64_t dataset = 0, record_size = 0, epochs = 20, shard_size = 0, seed = 1;
 	uint64_t limit = 0, admit = 0, min_uses = 0;
@@ -297,6 +353,8 @@ int cmd_simulate(int argc, char **argv)
 			policies = v;
 		} else if (strcmp(name, "--svg") == 0) {
 			svg = v;
+		} else if (strcmp(name, "--svg-downloads") == 0) {
+			svg_dl = v;
 		} else {
 			fprintf(stderr, "rollcache simulate: unknown option '%s': see --help\n", name);
 			return 2;
@@ -397,6 +455,8 @@ int cmd_simulate(int argc, char **argv)
 	}
 	code = 0;
 	if (svg && write_svg(svg, runs, n_runs, &o) < 0)
+		code = 1;
+	if (svg_dl && write_svg_downloads(svg_dl, runs, n_runs, &o) < 0)
 		code = 1;
 out:
 	for (size_t i = 0; i < MAX_RUNS; i++) {

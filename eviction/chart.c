@@ -90,8 +90,38 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 
 	int has_right = c->ylabel_right != NULL;
 	double lmax = axis_max(c, 0, c->ymax_left);
-	double rmax = has_right ? axis_max(c, 1, c->ymax_right) : 1;
-	double xmax = npts > 1 ? (double)(npts - 1) : 1;
+	double lstep = nice_step(lmax, 5);
+	int nticks = (int)floor(lmax / lstep + 1e-6);
+	if (nticks < 1)
+		nticks = 1;
+	/* The right axis shares the left one's gridlines: nticks steps of a
+	 * nice size that cover its data. */
+	double rmax = 1, rstep = 1;
+	if (has_right) {
+		rmax = axis_max(c, 1, c->ymax_right);
+		rstep = nice_step(rmax, nticks);
+		while (rstep * nticks < rmax - 1e-9)
+			rstep = nice_step(rstep * 1.01 * nticks, nticks);
+		rmax = rstep * nticks;
+		lmax = lstep * nticks;
+	}
+	double xmax = c->xmax;
+	int x_epochs = 1;
+	for (size_t i = 0; i < c->n_series; i++)
+		if (c->series[i].x)
+			x_epochs = 0;
+	if (xmax <= 0) {
+		for (size_t i = 0; i < c->n_series; i++)
+			for (size_t j = 0; j < c->series[i].n; j++) {
+				double xv = c->series[i].x ? c->series[i].x[j] : (double)j;
+				if (isfinite(xv) && xv > xmax)
+					xmax = xv;
+			}
+		if (!x_epochs && xmax > 0)
+			xmax = ceil(xmax / nice_step(xmax, 10)) * nice_step(xmax, 10);
+	}
+	if (xmax <= 0)
+		xmax = 1;
 	double pw = W - ML - MR;
 	size_t leg_rows = (c->n_series + 1) / 2;
 	double H = MT + PLOT_H + 56 + (double)leg_rows * LEG_H + 10;
@@ -113,7 +143,6 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 	}
 
 	/* Grid and left ticks. */
-	double lstep = nice_step(lmax, 5);
 	for (double v = 0; v <= lmax + lstep * 1e-6; v += lstep) {
 		double y = MT + PLOT_H - v / lmax * PLOT_H;
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n",
@@ -123,24 +152,25 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 			y + 4, buf);
 	}
 	if (has_right) {
-		double rstep = nice_step(rmax, 5);
-		for (double v = 0; v <= rmax + rstep * 1e-6; v += rstep) {
+		for (int t = 0; t <= nticks; t++) {
+			double v = rstep * t;
 			double y = MT + PLOT_H - v / rmax * PLOT_H;
 			label_num(buf, sizeof(buf), v, rstep);
 			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\">%s</text>\n",
 				ML + pw + 6, y + 4, buf);
 		}
 	}
-	/* X ticks: whole epochs. */
+	/* X ticks: whole epochs, or nice steps of the given x values. */
 	double xstep = nice_step(xmax, 10);
-	if (xstep < 1)
+	if (x_epochs && xstep < 1)
 		xstep = 1;
-	for (double v = 0; v <= xmax + 1e-9; v += xstep) {
+	for (double v = 0; v <= xmax + xstep * 1e-6; v += xstep) {
 		double x = ML + v / xmax * pw;
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n",
 			x, MT + PLOT_H, x, MT + PLOT_H + 5);
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", x,
-			MT + PLOT_H + 19, v);
+		label_num(buf, sizeof(buf), v, xstep);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x,
+			MT + PLOT_H + 19, buf);
 	}
 	/* Axes. */
 	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
@@ -183,7 +213,12 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 				v = ymax;
 			if (v < 0)
 				v = 0;
-			fprintf(f, "%s%.1f,%.1f", j ? " " : "", ML + (double)j / xmax * pw,
+			double xv = s->x ? s->x[j] : (double)j;
+			if (!isfinite(xv) || xv < 0)
+				xv = 0;
+			if (xv > xmax)
+				xv = xmax;
+			fprintf(f, "%s%.1f,%.1f", j ? " " : "", ML + xv / xmax * pw,
 				MT + PLOT_H - v / ymax * PLOT_H);
 		}
 		fprintf(f, "\"/>\n");

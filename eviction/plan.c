@@ -89,7 +89,10 @@ static void explain(const struct evc_entry *s, struct evc_plan *out)
 int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct evc_shard *shards,
 		      size_t n, uint64_t other, size_t *victims, struct evc_plan *out)
 {
-	(void)epoch; /* entries are per epoch already; kept for logs and future keys */
+	/* random re-draws at every boundary: a shard that survived one draw
+	 * must not be safe forever (a fixed key per shard would keep the
+	 * oldest survivors and evict mostly fresh, unread shards). */
+	uint64_t seed = evc__mix64(s->seed ^ ((uint64_t)epoch << 32));
 	memset(out, 0, sizeof(*out));
 	uint64_t used = other;
 	for (size_t i = 0; i < n; i++)
@@ -100,7 +103,7 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 	/* 1. soft phase: the policy down to limit - admit. */
 	size_t k = 0;
 	if (s->policy != CMN_POLICY_NONE) {
-		int rc = evc_select(s->policy, s->seed, s->min_uses, shards, n, used, out->target,
+		int rc = evc_select(s->policy, seed, s->min_uses, shards, n, used, out->target,
 				    victims, &k, &used);
 		if (rc < 0)
 			return rc;
@@ -121,7 +124,7 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 		for (size_t i = 0; i < n; i++)
 			if (!gone[i] && shards[i].pins == 0)
 				rest[m++] = i;
-		int rc = evc__sort(s->policy, s->seed, shards, rest, m);
+		int rc = evc__sort(s->policy, seed, shards, rest, m);
 		for (size_t i = 0; rc == 0 && i < m && used > s->limit; i++) {
 			const struct evc_shard *x = &shards[rest[i]];
 			victims[k++] = rest[i];

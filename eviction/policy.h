@@ -11,7 +11,8 @@
  *   lru     least recently used first: (last_use, created, id)
  *   uses    most used first: (-full_reads, created, id)    - retire what was seen most
  *   random  a seeded shuffle: (mix(seed, id), id); the order of a shard does
- *           not depend on the order of the input array, only on seed and id
+ *           not depend on the order of the input array, only on seed and id.
+ *           plan.c mixes the epoch into the seed, so each boundary draws anew
  *   none    nothing is a victim (freeze); see plan.c for a limit that shrinks
  *
  * Never a victim: a pinned shard (pins > 0: an open handle or a live epoch,
