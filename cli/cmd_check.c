@@ -50,7 +50,8 @@ static void usage(FILE *out)
 		"Directories are walked in sorted order; hidden entries and files that\n"
 		"are plainly not records (README*, LICENSE*, MANIFEST, *.md, *.txt, *.json,\n"
 		"*.py, *.sh, *.yaml, *.html, *.proto, *.sha256, *.md5, *.db, *.lock) are\n"
-		"skipped; a FILE named on the command line is always checked.\n"
+		"skipped; a FILE named on the command line is always checked, and - is\n"
+		"standard input.\n"
 		"\n"
 		"  -v, --verbose         a line per file\n"
 		"  -q, --quiet           print only errors\n"
@@ -81,7 +82,7 @@ static int check_file(struct check *c, const char *path)
 	int fd, rc;
 
 	c->files++;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = strcmp(path, "-") == 0 ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "rollcache check: %s: cannot open: %s\n", path, strerror(errno));
 		c->bad_files++;
@@ -249,7 +250,9 @@ int cmd_check(int argc, char **argv)
 	t0 = now_s();
 	for (int i = first; i < argc; i++) {
 		struct stat st;
-		if (stat(argv[i], &st) != 0) {
+		if (strcmp(argv[i], "-") == 0) {
+			bad |= check_file(&c, "-"); /* standard input, e.g. from curl */
+		} else if (stat(argv[i], &st) != 0) {
 			fprintf(stderr, "rollcache check: %s: %s\n", argv[i], strerror(errno));
 			bad = 1;
 		} else if (S_ISDIR(st.st_mode)) {

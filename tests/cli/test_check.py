@@ -123,6 +123,13 @@ def main():
                and "%s/%s: offset 27: payload crc mismatch" % (d, RAW) in err,
                "directory with one bad file: exit 1 (rc %d): %s %s" % (rc, out.strip(), err.strip()))
 
+    # standard input, through gzip detection
+    gz = os.path.join(TESTDATA, "example_gzip__tfx__penguin_Split-eval_data_tfrecord-00000-of-00001.gz")
+    with open(gz, "rb") as f:
+        p = subprocess.run([RC_BIN, "check", "-"], stdin=f, capture_output=True, text=True, timeout=60)
+    expect(p.returncode == 0 and "1 files, 100 records" in p.stdout,
+           "- reads standard input (rc %d): %s %s" % (p.returncode, p.stdout.strip(), p.stderr.strip()))
+
     # usage errors
     rc, out, err = run()
     expect(rc == 2, "no arguments: exit 2 (got %d)" % rc)
