@@ -1,0 +1,587 @@
+/*
+ * epoch.c - epoch snapshots and pins.
+ *
+ * Owns the list of live epochs, the files they show, and the counts that pin
+ * those files (open handles, snapshots, kernel lookups).  Does not choose
+ * victims (eviction/ does), does not touch SQL (catalog.c does, called by
+ * daemon.c) and does not delete files itself: it hands each evicted file
+ * whose last pin went away to the `gone` callback.
+ *
+ * Invariants: DESIGN 3 (a file in a live epoch is never deleted while the
+ * epoch is current or a handle to it is open), DESIGN 4 (evicted-but-open
+ * bytes are counted as draining until the callback deleted them).
+ * Locking: s->mu protects the list, the hash and every count marked so in
+ * epoch.h; it is a leaf lock: never held while calling the gone callback,
+ * all_read, the catalog or libfuse.  The read path takes no lock at all.
+ *
+ * ---------------------------------------------------------------------
+ * Design note
+ *
+ * Terms.
+ *   snapshot   struct cfs_epoch: epoch number + sorted array of files, fixed
+ *              when the epoch begins (invariant 3, first sentence) and never
+ *              changed afterwards, so lookups are a binary search with no
+ *              lock beyond the pin counts.
+ *   efile      struct cfs_efile: one sealed local file.  Shared by every
+ *              snapshot listing it, so one inode and one page cache serve a
+ *              shard across epochs.
+ *   pin        an open handle (efile.nopen).  A snapshot listing a file
+ *              (efile.nepochs) keeps it too.  Kernel lookups (nlookup) keep
+ *              only the struct, never the bytes.
+ *
+ * States of an epoch.
+ *
+ *     (built) --publish--> CURRENT --publish(next)--> OLD --unheld--> UNLISTED --forgotten--> freed
+ *                                     \_________ nothing holds it ______/
+ *
+ *   CURRENT: s->current; `current` points at it.  OLD: still listed under
+ *   epochs/ because something holds it: an open directory handle on it, or
+ *   an open handle on one of its files that was evicted since (a handle
+ *   "into" E that no newer epoch explains).  UNLISTED: gone from the view;
+ *   lookups in it answer ENOENT, its snapshot no longer keeps its files;
+ *   the struct stays only while the kernel holds lookups on its inode.
+ *   cfs_epochs_publish() moves CURRENT -> OLD or straight to UNLISTED;
+ *   epoch_maybe_retire() (from publish, releasedir and the last release of
+ *   an evicted file) moves OLD -> UNLISTED and reports the number through
+ *   the `retired` callback so the owner can drop the kernel's cached entry;
+ *   cfs_epoch_forget() frees an UNLISTED epoch.  Shared inodes mean the
+ *   kernel's lookup counts cannot say which epoch a handle came through,
+ *   hence the definition of "held" above.
+ *
+ * States of a file.
+ *
+ *     LIVE --evict--> EVICTED --last pin--> DELETING --callback--> (freed when
+ *                                                                 no lookups)
+ *
+ *   LIVE: listed by some snapshot, catalog SEALED.  EVICTED: the evictor
+ *   chose it (catalog EVICTING, cfs_epochs_evict()); it stays readable, its
+ *   bytes count as draining (invariant 4).  DELETING: no snapshot lists it
+ *   and no handle is open (efile_maybe_gone()); the gone callback unlinks
+ *   the backing file.  A later open of its inode gets ENOENT.
+ * ---------------------------------------------------------------------
+ */
+#include "cachefs/epoch.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define HASH_BUCKETS 16384u
+
+_Static_assert(offsetof(struct cfs_efile, node_type) == 0, "inode -> type needs node_type first");
+_Static_assert(offsetof(struct cfs_epoch, node_type) == 0, "inode -> type needs node_type first");
+
+static size_t hash_id(int64_t id)
+{
+	uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ull;
+	return (size_t)(x >> 50) & (HASH_BUCKETS - 1);
+}
+
+int cfs_epochs_init(struct cfs_epochs *s, cfs_gone_fn gone, void *ctx)
+{
+	memset(s, 0, sizeof(*s));
+	s->hash = calloc(HASH_BUCKETS, sizeof(*s->hash));
+	if (!s->hash)
+		return -ENOMEM;
+	s->nbuckets = HASH_BUCKETS;
+	s->gone = gone;
+	s->gone_ctx = ctx;
+	pthread_mutex_init(&s->mu, NULL);
+	return 0;
+}
+
+static void efile_free(struct cfs_efile *f)
+{
+	free(f->name);
+	free(f->relpath);
+	free(f);
+}
+
+static struct cfs_efile *hash_find(struct cfs_epochs *s, int64_t id)
+{
+	for (struct cfs_efile *f = s->hash[hash_id(id)]; f; f = f->hnext)
+		if (f->id == id)
+			return f;
+	return NULL;
+}
+
+static void hash_remove(struct cfs_epochs *s, struct cfs_efile *f)
+{
+	struct cfs_efile **pp = &s->hash[hash_id(f->id)];
+	while (*pp && *pp != f)
+		pp = &(*pp)->hnext;
+	if (*pp) {
+		*pp = f->hnext;
+		s->nfiles--;
+	}
+}
+
+void cfs_epochs_destroy(struct cfs_epochs *s)
+{
+	if (!s->hash)
+		return;
+	struct cfs_epoch *ep = s->all;
+	while (ep) {
+		struct cfs_epoch *next = ep->anext;
+		free(ep->files);
+		free(ep);
+		ep = next;
+	}
+	for (size_t i = 0; i < s->nbuckets; i++) {
+		struct cfs_efile *f = s->hash[i];
+		while (f) {
+			struct cfs_efile *next = f->hnext;
+			efile_free(f);
+			f = next;
+		}
+	}
+	free(s->hash);
+	s->hash = NULL;
+	pthread_mutex_destroy(&s->mu);
+}
+
+/*
+ * Under mu: moves f on along its states (design note).  A file whose last
+ * pin went away while evicted joins the gone chain (run by run_gone()); a
+ * file nobody refers to any more is freed.
+ */
+static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)
+{
+	if (f->nopen || f->nepochs)
+		return;
+	if (f->evicted && !f->deleted) {
+		f->deleted = true;
+		f->gone_busy = true;
+		f->gnext = s->gone_pending;
+		s->gone_pending = f;
+		return;
+	}
+	if (f->nlookup == 0 && !f->gone_busy) {
+		hash_remove(s, f);
+		efile_free(f);
+	}
+}
+
+/* Takes the gone chain under mu; runs the callbacks after unlocking. */
+static void unlock_and_run_gone(struct cfs_epochs *s)
+{
+	struct cfs_efile *chain = s->gone_pending;
+	uint32_t retired[CFS_RETIRED_MAX];
+	size_t nretired = s->nretired;
+	memcpy(retired, s->retired_numbers, nretired * sizeof(*retired));
+	s->nretired = 0;
+	s->gone_pending = NULL;
+	pthread_mutex_unlock(&s->mu);
+	for (size_t i = 0; i < nretired; i++)
+		s->retired(s->retired_ctx, retired[i]);
+	if (!chain)
+		return;
+	for (struct cfs_efile *f = chain; f; f = f->gnext)
+		if (s->gone)
+			s->gone(s->gone_ctx, f->id, f->kind, f->relpath, f->bytes);
+	pthread_mutex_lock(&s->mu);
+	while (chain) {
+		struct cfs_efile *f = chain;
+		chain = f->gnext;
+		f->gone_busy = false;
+		s->draining_bytes -= f->bytes;
+		efile_maybe_gone(s, f);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Under mu: an UNLISTED epoch the kernel forgot is freed. */
+static void epoch_maybe_free(struct cfs_epochs *s, struct cfs_epoch *ep)
+{
+	if (ep->listed || ep->nlookup || ep->nopendir)
+		return;
+	struct cfs_epoch **pp = &s->all;
+	while (*pp && *pp != ep)
+		pp = &(*pp)->anext;
+	if (*pp)
+		*pp = ep->anext;
+	free(ep);
+}
+
+/*
+ * Under mu: an OLD epoch that nothing holds (design note) leaves the list,
+ * drops its snapshot's references and is freed once the kernel forgot it.
+ */
+static void epoch_maybe_retire(struct cfs_epochs *s, struct cfs_epoch *ep)
+{
+	if (!ep->listed || ep == s->current || ep->nopendir)
+		return;
+	for (size_t i = 0; i < ep->nfiles; i++)
+		if (ep->files[i]->evicted && ep->files[i]->nopen)
+			return; /* a handle into E (invariant 3) */
+	struct cfs_epoch **pp = &s->list;
+	while (*pp && *pp != ep)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = ep->next;
+	ep->listed = false;
+	for (size_t i = 0; i < ep->nfiles; i++) {
+		struct cfs_efile *f = ep->files[i];
+		f->nepochs--;
+		efile_maybe_gone(s, f);
+	}
+	cmn_log(CMN_LOG_DEBUG, "epoch %u left the view", ep->number);
+	free(ep->files);
+	ep->files = NULL;
+	ep->nfiles = 0;
+	if (s->retired && s->nretired < CFS_RETIRED_MAX)
+		s->retired_numbers[s->nretired++] = ep->number;
+	epoch_maybe_free(s, ep);
+}
+
+/* Under mu: re-checks every OLD epoch (after an evicted file's last release). */
+static void retire_old(struct cfs_epochs *s)
+{
+	struct cfs_epoch *ep = s->list;
+	while (ep) {
+		struct cfs_epoch *next = ep->next;
+		epoch_maybe_retire(s, ep);
+		ep = next;
+	}
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	const struct cfs_efile *fa = *(struct cfs_efile *const *)a;
+	const struct cfs_efile *fb = *(struct cfs_efile *const *)b;
+	return strcmp(fa->name, fb->name);
+}
+
+int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_efile_in *in,
+		       size_t n, uint64_t started_ms, uint32_t *held)
+{
+	struct cfs_epoch *ep = calloc(1, sizeof(*ep));
+	struct cfs_efile **fresh = calloc(n ? n : 1, sizeof(*fresh)); /* created here */
+	size_t nfresh = 0;
+	int rc = -ENOMEM;
+
+	if (held)
+		*held = 0;
+	if (!ep || !fresh)
+		goto fail;
+	ep->node_type = CFS_NODE_EPOCH;
+	ep->number = number;
+	ep->started_ms = started_ms;
+	snprintf(ep->name, sizeof(ep->name), "%u", number);
+	ep->files = calloc(n ? n : 1, sizeof(*ep->files));
+	if (!ep->files)
+		goto fail;
+
+	pthread_mutex_lock(&s->mu);
+	if (s->current && number <= s->current->number) {
+		rc = -EINVAL;
+		goto fail_locked;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct cfs_efile *f = hash_find(s, in[i].id);
+		if (f && (f->evicted || f->deleted)) {
+			rc = -EINVAL; /* an evicted file never comes back (invariant 1) */
+			goto fail_locked;
+		}
+		if (!f) {
+			f = calloc(1, sizeof(*f));
+			if (!f)
+				goto fail_locked;
+			f->node_type = CFS_NODE_FILE;
+			f->id = in[i].id;
+			f->kind = in[i].kind;
+			f->name = strdup(in[i].name);
+			f->relpath = strdup(in[i].relpath);
+			f->bytes = in[i].bytes;
+			f->records = in[i].records;
+			f->created_epoch = in[i].created_epoch;
+			fresh[nfresh++] = f;
+			if (!f->name || !f->relpath)
+				goto fail_locked;
+			f->hnext = s->hash[hash_id(f->id)];
+			s->hash[hash_id(f->id)] = f;
+			s->nfiles++;
+		}
+		ep->files[i] = f;
+		ep->bytes += f->bytes;
+		ep->records += f->records;
+	}
+	ep->nfiles = n;
+	qsort(ep->files, n, sizeof(*ep->files), cmp_name);
+	for (size_t i = 1; i < n; i++) {
+		if (ep->files[i - 1] == ep->files[i] ||
+		    strcmp(ep->files[i - 1]->name, ep->files[i]->name) == 0) {
+			rc = -EINVAL;
+			goto fail_locked;
+		}
+	}
+
+	/* Commit point: nothing below fails. */
+	for (size_t i = 0; i < n; i++)
+		ep->files[i]->nepochs++;
+	struct cfs_epoch **pp = &s->list;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = ep;
+	ep->listed = true;
+	ep->anext = s->all;
+	s->all = ep;
+	struct cfs_epoch *prev = s->current;
+	if (prev) {
+		atomic_store(&prev->read_bytes, atomic_load(&s->cur_read_bytes));
+		atomic_store(&prev->files_read_full, atomic_load(&s->cur_full_files));
+	}
+	s->current = ep;
+	atomic_store(&s->cur_read_bytes, 0);
+	atomic_store(&s->cur_full_files, 0);
+	atomic_store(&s->cur_nfiles, (uint64_t)n);
+	atomic_store(&s->cur_number1, number + 1);
+	if (prev) {
+		uint32_t prev_number = prev->number;
+		epoch_maybe_retire(s, prev); /* may free prev */
+		bool still = false;
+		for (struct cfs_epoch *e = s->list; e; e = e->next)
+			still |= e->number == prev_number;
+		if (still && held)
+			*held = prev_number + 1;
+	}
+	free(fresh);
+	unlock_and_run_gone(s);
+	return 0;
+
+fail_locked:
+	for (size_t i = 0; i < nfresh; i++) {
+		if (fresh[i]->name && fresh[i]->relpath)
+			hash_remove(s, fresh[i]);
+		efile_free(fresh[i]);
+	}
+	pthread_mutex_unlock(&s->mu);
+fail:
+	if (ep)
+		free(ep->files);
+	free(ep);
+	free(fresh);
+	return rc;
+}
+
+uint64_t cfs_epochs_evict(struct cfs_epochs *s, const int64_t *ids, size_t n)
+{
+	uint64_t bytes = 0;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct cfs_efile *f = hash_find(s, ids[i]);
+		if (!f || f->evicted)
+			continue;
+		f->evicted = true;
+		s->draining_bytes += f->bytes;
+		bytes += f->bytes;
+		efile_maybe_gone(s, f);
+	}
+	unlock_and_run_gone(s);
+	return bytes;
+}
+
+bool cfs_epochs_pinned(struct cfs_epochs *s, int64_t id)
+{
+	pthread_mutex_lock(&s->mu);
+	struct cfs_efile *f = hash_find(s, id);
+	bool pinned = f && f->nopen > 0;
+	pthread_mutex_unlock(&s->mu);
+	return pinned;
+}
+
+bool cfs_epochs_held(struct cfs_epochs *s, int64_t id)
+{
+	pthread_mutex_lock(&s->mu);
+	struct cfs_efile *f = hash_find(s, id);
+	bool held = f && !f->deleted && (f->nopen > 0 || f->nepochs > 0);
+	pthread_mutex_unlock(&s->mu);
+	return held;
+}
+
+struct cfs_epoch *cfs_epochs_lookup_current(struct cfs_epochs *s)
+{
+	pthread_mutex_lock(&s->mu);
+	struct cfs_epoch *ep = s->current;
+	if (ep)
+		ep->nlookup++;
+	pthread_mutex_unlock(&s->mu);
+	return ep;
+}
+
+uint32_t cfs_epochs_current_number(struct cfs_epochs *s, bool *have)
+{
+	uint32_t n1 = atomic_load(&s->cur_number1);
+	if (have)
+		*have = n1 != 0;
+	return n1 ? n1 - 1 : 0;
+}
+
+struct cfs_epoch *cfs_epochs_lookup(struct cfs_epochs *s, uint32_t number)
+{
+	pthread_mutex_lock(&s->mu);
+	struct cfs_epoch *ep = s->list;
+	while (ep && ep->number != number)
+		ep = ep->next;
+	if (ep)
+		ep->nlookup++;
+	pthread_mutex_unlock(&s->mu);
+	return ep;
+}
+
+struct cfs_efile *cfs_epoch_lookup_file(struct cfs_epochs *s, struct cfs_epoch *ep,
+					const char *name)
+{
+	/* ep->files is immutable while listed; an UNLISTED epoch shows nothing. */
+	pthread_mutex_lock(&s->mu);
+	size_t lo = 0, hi = ep->listed ? ep->nfiles : 0;
+	struct cfs_efile *f = NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, ep->files[mid]->name);
+		if (c == 0) {
+			f = ep->files[mid];
+			break;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (f)
+		f->nlookup++;
+	pthread_mutex_unlock(&s->mu);
+	return f;
+}
+
+void cfs_epoch_forget(struct cfs_epochs *s, struct cfs_epoch *ep, uint64_t n)
+{
+	pthread_mutex_lock(&s->mu);
+	ep->nlookup = n > ep->nlookup ? 0 : ep->nlookup - n;
+	epoch_maybe_free(s, ep);
+	unlock_and_run_gone(s);
+}
+
+void cfs_efile_forget(struct cfs_epochs *s, struct cfs_efile *f, uint64_t n)
+{
+	pthread_mutex_lock(&s->mu);
+	f->nlookup = n > f->nlookup ? 0 : f->nlookup - n;
+	efile_maybe_gone(s, f);
+	unlock_and_run_gone(s);
+}
+
+void cfs_epoch_opendir(struct cfs_epochs *s, struct cfs_epoch *ep)
+{
+	pthread_mutex_lock(&s->mu);
+	ep->nopendir++;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void cfs_epoch_releasedir(struct cfs_epochs *s, struct cfs_epoch *ep)
+{
+	pthread_mutex_lock(&s->mu);
+	ep->nopendir--;
+	if (ep->listed)
+		epoch_maybe_retire(s, ep);
+	else
+		epoch_maybe_free(s, ep);
+	unlock_and_run_gone(s);
+}
+
+int cfs_efile_open(struct cfs_epochs *s, struct cfs_efile *f)
+{
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	if (f->deleted)
+		rc = -ENOENT;
+	else
+		f->nopen++;
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+void cfs_efile_release(struct cfs_epochs *s, struct cfs_efile *f)
+{
+	pthread_mutex_lock(&s->mu);
+	f->nopen--;
+	if (f->evicted && f->nopen == 0)
+		retire_old(s); /* the last handle into an old epoch may be gone */
+	efile_maybe_gone(s, f);
+	unlock_and_run_gone(s);
+}
+
+int cfs_epochs_list_numbers(struct cfs_epochs *s, uint32_t **out, size_t *n)
+{
+	pthread_mutex_lock(&s->mu);
+	size_t cnt = 0;
+	for (struct cfs_epoch *e = s->list; e; e = e->next)
+		cnt++;
+	uint32_t *arr = cnt ? malloc(cnt * sizeof(*arr)) : NULL;
+	if (cnt && !arr) {
+		pthread_mutex_unlock(&s->mu);
+		return -ENOMEM;
+	}
+	size_t i = 0;
+	for (struct cfs_epoch *e = s->list; e; e = e->next)
+		arr[i++] = e->number;
+	pthread_mutex_unlock(&s->mu);
+	*out = arr;
+	*n = cnt;
+	return 0;
+}
+
+void cfs_epochs_foreach_file(struct cfs_epochs *s, void (*fn)(struct cfs_efile *f, void *ctx),
+			     void *ctx)
+{
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nbuckets; i++)
+		for (struct cfs_efile *f = s->hash[i]; f; f = f->hnext)
+			fn(f, ctx);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&s->mu);
+	for (struct cfs_epoch *e = s->list; e; e = e->next)
+		st->epochs_listed++;
+	st->files_alive = s->nfiles;
+	st->draining_bytes = s->draining_bytes;
+	for (size_t i = 0; i < s->nbuckets; i++) {
+		for (struct cfs_efile *f = s->hash[i]; f; f = f->hnext) {
+			st->open_handles += f->nopen;
+			if (f->evicted && !f->deleted)
+				st->draining_files++;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, uint64_t len,
+		       bool first, bool *end_done)
+{
+	atomic_fetch_add_explicit(&f->d_read_bytes, len, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->cur_read_bytes, len, memory_order_relaxed);
+	if (first) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+		uint64_t ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+		atomic_fetch_add_explicit(&f->d_reads, 1, memory_order_relaxed);
+		atomic_store_explicit(&f->last_read_ms, ms, memory_order_relaxed);
+	}
+	if (*end_done || off + len < f->bytes)
+		return;
+	*end_done = true;
+	atomic_fetch_add_explicit(&f->d_full_reads, 1, memory_order_relaxed);
+	uint32_t cur1 = atomic_load_explicit(&s->cur_number1, memory_order_relaxed);
+	if (atomic_exchange_explicit(&f->full_epoch, cur1, memory_order_relaxed) == cur1)
+		return; /* already counted in this epoch */
+	uint64_t done = atomic_fetch_add_explicit(&s->cur_full_files, 1, memory_order_relaxed) + 1;
+	if (done == atomic_load_explicit(&s->cur_nfiles, memory_order_relaxed) && s->all_read)
+		s->all_read(s->all_read_ctx);
+}

@@ -1,0 +1,216 @@
+/*
+ * epoch.h - in-memory epoch snapshots and the pins that keep files alive.
+ *
+ * The FUSE layer (fs.c) resolves names and serves reads only from these
+ * structures; nothing here touches SQL or the network.  The daemon
+ * (daemon.c) builds snapshots from the catalog and hands them in with
+ * cfs_epochs_publish(); the set tells it, through the `gone` callback,
+ * when an evicted file may be deleted (DESIGN invariant 3).
+ *
+ * Ownership: a struct cfs_efile is owned by the set and lives while any
+ * snapshot lists it, any handle is open on it, or the kernel holds a lookup
+ * on it.  A struct cfs_epoch likewise lives while it is current, a directory
+ * handle is open on it, or the kernel holds a lookup on it.  Both are freed
+ * only by the set.  Inode numbers of the mount are their addresses.
+ */
+#ifndef RC_CACHEFS_EPOCH_H
+#define RC_CACHEFS_EPOCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What kind of node an inode number points at (first field of each node). */
+enum cfs_node_type {
+	CFS_NODE_FILE = 0x46494c45u,  /* "FILE" */
+	CFS_NODE_EPOCH = 0x45504f43u, /* "EPOC" */
+};
+
+/* One sealed local file as a snapshot shows it. */
+struct cfs_efile {
+	uint32_t node_type; /* CFS_NODE_FILE; first field (inode -> type) */
+	int64_t id;
+	int kind;          /* enum cfs_kind */
+	char *name;        /* name in epochs/<E>/, owned */
+	char *relpath;     /* backing path relative to the cache dir, owned */
+	uint64_t bytes;    /* immutable (invariant 1) */
+	uint64_t records;
+	uint32_t created_epoch;
+
+	/* protected by set->mu */
+	uint64_t nlookup;  /* kernel lookups not yet forgotten */
+	uint32_t nopen;    /* open handles: the pin of invariant 3 */
+	uint32_t nepochs;  /* live snapshots listing this file */
+	bool evicted;      /* catalog says EVICTING: delete when unpinned */
+	bool deleted;      /* handed to `gone`: its backing file is being unlinked */
+	bool gone_busy;    /* in the gone chain: not freed until the callback ran */
+	struct cfs_efile *hnext; /* hash chain by id */
+	struct cfs_efile *gnext; /* gone chain */
+
+	/* read statistics since the last flush; relaxed atomics, any thread */
+	_Atomic uint64_t d_reads, d_full_reads, d_read_bytes;
+	_Atomic uint64_t last_read_ms;
+	_Atomic uint32_t full_epoch; /* last epoch (+1) in which it was read to the end */
+};
+
+/* One epoch: an immutable, sorted list of files. */
+struct cfs_epoch {
+	uint32_t node_type; /* CFS_NODE_EPOCH */
+	uint32_t number;
+	char name[16];          /* decimal number */
+	struct cfs_efile **files; /* sorted by name; immutable after publish */
+	size_t nfiles;
+	uint64_t bytes, records;
+	uint64_t started_ms;
+
+	/* protected by set->mu */
+	uint64_t nlookup;
+	uint32_t nopendir;
+	bool listed;         /* in set->list (visible under epochs/); files valid only then */
+	struct cfs_epoch *next;  /* protected by mu: set->list */
+	struct cfs_epoch *anext; /* protected by mu: set->all */
+
+	/* statistics, relaxed atomics */
+	_Atomic uint64_t read_bytes;
+	_Atomic uint64_t files_read_full; /* distinct files read to the end in it */
+};
+
+/* Input for one file of a new snapshot (cfs_epochs_publish). */
+struct cfs_efile_in {
+	int64_t id;
+	int kind;
+	const char *name;    /* copied */
+	const char *relpath; /* copied */
+	uint64_t bytes, records;
+	uint32_t created_epoch;
+};
+
+/*
+ * Called without set->mu held when an evicted file is no longer pinned
+ * (no snapshot, no handle): the callee deletes the backing file and records
+ * it.  Runs on whichever thread dropped the last pin.
+ */
+typedef void (*cfs_gone_fn)(void *ctx, int64_t id, int kind, const char *relpath, uint64_t bytes);
+
+struct cfs_epochs {
+	pthread_mutex_t mu;
+	struct cfs_epoch *list;    /* protected by mu; listed epochs, ascending numbers */
+	struct cfs_epoch *all;     /* protected by mu; every epoch struct alive */
+	struct cfs_epoch *current; /* protected by mu; NULL before the first publish */
+	struct cfs_efile **hash;   /* protected by mu; by id */
+	size_t nbuckets;
+	size_t nfiles;             /* protected by mu; files alive in the hash */
+	uint64_t draining_bytes;   /* protected by mu; evicted, still on disk */
+	cfs_gone_fn gone;
+	void *gone_ctx;
+	struct cfs_efile *gone_pending; /* protected by mu; chain via gnext */
+
+	/* epochs that left the view, reported after unlocking */
+#define CFS_RETIRED_MAX 16
+	uint32_t retired_numbers[CFS_RETIRED_MAX]; /* protected by mu */
+	size_t nretired;                           /* protected by mu */
+	void (*retired)(void *ctx, uint32_t number); /* may be NULL; no lock held */
+	void *retired_ctx;
+
+	/* the current epoch's read counters, for the read path without mu */
+	_Atomic uint32_t cur_number1;     /* current number + 1; 0: none */
+	_Atomic uint64_t cur_nfiles;
+	_Atomic uint64_t cur_read_bytes;
+	_Atomic uint64_t cur_full_files;  /* distinct files read to the end */
+	void (*all_read)(void *ctx);      /* cur_full_files reached cur_nfiles */
+	void *all_read_ctx;
+};
+
+/*
+ * Read-path accounting (any thread, no lock): `len` bytes served from f at
+ * `off`; `first` is true on a handle's first read.  Updates f's deltas, the
+ * current epoch's counters, and calls all_read when the last file of the
+ * epoch has been read to the end.  *end_done is the handle's flag "already
+ * counted a read to the end"; set here when this read reaches the end.
+ */
+void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, uint64_t len,
+		       bool first, bool *end_done);
+
+/* Initialises an empty set.  Returns 0 or -ENOMEM. */
+int cfs_epochs_init(struct cfs_epochs *s, cfs_gone_fn gone, void *ctx);
+
+/* Frees everything; no FUSE session may still use it.  Deletes nothing. */
+void cfs_epochs_destroy(struct cfs_epochs *s);
+
+/*
+ * Makes a new epoch `number` of the n files in `in` current.  Files already
+ * known (by id) are shared with older snapshots.  The previous current
+ * epoch leaves the list at once if nothing holds it; otherwise when its last
+ * holder lets go.  *held (may be NULL) gets the previous epoch's number + 1
+ * when it is still held (the caller then invalidates the kernel's entry for
+ * it, outside any lock, so that cached-but-unused dentries let go), else 0.  Returns 0, -EINVAL (duplicate names or ids, number not
+ * above the current one), or -ENOMEM; the set is unchanged on failure.
+ */
+int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_efile_in *in,
+		       size_t n, uint64_t started_ms, uint32_t *held);
+
+/*
+ * Marks the files of `ids` evicted.  Each is deleted (the gone callback)
+ * once no snapshot lists it and no handle is open on it.  Unknown ids are
+ * ignored.  Returns the bytes that became draining.
+ */
+uint64_t cfs_epochs_evict(struct cfs_epochs *s, const int64_t *ids, size_t n);
+
+/* Whether file `id` has an open handle now (the evictor skips pinned files). */
+bool cfs_epochs_pinned(struct cfs_epochs *s, int64_t id);
+
+/*
+ * Whether file `id` is held: listed by a live snapshot or open.  Such a file
+ * may be evicted but not deleted now; cfs_epochs_evict() defers its deletion.
+ */
+bool cfs_epochs_held(struct cfs_epochs *s, int64_t id);
+
+/* ---- used by fs.c; all take set->mu internally ---------------------- */
+
+/* The current epoch with a lookup taken, or NULL.  Drop with cfs_epoch_forget(). */
+struct cfs_epoch *cfs_epochs_lookup_current(struct cfs_epochs *s);
+uint32_t cfs_epochs_current_number(struct cfs_epochs *s, bool *have);
+
+/* Epoch `number` if listed, with `nlookup` lookups taken; NULL otherwise. */
+struct cfs_epoch *cfs_epochs_lookup(struct cfs_epochs *s, uint32_t number);
+
+/* File `name` of ep with one lookup taken, or NULL. */
+struct cfs_efile *cfs_epoch_lookup_file(struct cfs_epochs *s, struct cfs_epoch *ep,
+					const char *name);
+
+/* Drops n kernel lookups (FUSE forget). */
+void cfs_epoch_forget(struct cfs_epochs *s, struct cfs_epoch *ep, uint64_t n);
+void cfs_efile_forget(struct cfs_epochs *s, struct cfs_efile *f, uint64_t n);
+
+/* Directory handles on an epoch. */
+void cfs_epoch_opendir(struct cfs_epochs *s, struct cfs_epoch *ep);
+void cfs_epoch_releasedir(struct cfs_epochs *s, struct cfs_epoch *ep);
+
+/*
+ * Pins f for an open handle (invariant 3): -ENOENT if its file was already
+ * deleted.  A reader's epoch directory stays too: the kernel holds a lookup
+ * on the parent of every open file's dentry.
+ */
+int cfs_efile_open(struct cfs_epochs *s, struct cfs_efile *f);
+void cfs_efile_release(struct cfs_epochs *s, struct cfs_efile *f);
+
+/* Numbers of the listed epochs (malloc'd array; NULL when *n == 0). */
+int cfs_epochs_list_numbers(struct cfs_epochs *s, uint32_t **out, size_t *n);
+
+/* Calls fn for every live file under mu (stats flushing); fn must not block. */
+void cfs_epochs_foreach_file(struct cfs_epochs *s, void (*fn)(struct cfs_efile *f, void *ctx),
+			     void *ctx);
+
+/* Counters under mu: live epochs, files alive, draining bytes, open handles. */
+struct cfs_epochs_stat {
+	uint32_t epochs_listed;
+	uint64_t files_alive;
+	uint64_t draining_bytes;
+	uint64_t draining_files;
+	uint64_t open_handles;
+};
+void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st);
+
+#endif

@@ -1,0 +1,974 @@
+/*
+ * fs.c - the read-only FUSE filesystem over epoch snapshots (libfuse3
+ * low-level API, multithreaded loop).
+ *
+ * Owns the inode space of the mount and the request handlers.  Does not own
+ * the snapshots (epoch.c), the catalog or the stats text (daemon.c, through
+ * struct cfs_fs_hooks).  Lookups and reads never query SQLite: names resolve
+ * in the immutable sorted arrays of struct cfs_epoch and reads go to an fd
+ * opened on the backing file at open().
+ *
+ * Inodes: 1..7 are the fixed nodes below; every other inode number is the
+ * address of a struct cfs_efile or struct cfs_epoch, whose first field says
+ * which (as passthrough_ll.c uses struct lo_inode addresses).  Lookup counts
+ * are kept by epoch.c so an inode the kernel still knows is never freed.
+ * Generation numbers are 0: addresses are reused only after the kernel
+ * forgot the inode.
+ *
+ * Read-only: every call that would change something answers EROFS; the only
+ * writable node is .rollcache/control.  Sealed files never change (DESIGN
+ * invariant 1), hence long entry/attr timeouts and keep_cache.
+ *
+ * Limits: raw objects whose display names hold '/' are shown flat (see
+ * docs/TODO-fuse.md); no xattrs (getxattr answers ENOSYS, set/remove EROFS);
+ * no locks (the kernel's local locks apply).
+ *
+ * Locking: none here beyond epoch.c's set->mu (taken inside its calls).
+ * Every handler replies exactly once, through one exit label where it has
+ * more than one way out.
+ */
+#define FUSE_USE_VERSION 314
+
+#include "cachefs/fs.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+	INO_ROOT = FUSE_ROOT_ID, /* 1 */
+	INO_EPOCHS = 2,
+	INO_META = 3, /* .rollcache */
+	INO_CURRENT = 4,
+	INO_STATS = 5,
+	INO_METRICS = 6,
+	INO_CONTROL = 7,
+	INO_FIXED_MAX = 7,
+};
+
+_Static_assert(sizeof(fuse_ino_t) >= sizeof(uintptr_t), "inode numbers are node addresses");
+
+#define CONTROL_MAX 64 /* bytes of one control command */
+
+struct cfs_fs {
+	struct fuse_session *se;
+	struct cfs_epochs *set;
+	int dirfd;
+	struct cfs_fs_hooks hooks;
+	void *hooks_ctx;
+	struct cfs_fs_opts opts;
+	bool mounted;
+	bool signals;
+	struct timespec t0; /* times shown on every node */
+	uid_t uid;
+	gid_t gid;
+};
+
+/* An open sealed file. */
+struct fs_handle {
+	struct cfs_efile *f;
+	int fd;
+	_Atomic bool read_once; /* first read counted */
+	bool end_done;          /* a read to the end was counted (races are benign: counted once) */
+	pthread_mutex_t mu;     /* protects end_done */
+};
+
+/* An open stats or metrics text. */
+struct fs_text {
+	char *buf;
+	size_t len;
+};
+
+/* An open directory: a snapshot of its entries (epochs/) or an epoch. */
+struct fs_dir {
+	struct cfs_epoch *ep; /* epoch dir, or NULL */
+	uint32_t *numbers;    /* epochs/: listed epoch numbers at opendir */
+	size_t nnumbers;
+};
+
+static struct cfs_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static bool is_node(fuse_ino_t ino)
+{
+	return ino > INO_FIXED_MAX;
+}
+
+static uint32_t node_type(fuse_ino_t ino)
+{
+	return *(const uint32_t *)(uintptr_t)ino;
+}
+
+static void fill_common(struct cfs_fs *fs, struct stat *st, fuse_ino_t ino)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_atim = fs->t0;
+	st->st_mtim = fs->t0;
+	st->st_ctim = fs->t0;
+	st->st_blksize = 1 << 20;
+}
+
+static int current_target(struct cfs_fs *fs, char *buf, size_t len)
+{
+	bool have;
+	uint32_t n = cfs_epochs_current_number(fs->set, &have);
+	if (!have)
+		return -ENOENT;
+	snprintf(buf, len, "epochs/%" PRIu32, n);
+	return 0;
+}
+
+/* Fills st for ino; returns 0 or -ENOENT.  The attr timeout goes to *timeout. */
+static int fs_stat(struct cfs_fs *fs, fuse_ino_t ino, struct stat *st, double *timeout)
+{
+	char target[32];
+	fill_common(fs, st, ino);
+	*timeout = fs->opts.timeout;
+	switch (ino) {
+	case INO_ROOT:
+	case INO_EPOCHS:
+	case INO_META:
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		return 0;
+	case INO_CURRENT:
+		if (current_target(fs, target, sizeof(target)) != 0)
+			return -ENOENT;
+		st->st_mode = S_IFLNK | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)strlen(target);
+		*timeout = 0;
+		return 0;
+	case INO_STATS:
+	case INO_METRICS:
+		st->st_mode = S_IFREG | 0444; /* size 0, read like /proc: until EOF */
+		st->st_nlink = 1;
+		*timeout = 0;
+		return 0;
+	case INO_CONTROL:
+		st->st_mode = S_IFREG | 0200;
+		st->st_nlink = 1;
+		*timeout = 0;
+		return 0;
+	default:
+		break;
+	}
+	if (!is_node(ino))
+		return -ENOENT;
+	if (node_type(ino) == CFS_NODE_EPOCH) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		return 0;
+	}
+	struct cfs_efile *f = (struct cfs_efile *)(uintptr_t)ino;
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	st->st_size = (off_t)f->bytes;
+	st->st_blocks = (blkcnt_t)((f->bytes + 511) / 512);
+	return 0;
+}
+
+static void reply_entry(fuse_req_t req, struct cfs_fs *fs, fuse_ino_t ino, double entry_timeout)
+{
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	e.ino = ino;
+	e.generation = 0;
+	if (fs_stat(fs, ino, &e.attr, &e.attr_timeout) != 0) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	e.entry_timeout = entry_timeout;
+	fuse_reply_entry(req, &e);
+}
+
+/* Strict decimal epoch number: no sign, no leading zero, fits 32 bits. */
+static int parse_epoch_name(const char *name, uint32_t *out)
+{
+	uint64_t v = 0;
+	if (!name[0] || (name[0] == '0' && name[1]))
+		return -ENOENT;
+	for (const char *p = name; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -ENOENT;
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (v > UINT32_MAX)
+			return -ENOENT;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct cfs_fs *fs = fs_of(req);
+	double tmo = fs->opts.timeout;
+
+	switch (parent) {
+	case INO_ROOT:
+		if (strcmp(name, "current") == 0) {
+			reply_entry(req, fs, INO_CURRENT, tmo);
+			return;
+		}
+		if (strcmp(name, "epochs") == 0) {
+			reply_entry(req, fs, INO_EPOCHS, tmo);
+			return;
+		}
+		if (strcmp(name, ".rollcache") == 0) {
+			reply_entry(req, fs, INO_META, tmo);
+			return;
+		}
+		break;
+	case INO_META:
+		if (strcmp(name, "stats") == 0) {
+			reply_entry(req, fs, INO_STATS, tmo);
+			return;
+		}
+		if (strcmp(name, "metrics") == 0) {
+			reply_entry(req, fs, INO_METRICS, tmo);
+			return;
+		}
+		if (strcmp(name, "control") == 0) {
+			reply_entry(req, fs, INO_CONTROL, tmo);
+			return;
+		}
+		break;
+	case INO_EPOCHS: {
+		uint32_t n;
+		if (parse_epoch_name(name, &n) != 0)
+			break;
+		struct cfs_epoch *ep = cfs_epochs_lookup(fs->set, n);
+		if (!ep)
+			break;
+		reply_entry(req, fs, (fuse_ino_t)(uintptr_t)ep, tmo);
+		return;
+	}
+	default:
+		if (is_node(parent) && node_type(parent) == CFS_NODE_EPOCH) {
+			struct cfs_epoch *ep = (struct cfs_epoch *)(uintptr_t)parent;
+			struct cfs_efile *f = cfs_epoch_lookup_file(fs->set, ep, name);
+			if (!f)
+				break;
+			reply_entry(req, fs, (fuse_ino_t)(uintptr_t)f, tmo);
+			return;
+		}
+		if (is_node(parent)) {
+			fuse_reply_err(req, ENOTDIR);
+			return;
+		}
+		break;
+	}
+	fuse_reply_err(req, ENOENT);
+}
+
+static void forget_one(struct cfs_fs *fs, fuse_ino_t ino, uint64_t n)
+{
+	if (!is_node(ino))
+		return;
+	if (node_type(ino) == CFS_NODE_EPOCH)
+		cfs_epoch_forget(fs->set, (struct cfs_epoch *)(uintptr_t)ino, n);
+	else
+		cfs_efile_forget(fs->set, (struct cfs_efile *)(uintptr_t)ino, n);
+}
+
+static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	forget_one(fs_of(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct cfs_fs *fs = fs_of(req);
+	for (size_t i = 0; i < count; i++)
+		forget_one(fs, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	double tmo;
+	int rc = fs_stat(fs_of(req), ino, &st, &tmo);
+	if (rc != 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, tmo);
+}
+
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	/* Truncating the control file (shell `>` redirection) is accepted as a no-op. */
+	if (ino == INO_CONTROL && (to_set & FUSE_SET_ATTR_SIZE) && attr->st_size == 0 &&
+	    !(to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
+		fs_getattr(req, ino, fi);
+		return;
+	}
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char target[32];
+	if (ino != INO_CURRENT) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (current_target(fs_of(req), target, sizeof(target)) != 0) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	fuse_reply_readlink(req, target);
+}
+
+/* ---- mutations: all EROFS ------------------------------------------- */
+
+static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+			 struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	if ((mask & W_OK) && ino != INO_CONTROL)
+		fuse_reply_err(req, EROFS);
+	else
+		fuse_reply_err(req, 0);
+}
+
+/* ---- files ------------------------------------------------------------ */
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cfs_fs *fs = fs_of(req);
+	int acc = fi->flags & O_ACCMODE;
+	int err = 0;
+
+	if (ino == INO_CONTROL) {
+		if (acc != O_WRONLY) {
+			err = EACCES;
+			goto out;
+		}
+		fi->direct_io = 1;
+		fi->nonseekable = 1;
+		fi->fh = 0;
+		fuse_reply_open(req, fi);
+		return;
+	}
+	if (acc != O_RDONLY || (fi->flags & O_TRUNC)) {
+		err = EROFS;
+		goto out;
+	}
+	if (ino == INO_STATS || ino == INO_METRICS) {
+		struct fs_text *t = calloc(1, sizeof(*t));
+		if (!t) {
+			err = ENOMEM;
+			goto out;
+		}
+		int rc = fs->hooks.render(fs->hooks_ctx,
+					  ino == INO_STATS ? CFS_TEXT_STATS_JSON : CFS_TEXT_METRICS,
+					  &t->buf, &t->len);
+		if (rc != 0) {
+			free(t);
+			err = -rc;
+			goto out;
+		}
+		fi->fh = (uint64_t)(uintptr_t)t;
+		fi->direct_io = 1; /* size is known only now */
+		fuse_reply_open(req, fi);
+		return;
+	}
+	if (!is_node(ino)) {
+		err = EISDIR;
+		goto out;
+	}
+	if (node_type(ino) != CFS_NODE_FILE) {
+		err = EISDIR;
+		goto out;
+	}
+	struct cfs_efile *f = (struct cfs_efile *)(uintptr_t)ino;
+	int rc = cfs_efile_open(fs->set, f); /* the pin of invariant 3 */
+	if (rc != 0) {
+		err = -rc;
+		goto out;
+	}
+	struct fs_handle *h = calloc(1, sizeof(*h));
+	int fd = openat(fs->dirfd, f->relpath, O_RDONLY | O_CLOEXEC | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = openat(fs->dirfd, f->relpath, O_RDONLY | O_CLOEXEC);
+	if (!h || fd < 0) {
+		err = !h ? ENOMEM : errno;
+		cmn_log(CMN_LOG_ERROR, "open %s: %s", f->relpath, strerror(err));
+		if (fd >= 0)
+			close(fd);
+		free(h);
+		cfs_efile_release(fs->set, f);
+		goto out;
+	}
+	h->f = f;
+	h->fd = fd;
+	pthread_mutex_init(&h->mu, NULL);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->keep_cache = 1; /* sealed: the page cache is never stale (invariant 1) */
+	fi->noflush = 1;
+	fuse_reply_open(req, fi);
+	return;
+out:
+	fuse_reply_err(req, err);
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct cfs_fs *fs = fs_of(req);
+	char *buf = NULL;
+	int err = 0;
+
+	if (ino == INO_STATS || ino == INO_METRICS) {
+		struct fs_text *t = (struct fs_text *)(uintptr_t)fi->fh;
+		size_t o = (size_t)off < t->len ? (size_t)off : t->len;
+		size_t n = t->len - o < size ? t->len - o : size;
+		fuse_reply_buf(req, t->buf + o, n);
+		return;
+	}
+	if (ino == INO_CONTROL || !fi->fh) {
+		err = EBADF;
+		goto out;
+	}
+	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	struct cfs_efile *f = h->f;
+	uint64_t len = 0;
+	if ((uint64_t)off < f->bytes)
+		len = f->bytes - (uint64_t)off < size ? f->bytes - (uint64_t)off : size;
+	bool first = !atomic_exchange_explicit(&h->read_once, true, memory_order_relaxed);
+
+	if (fs->opts.splice_read) {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = h->fd;
+		bv.buf[0].pos = off;
+		pthread_mutex_lock(&h->mu);
+		cfs_efile_account(fs->set, f, (uint64_t)off, len, first, &h->end_done);
+		pthread_mutex_unlock(&h->mu);
+		int rc = fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+		if (rc != 0 && rc != -ENOENT) /* -ENOENT: the request was interrupted */
+			cmn_log(CMN_LOG_WARN, "read %s: reply: %s", f->relpath, strerror(-rc));
+		return;
+	}
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		err = ENOMEM;
+		goto out;
+	}
+	size_t got = 0;
+	while (got < len) {
+		ssize_t r = pread(h->fd, buf + got, len - got, off + (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	pthread_mutex_lock(&h->mu);
+	cfs_efile_account(fs->set, f, (uint64_t)off, got, first, &h->end_done);
+	pthread_mutex_unlock(&h->mu);
+	fuse_reply_buf(req, buf, got);
+	free(buf);
+	return;
+out:
+	free(buf);
+	fuse_reply_err(req, err);
+}
+
+static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct cfs_fs *fs = fs_of(req);
+	char cmd[CONTROL_MAX + 1];
+	int err = 0;
+
+	if (ino != INO_CONTROL) {
+		err = EROFS;
+		goto out;
+	}
+	if (size > CONTROL_MAX) {
+		err = EINVAL;
+		goto out;
+	}
+	memcpy(cmd, data, size);
+	cmd[size] = '\0';
+	size_t n = strlen(cmd);
+	while (n && (cmd[n - 1] == '\n' || cmd[n - 1] == ' ' || cmd[n - 1] == '\r'))
+		cmd[--n] = '\0';
+	int rc = fs->hooks.control(fs->hooks_ctx, cmd);
+	if (rc != 0) {
+		err = -rc;
+		goto out;
+	}
+	fuse_reply_write(req, size);
+	return;
+out:
+	fuse_reply_err(req, err);
+}
+
+static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cfs_fs *fs = fs_of(req);
+	if (ino == INO_STATS || ino == INO_METRICS) {
+		struct fs_text *t = (struct fs_text *)(uintptr_t)fi->fh;
+		free(t->buf);
+		free(t);
+	} else if (ino != INO_CONTROL && fi->fh) {
+		struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+		close(h->fd);
+		pthread_mutex_destroy(&h->mu);
+		struct cfs_efile *f = h->f;
+		free(h);
+		cfs_efile_release(fs->set, f); /* may complete an eviction (invariant 3) */
+	}
+	fuse_reply_err(req, 0);
+}
+
+static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct cfs_fs *fs = fs_of(req);
+	struct statvfs sv;
+	uint64_t limit = 0, used = 0;
+	fs->hooks.space(fs->hooks_ctx, &limit, &used);
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = 4096;
+	sv.f_frsize = 4096;
+	sv.f_blocks = limit / 4096;
+	sv.f_bfree = used < limit ? (limit - used) / 4096 : 0;
+	sv.f_bavail = sv.f_bfree;
+	struct cfs_epochs_stat es;
+	cfs_epochs_stat(fs->set, &es);
+	sv.f_files = es.files_alive + INO_FIXED_MAX;
+	sv.f_namemax = 255;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ---- directories ------------------------------------------------------ */
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cfs_fs *fs = fs_of(req);
+	struct fs_dir *d = NULL;
+	int err = 0;
+
+	if (is_node(ino) && node_type(ino) != CFS_NODE_EPOCH) {
+		err = ENOTDIR;
+		goto out;
+	}
+	if (!is_node(ino) && ino != INO_ROOT && ino != INO_EPOCHS && ino != INO_META) {
+		err = ENOTDIR;
+		goto out;
+	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		err = EROFS;
+		goto out;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		err = ENOMEM;
+		goto out;
+	}
+	if (ino == INO_EPOCHS) {
+		int rc = cfs_epochs_list_numbers(fs->set, &d->numbers, &d->nnumbers);
+		if (rc != 0) {
+			err = -rc;
+			goto out;
+		}
+	} else if (is_node(ino)) {
+		d->ep = (struct cfs_epoch *)(uintptr_t)ino;
+		cfs_epoch_opendir(fs->set, d->ep);
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->cache_readdir = 0;
+	fuse_reply_open(req, fi);
+	return;
+out:
+	free(d);
+	fuse_reply_err(req, err);
+}
+
+/* One directory entry by index: 0 ".", 1 "..", then the children. */
+static bool dir_entry(struct cfs_fs *fs, fuse_ino_t ino, struct fs_dir *d, size_t i,
+		      const char **name, char *namebuf, size_t namelen, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (i == 0) {
+		*name = ".";
+		st->st_ino = ino;
+		st->st_mode = S_IFDIR;
+		return true;
+	}
+	if (i == 1) {
+		*name = "..";
+		st->st_ino = ino == INO_ROOT || ino == INO_EPOCHS || ino == INO_META ? INO_ROOT
+										   : INO_EPOCHS;
+		st->st_mode = S_IFDIR;
+		return true;
+	}
+	i -= 2;
+	if (ino == INO_ROOT) {
+		static const char *const names[] = {"current", "epochs", ".rollcache"};
+		static const fuse_ino_t inos[] = {INO_CURRENT, INO_EPOCHS, INO_META};
+		static const mode_t modes[] = {S_IFLNK, S_IFDIR, S_IFDIR};
+		if (i >= 3)
+			return false;
+		*name = names[i];
+		st->st_ino = inos[i];
+		st->st_mode = modes[i];
+		return true;
+	}
+	if (ino == INO_META) {
+		static const char *const names[] = {"control", "metrics", "stats"};
+		static const fuse_ino_t inos[] = {INO_CONTROL, INO_METRICS, INO_STATS};
+		if (i >= 3)
+			return false;
+		*name = names[i];
+		st->st_ino = inos[i];
+		st->st_mode = S_IFREG;
+		return true;
+	}
+	if (ino == INO_EPOCHS) {
+		if (i >= d->nnumbers)
+			return false;
+		snprintf(namebuf, namelen, "%" PRIu32, d->numbers[i]);
+		*name = namebuf;
+		st->st_ino = INO_EPOCHS; /* placeholder: readdir inode numbers are hints */
+		st->st_mode = S_IFDIR;
+		return true;
+	}
+	(void)fs;
+	if (!d->ep || i >= d->ep->nfiles)
+		return false;
+	*name = d->ep->files[i]->name;
+	st->st_ino = (ino_t)(uintptr_t)d->ep->files[i];
+	st->st_mode = S_IFREG;
+	return true;
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct cfs_fs *fs = fs_of(req);
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	size_t used = 0;
+	char namebuf[32];
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (size_t i = (size_t)off;; i++) {
+		const char *name;
+		struct stat st;
+		if (!dir_entry(fs, ino, d, i, &name, namebuf, sizeof(namebuf), &st))
+			break;
+		size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st,
+						(off_t)(i + 1));
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cfs_fs *fs = fs_of(req);
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+	if (d->ep)
+		cfs_epoch_releasedir(fs->set, d->ep);
+	free(d->numbers);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+/* ---- session ------------------------------------------------------------ */
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct cfs_fs *fs = userdata;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (fs->opts.splice_read && (conn->capable & FUSE_CAP_SPLICE_WRITE))
+		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	if (fs->opts.max_io) {
+		conn->max_write = fs->opts.max_io; /* also sets max_pages */
+		conn->max_read = fs->opts.max_io;  /* must equal -o max_read */
+	}
+	if (fs->opts.max_readahead)
+		conn->max_readahead = fs->opts.max_readahead;
+	conn->time_gran = 1;
+}
+
+static const struct fuse_lowlevel_ops fs_ops = {
+	.init = fs_init,
+	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
+	.getattr = fs_getattr,
+	.setattr = fs_setattr,
+	.readlink = fs_readlink,
+	.mknod = fs_mknod,
+	.mkdir = fs_mkdir,
+	.unlink = fs_unlink,
+	.rmdir = fs_unlink,
+	.symlink = fs_symlink,
+	.rename = fs_rename,
+	.link = fs_link,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.release = fs_release,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.releasedir = fs_releasedir,
+	.statfs = fs_statfs,
+	.setxattr = fs_setxattr,
+	.removexattr = fs_removexattr,
+	.access = fs_access,
+	.create = fs_create,
+	.fallocate = fs_fallocate,
+};
+
+__attribute__((format(printf, 2, 0))) static void fuse_log_to_cmn(enum fuse_log_level level,
+								   const char *fmt, va_list ap)
+{
+	enum cmn_log_level l = level <= FUSE_LOG_ERR       ? CMN_LOG_ERROR
+			       : level <= FUSE_LOG_WARNING ? CMN_LOG_WARN
+			       : level <= FUSE_LOG_INFO    ? CMN_LOG_INFO
+							   : CMN_LOG_DEBUG;
+	char line[1024];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	size_t n = strlen(line);
+	while (n && line[n - 1] == '\n')
+		line[--n] = '\0';
+	cmn_log(l, "%s%s", strncmp(line, "fuse:", 5) == 0 ? "" : "fuse: ", line);
+}
+
+void cfs_fs_route_log(void)
+{
+	fuse_set_log_func(fuse_log_to_cmn);
+}
+
+/* Appends ",k" or "k" to a bounded option string; -E2BIG when it does not fit. */
+static int opt_add(char *buf, size_t len, const char *opt)
+{
+	size_t used = strlen(buf);
+	int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "", opt);
+	return n < 0 || (size_t)n >= len - used ? -E2BIG : 0;
+}
+
+/* fsname may hold ',' or '\\', which -o parsing treats specially: escape them. */
+static void escape_opt(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+	for (; *in && o + 3 < len; in++) {
+		if (*in == ',' || *in == '\\')
+			out[o++] = '\\';
+		out[o++] = *in;
+	}
+	out[o] = '\0';
+}
+
+int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs *set,
+		 int cache_dirfd, const struct cfs_fs_hooks *hooks, void *hooks_ctx,
+		 const struct cfs_fs_opts *opts, char *err, size_t errlen)
+{
+	struct cfs_fs *fs = calloc(1, sizeof(*fs));
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	char o[4096] = "";
+	char esc[1024];
+	int rc = -ENOMEM;
+
+	if (!fs)
+		goto fail;
+	fs->set = set;
+	fs->dirfd = cache_dirfd;
+	fs->hooks = *hooks;
+	fs->hooks_ctx = hooks_ctx;
+	fs->opts = *opts;
+	fs->uid = getuid();
+	fs->gid = getgid();
+	clock_gettime(CLOCK_REALTIME, &fs->t0);
+	cfs_fs_route_log();
+
+	escape_opt(opts->fsname ? opts->fsname : "rollcache", esc, sizeof(esc));
+	char kv[1100];
+	snprintf(kv, sizeof(kv), "fsname=%s", esc);
+	rc = opt_add(o, sizeof(o), kv);
+	if (rc == 0)
+		rc = opt_add(o, sizeof(o), "subtype=rollcache");
+	if (rc == 0 && opts->max_io) {
+		snprintf(kv, sizeof(kv), "max_read=%" PRIu32, opts->max_io);
+		rc = opt_add(o, sizeof(o), kv);
+	}
+	if (rc == 0 && opts->extra_opts && opts->extra_opts[0])
+		rc = opt_add(o, sizeof(o), opts->extra_opts);
+	if (rc != 0) {
+		snprintf(err, errlen, "mount options too long");
+		goto fail;
+	}
+	rc = -ENOMEM;
+	if (fuse_opt_add_arg(&args, "rollcache") || fuse_opt_add_arg(&args, "-o") ||
+	    fuse_opt_add_arg(&args, o))
+		goto fail_msg;
+	if (opts->debug && fuse_opt_add_arg(&args, "-d"))
+		goto fail_msg;
+
+	fs->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
+	if (!fs->se) {
+		rc = -EINVAL;
+		snprintf(err, errlen, "cannot start a FUSE session with options '%s' (see the log)", o);
+		goto fail;
+	}
+	if (fuse_session_mount(fs->se, mountpoint) != 0) {
+		rc = -EIO;
+		snprintf(err, errlen,
+			 "cannot mount on %s: is it an existing empty directory, is /dev/fuse there, "
+			 "and is it not mounted already?",
+			 mountpoint);
+		goto fail;
+	}
+	fs->mounted = true;
+	fuse_opt_free_args(&args);
+	*out = fs;
+	return 0;
+
+fail_msg:
+	snprintf(err, errlen, "out of memory");
+fail:
+	fuse_opt_free_args(&args);
+	if (fs && fs->se)
+		fuse_session_destroy(fs->se);
+	free(fs);
+	return rc;
+}
+
+int cfs_fs_loop(struct cfs_fs *fs)
+{
+	if (fuse_set_signal_handlers(fs->se) == 0)
+		fs->signals = true;
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	if (fs->opts.threads)
+		fuse_loop_cfg_set_max_threads(cfg, fs->opts.threads);
+	fuse_loop_cfg_set_idle_threads(cfg, 4);
+	int rc = fuse_session_loop_mt(fs->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	if (fs->signals) {
+		fuse_remove_signal_handlers(fs->se);
+		fs->signals = false;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+void cfs_fs_exit(struct cfs_fs *fs)
+{
+	fuse_session_exit(fs->se);
+}
+
+bool cfs_fs_exited(struct cfs_fs *fs)
+{
+	return fuse_session_exited(fs->se) != 0;
+}
+
+void cfs_fs_epoch_retired(struct cfs_fs *fs, uint32_t number)
+{
+	char name[16];
+	snprintf(name, sizeof(name), "%" PRIu32, number);
+	int rc = fuse_lowlevel_notify_inval_entry(fs->se, INO_EPOCHS, name, strlen(name));
+	if (rc != 0 && rc != -ENOENT)
+		cmn_log(CMN_LOG_DEBUG, "invalidate epochs/%s: %s", name, strerror(-rc));
+}
+
+void cfs_fs_free(struct cfs_fs *fs)
+{
+	if (!fs)
+		return;
+	if (fs->mounted)
+		fuse_session_unmount(fs->se);
+	fuse_session_destroy(fs->se);
+	free(fs);
+}

@@ -1,0 +1,87 @@
+/*
+ * fs.h - the read-only FUSE view of a cache (DESIGN "The mount").
+ *
+ *   /current -> epochs/<E>          symlink, re-read on every resolution
+ *   /epochs/<E>/<name>              sealed files of epoch E (0444)
+ *   /.rollcache/stats               JSON (rendered at open)
+ *   /.rollcache/metrics             Prometheus text (rendered at open)
+ *   /.rollcache/control             write-only: "next" | "next wait"
+ *
+ * fs.c serves lookups and reads from struct cfs_epochs only; what needs the
+ * catalog (stats text, advancing an epoch, statfs figures) is asked of the
+ * owner through struct cfs_fs_hooks, never on the read path.
+ */
+#ifndef RC_CACHEFS_FS_H
+#define RC_CACHEFS_FS_H
+
+#include "cachefs/epoch.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cfs_fs;
+
+enum cfs_fs_text { CFS_TEXT_STATS_JSON = 0, CFS_TEXT_METRICS = 1 };
+
+struct cfs_fs_hooks {
+	/* Renders a stats text into a malloc'd buffer (*buf, *len).  0 or -errno. */
+	int (*render)(void *ctx, enum cfs_fs_text which, char **buf, size_t *len);
+	/*
+	 * Runs a control command ("next", "next wait"), blocking until it is done.
+	 * Returns 0 or -errno (-EINVAL: unknown command).
+	 */
+	int (*control)(void *ctx, const char *cmd);
+	/* Bytes limit and bytes held (sealed + reserved + draining) for statfs. */
+	void (*space)(void *ctx, uint64_t *limit, uint64_t *used);
+};
+
+struct cfs_fs_opts {
+	bool splice_read;       /* fuse_reply_data from the backing fd (else pread + reply_buf) */
+	double timeout;         /* entry/attr timeout of sealed files and dirs, seconds */
+	uint32_t max_io;        /* max_write / max pages per request, bytes */
+	uint32_t max_readahead; /* bytes asked of the kernel */
+	uint32_t threads;       /* max worker threads (0: libfuse default) */
+	bool debug;             /* -d: libfuse request tracing */
+	const char *fsname;     /* shown in /proc/mounts, e.g. the source URL */
+	const char *extra_opts; /* mount options passed through (allow_other, ...), or NULL */
+};
+
+/*
+ * Creates the session and mounts it at `mountpoint`.  cache_dirfd is an
+ * open directory fd of the cache dir (backing files are openat()ed relative
+ * to it; the caller keeps it open until cfs_fs_free()).  The epochs set and
+ * hooks stay the caller's and must outlive the fs.
+ * Returns 0 and *out, or -errno with a one-line message in err.
+ */
+int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs *set,
+		 int cache_dirfd, const struct cfs_fs_hooks *hooks, void *hooks_ctx,
+		 const struct cfs_fs_opts *opts, char *err, size_t errlen);
+
+/*
+ * Runs the multithreaded loop until unmount or SIGINT/SIGTERM/SIGHUP
+ * (libfuse's signal handlers are installed for the duration).
+ * Returns 0 or -errno.
+ */
+int cfs_fs_loop(struct cfs_fs *fs);
+
+/* Asks the loop to end (from any thread). */
+void cfs_fs_exit(struct cfs_fs *fs);
+
+/* Whether the loop was asked to end (signal, unmount, cfs_fs_exit). */
+bool cfs_fs_exited(struct cfs_fs *fs);
+
+/*
+ * Tells the kernel to drop its cached entry epochs/<number> (after the
+ * epoch stopped being current), so that the directory leaves once unused.
+ * Call from a thread that is not serving a FUSE request, holding no lock.
+ */
+void cfs_fs_epoch_retired(struct cfs_fs *fs, uint32_t number);
+
+/* Unmounts (if still mounted) and frees.  NULL is ignored. */
+void cfs_fs_free(struct cfs_fs *fs);
+
+/* Routes libfuse's log into cmn_log(). */
+void cfs_fs_route_log(void);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * stats.h - the texts of MOUNTPOINT/.rollcache/stats (JSON) and
+ * .rollcache/metrics (Prometheus text format 0.0.4).
+ *
+ * The daemon gathers one struct cfs_stats_view (catalog rows, budget, view
+ * counters, sampler counters) and these functions only format it, so the
+ * formats are unit-testable without a mount.  Field meanings: docs/mount.md.
+ */
+#ifndef RC_CACHEFS_STATS_H
+#define RC_CACHEFS_STATS_H
+
+#include "cachefs/catalog.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A growing text buffer with a hard cap. */
+struct cfs_sbuf {
+	char *p;
+	size_t len, cap, max; /* max: hard cap on len (0: 16 MiB) */
+	bool failed;          /* an append did not fit or allocation failed */
+};
+
+void cfs_sbuf_printf(struct cfs_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s as a JSON string literal (quotes and escapes included). */
+void cfs_sbuf_json_str(struct cfs_sbuf *b, const char *s);
+void cfs_sbuf_free(struct cfs_sbuf *b);
+
+/* Sampler counters as the stats texts show them (a copy of smp_stats). */
+struct cfs_worker_stats {
+	bool present;       /* samplers configured and running */
+	bool idle;          /* the current pass ended: no more data is coming this epoch */
+	uint64_t requests, retries, http_4xx, http_408_429, http_5xx, timeouts, net_errors;
+	uint64_t truncated, bad_records, failed_objects, objects_done;
+	uint64_t bytes_fetched, records_admitted, bytes_admitted, budget_waits;
+	double ingest_bps;  /* admitted bytes/s over the last few seconds */
+	double fetch_bps;
+};
+
+struct cfs_stats_view {
+	int pid;
+	const char *source;
+	const char *cache_dir;
+	const char *mountpoint;
+	uint32_t epoch;
+	bool have_epoch;
+	const char *advance; /* "manual" | "auto" */
+	uint64_t min_records;
+
+	/* budget */
+	uint64_t limit, admit, admit_used, reserved, sealed, draining, peak;
+	uint32_t waiting_limit, waiting_admit;
+
+	/* catalog: SEALED totals and the epochs rows */
+	struct cfs_resident resident;
+	const struct cfs_epoch_row *epochs;
+	size_t n_epochs;
+
+	/* view */
+	uint32_t epochs_listed;
+	uint64_t open_handles, draining_files;
+	uint64_t current_files, current_bytes, current_records;
+	uint64_t current_read_bytes; /* this epoch, including what is not flushed yet */
+	uint64_t current_files_read_full;
+
+	/* schedule entry in force and the last boundary */
+	const char *schedule; /* evc_entry_describe() line */
+	const char *policy;
+	uint32_t min_uses;
+	uint64_t entry_limit, entry_admit;
+	uint64_t last_victims, last_evicted_bytes, last_admit;
+	const char *last_reason; /* evc_reason_name() or "" */
+	const char *last_why;
+
+	struct cfs_worker_stats sampler;
+	uint64_t errors_stats_flush, errors_boundary, errors_read;
+	double uptime_s;
+};
+
+/* Renders the JSON text into b (b->failed on overflow/OOM). */
+void cfs_stats_json(const struct cfs_stats_view *v, struct cfs_sbuf *b);
+
+/* Renders the Prometheus text into b. */
+void cfs_stats_metrics(const struct cfs_stats_view *v, struct cfs_sbuf *b);
+
+#endif

@@ -1,0 +1,993 @@
+/*
+ * cmd_mount.c - `rollcache mount`, `umount`, `epoch` and `status`.
+ *
+ *   rollcache mount SOURCE MOUNTPOINT [--config FILE] [--KEY VALUE ...]
+ *                   [-o k=v,...] [-f] [-d]
+ *   rollcache umount MOUNTPOINT
+ *   rollcache epoch MOUNTPOINT [next [--wait] | show]
+ *   rollcache status MOUNTPOINT [--json] [--watch]
+ *
+ * mount parses and checks everything first (usage/config errors exit 2
+ * before anything happens), then forks unless -f/-d: the child runs the
+ * daemon (cachefs/daemon.h) and reports "ok" or its one-line error through
+ * a pipe once the mount is up or has failed, so the parent's exit status
+ * and message are the daemon's.  The child then detaches (setsid, stdio to
+ * /dev/null, log to syslog).
+ *
+ * -o options go through fuse_opt: generic mount(8) options (rw, nofail,
+ * _netdev, noauto, user, defaults, x-*, ...) are accepted and ignored, FUSE
+ * options (allow_other, allow_root, auto_unmount, max_read=) pass through to
+ * the kernel mount, and every other k=v is a configuration key (common/
+ * config.h), so fstab lines of type fuse.rollcache work.
+ *
+ * The other three commands talk to a running daemon through its files:
+ * .rollcache/control (write), .rollcache/metrics and .rollcache/stats (read).
+ */
+#include "cli/cmd.h"
+#include "rc_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if RC_HAVE_FUSE
+
+#define FUSE_USE_VERSION 314
+
+#include "cachefs/daemon.h"
+#include "cachefs/store.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/units.h"
+
+#if defined(RC_HAVE_SAMPLER_INGEST) && RC_HAVE_SAMPLER_INGEST
+#define MOUNT_SAMPLERS 1
+#include "sampler/sampler.h"
+#else
+#define MOUNT_SAMPLERS 0
+#endif
+
+#include <fcntl.h>
+#include <fuse_opt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TEXT_MAX ((size_t)4 << 20) /* cap on a stats text read from a mount */
+
+/* ---- -o parsing (fuse_opt) ------------------------------------------- */
+
+struct mount_args {
+	struct cmn_config *cfg;
+	char fuse_opts[1024]; /* passed to the kernel mount */
+	char err[512];
+	bool failed;
+	bool splice; /* -o splice_read: serve reads by splice */
+};
+
+enum { KEY_IGNORE = 1, KEY_PASS = 2, KEY_SPLICE = 3, KEY_NOSPLICE = 4 };
+
+static const struct fuse_opt mount_opt_spec[] = {
+	/* generic mount(8)/fstab options: meaningless here */
+	FUSE_OPT_KEY("rw", KEY_IGNORE),
+	FUSE_OPT_KEY("ro", KEY_IGNORE), /* always read-only, except .rollcache/control */
+	FUSE_OPT_KEY("dev", KEY_IGNORE),
+	FUSE_OPT_KEY("nodev", KEY_IGNORE),
+	FUSE_OPT_KEY("suid", KEY_IGNORE),
+	FUSE_OPT_KEY("nosuid", KEY_IGNORE),
+	FUSE_OPT_KEY("exec", KEY_IGNORE),
+	FUSE_OPT_KEY("noexec", KEY_IGNORE),
+	FUSE_OPT_KEY("auto", KEY_IGNORE),
+	FUSE_OPT_KEY("noauto", KEY_IGNORE),
+	FUSE_OPT_KEY("user", KEY_IGNORE),
+	FUSE_OPT_KEY("users", KEY_IGNORE),
+	FUSE_OPT_KEY("nouser", KEY_IGNORE),
+	FUSE_OPT_KEY("nofail", KEY_IGNORE),
+	FUSE_OPT_KEY("_netdev", KEY_IGNORE),
+	FUSE_OPT_KEY("defaults", KEY_IGNORE),
+	FUSE_OPT_KEY("async", KEY_IGNORE),
+	FUSE_OPT_KEY("sync", KEY_IGNORE),
+	FUSE_OPT_KEY("atime", KEY_IGNORE),
+	FUSE_OPT_KEY("noatime", KEY_IGNORE),
+	FUSE_OPT_KEY("relatime", KEY_IGNORE),
+	FUSE_OPT_KEY("x-", KEY_IGNORE),
+	FUSE_OPT_KEY("x-%s", KEY_IGNORE),
+	FUSE_OPT_KEY("comment=", KEY_IGNORE),
+	FUSE_OPT_KEY("comment=%s", KEY_IGNORE),
+	FUSE_OPT_KEY("subtype=", KEY_IGNORE),
+	FUSE_OPT_KEY("subtype=%s", KEY_IGNORE),
+	FUSE_OPT_KEY("fsname=", KEY_IGNORE),
+	FUSE_OPT_KEY("fsname=%s", KEY_IGNORE),
+	/* FUSE mount options for the kernel */
+	FUSE_OPT_KEY("allow_other", KEY_PASS),
+	FUSE_OPT_KEY("allow_root", KEY_PASS),
+	FUSE_OPT_KEY("auto_unmount", KEY_PASS),
+	FUSE_OPT_KEY("max_read=%s", KEY_PASS),
+	/* ours */
+	FUSE_OPT_KEY("splice_read", KEY_SPLICE),
+	FUSE_OPT_KEY("no_splice_read", KEY_NOSPLICE),
+	FUSE_OPT_END,
+};
+
+static int append_opt(char *buf, size_t len, const char *opt)
+{
+	size_t used = strlen(buf);
+	int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "", opt);
+	return n < 0 || (size_t)n >= len - used ? -1 : 0;
+}
+
+static int mount_opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct mount_args *ma = data;
+	(void)outargs;
+	if (ma->failed)
+		return 0;
+	switch (key) {
+	case KEY_IGNORE:
+		return 0;
+	case KEY_PASS:
+		if (append_opt(ma->fuse_opts, sizeof(ma->fuse_opts), arg) != 0) {
+			snprintf(ma->err, sizeof(ma->err), "-o: too many FUSE options");
+			ma->failed = true;
+		}
+		return 0;
+	case KEY_SPLICE:
+		ma->splice = true;
+		return 0;
+	case KEY_NOSPLICE:
+		ma->splice = false;
+		return 0;
+	case FUSE_OPT_KEY_OPT: {
+		char tmp[512];
+		if (cmn_config_parse_o(ma->cfg, arg, tmp, sizeof(tmp)) != 0) {
+			snprintf(ma->err, sizeof(ma->err), "%s", tmp);
+			ma->failed = true;
+		}
+		return 0;
+	}
+	default:
+		return 1; /* non-options: not expected, kept */
+	}
+}
+
+/* Applies one "-o a,b=c,..." string.  Returns 0, or -EINVAL with ma->err. */
+static int parse_o(struct mount_args *ma, const char *opts)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	int rc = 0;
+	if (fuse_opt_add_arg(&args, "rollcache") || fuse_opt_add_arg(&args, "-o") ||
+	    fuse_opt_add_arg(&args, opts)) {
+		snprintf(ma->err, sizeof(ma->err), "-o: out of memory");
+		rc = -ENOMEM;
+	} else if (fuse_opt_parse(&args, ma, mount_opt_spec, mount_opt_proc) != 0 || ma->failed) {
+		if (!ma->err[0])
+			snprintf(ma->err, sizeof(ma->err), "-o %s: cannot parse", opts);
+		rc = -EINVAL;
+	}
+	fuse_opt_free_args(&args);
+	return rc;
+}
+
+/* ---- paths --------------------------------------------------------------- */
+
+/* The default cache dir: $XDG_CACHE_HOME (or ~/.cache)/rollcache/<fnv1a64(url)>. */
+static int default_cache_dir(const char *url, char *out, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+	if (xdg && xdg[0] == '/')
+		n = snprintf(out, len, "%s/rollcache/%016" PRIx64, xdg, h);
+	else if (home && home[0] == '/')
+		n = snprintf(out, len, "%s/.cache/rollcache/%016" PRIx64, home, h);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Makes `path` absolute (it need not exist).  Returns 0 or -errno. */
+static int absolute(const char *path, char *out, size_t len)
+{
+	if (path[0] == '/') {
+		if (strlen(path) >= len)
+			return -ENAMETOOLONG;
+		strcpy(out, path);
+		return 0;
+	}
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	int n = snprintf(out, len, "%s/%s", cwd, path);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* ---- samplers as daemon workers ----------------------------------------- */
+
+#if MOUNT_SAMPLERS
+struct workers {
+	const struct cmn_config *cfg;
+	struct smp_sampler *s;
+	pthread_t thread;
+	bool running;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint32_t epoch;   /* protected by mu: epoch to sample for */
+	bool stop;        /* protected by mu */
+	bool idle;        /* protected by mu: the pass of `epoch` ended */
+	uint32_t relist_epoch; /* protected by mu */
+};
+
+static void *sampler_main(void *arg)
+{
+	struct workers *w = arg;
+	char err[512];
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop) {
+		uint32_t epoch = w->epoch;
+		w->idle = false;
+		pthread_mutex_unlock(&w->mu);
+		int rc = smp_sampler_run(w->s, epoch, err, sizeof(err));
+		if (rc != 0)
+			cmn_log(CMN_LOG_ERROR, "samplers, epoch %" PRIu32 ": %s", epoch, err);
+		pthread_mutex_lock(&w->mu);
+		w->idle = true;
+		/* The pass ended: wait for the next epoch (re-listing is the sampler's). */
+		while (!w->stop && w->epoch == epoch) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static int workers_start(void *ctx, struct cfs_store *store, uint32_t epoch, char *err,
+			 size_t errlen)
+{
+	struct workers *w = ctx;
+	struct smp_sampler_opts so = {
+		.cfg = w->cfg,
+		.store = store,
+		.seed = 1,
+		.stop_when_full = false,
+	};
+	int rc = smp_sampler_new(&w->s, &so, err, errlen);
+	if (rc != 0)
+		return rc;
+	w->epoch = epoch;
+	rc = pthread_create(&w->thread, NULL, sampler_main, w);
+	if (rc != 0) {
+		smp_sampler_free(w->s);
+		w->s = NULL;
+		snprintf(err, errlen, "cannot start the sampler thread: %s", strerror(rc));
+		return -rc;
+	}
+	w->running = true;
+	return 0;
+}
+
+static void workers_new_epoch(void *ctx, uint32_t epoch)
+{
+	struct workers *w = ctx;
+	pthread_mutex_lock(&w->mu);
+	w->epoch = epoch;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void workers_stats(void *ctx, struct cfs_worker_stats *o)
+{
+	struct workers *w = ctx;
+	if (!w->s)
+		return;
+	const struct smp_stats *st = smp_sampler_stats(w->s);
+	o->present = true;
+	pthread_mutex_lock(&w->mu);
+	o->idle = w->idle;
+	pthread_mutex_unlock(&w->mu);
+#define C(f) o->f = SMP_STAT_GET(st, f)
+	C(requests); C(retries); C(http_4xx); C(http_408_429); C(http_5xx); C(timeouts);
+	C(net_errors); C(truncated); C(bad_records); C(failed_objects); C(objects_done);
+	C(bytes_fetched); C(records_admitted); C(bytes_admitted); C(budget_waits);
+#undef C
+}
+
+static void workers_stop(void *ctx)
+{
+	struct workers *w = ctx;
+	if (!w->running)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	smp_sampler_stop(w->s);
+	pthread_join(w->thread, NULL);
+	w->running = false;
+	smp_sampler_free(w->s);
+	w->s = NULL;
+}
+
+static const struct cfs_daemon_workers sampler_workers = {
+	.start = workers_start,
+	.new_epoch = workers_new_epoch,
+	.stats = workers_stats,
+	.stop = workers_stop,
+};
+#endif
+
+/* ---- mount ----------------------------------------------------------------- */
+
+static void mount_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: rollcache mount SOURCE MOUNTPOINT [--config FILE] [--KEY VALUE ...] "
+		"[-o k=v,...] [-f] [-d]\n"
+		"  SOURCE      file:///abs/dir/, http(s)://host/prefix/ or s3://bucket/prefix/\n"
+		"  -f          stay in the foreground (default: detach once the mount is up)\n"
+		"  -d          foreground with FUSE request tracing\n"
+		"  -o k=v,...  configuration keys (limit=20G,cache_dir=/var/cache/rc,...), FUSE\n"
+		"              options (allow_other, auto_unmount) and fstab options (ignored)\n"
+		"See docs/mount.md.\n");
+}
+
+struct ready_ctx {
+	int fd; /* write end of the readiness pipe, or -1 */
+};
+
+static void syslog_sink(enum cmn_log_level level, const char *line, void *ctx)
+{
+	(void)ctx;
+	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+	syslog(prio[level], "%s", line);
+}
+
+/* The mount is up: tell the parent, then detach from the terminal. */
+static void on_ready(void *ctx)
+{
+	struct ready_ctx *r = ctx;
+	if (r->fd < 0)
+		return;
+	openlog("rollcache", LOG_PID, LOG_DAEMON);
+	cmn_log_set_sink(syslog_sink, NULL);
+	ssize_t w = write(r->fd, "ok\n", 3);
+	(void)w;
+	close(r->fd);
+	r->fd = -1;
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul >= 0) {
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		if (nul > 2)
+			close(nul);
+	}
+	if (chdir("/") != 0)
+		cmn_log(CMN_LOG_WARN, "chdir /: %s", strerror(errno));
+}
+
+/* Parent side of daemonizing: waits for the child's report. */
+static int wait_ready(int fd, pid_t child)
+{
+	char buf[1200];
+	size_t got = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + got, sizeof(buf) - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (got == sizeof(buf) - 1)
+			break;
+	}
+	close(fd);
+	buf[got] = '\0';
+	if (strncmp(buf, "ok\n", 3) == 0)
+		return 0;
+	int status = 0;
+	waitpid(child, &status, 0);
+	if (got) {
+		size_t n = strlen(buf);
+		while (n && buf[n - 1] == '\n')
+			buf[--n] = '\0';
+		fprintf(stderr, "rollcache mount: %s\n", buf);
+	} else {
+		fprintf(stderr, "rollcache mount: the daemon exited during start-up (status %d); "
+				"run with -f to see why\n", status);
+	}
+	return 1;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	struct cmn_config cfg;
+	struct mount_args ma;
+	char err[1024];
+	const char *source = NULL, *mountpoint = NULL, *config = NULL;
+	bool foreground = false, debug = false;
+	char mp_abs[PATH_MAX], dir_abs[PATH_MAX], src_copy[2048];
+	int ret = 2;
+
+	cmn_config_init(&cfg);
+	memset(&ma, 0, sizeof(ma));
+	ma.cfg = &cfg;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			config = argv[i + 1];
+	if (config && cmn_config_load_file(&cfg, config, err, sizeof(err))) {
+		fprintf(stderr, "rollcache mount: %s\n", err);
+		goto out;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			mount_usage(stdout);
+			ret = 0;
+			goto out;
+		} else if (!strcmp(a, "-f")) {
+			foreground = true;
+		} else if (!strcmp(a, "-d")) {
+			debug = foreground = true;
+		} else if (!strcmp(a, "-o") || !strncmp(a, "-o", 2)) {
+			const char *v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			if (!v) {
+				fprintf(stderr, "rollcache mount: -o needs options, such as -o limit=20G\n");
+				goto out;
+			}
+			if (parse_o(&ma, v) != 0) {
+				fprintf(stderr, "rollcache mount: %s\n", ma.err);
+				goto out;
+			}
+		} else if (!strncmp(a, "--", 2)) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "rollcache mount: %s needs a value\n", a);
+				goto out;
+			}
+			const char *v = argv[++i];
+			if (!strcmp(a, "--config"))
+				continue;
+			if (cmn_config_set(&cfg, a + 2, v, a, err, sizeof(err))) {
+				fprintf(stderr, "rollcache mount: %s\n", err);
+				goto out;
+			}
+		} else if (!source) {
+			source = a;
+		} else if (!mountpoint) {
+			mountpoint = a;
+		} else {
+			fprintf(stderr, "rollcache mount: unexpected argument `%s`\n", a);
+			mount_usage(stderr);
+			goto out;
+		}
+	}
+	if (!source || !mountpoint) {
+		fprintf(stderr, "rollcache mount: expected SOURCE and MOUNTPOINT\n");
+		mount_usage(stderr);
+		goto out;
+	}
+	if (cmn_config_set(&cfg, "url", source, "SOURCE", err, sizeof(err))) {
+		fprintf(stderr, "rollcache mount: %s\n", err);
+		goto out;
+	}
+	if (cmn_config_finish(&cfg, err, sizeof(err))) {
+		fprintf(stderr, "rollcache mount: %s\n", err);
+		goto out;
+	}
+	if (!realpath(mountpoint, mp_abs)) {
+		fprintf(stderr, "rollcache mount: %s: %s: create the mount point directory first\n",
+			mountpoint, strerror(errno));
+		goto out;
+	}
+	struct stat st;
+	if (stat(mp_abs, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "rollcache mount: %s is not a directory\n", mp_abs);
+		goto out;
+	}
+	if (!cfg.cache_dir) {
+		if (default_cache_dir(cfg.url, dir_abs, sizeof(dir_abs)) != 0) {
+			fprintf(stderr, "rollcache mount: no cache directory: set cache_dir "
+					"(--cache-dir DIR or -o cache_dir=DIR)\n");
+			goto out;
+		}
+	} else if (absolute(cfg.cache_dir, dir_abs, sizeof(dir_abs)) != 0) {
+		fprintf(stderr, "rollcache mount: cache_dir %s: path too long\n", cfg.cache_dir);
+		goto out;
+	}
+	if (cmn_config_set(&cfg, "cache_dir", dir_abs, "cache_dir", err, sizeof(err))) {
+		fprintf(stderr, "rollcache mount: %s\n", err);
+		goto out;
+	}
+	snprintf(src_copy, sizeof(src_copy), "%s", cfg.url);
+	if (debug)
+		cmn_log_set_level(CMN_LOG_DEBUG);
+
+	ret = 1;
+	struct ready_ctx rc_ready = {.fd = -1};
+	pid_t child = 0;
+	if (!foreground) {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) != 0) {
+			fprintf(stderr, "rollcache mount: pipe: %s\n", strerror(errno));
+			goto out;
+		}
+		fflush(NULL);
+		child = fork();
+		if (child < 0) {
+			fprintf(stderr, "rollcache mount: fork: %s\n", strerror(errno));
+			close(p[0]);
+			close(p[1]);
+			goto out;
+		}
+		if (child > 0) {
+			close(p[1]);
+			ret = wait_ready(p[0], child);
+			goto out;
+		}
+		close(p[0]);
+		setsid();
+		rc_ready.fd = p[1];
+	}
+
+#if MOUNT_SAMPLERS
+	struct workers w = {.cfg = &cfg};
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	const struct cfs_daemon_workers *wk = &sampler_workers;
+	void *wctx = &w;
+#else
+	const struct cfs_daemon_workers *wk = NULL;
+	void *wctx = NULL;
+#endif
+	struct cfs_daemon_opts o = {
+		.cfg = &cfg,
+		.mountpoint = mp_abs,
+		.source = src_copy,
+		.debug = debug,
+		.splice_read = ma.splice,
+		.fuse_opts = ma.fuse_opts,
+		.workers = wk,
+		.workers_ctx = wctx,
+		.on_ready = on_ready,
+		.on_ready_ctx = &rc_ready,
+	};
+	int rc = cfs_daemon_run(&o, err, sizeof(err));
+	if (rc != 0) {
+		if (rc_ready.fd >= 0) {
+			dprintf(rc_ready.fd, "%s\n", err);
+			close(rc_ready.fd);
+		} else {
+			cmn_log(CMN_LOG_ERROR, "%s", err);
+			if (foreground)
+				fprintf(stderr, "rollcache mount: %s\n", err);
+		}
+		ret = 1;
+	} else {
+		ret = 0;
+	}
+#if MOUNT_SAMPLERS
+	pthread_mutex_destroy(&w.mu);
+	pthread_cond_destroy(&w.cv);
+#endif
+	if (!foreground) {
+		cmn_config_free(&cfg);
+		_exit(ret);
+	}
+out:
+	cmn_config_free(&cfg);
+	return ret;
+}
+
+/* ---- talking to a running daemon ------------------------------------- */
+
+/* Reads MOUNTPOINT/.rollcache/<name> into a malloc'd string.  0 or -errno. */
+static int read_text(const char *mp, const char *name, char **out)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/.rollcache/%s", mp, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap);
+	int rc = 0;
+	while (buf) {
+		if (len + 1 >= cap) {
+			if (cap >= TEXT_MAX) {
+				rc = -EFBIG;
+				break;
+			}
+			char *p = realloc(buf, cap * 2);
+			if (!p)
+				break;
+			buf = p;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + len, cap - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (!buf)
+		return -ENOMEM;
+	if (rc != 0) {
+		free(buf);
+		return rc;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/* The value of metric `name` (rollcache_ prefix implied) in a metrics text. */
+static double metric_get(const char *text, const char *name)
+{
+	char key[128];
+	snprintf(key, sizeof(key), "\nrollcache_%s ", name);
+	const char *p = strstr(text, key);
+	return p ? strtod(p + strlen(key), NULL) : 0.0;
+}
+
+/* The string value of the first "key": "..." in a JSON text (no escapes needed here). */
+static void json_str(const char *text, const char *key, char *out, size_t len)
+{
+	char k[64];
+	snprintf(k, sizeof(k), "\"%s\": \"", key);
+	const char *p = strstr(text, k);
+	out[0] = '\0';
+	if (!p)
+		return;
+	p += strlen(k);
+	size_t o = 0;
+	while (*p && *p != '"' && o + 1 < len)
+		out[o++] = *p++;
+	out[o] = '\0';
+}
+
+static int mp_error(const char *cmd, const char *mp, int rc)
+{
+	if (rc == -ENOENT)
+		fprintf(stderr, "rollcache %s: %s is not a rollcache mount (no .rollcache/)\n", cmd, mp);
+	else if (rc == -ENOTCONN)
+		fprintf(stderr, "rollcache %s: %s: the daemon is gone; run `rollcache umount %s`\n",
+			cmd, mp, mp);
+	else
+		fprintf(stderr, "rollcache %s: %s: %s\n", cmd, mp, strerror(-rc));
+	return 1;
+}
+
+/* ---- umount ---------------------------------------------------------------- */
+
+static int run_fusermount(const char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int nul = open("/dev/null", O_WRONLY);
+		if (nul >= 0)
+			dup2(nul, 2);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+static bool pid_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+int cmd_umount(int argc, char **argv)
+{
+	if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fprintf(argc == 2 ? stdout : stderr, "usage: rollcache umount MOUNTPOINT\n");
+		return argc == 2 ? 0 : 2;
+	}
+	char mp[PATH_MAX];
+	if (absolute(argv[1], mp, sizeof(mp)) != 0) {
+		fprintf(stderr, "rollcache umount: %s: path too long\n", argv[1]);
+		return 2;
+	}
+	/* The daemon's pid, to wait until it has closed the cache (its lock). */
+	pid_t pid = 0;
+	char *text = NULL;
+	if (read_text(mp, "stats", &text) == 0) {
+		const char *p = strstr(text, "\"pid\": ");
+		if (p)
+			pid = (pid_t)strtol(p + 7, NULL, 10);
+		free(text);
+	}
+	const char *plain[] = {"fusermount3", "-u", mp, NULL};
+	const char *lazy[] = {"fusermount3", "-u", "-z", mp, NULL};
+	if (run_fusermount(plain) != 0) {
+		if (run_fusermount(lazy) != 0 && umount2(mp, MNT_DETACH) != 0) {
+			fprintf(stderr, "rollcache umount: %s: cannot unmount (%s): is it mounted?\n", mp,
+				strerror(errno));
+			return 1;
+		}
+		fprintf(stderr, "rollcache umount: %s was busy or dead: detached lazily\n", mp);
+	}
+	if (pid > 0) {
+		for (int i = 0; i < 300 && pid_alive(pid); i++) {
+			struct timespec ts = {0, 100 * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+		if (pid_alive(pid)) {
+			fprintf(stderr, "rollcache umount: daemon pid %d still running after 30 s\n",
+				(int)pid);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- epoch ------------------------------------------------------------------ */
+
+struct control_write {
+	const char *path;
+	const char *cmd;
+	int rc;
+	volatile bool done;
+};
+
+static void *control_main(void *arg)
+{
+	struct control_write *c = arg;
+	int fd = open(c->path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		c->rc = -errno;
+	} else {
+		ssize_t w = write(fd, c->cmd, strlen(c->cmd));
+		c->rc = w < 0 ? -errno : 0;
+		close(fd);
+	}
+	__atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void print_epoch(const char *mp)
+{
+	char *m = NULL;
+	char b1[32], b2[32], b3[32];
+	if (read_text(mp, "metrics", &m) != 0)
+		return;
+	printf("epoch %.0f: %.0f files, %.0f records; admitted %s, evicted %s this epoch; "
+	       "disk %s\n",
+	       metric_get(m, "epoch"), metric_get(m, "current_files"),
+	       metric_get(m, "current_records"),
+	       cmn_format_size((uint64_t)metric_get(m, "epoch_admitted_bytes"), b1, sizeof(b1)),
+	       cmn_format_size((uint64_t)metric_get(m, "epoch_evicted_bytes"), b2, sizeof(b2)),
+	       cmn_format_size((uint64_t)metric_get(m, "used_bytes"), b3, sizeof(b3)));
+	free(m);
+}
+
+int cmd_epoch(int argc, char **argv)
+{
+	const char *mp = NULL, *action = "show";
+	bool wait = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: rollcache epoch MOUNTPOINT [next [--wait] | show]\n");
+			return 0;
+		} else if (!strcmp(argv[i], "--wait")) {
+			wait = true;
+		} else if (!mp) {
+			mp = argv[i];
+		} else if (!strcmp(argv[i], "next") || !strcmp(argv[i], "show")) {
+			action = argv[i];
+		} else {
+			fprintf(stderr, "rollcache epoch: unexpected argument `%s`\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!mp || (wait && strcmp(action, "next") != 0)) {
+		fprintf(stderr, "usage: rollcache epoch MOUNTPOINT [next [--wait] | show]\n");
+		return 2;
+	}
+	char *m = NULL;
+	int rc = read_text(mp, "metrics", &m);
+	if (rc != 0)
+		return mp_error("epoch", mp, rc);
+	free(m);
+	if (!strcmp(action, "show")) {
+		print_epoch(mp);
+		return 0;
+	}
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/.rollcache/control", mp);
+	struct control_write c = {.path = path, .cmd = wait ? "next wait" : "next"};
+	pthread_t t;
+	if (pthread_create(&t, NULL, control_main, &c) != 0) {
+		fprintf(stderr, "rollcache epoch: cannot start a thread\n");
+		return 1;
+	}
+	bool tty = isatty(2);
+	bool shown = false;
+	while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = {0, 250 * 1000000L};
+		nanosleep(&ts, NULL);
+		if (!wait || __atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
+			continue;
+		if (read_text(mp, "metrics", &m) == 0) {
+			fprintf(stderr, "%swaiting for min_records: %.0f / %.0f records resident, %.1f MB/s%s",
+				tty ? "\r" : "", metric_get(m, "resident_records"),
+				metric_get(m, "min_records"),
+				metric_get(m, "ingest_bytes_per_second") / 1e6, tty ? "   " : "\n");
+			shown = true;
+			free(m);
+		}
+	}
+	pthread_join(t, NULL);
+	if (shown && tty)
+		fputc('\n', stderr);
+	if (c.rc != 0) {
+		fprintf(stderr, "rollcache epoch: %s: %s\n", mp, strerror(-c.rc));
+		return 1;
+	}
+	print_epoch(mp);
+	return 0;
+}
+
+/* ---- status ------------------------------------------------------------------ */
+
+static volatile sig_atomic_t status_stop;
+
+static void status_sig(int sig)
+{
+	(void)sig;
+	status_stop = 1;
+}
+
+static int status_once(const char *mp, bool json, bool clear)
+{
+	char *text = NULL;
+	int rc = read_text(mp, json ? "stats" : "metrics", &text);
+	if (rc != 0)
+		return rc;
+	if (json) {
+		fputs(text, stdout);
+		free(text);
+		return 0;
+	}
+	char *js = NULL;
+	char source[512] = "", policy[32] = "", advance[16] = "", why[320] = "";
+	if (read_text(mp, "stats", &js) == 0) {
+		json_str(js, "source", source, sizeof(source));
+		json_str(js, "policy", policy, sizeof(policy));
+		json_str(js, "advance", advance, sizeof(advance));
+		json_str(js, "why", why, sizeof(why));
+		free(js);
+	}
+	double limit = metric_get(text, "limit_bytes"), used = metric_get(text, "used_bytes");
+	double frac = limit > 0 ? used / limit : 0;
+	char bar[41];
+	int fill = (int)(frac * 40 + 0.5);
+	for (int i = 0; i < 40; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[40] = '\0';
+	char b1[32], b2[32], b3[32], b4[32], b5[32];
+	if (clear)
+		fputs("\033[H\033[J", stdout);
+	printf("rollcache %s on %s\n", source, mp);
+	printf("epoch    %.0f (advance %s, policy %s)\n", metric_get(text, "epoch"), advance, policy);
+	printf("disk     [%s] %s / %s (%.0f%%), draining %s\n", bar,
+	       cmn_format_size((uint64_t)used, b1, sizeof(b1)),
+	       cmn_format_size((uint64_t)limit, b2, sizeof(b2)), frac * 100,
+	       cmn_format_size((uint64_t)metric_get(text, "draining_bytes"), b3, sizeof(b3)));
+	printf("ingest   %.1f MB/s; admitted %s, evicted %s this epoch\n",
+	       metric_get(text, "ingest_bytes_per_second") / 1e6,
+	       cmn_format_size((uint64_t)metric_get(text, "epoch_admitted_bytes"), b4, sizeof(b4)),
+	       cmn_format_size((uint64_t)metric_get(text, "epoch_evicted_bytes"), b5, sizeof(b5)));
+	printf("current  %.0f files, %.0f records; %.0f records resident; %.0f open handles\n",
+	       metric_get(text, "current_files"), metric_get(text, "current_records"),
+	       metric_get(text, "resident_records"), metric_get(text, "open_handles"));
+	printf("errors   %.0f%s%s\n", metric_get(text, "errors_total"), why[0] ? "; " : "", why);
+	fflush(stdout);
+	free(text);
+	return 0;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	const char *mp = NULL;
+	bool json = false, watch = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: rollcache status MOUNTPOINT [--json] [--watch]\n");
+			return 0;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "--watch")) {
+			watch = true;
+		} else if (!mp) {
+			mp = argv[i];
+		} else {
+			fprintf(stderr, "rollcache status: unexpected argument `%s`\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!mp) {
+		fprintf(stderr, "usage: rollcache status MOUNTPOINT [--json] [--watch]\n");
+		return 2;
+	}
+	if (!watch) {
+		int rc = status_once(mp, json, false);
+		return rc ? mp_error("status", mp, rc) : 0;
+	}
+	struct sigaction sa = {.sa_handler = status_sig};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	while (!status_stop) {
+		int rc = status_once(mp, json, isatty(1) && !json);
+		if (rc != 0)
+			return mp_error("status", mp, rc);
+		struct timespec ts = {1, 0};
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+#else /* !RC_HAVE_FUSE */
+
+static int no_fuse(const char *cmd)
+{
+	fprintf(stderr, "rollcache %s: this build has no FUSE support (install libfuse3-dev and "
+			"rebuild)\n", cmd);
+	return 1;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return no_fuse("mount");
+}
+
+int cmd_umount(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return no_fuse("umount");
+}
+
+int cmd_epoch(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return no_fuse("epoch");
+}
+
+int cmd_status(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return no_fuse("status");
+}
+
+#endif
