@@ -62,12 +62,17 @@ static size_t align64(size_t n)
 	return (n + 63) & ~(size_t)63;
 }
 
-/* Records the first failure of the epoch; f->mu held. */
-static void set_error(struct rc_feeder *f, int rc, const char *msg)
+/*
+ * Records a failure at batch index `batch`; f->mu held.  The earliest batch
+ * wins, so the consumer gets every batch before it and then the same error
+ * whatever the thread timing was.
+ */
+static void set_error(struct rc_feeder *f, int rc, const char *msg, uint64_t batch)
 {
-	if (f->err_rc)
+	if (f->err_rc && f->err_batch <= batch)
 		return;
 	f->err_rc = rc;
+	f->err_batch = batch;
 	snprintf(f->err, sizeof f->err, "%s", msg);
 	cmn_log(CMN_LOG_DEBUG, "feeder: %s", msg);
 }
@@ -129,6 +134,11 @@ static int window_topup(struct rc_feeder *f)
 				f->win_pending += c->nrec;
 				pthread_cond_broadcast(&f->cv);
 			} else if (lane_exhausted(l)) {
+				if (l->err_rc) {
+					/* the lane's read failed here in the chunk order */
+					set_error(f, l->err_rc, l->err, f->next_batch);
+					return l->err_rc;
+				}
 				l->finished = true;
 				f->lanes_done++;
 			} else {
@@ -391,8 +401,10 @@ static void *reader_main(void *arg)
 		f->active--;
 		l->busy = false;
 		if (rc <= 0) {
-			if (rc < 0)
-				set_error(f, rc, err);
+			if (rc < 0) { /* reported when the window reaches this lane */
+				l->err_rc = rc;
+				snprintf(l->err, sizeof l->err, "%s", err);
+			}
 			l->done = true;
 			chunk_put_free(f, c);
 		} else {
@@ -474,7 +486,7 @@ static void *decoder_main(void *arg)
 		picks_drop(f, s, rows);
 		f->active--;
 		if (rc) {
-			set_error(f, rc, err);
+			set_error(f, rc, err, s->index);
 			s->state = SLOT_FREE;
 		} else {
 			s->state = SLOT_READY;
@@ -591,7 +603,7 @@ int rc_feeder_next_epoch(struct rc_feeder *f)
 	pthread_mutex_lock(&f->mu);
 	epoch_reset(f);
 	if (rc)
-		set_error(f, rc, err);
+		set_error(f, rc, err, 0);
 	f->paused = false;
 	pthread_cond_broadcast(&f->cv);
 	pthread_mutex_unlock(&f->mu);
@@ -912,11 +924,6 @@ int rc_feeder_next(struct rc_feeder *f, struct rc_batch **out)
 
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
-		if (f->err_rc) {
-			rc = f->err_rc;
-			snprintf(f->err_out, sizeof f->err_out, "%s", f->err);
-			break;
-		}
 		for (size_t i = 0; i < f->S; i++) {
 			struct rc_batch *c = &f->slots[i];
 			if (c->state == SLOT_READY && c->gen == f->gen && c->index == f->next_out) {
@@ -928,6 +935,11 @@ int rc_feeder_next(struct rc_feeder *f, struct rc_batch **out)
 			s->state = SLOT_HELD;
 			f->next_out++;
 			rc = 1;
+			break;
+		}
+		if (f->err_rc && f->next_out >= f->err_batch) {
+			rc = f->err_rc;
+			snprintf(f->err_out, sizeof f->err_out, "%s", f->err);
 			break;
 		}
 		if (f->produced_all && f->next_out >= f->total_batches) {

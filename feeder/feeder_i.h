@@ -66,6 +66,8 @@ struct fdr_lane {
 	size_t qn;
 	bool busy, done;
 	bool finished; /* f->mu: done and emptied; skipped by the round robin */
+	int err_rc;    /* f->mu: the read that ended the lane failed */
+	char err[1024];
 };
 
 struct fdr_pick {
@@ -139,7 +141,8 @@ struct rc_feeder {
 	struct rc_batch *slots;
 	bool assembling, produced_all;
 	uint64_t next_batch, next_out, total_batches;
-	int err_rc;
+	int err_rc;         /* the failure with the lowest batch index ... */
+	uint64_t err_batch; /* ... and that index */
 	char err[1024];
 	char err_out[1024]; /* consumer's copy (rc_feeder_error) */
 	size_t *rag_hwm;    /* [n] largest ragged capacity any slot needed (atomics) */

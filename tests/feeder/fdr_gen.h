@@ -96,7 +96,7 @@ static inline int gen_files(const char *dir, const char *spec, unsigned files, u
 		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0) {
 			rc = -errno;
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			snprintf(err, errlen, "%.400s: %s", path, strerror(errno));
 			break;
 		}
 		struct cmn_tfr_writer *w = NULL;
@@ -164,7 +164,7 @@ static inline int gen_files(const char *dir, const char *spec, unsigned files, u
 			unlink(path);
 		}
 		if (rc && !err[0])
-			snprintf(err, errlen, "writing %s: %s", path, strerror(-rc));
+			snprintf(err, errlen, "writing %.400s: %s", path, strerror(-rc));
 	}
 	for (size_t j = 0; j < s->n; j++)
 		free(vals[j]);
