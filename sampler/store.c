@@ -618,8 +618,12 @@ void smp_store_easy_defaults(const struct smp_store *s, CURL *e)
 	long secs = (long)((s->timeout_ms + 999) / 1000);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)s->timeout_ms);
-	/* a stalled server: fewer than 1 byte/s for `timeout` aborts the transfer */
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	/*
+	 * A stalled server: under 1 KiB/s for `timeout` aborts the transfer (curl
+	 * averages speed over a few seconds, so a trickle of bytes cannot keep a
+	 * dead transfer alive much past that).
+	 */
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, secs > 0 ? secs : 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);

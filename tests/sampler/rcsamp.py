@@ -187,5 +187,5 @@ class Server:
 
 
 def tmpdir(name):
-    d = tempfile.mkdtemp(prefix="rc-%s-" % name)
+    d = tempfile.mkdtemp(prefix="smp-it-%s-" % name)
     return d
