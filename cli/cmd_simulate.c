@@ -382,6 +382,15 @@ int cmd_simulate(int argc, char **argv)
 				"[--policy P]: see --help\n");
 		return 2;
 	}
+	if (limit && has_admit && admit > limit) {
+		fprintf(stderr, "rollcache simulate: --admit is above --limit: lower --admit\n");
+		return 2;
+	}
+	if (limit && shard_size > limit) {
+		fprintf(stderr, "rollcache simulate: --shard-size is above --limit: no shard would "
+				"fit; lower --shard-size\n");
+		return 2;
+	}
 	if (!limit && (policies || has_admit)) {
 		fprintf(stderr, "rollcache simulate: --policy and --admit need --limit SIZE\n");
 		return 2;
