@@ -466,6 +466,77 @@ START_TEST(test_gzip_errors)
 }
 END_TEST
 
+/*
+ * Random damage (bit flips, cuts, garbage) of random streams, plain and GZIP:
+ * the buffer reader, the fd reader and the push decoder must return the same
+ * records and end the same way, since they share one framing step.
+ */
+static uint64_t damage_seed = 0x243f6a8885a308d3ull;
+
+static uint64_t next_rand(void)
+{
+	damage_seed ^= damage_seed << 13;
+	damage_seed ^= damage_seed >> 7;
+	damage_seed ^= damage_seed << 17;
+	return damage_seed;
+}
+
+START_TEST(test_random_damage_front_ends_agree)
+{
+	struct tfr_result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	for (int it = 0; it < 400; it++) {
+		size_t sizes[24], n, len;
+		struct stream s;
+		struct cmn_tfr_opts o = {.name = "r", .max_record = 3000, .read_size = 257};
+		uint8_t *data;
+		bool gz = it % 5 == 4;
+
+		n = 1 + next_rand() % 24;
+		for (size_t i = 0; i < n; i++)
+			sizes[i] = next_rand() % 4 == 0 ? next_rand() % 2900 : next_rand() % 200;
+		build(&s, sizes, n, 0);
+		data = s.data;
+		len = s.len;
+		if (gz) {
+			data = gzip_of(s.data, s.len, 1 + (int)(next_rand() % 2), &len);
+			free(s.data);
+		}
+		switch (next_rand() % 4) {
+		case 0: /* flip 1-3 bits anywhere */
+			for (int k = (int)(next_rand() % 3); k >= 0; k--) {
+				size_t at = next_rand() % len;
+				data[at] ^= (uint8_t)(1u << (next_rand() % 8));
+			}
+			break;
+		case 1: /* cut anywhere */
+			len = next_rand() % (len + 1);
+			break;
+		case 2: /* overwrite a run with garbage */
+			for (size_t k = 0, at = next_rand() % len; k < 20 && at + k < len; k++)
+				data[at + k] = (uint8_t)next_rand();
+			break;
+		default: /* undamaged */
+			break;
+		}
+		collect_buf(data, len, &o, a);
+		collect_fd(data, len, &o, b);
+		assert_same(a, b, "buffer vs fd reader");
+		collect_push(data, len, &o, 0, b);
+		assert_same(a, b, "buffer reader vs push decoder");
+		if (it % 10 == 0) {
+			collect_push(data, len, &o, 1, b);
+			assert_same(a, b, "buffer reader vs push decoder, 1-byte chunks");
+		}
+		free(data);
+	}
+	free(a);
+	free(b);
+}
+END_TEST
+
 /* ---- push decoder specifics ---- */
 
 struct stop_ctx {
@@ -570,6 +641,7 @@ static Suite *tfr_suite(void)
 	ADD("tfrecord_payload_crc_flip_skipped", test_payload_crc_flip);
 	ADD("tfrecord_gzip_round_trip_multi_member", test_gzip_round_trip);
 	ADD("tfrecord_gzip_errors", test_gzip_errors);
+	ADD("tfrecord_random_damage_front_ends_agree", test_random_damage_front_ends_agree);
 	ADD("tfrecord_push_stop_and_reset", test_push_stop_and_reset);
 	ADD("tfrecord_push_cap", test_push_cap);
 	ADD("tfrecord_writer_errors", test_writer_errors);
