@@ -23,7 +23,7 @@ what you keep).
 import ctypes
 
 from . import _lib
-from ._dlpack import BatchHandle, View
+from ._dlpack import BatchHandle, FeederRef, View
 
 __all__ = ["Feeder", "FeederError", "View"]
 
@@ -113,6 +113,7 @@ class Feeder:
         self._f = L.rc_feeder_open(ctypes.byref(o), err, len(err))
         if not self._f:
             raise FeederError(err.value.decode(errors="replace"))
+        self._ref = FeederRef(L, self._f)
         self._started = False
         self.device = o.device
 
@@ -128,7 +129,7 @@ class Feeder:
     def _epoch(self):
         L = _L()
         b = ctypes.c_void_p()
-        while True:
+        while self._f is not None:
             rc = L.rc_feeder_next(self._f, ctypes.byref(b))
             if rc == 0:
                 return
@@ -138,7 +139,7 @@ class Feeder:
 
     def _convert(self, ptr):
         L = _L()
-        h = BatchHandle(L, ptr)
+        h = BatchHandle(self._ref, ptr)
         try:
             out = {}
             rows = L.rc_batch_rows(ptr)
@@ -186,10 +187,11 @@ class Feeder:
         return {k: getattr(s, k) for k, _ in _lib.Stats._fields_ if k != "pad_"}
 
     def close(self):
-        """Stops the threads.  Release (drop) every batch before."""
+        """Stops the feeder.  Batches still alive keep its memory until the
+        last of them is dropped."""
         if self._f:
-            _L().rc_feeder_close(self._f)
             self._f = None
+            self._ref.close()
 
     def __enter__(self):
         return self

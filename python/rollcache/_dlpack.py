@@ -90,14 +90,50 @@ def _capsule_destructor(cap):
         pass
 
 
+class FeederRef:
+    """Keeps the C feeder alive while batches of it are alive: close() only
+    marks it closing when batches are out; the last release closes it."""
+
+    def __init__(self, lib, ptr):
+        self.lib = lib
+        self.ptr = ptr
+        self.live = 0
+        self.closing = False
+        self.lock = threading.Lock()
+
+    def acquire(self):
+        with self.lock:
+            self.live += 1
+
+    def release(self, batch):
+        with self.lock:
+            self.lib.rc_batch_release(batch)
+            self.live -= 1
+            last = self.closing and self.live == 0 and self.ptr
+            if last:
+                ptr, self.ptr = self.ptr, None
+        if last:
+            self.lib.rc_feeder_close(ptr)
+
+    def close(self):
+        with self.lock:
+            self.closing = True
+            ptr = self.ptr if self.live == 0 else None
+            if ptr:
+                self.ptr = None
+        if ptr:
+            self.lib.rc_feeder_close(ptr)
+
+
 class BatchHandle:
     """Counts the Python-side owners of one rc_batch; releases it at zero."""
 
-    def __init__(self, lib, ptr):
-        self._lib = lib
+    def __init__(self, owner, ptr):
+        self._owner = owner  # FeederRef
         self._ptr = ptr
-        self._n = 1  # the handle's creator (the iterator) until drop()
+        self._n = 1  # the creator (the iterator) until its decref
         self._lock = threading.Lock()
+        owner.acquire()
 
     def incref(self):
         with self._lock:
@@ -109,7 +145,7 @@ class BatchHandle:
             last = self._n == 0
         if last and self._ptr:
             ptr, self._ptr = self._ptr, None
-            self._lib.rc_batch_release(ptr)
+            self._owner.release(ptr)
 
 
 _DT = {0: (kDLFloat, 32), 1: (kDLInt, 64), 2: (kDLUInt, 8), 3: (kDLUInt, 8)}

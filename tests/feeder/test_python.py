@@ -1,0 +1,238 @@
+#!/usr/bin/python3
+"""The Python binding (python/rollcache) over librollcache.so, with numpy and
+(when installed) torch as DLPack consumers.
+
+usage: test_python.py FDR_GEN [--gpu]
+
+Data comes from fdr_gen (formulas in tests/feeder/fdr_gen.h, repeated here
+in numpy as the oracle).  --gpu runs the device test only and exits 77 when
+there is no CUDA device.
+"""
+import gc
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+SRC = os.environ.get("RC_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "python"))
+import rollcache  # noqa: E402
+
+FDR_GEN = None
+SPEC = "x:float32[2,3],y:int64,ids:int64[],name:bytes,m:uint8[5]"
+NFILES, NREC = 4, 29
+TOTAL = NFILES * NREC
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def o_f32(g, j, e):
+    return ((g % 4096) + (e % 1024) * 0.5 + j).astype(np.float32)
+
+
+def o_i64(g, j, e):
+    v = g * 1000 + e + j
+    return np.where(e % 2 == 1, -v, v).astype(np.int64)
+
+
+def o_u8(g, j, e):
+    return ((g * 7 + e + j) & 255).astype(np.uint8)
+
+
+def gen(d, spec=SPEC, files=NFILES, recs=NREC, extra=None):
+    args = [FDR_GEN, d, spec, str(files), str(recs)] + ([extra] if extra else [])
+    rc = os.spawnv(os.P_WAIT, FDR_GEN, args)
+    assert rc == 0, "fdr_gen failed: %d" % rc
+
+
+def check_batch(tc, b):
+    """Checks every value of a numpy batch against the oracle; returns g's."""
+    y = np.asarray(b["y"])
+    g = (y // 1000).astype(np.int64)
+    n = len(g)
+    np.testing.assert_array_equal(y, o_i64(g, 1, np.zeros(n, np.int64)))
+    e = np.arange(6)
+    want_x = o_f32(g[:, None], 0, e[None, :]).reshape(n, 2, 3)
+    np.testing.assert_array_equal(np.asarray(b["x"]), want_x)
+    m = np.asarray(b["m"])
+    np.testing.assert_array_equal(m, o_u8(g[:, None], 4, np.arange(5)[None, :]))
+    vals, offs = (np.asarray(a) for a in b["ids"])
+    tc.assertEqual(offs.shape, (n + 1,))
+    tc.assertEqual(offs[0], 0)
+    for r in range(n):
+        row = vals[offs[r]:offs[r + 1]]
+        tc.assertEqual(len(row), (g[r] + 2) % 4)
+        np.testing.assert_array_equal(row, o_i64(g[r], 2, np.arange(len(row))))
+    nv, no = (np.asarray(a) for a in b["name"])
+    for r in range(n):
+        row = nv[no[r]:no[r + 1]]
+        tc.assertEqual(len(row), (g[r] + 3) % 7)
+        np.testing.assert_array_equal(row, o_u8(g[r], 3, np.arange(len(row))))
+    return list(g)
+
+
+class FeederPython(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="rc-feeder-py-")
+        cls.data = os.path.join(cls.tmp, "data")
+        os.mkdir(cls.data)
+        gen(cls.data)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def test_numpy_exactly_once_two_epochs(self):
+        f = rollcache.Feeder(self.data, schema=SPEC, batch_size=8, device="cpu",
+                             shuffle=True, seed=5, framework="numpy")
+        orders = []
+        for epoch in range(2):
+            seen = []
+            for b in f:
+                self.assertIsInstance(b["x"], np.ndarray)
+                self.assertEqual(b["x"].dtype, np.float32)
+                seen += check_batch(self, b)
+            self.assertEqual(sorted(seen), list(range(TOTAL)))
+            orders.append(seen)
+            self.assertEqual(f.epoch, epoch)
+        self.assertNotEqual(orders[0], orders[1])  # reshuffled per epoch
+        f.close()
+
+    def test_rank_split(self):
+        allg = []
+        for rank in range(3):
+            f = rollcache.Feeder(self.data, schema=SPEC, batch_size=5, rank=rank, world_size=3,
+                                 shuffle=True, seed=1, framework="numpy")
+            for b in f:
+                allg += check_batch(self, b)
+            f.close()
+        self.assertEqual(sorted(allg), list(range(TOTAL)))  # disjoint, complete
+
+    def test_dlpack_views_hold_the_batch(self):
+        f = rollcache.Feeder(self.data, schema=SPEC, batch_size=4, framework="dlpack",
+                             ring_slots=3)
+        it = iter(f)
+        first = next(it)
+        v = first["x"]
+        self.assertEqual(v.__dlpack_device__(), (1, 0))
+        kept = np.from_dlpack(v)
+        kept_copy = kept.copy()
+        del first, v
+        gc.collect()
+        n = 1
+        for b in it:  # the rest of the epoch cycles through the other 2 slots
+            check_batch(self, {k: (tuple(np.from_dlpack(a) for a in x) if isinstance(x, tuple)
+                                   else np.from_dlpack(x)) for k, x in b.items()})
+            n += 1
+        self.assertEqual(n, (TOTAL + 3) // 4)
+        np.testing.assert_array_equal(kept, kept_copy)  # the held slot was not reused
+        del kept
+        gc.collect()
+        # all slots back: a whole second epoch runs
+        self.assertEqual(sum(1 for _ in f), n)
+        f.close()
+
+    def test_close_with_live_batch(self):
+        f = rollcache.Feeder(self.data, schema=SPEC, batch_size=4, framework="numpy")
+        b = next(iter(f))
+        want = b["x"].copy()
+        f.close()  # the C feeder stays until the batch is dropped
+        np.testing.assert_array_equal(b["x"], want)
+        check_batch(self, b)
+        del b
+        gc.collect()
+
+    @unittest.skipIf(torch is None, "python3-torch not installed")
+    def test_torch_from_dlpack(self):
+        f = rollcache.Feeder(self.data, schema=SPEC, batch_size=8, framework="torch")
+        seen = []
+        for b in f:
+            self.assertIsInstance(b["x"], torch.Tensor)
+            self.assertEqual(b["x"].dtype, torch.float32)
+            self.assertEqual(b["y"].dtype, torch.int64)
+            self.assertEqual(tuple(b["x"].shape[1:]), (2, 3))
+            nb = {k: (tuple(t.numpy() for t in v) if isinstance(v, tuple) else v.numpy())
+                  for k, v in b.items()}
+            seen += check_batch(self, nb)
+        self.assertEqual(sorted(seen), list(range(TOTAL)))
+        f.close()
+
+    def test_errors_name_file_record_feature(self):
+        with self.assertRaises(rollcache.FeederError) as cm:
+            rollcache.Feeder(self.data, schema="x:float33", batch_size=2)
+        self.assertIn("float33", str(cm.exception))
+        f = rollcache.Feeder(self.data, schema="x:float32[2,3],zz:int64", batch_size=2,
+                             framework="numpy")
+        with self.assertRaises(rollcache.FeederError) as cm:
+            for _ in f:
+                pass
+        msg = str(cm.exception)
+        for needle in ("part-00000.tfrecord", "record 0", "'zz'"):
+            self.assertIn(needle, msg)
+        f.close()
+
+    def test_raw_and_gzip(self):
+        raw = os.path.join(self.tmp, "raw")
+        os.mkdir(raw)
+        gen(raw, "y:int64,x:float32[2,3],m:uint8[5]", 2, 50, "raw")
+        f = rollcache.Feeder(raw, schema="y:int64,x:float32[2,3],m:uint8[5]", batch_size=16,
+                             format="raw", framework="numpy")
+        seen = []
+        for b in f:
+            g = b["y"] // 1000
+            np.testing.assert_array_equal(b["x"].reshape(len(g), 6),
+                                          o_f32(g[:, None], 1, np.arange(6)[None, :]))
+            seen += list(g)
+        self.assertEqual(sorted(seen), list(range(100)))
+        f.close()
+        gz = os.path.join(self.tmp, "gz")
+        os.mkdir(gz)
+        gen(gz, SPEC, 2, 20, "gzip")
+        f = rollcache.Feeder([os.path.join(gz, n) for n in sorted(os.listdir(gz))], schema=SPEC,
+                             batch_size=6, framework="numpy")
+        seen = []
+        for b in f:
+            seen += check_batch(self, b)
+        self.assertEqual(sorted(seen), list(range(40)))
+        f.close()
+
+
+def gpu_main():
+    d = tempfile.mkdtemp(prefix="rc-feeder-pygpu-")
+    try:
+        gen(d, SPEC, 2, 20)
+        try:
+            f = rollcache.Feeder(d, schema=SPEC, batch_size=8, device="cuda:0",
+                                 framework="torch" if torch is not None else "dlpack")
+        except rollcache.FeederError as e:
+            print("skip: %s" % e)
+            return 77
+        if torch is None or not torch.cuda.is_available():
+            print("skip: torch with CUDA not available to consume device tensors")
+            return 77
+        seen = []
+        for b in f:
+            assert b["x"].is_cuda, b["x"].device
+            nb = {k: (tuple(t.cpu().numpy() for t in v) if isinstance(v, tuple)
+                      else v.cpu().numpy()) for k, v in b.items()}
+            seen += check_batch(unittest.TestCase(), nb)
+        assert sorted(seen) == list(range(40)), seen
+        f.close()
+        print("ok: device batches equal the oracle")
+        return 0
+    finally:
+        shutil.rmtree(d)
+
+
+if __name__ == "__main__":
+    FDR_GEN = sys.argv[1]
+    if "--gpu" in sys.argv:
+        sys.exit(gpu_main())
+    unittest.main(argv=[sys.argv[0], "-v"])
