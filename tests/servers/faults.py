@@ -132,7 +132,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         st = self.st
-        path = urllib.parse.unquote(self.path.split("?", 1)[0], errors="surrogateescape")
+        # the request line as sent: http.server rewrites a leading "//" in self.path
+        raw = self.requestline.split(" ")[1] if " " in self.requestline else self.path
+        path = urllib.parse.unquote(raw.split("?", 1)[0], errors="surrogateescape")
         key = path[1:]
         if key == "__stats":
             with st.lock:
