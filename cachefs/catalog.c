@@ -768,7 +768,8 @@ int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
 		refs[i].e = &ents[i];
 		refs[i].idx = i;
 	}
-	qsort(refs, n, sizeof(*refs), cmp_ent);
+	if (n > 1) /* qsort(NULL, 0) is undefined */
+		qsort(refs, n, sizeof(*refs), cmp_ent);
 	for (i = 1; i < n; i++) {
 		if (strcmp(refs[i - 1].e->key, refs[i].e->key) == 0) {
 			free(refs);
@@ -820,7 +821,8 @@ int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
 		goto out;
 	}
 	rc = 0;
-	qsort(cur, ncur, sizeof(*cur), cmp_cur);
+	if (ncur > 1)
+		qsort(cur, ncur, sizeof(*cur), cmp_cur);
 
 	for (i = 0, j = 0; i < n; i++) {
 		const struct cfs_listing_entry *e = refs[i].e;

@@ -233,8 +233,10 @@ int cfs__reconcile(struct cfs_store *s, char *err, size_t errlen)
 			 strerror(-rc));
 		goto out;
 	}
-	qsort(files, nfiles, sizeof(*files), cmp_disk);
-	qsort(rows, nrows, sizeof(*rows), cmp_row);
+	if (nfiles > 1) /* qsort(NULL, 0) is undefined */
+		qsort(files, nfiles, sizeof(*files), cmp_disk);
+	if (nrows > 1)
+		qsort(rows, nrows, sizeof(*rows), cmp_row);
 
 	while (i < nrows || j < nfiles) {
 		int c;

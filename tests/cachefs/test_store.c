@@ -118,6 +118,8 @@ START_TEST(lock_held_by_another_process)
 		cfs_store_close(cs);
 		_exit(0);
 	}
+	close(to_parent[1]); /* a dead child then reads as EOF, not a hang */
+	close(to_child[0]);
 	ck_assert_int_eq(read(to_parent[0], &c, 1), 1);
 	ck_assert_int_eq(cfs_store_open(&s, &o, err, sizeof(err)), -EWOULDBLOCK);
 	ck_assert_ptr_null(s);
