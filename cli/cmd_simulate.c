@@ -386,11 +386,6 @@ int cmd_simulate(int argc, char **argv)
 		fprintf(stderr, "rollcache simulate: --admit is above --limit: lower --admit\n");
 		return 2;
 	}
-	if (limit && shard_size > limit) {
-		fprintf(stderr, "rollcache simulate: --shard-size is above --limit: no shard would "
-				"fit; lower --shard-size\n");
-		return 2;
-	}
 	if (!limit && (policies || has_admit)) {
 		fprintf(stderr, "rollcache simulate: --policy and --admit need --limit SIZE\n");
 		return 2;
@@ -445,6 +440,19 @@ int cmd_simulate(int argc, char **argv)
 	}
 	if (shard_size == 0)
 		shard_size = 64ull << 20;
+	/* A shard larger than an entry's admit budget can never be admitted. */
+	for (size_t i = 0; i < n_runs; i++)
+		for (size_t j = 0; j < runs[i].sch.n; j++) {
+			const struct evc_entry *e = &runs[i].sch.entries[j];
+			char a[32], b[32], d[200];
+			if (e->admit && e->admit < shard_size)
+				fprintf(stderr,
+					"rollcache simulate: warning: %s: %s: admit %s is below the "
+					"shard size %s, so no fresh shard fits; see --shard-size\n",
+					runs[i].label, evc_entry_describe(e, d, sizeof(d)),
+					cmn_format_size(e->admit, a, sizeof(a)),
+					cmn_format_size(shard_size, b, sizeof(b)));
+		}
 
 	struct evc_sim_opts o = {dataset, record_size, shard_size, (uint32_t)epochs, seed};
 	for (size_t i = 0; i < n_runs; i++) {
