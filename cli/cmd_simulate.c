@@ -31,7 +31,7 @@
 
 struct run {
 	char label[64];
-	char source[256];            /* the config path, or "--policy X" */
+	char source[256]; /* the config path, or "--policy X" */
 	struct evc_schedule sch;
 	struct evc_sim_row *rows;
 };
@@ -99,9 +99,9 @@ static void print_table(FILE *f, const struct run *r, const struct evc_sim_opts 
 
 	fprintf(f, "== %s: %s\n", r->label, r->source);
 	fprintf(f, "   dataset %s = %llu records of %s, shards of %llu records, seed %llu\n",
-		cmn_format_size(o->dataset, a, sizeof(a)),
-		(unsigned long long)z->dataset_records, cmn_format_size(o->record_size, b, sizeof(b)),
-		(unsigned long long)per_shard, (unsigned long long)o->seed);
+		cmn_format_size(o->dataset, a, sizeof(a)), (unsigned long long)z->dataset_records,
+		cmn_format_size(o->record_size, b, sizeof(b)), (unsigned long long)per_shard,
+		(unsigned long long)o->seed);
 	for (size_t i = 0; i < r->sch.n; i++) {
 		char d[200];
 		fprintf(f, "   %s\n", evc_entry_describe(&r->sch.entries[i], d, sizeof(d)));
@@ -114,16 +114,16 @@ static void print_table(FILE *f, const struct run *r, const struct evc_sim_opts 
 		double cov = 100.0 * (double)w->distinct / (double)w->dataset_records;
 		double bnd = 100.0 * (double)w->bound / (double)w->dataset_records;
 		double eff = w->downloaded_records
-				     ? (double)w->distinct / (double)w->downloaded_records
-				     : 0.0;
-		fprintf(f, "%5u %-6s %9llu %9llu %9llu %9llu %9llu %7.1f%% %7.1f%% %11s %7.2f  %s\n",
-			w->epoch, cmn_policy_name(w->entry.policy),
-			(unsigned long long)w->resident_records,
-			(unsigned long long)w->fresh_records,
-			(unsigned long long)w->evicted_records,
-			(unsigned long long)w->evicted_unread, (unsigned long long)w->distinct, cov,
-			bnd, cmn_format_size(w->downloaded_bytes, c, sizeof(c)), eff,
-			w->reason == EVC_REASON_OK ? "" : evc_reason_name(w->reason));
+				 ? (double)w->distinct / (double)w->downloaded_records
+				 : 0.0;
+		fprintf(
+		    f, "%5u %-6s %9llu %9llu %9llu %9llu %9llu %7.1f%% %7.1f%% %11s %7.2f  %s\n",
+		    w->epoch, cmn_policy_name(w->entry.policy),
+		    (unsigned long long)w->resident_records, (unsigned long long)w->fresh_records,
+		    (unsigned long long)w->evicted_records, (unsigned long long)w->evicted_unread,
+		    (unsigned long long)w->distinct, cov, bnd,
+		    cmn_format_size(w->downloaded_bytes, c, sizeof(c)), eff,
+		    w->reason == EVC_REASON_OK ? "" : evc_reason_name(w->reason));
 	}
 	/* The first reason of each kind, in full. */
 	unsigned shown = 0;
@@ -182,31 +182,33 @@ static int write_svg(const char *path, const struct run *runs, size_t n_runs,
 			cov[e] = 100.0 * (double)runs[i].rows[e].distinct /
 				 (double)runs[i].rows[e].dataset_records;
 		snprintf(labels[ns], sizeof(labels[ns]), "%.60s: coverage %%", runs[i].label);
-		s[ns] = (struct evc_series){labels[ns], NULL, cov, o->epochs, 0, EVC_SOLID, colors[i]};
+		s[ns] =
+		    (struct evc_series){labels[ns], NULL, cov, o->epochs, 0, EVC_SOLID, colors[i]};
 		ns++;
 		double *res = vals + (size_t)o->epochs * ns;
 		for (uint32_t e = 0; e < o->epochs; e++)
 			res[e] = (double)runs[i].rows[e].resident_bytes / (1024.0 * 1024 * 1024);
 		snprintf(labels[ns], sizeof(labels[ns]), "%.60s: resident GiB", runs[i].label);
-		s[ns] = (struct evc_series){labels[ns], NULL, res, o->epochs, 1, EVC_DASHED, colors[i]};
+		s[ns] =
+		    (struct evc_series){labels[ns], NULL, res, o->epochs, 1, EVC_DASHED, colors[i]};
 		ns++;
 		if (n_runs == 1) {
 			double *bnd = vals + (size_t)o->epochs * ns;
 			for (uint32_t e = 0; e < o->epochs; e++)
 				bnd[e] = 100.0 * (double)runs[i].rows[e].bound /
 					 (double)runs[i].rows[e].dataset_records;
-			snprintf(labels[ns], sizeof(labels[ns]),
-				 "%.60s: bound (same downloads) %%", runs[i].label);
-			s[ns] = (struct evc_series){labels[ns], NULL, bnd, o->epochs, 0, EVC_DOTTED,
-						    "#555555"};
+			snprintf(labels[ns], sizeof(labels[ns]), "%.60s: bound (same downloads) %%",
+				 runs[i].label);
+			s[ns] = (struct evc_series){labels[ns], NULL,	    bnd,      o->epochs,
+						    0,		EVC_DOTTED, "#555555"};
 			ns++;
 		}
 	}
 	snprintf(title, sizeof(title), "rollcache simulate: dataset %s, records of %s",
 		 cmn_format_size(o->dataset, a, sizeof(a)),
 		 cmn_format_size(o->record_size, b, sizeof(b)));
-	struct evc_chart c = {title, "epoch", "coverage of the dataset (%)",
-			      "resident (GiB)", 100.0, 0, 0, s, ns};
+	struct evc_chart c = {
+	    title, "epoch", "coverage of the dataset (%)", "resident (GiB)", 100.0, 0, 0, s, ns};
 	rc = chart_to_file(path, "--svg", &c);
 	free(vals);
 	return rc;
@@ -247,13 +249,19 @@ static int write_svg_downloads(const char *path, const struct run *runs, size_t 
 	ideal_y[1] = 100;
 	ideal_x[2] = xmax > ds ? xmax : ds;
 	ideal_y[2] = 100;
-	s[n_runs] = (struct evc_series){"ideal: every downloaded byte new and read", ideal_x,
-					ideal_y, 3, 0, EVC_DOTTED, "#555555"};
+	s[n_runs] = (struct evc_series){"ideal: every downloaded byte new and read",
+					ideal_x,
+					ideal_y,
+					3,
+					0,
+					EVC_DOTTED,
+					"#555555"};
 	snprintf(title, sizeof(title), "coverage per downloaded byte: dataset %s, records of %s",
 		 cmn_format_size(o->dataset, a, sizeof(a)),
 		 cmn_format_size(o->record_size, b, sizeof(b)));
-	struct evc_chart c = {title, "downloaded (GiB)", "coverage of the dataset (%)", NULL, 100.0,
-			      0, 0, s, n_runs + 1};
+	struct evc_chart c = {
+	    title, "downloaded (GiB)", "coverage of the dataset (%)", NULL, 100.0, 0, 0,
+	    s,	   n_runs + 1};
 	rc = chart_to_file(path, "--svg-downloads", &c);
 	free(vals);
 	return rc;
@@ -304,7 +312,8 @@ int cmd_simulate(int argc, char **argv)
 			return 0;
 		}
 		if (strncmp(a, "--", 2) != 0) {
-			fprintf(stderr, "rollcache simulate: unexpected argument '%s': see --help\n", a);
+			fprintf(stderr,
+				"rollcache simulate: unexpected argument '%s': see --help\n", a);
 			return 2;
 		}
 		char name[32];
@@ -356,7 +365,8 @@ int cmd_simulate(int argc, char **argv)
 		} else if (strcmp(name, "--svg-downloads") == 0) {
 			svg_dl = v;
 		} else {
-			fprintf(stderr, "rollcache simulate: unknown option '%s': see --help\n", name);
+			fprintf(stderr, "rollcache simulate: unknown option '%s': see --help\n",
+				name);
 			return 2;
 		}
 		if (rc < 0)
@@ -378,8 +388,9 @@ int cmd_simulate(int argc, char **argv)
 		return 2;
 	}
 	if (n_configs == 0 && !limit) {
-		fprintf(stderr, "rollcache simulate: give --config FILE (a schedule) or --limit SIZE "
-				"[--policy P]: see --help\n");
+		fprintf(stderr,
+			"rollcache simulate: give --config FILE (a schedule) or --limit SIZE "
+			"[--policy P]: see --help\n");
 		return 2;
 	}
 	if (limit && has_admit && admit > limit) {
@@ -410,10 +421,11 @@ int cmd_simulate(int argc, char **argv)
 				goto out;
 			}
 			if (cmn_policy_parse(p, &sec.policy) < 0) {
-				fprintf(stderr,
-					"rollcache simulate: --policy %s: expected fifo, lru, uses, "
-					"random or none\n",
-					p);
+				fprintf(
+				    stderr,
+				    "rollcache simulate: --policy %s: expected fifo, lru, uses, "
+				    "random or none\n",
+				    p);
 				code = 2;
 				goto out;
 			}
@@ -446,12 +458,13 @@ int cmd_simulate(int argc, char **argv)
 			const struct evc_entry *e = &runs[i].sch.entries[j];
 			char a[32], b[32], d[200];
 			if (e->admit && e->admit < shard_size)
-				fprintf(stderr,
-					"rollcache simulate: warning: %s: %s: admit %s is below the "
-					"shard size %s, so no fresh shard fits; see --shard-size\n",
-					runs[i].label, evc_entry_describe(e, d, sizeof(d)),
-					cmn_format_size(e->admit, a, sizeof(a)),
-					cmn_format_size(shard_size, b, sizeof(b)));
+				fprintf(
+				    stderr,
+				    "rollcache simulate: warning: %s: %s: admit %s is below the "
+				    "shard size %s, so no fresh shard fits; see --shard-size\n",
+				    runs[i].label, evc_entry_describe(e, d, sizeof(d)),
+				    cmn_format_size(e->admit, a, sizeof(a)),
+				    cmn_format_size(shard_size, b, sizeof(b)));
 		}
 
 	struct evc_sim_opts o = {dataset, record_size, shard_size, (uint32_t)epochs, seed};

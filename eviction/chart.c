@@ -28,11 +28,21 @@ static void put_escaped(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f); break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			fputc(*s, f);
+			break;
 		}
 	}
 }
@@ -135,8 +145,9 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 		W, H, W, H);
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n");
 	if (c->title) {
-		fprintf(f, "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" "
-			   "font-weight=\"bold\">",
+		fprintf(f,
+			"<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" "
+			"font-weight=\"bold\">",
 			W / 2);
 		put_escaped(f, c->title);
 		fprintf(f, "</text>\n");
@@ -145,8 +156,10 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 	/* Grid and left ticks. */
 	for (double v = 0; v <= lmax + lstep * 1e-6; v += lstep) {
 		double y = MT + PLOT_H - v / lmax * PLOT_H;
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n",
-			ML, y, ML + pw, y);
+		fprintf(
+		    f,
+		    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n",
+		    ML, y, ML + pw, y);
 		label_num(buf, sizeof(buf), v, lstep);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", ML - 6,
 			y + 4, buf);
@@ -166,15 +179,17 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 		xstep = 1;
 	for (double v = 0; v <= xmax + xstep * 1e-6; v += xstep) {
 		double x = ML + v / xmax * pw;
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n",
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n",
 			x, MT + PLOT_H, x, MT + PLOT_H + 5);
 		label_num(buf, sizeof(buf), v, xstep);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x,
 			MT + PLOT_H + 19, buf);
 	}
 	/* Axes. */
-	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-		   "stroke=\"#000\"/>\n",
+	fprintf(f,
+		"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+		"stroke=\"#000\"/>\n",
 		ML, MT, pw, PLOT_H);
 	if (c->xlabel) {
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", ML + pw / 2,
@@ -183,15 +198,17 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 		fprintf(f, "</text>\n");
 	}
 	if (c->ylabel_left) {
-		fprintf(f, "<text transform=\"translate(20 %.1f) rotate(-90)\" "
-			   "text-anchor=\"middle\">",
+		fprintf(f,
+			"<text transform=\"translate(20 %.1f) rotate(-90)\" "
+			"text-anchor=\"middle\">",
 			MT + PLOT_H / 2);
 		put_escaped(f, c->ylabel_left);
 		fprintf(f, "</text>\n");
 	}
 	if (has_right) {
-		fprintf(f, "<text transform=\"translate(%.1f %.1f) rotate(90)\" "
-			   "text-anchor=\"middle\">",
+		fprintf(f,
+			"<text transform=\"translate(%.1f %.1f) rotate(90)\" "
+			"text-anchor=\"middle\">",
 			W - 20, MT + PLOT_H / 2);
 		put_escaped(f, c->ylabel_right);
 		fprintf(f, "</text>\n");
@@ -201,7 +218,7 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 	for (size_t i = 0; i < c->n_series; i++) {
 		const struct evc_series *s = &c->series[i];
 		const char *col = s->color ? s->color : palette[i % 8];
-		const char *dash = s->dash == EVC_DASHED ? " stroke-dasharray=\"7 4\""
+		const char *dash = s->dash == EVC_DASHED   ? " stroke-dasharray=\"7 4\""
 				   : s->dash == EVC_DOTTED ? " stroke-dasharray=\"2 3\""
 							   : "";
 		double ymax = s->right ? rmax : lmax;
@@ -224,8 +241,9 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 		fprintf(f, "\"/>\n");
 		double lx = ML + (i % 2) * (pw / 2);
 		double ly = MT + PLOT_H + 58 + (double)(i / 2) * LEG_H;
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-			   "stroke-width=\"2\"%s/>\n",
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+			"stroke-width=\"2\"%s/>\n",
 			lx, ly - 4, lx + 28, ly - 4, col, dash);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", lx + 34, ly);
 		put_escaped(f, s->label);

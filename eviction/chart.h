@@ -16,20 +16,20 @@
 enum evc_dash { EVC_SOLID = 0, EVC_DASHED = 1, EVC_DOTTED = 2 };
 
 struct evc_series {
-	const char *label;  /* legend text (escaped on output) */
-	const double *x;    /* n values, or NULL: x[i] = i (epochs) */
-	const double *y;    /* n values */
+	const char *label; /* legend text (escaped on output) */
+	const double *x;   /* n values, or NULL: x[i] = i (epochs) */
+	const double *y;   /* n values */
 	size_t n;
-	int right;          /* 1: plotted against the right axis */
+	int right; /* 1: plotted against the right axis */
 	enum evc_dash dash;
-	const char *color;  /* "#1f77b4"; NULL: picked from a palette by index */
+	const char *color; /* "#1f77b4"; NULL: picked from a palette by index */
 };
 
 struct evc_chart {
 	const char *title;
 	const char *xlabel, *ylabel_left, *ylabel_right; /* right: NULL if unused */
-	double ymax_left, ymax_right;                    /* 0: from the data */
-	double xmax;                                     /* 0: from the data */
+	double ymax_left, ymax_right;			 /* 0: from the data */
+	double xmax;					 /* 0: from the data */
 	const struct evc_series *series;
 	size_t n_series;
 };

@@ -44,11 +44,11 @@
 
 /* Why the admit budget of an epoch is below the entry's admit (or why not). */
 enum evc_reason {
-	EVC_REASON_OK = 0,       /* full admit budget */
-	EVC_REASON_FROZEN,       /* policy none and the cache is (nearly) full */
-	EVC_REASON_MIN_USES,     /* room held mostly by shards used < min_uses times */
-	EVC_REASON_PINNED,       /* room held mostly by open / live files */
-	EVC_REASON_OVER_LIMIT,   /* pinned + draining bytes alone exceed the limit */
+	EVC_REASON_OK = 0,	 /* full admit budget */
+	EVC_REASON_FROZEN,	 /* policy none and the cache is (nearly) full */
+	EVC_REASON_MIN_USES,	 /* room held mostly by shards used < min_uses times */
+	EVC_REASON_PINNED,	 /* room held mostly by open / live files */
+	EVC_REASON_OVER_LIMIT,	 /* pinned + draining bytes alone exceed the limit */
 	EVC_REASON_LIMIT_FORCED, /* full budget, but the limit shrank and shards below
 				  * min_uses were evicted to honour it */
 };
@@ -58,17 +58,17 @@ const char *evc_reason_name(enum evc_reason r);
 
 /* The result of one boundary. */
 struct evc_plan {
-	size_t n_victims;       /* victims[0..n_victims): indices into the shard array */
-	uint64_t evict_bytes;   /* their bytes */
-	uint64_t used_before;   /* sealed resident + other, before */
-	uint64_t used_after;    /* ... after the victims are gone (draining still counts) */
-	uint64_t target;        /* S.limit - S.admit */
-	uint64_t admit;         /* budget of the epoch: <= S.admit, used_after + admit <= S.limit */
+	size_t n_victims;	/* victims[0..n_victims): indices into the shard array */
+	uint64_t evict_bytes;	/* their bytes */
+	uint64_t used_before;	/* sealed resident + other, before */
+	uint64_t used_after;	/* ... after the victims are gone (draining still counts) */
+	uint64_t target;	/* S.limit - S.admit */
+	uint64_t admit;		/* budget of the epoch: <= S.admit, used_after + admit <= S.limit */
 	uint64_t held_min_uses; /* bytes kept only because of min_uses */
-	uint64_t held_pinned;   /* bytes of pinned shards + other */
-	size_t n_forced;        /* victims below min_uses (hard phase) */
+	uint64_t held_pinned;	/* bytes of pinned shards + other */
+	size_t n_forced;	/* victims below min_uses (hard phase) */
 	enum evc_reason reason;
-	char why[320];          /* one line for stats/status; "" when reason is OK */
+	char why[320]; /* one line for stats/status; "" when reason is OK */
 };
 
 /*
@@ -95,8 +95,8 @@ struct evc_store_ops {
 	 * catalog's last_read_ms, or the start of created_epoch when 0.
 	 * Returns 0 or -errno with a message in err.
 	 */
-	int (*snapshot)(void *ctx, struct evc_shard **shards, size_t *n, uint64_t *other,
-			char *err, size_t errlen);
+	int (*snapshot)(void *ctx, struct evc_shard **shards, size_t *n, uint64_t *other, char *err,
+			size_t errlen);
 	/*
 	 * In one catalog transaction: marks ids[0..n) EVICTING in `epoch`,
 	 * records the start of `epoch` with entry s and the plan (resident,

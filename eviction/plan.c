@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const reason_names[] = {"ok",     "frozen",     "min_uses",
+static const char *const reason_names[] = {"ok",     "frozen",	   "min_uses",
 					   "pinned", "over_limit", "limit_forced"};
 
 const char *evc_reason_name(enum evc_reason r)

@@ -31,15 +31,15 @@
 
 /* What a policy knows about one sealed resident shard. */
 struct evc_shard {
-	int64_t id;          /* catalog id; unique within one array; the last tie-break */
-	uint64_t bytes;      /* on disk */
+	int64_t id;	     /* catalog id; unique within one array; the last tie-break */
+	uint64_t bytes;	     /* on disk */
 	uint32_t created;    /* epoch during which it was admitted (admission order) */
-	uint64_t reads;      /* read calls served (statistics only) */
+	uint64_t reads;	     /* read calls served (statistics only) */
 	uint64_t full_reads; /* times read to the end: the "uses" of min_uses and `uses` */
 	uint64_t last_use;   /* monotonic tick (e.g. ms) of the last read, or of its
 			      * admission when never read: LRU counts admission as a
 			      * use, so fresh unread data is not the first victim */
-	uint32_t pins;       /* open handles + live epochs holding it; > 0: never a victim */
+	uint32_t pins;	     /* open handles + live epochs holding it; > 0: never a victim */
 };
 
 /*

@@ -68,7 +68,8 @@ static int check_ranges(const struct cmn_epoch_section *const *v, size_t n, cons
 		snprintf(err, errlen,
 			 "%s:%d: %s is the first epoch section, so %s no entry; start the "
 			 "schedule at [epoch 0...]",
-			 where(path), v[0]->line, range_str(v[0]->first, v[0]->last, r1, sizeof(r1)),
+			 where(path), v[0]->line,
+			 range_str(v[0]->first, v[0]->last, r1, sizeof(r1)),
 			 span_str(0, v[0]->first - 1, sp, sizeof(sp)));
 		return -EINVAL;
 	}
@@ -97,8 +98,8 @@ static int check_ranges(const struct cmn_epoch_section *const *v, size_t n, cons
 		snprintf(err, errlen,
 			 "%s:%d: %s is the last epoch section, so epochs after %u have no entry; "
 			 "make it open-ended: [epoch %u-]",
-			 where(path), z->line, range_str(z->first, z->last, r1, sizeof(r1)), z->last,
-			 z->first);
+			 where(path), z->line, range_str(z->first, z->last, r1, sizeof(r1)),
+			 z->last, z->first);
 		return -EINVAL;
 	}
 	return 0;
@@ -189,7 +190,8 @@ int evc_schedule_build(const struct cmn_epoch_section *secs, size_t n, uint64_t 
 			goto fail;
 		}
 		if (x->admit > x->limit) {
-			snprintf(err, errlen, "%s:%d: %s admit %s%s is above its limit %s; lower it",
+			snprintf(err, errlen,
+				 "%s:%d: %s admit %s%s is above its limit %s; lower it",
 				 where(path), x->line, r, cmn_format_size(x->admit, b1, sizeof(b1)),
 				 s->has_admit ? "" : " (inherited)",
 				 cmn_format_size(x->limit, b2, sizeof(b2)));
@@ -203,8 +205,7 @@ int evc_schedule_build(const struct cmn_epoch_section *secs, size_t n, uint64_t 
 	return 0;
 fail:
 	if (rc == -ENOMEM)
-		snprintf(err, errlen, "%s: out of memory building the epoch schedule",
-			 where(path));
+		snprintf(err, errlen, "%s: out of memory building the epoch schedule", where(path));
 	free(v);
 	free(e);
 	return rc;
@@ -229,9 +230,10 @@ char *evc_entry_describe(const struct evc_entry *e, char *buf, size_t len)
 	char r[48], b1[32], b2[32];
 
 	snprintf(buf, len, "%s limit %s, admit %s, policy %s, min_uses %u, seed %llu",
-		 range_str(e->first, e->last, r, sizeof(r)), cmn_format_size(e->limit, b1, sizeof(b1)),
-		 cmn_format_size(e->admit, b2, sizeof(b2)), evc__policy_name(e->policy), e->min_uses,
-		 (unsigned long long)e->seed);
+		 range_str(e->first, e->last, r, sizeof(r)),
+		 cmn_format_size(e->limit, b1, sizeof(b1)),
+		 cmn_format_size(e->admit, b2, sizeof(b2)), evc__policy_name(e->policy),
+		 e->min_uses, (unsigned long long)e->seed);
 	return buf;
 }
 

@@ -32,9 +32,9 @@
 /* One resolved entry: every key has a value. */
 struct evc_entry {
 	uint32_t first, last; /* inclusive; last = CMN_EPOCH_OPEN for "N-" */
-	int line;             /* line of the section header; 0 for the default entry */
-	uint64_t limit;       /* bytes on disk during these epochs */
-	uint64_t admit;       /* fresh bytes admitted per epoch; <= limit */
+	int line;	      /* line of the section header; 0 for the default entry */
+	uint64_t limit;	      /* bytes on disk during these epochs */
+	uint64_t admit;	      /* fresh bytes admitted per epoch; <= limit */
 	enum cmn_policy policy;
 	uint32_t min_uses;
 	uint64_t seed;
@@ -42,7 +42,7 @@ struct evc_entry {
 
 struct evc_schedule {
 	struct evc_entry *entries; /* sorted by first; owned */
-	size_t n;                  /* >= 1 once built */
+	size_t n;		   /* >= 1 once built */
 };
 
 /*

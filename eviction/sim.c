@@ -16,15 +16,15 @@
 #include <string.h>
 
 struct sim {
-	uint64_t rng;          /* splitmix64 state */
-	uint64_t tick;         /* the clock of reads and admissions */
-	uint32_t n_records;    /* R */
-	uint32_t per_shard;    /* k */
-	uint32_t *perm;        /* the sampler's walk over the records */
-	uint32_t pos;          /* next index into perm */
-	uint8_t *resident;     /* bitmap: record is in a resident shard */
-	uint8_t *seen;         /* bitmap: record was read */
-	uint64_t n_resident;   /* records resident */
+	uint64_t rng;	     /* splitmix64 state */
+	uint64_t tick;	     /* the clock of reads and admissions */
+	uint32_t n_records;  /* R */
+	uint32_t per_shard;  /* k */
+	uint32_t *perm;	     /* the sampler's walk over the records */
+	uint32_t pos;	     /* next index into perm */
+	uint8_t *resident;   /* bitmap: record is in a resident shard */
+	uint8_t *seen;	     /* bitmap: record was read */
+	uint64_t n_resident; /* records resident */
 	int64_t next_id;
 	/* resident shards: st[i] and recs[i] go together */
 	struct evc_shard *st;
@@ -53,7 +53,7 @@ static void set_bit(uint8_t *b, uint32_t i, int v)
 	if (v)
 		b[i >> 3] |= (uint8_t)(1u << (i & 7));
 	else
-		b[i >> 3] &= (uint8_t)~(1u << (i & 7));
+		b[i >> 3] &= (uint8_t) ~(1u << (i & 7));
 }
 
 static void shuffle_perm(struct sim *m)
@@ -303,8 +303,7 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 	sim_free(&m);
 	return 0;
 nomem:
-	snprintf(err, errlen, "out of memory simulating %llu records",
-		 (unsigned long long)nr);
+	snprintf(err, errlen, "out of memory simulating %llu records", (unsigned long long)nr);
 	free(victims);
 	free(events);
 	sim_free(&m);

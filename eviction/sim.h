@@ -41,25 +41,25 @@ struct evc_sim_opts {
 	uint64_t record_size; /* bytes per record */
 	uint64_t shard_size;  /* target bytes per shard (rounded down to whole records, >= 1) */
 	uint32_t epochs;      /* rows to produce */
-	uint64_t seed;        /* the sampler's permutation and the reader's order */
+	uint64_t seed;	      /* the sampler's permutation and the reader's order */
 };
 
 struct evc_sim_row {
 	uint32_t epoch;
-	struct evc_entry entry;     /* in force for this epoch */
-	uint64_t evicted_records;   /* at the boundary into this epoch */
-	uint64_t evicted_unread;    /* ... of which never read (downloads wasted) */
-	uint64_t resident_records;  /* the epoch's view: what the reader reads */
-	uint64_t resident_bytes;    /* ... in bytes */
-	uint64_t budget;            /* admit budget of the plan (bytes) */
-	uint64_t fresh_records;     /* admitted during the epoch (read from E+1) */
-	uint64_t distinct;          /* distinct records read in epochs 0..E */
-	uint64_t dataset_records;   /* R */
-	uint64_t downloaded_records;/* cumulative through this epoch, pre-warm included */
-	uint64_t downloaded_bytes;  /* ... in bytes */
-	uint64_t wasted_records;    /* cumulative: evicted before ever being read */
-	uint64_t bound;             /* max distinct any policy could reach (see above) */
-	enum evc_reason reason;     /* of the boundary plan (ok for epoch 0) */
+	struct evc_entry entry;	     /* in force for this epoch */
+	uint64_t evicted_records;    /* at the boundary into this epoch */
+	uint64_t evicted_unread;     /* ... of which never read (downloads wasted) */
+	uint64_t resident_records;   /* the epoch's view: what the reader reads */
+	uint64_t resident_bytes;     /* ... in bytes */
+	uint64_t budget;	     /* admit budget of the plan (bytes) */
+	uint64_t fresh_records;	     /* admitted during the epoch (read from E+1) */
+	uint64_t distinct;	     /* distinct records read in epochs 0..E */
+	uint64_t dataset_records;    /* R */
+	uint64_t downloaded_records; /* cumulative through this epoch, pre-warm included */
+	uint64_t downloaded_bytes;   /* ... in bytes */
+	uint64_t wasted_records;     /* cumulative: evicted before ever being read */
+	uint64_t bound;		     /* max distinct any policy could reach (see above) */
+	enum evc_reason reason;	     /* of the boundary plan (ok for epoch 0) */
 	char why[320];
 };
 

@@ -30,7 +30,10 @@
 #define M (1ull << 20)
 
 /* id, bytes, created, full_reads, last_use, pins */
-#define SH(id, b, c, fr, lu, p) {(id), (b), (c), (fr), (fr), (lu), (p)}
+#define SH(id, b, c, fr, lu, p)                                                                    \
+	{                                                                                          \
+		(id), (b), (c), (fr), (fr), (lu), (p)                                              \
+	}
 
 static struct evc_entry entry(uint64_t limit, uint64_t admit, enum cmn_policy p, uint32_t mu)
 {
@@ -255,8 +258,9 @@ static void one_case(uint64_t seed)
 	if (forced && e.policy != CMN_POLICY_NONE) {
 		for (size_t i = 0; i < n; i++)
 			if (s[i].pins == 0 && s[i].full_reads >= e.min_uses)
-				ck_assert_msg(vic[i], "case %llu: forced a floor shard before "
-						      "candidate %zu",
+				ck_assert_msg(vic[i],
+					      "case %llu: forced a floor shard before "
+					      "candidate %zu",
 					      (unsigned long long)seed, i);
 	}
 	if (forced) {
@@ -321,8 +325,8 @@ static void one_case(uint64_t seed)
 			ck_assert_uint_eq(p.admit, 0);
 		else
 			ck_assert_uint_eq(p.admit, e.admit < e.limit - total - other
-							   ? e.admit
-							   : e.limit - total - other);
+						       ? e.admit
+						       : e.limit - total - other);
 	}
 
 	/* P7 */
@@ -354,13 +358,13 @@ static Suite *plan_suite(void)
 		const char *name;
 		const TTest *t;
 	} cases[] = {
-		{"full-budget", full_budget_fifo},
-		{"shrunk-limit", shrunk_limit_honoured},
-		{"shrunk-limit-min-uses", shrunk_limit_overrides_min_uses},
-		{"min-uses-no-deadlock", min_uses_no_deadlock},
-		{"pins-draining", pins_and_draining},
-		{"none-freezes", none_freezes},
-		{"property", property_random_statistics},
+	    {"full-budget", full_budget_fifo},
+	    {"shrunk-limit", shrunk_limit_honoured},
+	    {"shrunk-limit-min-uses", shrunk_limit_overrides_min_uses},
+	    {"min-uses-no-deadlock", min_uses_no_deadlock},
+	    {"pins-draining", pins_and_draining},
+	    {"none-freezes", none_freezes},
+	    {"property", property_random_statistics},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

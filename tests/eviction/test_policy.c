@@ -10,26 +10,30 @@
 #include <stdlib.h>
 
 /* id, bytes, created, reads, full_reads, last_use, pins */
-#define SH(id, b, c, fr, lu, p) {(id), (b), (c), (fr), (fr), (lu), (p)}
+#define SH(id, b, c, fr, lu, p)                                                                    \
+	{                                                                                          \
+		(id), (b), (c), (fr), (fr), (lu), (p)                                              \
+	}
 
 static const struct evc_shard stats[] = {
-	SH(10, 100, 2, 1, 50, 0), /* 0 */
-	SH(11, 100, 0, 3, 40, 0), /* 1 */
-	SH(12, 100, 1, 0, 30, 0), /* 2: never read: last_use is its admission */
-	SH(13, 100, 0, 2, 60, 0), /* 3 */
-	SH(14, 100, 1, 3, 20, 0), /* 4 */
+    SH(10, 100, 2, 1, 50, 0), /* 0 */
+    SH(11, 100, 0, 3, 40, 0), /* 1 */
+    SH(12, 100, 1, 0, 30, 0), /* 2: never read: last_use is its admission */
+    SH(13, 100, 0, 2, 60, 0), /* 3 */
+    SH(14, 100, 1, 3, 20, 0), /* 4 */
 };
 #define N (sizeof(stats) / sizeof(stats[0]))
 
-static void expect_order(enum cmn_policy p, uint32_t min_uses, const struct evc_shard *s,
-			 size_t n, const size_t *want, size_t n_want)
+static void expect_order(enum cmn_policy p, uint32_t min_uses, const struct evc_shard *s, size_t n,
+			 const size_t *want, size_t n_want)
 {
 	size_t order[16], k = 99;
 	ck_assert_int_eq(evc_order(p, 7, min_uses, s, n, order, &k), 0);
 	ck_assert_uint_eq(k, n_want);
 	for (size_t i = 0; i < k; i++)
-		ck_assert_msg(order[i] == want[i], "policy %d position %zu: got index %zu, want %zu",
-			      (int)p, i, order[i], want[i]);
+		ck_assert_msg(order[i] == want[i],
+			      "policy %d position %zu: got index %zu, want %zu", (int)p, i,
+			      order[i], want[i]);
 }
 
 START_TEST(fifo_oldest_admitted_first)
@@ -174,16 +178,16 @@ static Suite *policy_suite(void)
 		const char *name;
 		const TTest *t;
 	} cases[] = {
-		{"fifo", fifo_oldest_admitted_first},
-		{"lru", lru_least_recent_first},
-		{"lru-ties", lru_ties_by_created_then_id},
-		{"uses", uses_most_read_first},
-		{"random", random_is_seeded_and_input_order_free},
-		{"none", none_evicts_nothing},
-		{"pins", pinned_never_a_victim},
-		{"min_uses", min_uses_floor},
-		{"select", select_shortest_prefix},
-		{"unknown", unknown_policy_rejected},
+	    {"fifo", fifo_oldest_admitted_first},
+	    {"lru", lru_least_recent_first},
+	    {"lru-ties", lru_ties_by_created_then_id},
+	    {"uses", uses_most_read_first},
+	    {"random", random_is_seeded_and_input_order_free},
+	    {"none", none_evicts_nothing},
+	    {"pins", pinned_never_a_victim},
+	    {"min_uses", min_uses_floor},
+	    {"select", select_shortest_prefix},
+	    {"unknown", unknown_policy_rejected},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

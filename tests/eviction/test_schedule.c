@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define G (1ull << 30)
+#define G    (1ull << 30)
 #define OPEN CMN_EPOCH_OPEN
 
 static struct cmn_epoch_section sec(uint32_t first, uint32_t last, int line)
@@ -102,8 +102,9 @@ START_TEST(inheritance_and_lookup)
 	ck_assert_int_eq(d->line, 20);
 
 	char buf[200];
-	ck_assert_str_eq(evc_entry_describe(c, buf, sizeof(buf)),
-			 "[epoch 2-4] limit 16.0 GiB, admit 2.0 GiB, policy lru, min_uses 1, seed 9");
+	ck_assert_str_eq(
+	    evc_entry_describe(c, buf, sizeof(buf)),
+	    "[epoch 2-4] limit 16.0 GiB, admit 2.0 GiB, policy lru, min_uses 1, seed 9");
 	evc_schedule_free(&sch);
 	ck_assert_ptr_null(sch.entries);
 }
@@ -128,8 +129,9 @@ START_TEST(gap_names_the_line)
 		     "train.ini:11: [epoch 5-] leaves a gap after [epoch 0] at line 4: epochs "
 		     "1-4 have no entry");
 	struct cmn_epoch_section w[] = {sec(0, 1, 4), sec(3, OPEN, 9)};
-	expect_error(w, 2, 20 * G, "train.ini:9: [epoch 3-] leaves a gap after [epoch 0-1] at "
-				   "line 4: epoch 2 has no entry");
+	expect_error(w, 2, 20 * G,
+		     "train.ini:9: [epoch 3-] leaves a gap after [epoch 0-1] at "
+		     "line 4: epoch 2 has no entry");
 }
 END_TEST
 
@@ -138,11 +140,13 @@ START_TEST(bad_ranges_name_the_line)
 	struct cmn_epoch_section v[] = {sec(0, 2, 1), sec(3, 2, 6), sec(4, OPEN, 9)};
 	expect_error(v, 3, 20 * G, "train.ini:6: [epoch 3-2]: the range ends before it starts");
 	struct cmn_epoch_section w[] = {sec(2, OPEN, 8)};
-	expect_error(w, 1, 20 * G, "train.ini:8: [epoch 2-] is the first epoch section, so "
-				   "epochs 0-1 have no entry");
+	expect_error(w, 1, 20 * G,
+		     "train.ini:8: [epoch 2-] is the first epoch section, so "
+		     "epochs 0-1 have no entry");
 	struct cmn_epoch_section x[] = {sec(0, 9, 3)};
-	expect_error(x, 1, 20 * G, "train.ini:3: [epoch 0-9] is the last epoch section, so "
-				   "epochs after 9 have no entry; make it open-ended: [epoch 0-]");
+	expect_error(x, 1, 20 * G,
+		     "train.ini:3: [epoch 0-9] is the last epoch section, so "
+		     "epochs after 9 have no entry; make it open-ended: [epoch 0-]");
 }
 END_TEST
 
@@ -151,16 +155,18 @@ START_TEST(limits_checked_with_line)
 	struct cmn_epoch_section v[] = {sec(0, OPEN, 5)};
 	v[0].has_limit = true;
 	v[0].limit = 30 * G;
-	expect_error(v, 1, 20 * G, "train.ini:5: [epoch 0-] limit 30.0 GiB is above the [cache] "
-				   "limit 20.0 GiB");
+	expect_error(v, 1, 20 * G,
+		     "train.ini:5: [epoch 0-] limit 30.0 GiB is above the [cache] "
+		     "limit 20.0 GiB");
 	/* admit inherited from the entry before, above a smaller limit. */
 	struct cmn_epoch_section w[] = {sec(0, 1, 2), sec(2, OPEN, 6)};
 	w[0].has_admit = true;
 	w[0].admit = 8 * G;
 	w[1].has_limit = true;
 	w[1].limit = 4 * G;
-	expect_error(w, 2, 20 * G, "train.ini:6: [epoch 2-] admit 8.0 GiB (inherited) is above "
-				   "its limit 4.0 GiB");
+	expect_error(w, 2, 20 * G,
+		     "train.ini:6: [epoch 2-] admit 8.0 GiB (inherited) is above "
+		     "its limit 4.0 GiB");
 	struct cmn_epoch_section x[] = {sec(0, OPEN, 5)};
 	x[0].has_limit = true;
 	x[0].limit = 0;
@@ -175,18 +181,18 @@ START_TEST(from_ini_file)
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	FILE *f = fdopen(fd, "w");
-	fputs("[cache]\n"                 /* 1 */
-	      "limit = 20G\n"             /* 2 */
-	      "\n"                        /* 3 */
-	      "[epoch 0-1]\n"             /* 4 */
-	      "limit = 4G\n"              /* 5 */
-	      "admit = 1G\n"              /* 6 */
-	      "[epoch 2-4]\n"             /* 7 */
-	      "limit = 16G\n"             /* 8 */
-	      "policy = lru\n"            /* 9 */
-	      "min_uses = 2\n"            /* 10 */
-	      "[epoch 4-]\n"              /* 11 */
-	      "policy = none\n",          /* 12 */
+	fputs("[cache]\n"	 /* 1 */
+	      "limit = 20G\n"	 /* 2 */
+	      "\n"		 /* 3 */
+	      "[epoch 0-1]\n"	 /* 4 */
+	      "limit = 4G\n"	 /* 5 */
+	      "admit = 1G\n"	 /* 6 */
+	      "[epoch 2-4]\n"	 /* 7 */
+	      "limit = 16G\n"	 /* 8 */
+	      "policy = lru\n"	 /* 9 */
+	      "min_uses = 2\n"	 /* 10 */
+	      "[epoch 4-]\n"	 /* 11 */
+	      "policy = none\n", /* 12 */
 	      f);
 	fclose(f);
 	struct cmn_config c;
@@ -213,13 +219,13 @@ static Suite *schedule_suite(void)
 		const char *name;
 		const TTest *t;
 	} cases[] = {
-		{"default", no_sections_one_default_entry},
-		{"inheritance", inheritance_and_lookup},
-		{"overlap", overlap_names_both_lines},
-		{"gap", gap_names_the_line},
-		{"bad-range", bad_ranges_name_the_line},
-		{"limits", limits_checked_with_line},
-		{"ini-file", from_ini_file},
+	    {"default", no_sections_one_default_entry},
+	    {"inheritance", inheritance_and_lookup},
+	    {"overlap", overlap_names_both_lines},
+	    {"gap", gap_names_the_line},
+	    {"bad-range", bad_ranges_name_the_line},
+	    {"limits", limits_checked_with_line},
+	    {"ini-file", from_ini_file},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

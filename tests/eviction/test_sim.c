@@ -159,7 +159,8 @@ START_TEST(property_random_schedules)
 		for (uint32_t i = 0; i < nsec; i++) {
 			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 			secs[i].first = first;
-			secs[i].last = i + 1 == nsec ? CMN_EPOCH_OPEN : first + (uint32_t)(x >> 60) % 3;
+			secs[i].last =
+			    i + 1 == nsec ? CMN_EPOCH_OPEN : first + (uint32_t)(x >> 60) % 3;
 			first = secs[i].last + 1;
 			secs[i].line = (int)i + 1;
 			secs[i].has_limit = true;
@@ -183,7 +184,8 @@ START_TEST(property_random_schedules)
 			const struct evc_sim_row *w = &r[e];
 			ck_assert_msg(w->resident_bytes <= w->entry.limit,
 				      "case %llu epoch %u: resident %llu above limit %llu",
-				      (unsigned long long)k, e, (unsigned long long)w->resident_bytes,
+				      (unsigned long long)k, e,
+				      (unsigned long long)w->resident_bytes,
 				      (unsigned long long)w->entry.limit);
 			ck_assert_uint_le(w->resident_bytes + w->budget, w->entry.limit);
 			ck_assert_uint_le(w->budget, w->entry.admit);
@@ -197,9 +199,9 @@ START_TEST(property_random_schedules)
 				ck_assert_uint_eq(w->fresh_records, 0);
 				ck_assert_uint_eq(w->evicted_records, 0);
 			}
-			full_at_none = w->entry.policy == CMN_POLICY_NONE &&
-				       (w->resident_records + w->fresh_records) * rs >=
-					       w->entry.limit;
+			full_at_none =
+			    w->entry.policy == CMN_POLICY_NONE &&
+			    (w->resident_records + w->fresh_records) * rs >= w->entry.limit;
 		}
 		evc_schedule_free(&sch);
 	}
@@ -292,13 +294,13 @@ static Suite *sim_suite(void)
 		const char *name;
 		const TTest *t;
 	} cases[] = {
-		{"fifo-rolling-window", fifo_rolling_window},
-		{"none-freezes", none_freezes_when_full},
-		{"lru-waste", lru_evicts_unread_fifo_does_not},
-		{"deterministic", deterministic},
-		{"bad-sizes", bad_sizes},
-		{"property-schedules", property_random_schedules},
-		{"evictor-driver", evictor_driver},
+	    {"fifo-rolling-window", fifo_rolling_window},
+	    {"none-freezes", none_freezes_when_full},
+	    {"lru-waste", lru_evicts_unread_fifo_does_not},
+	    {"deterministic", deterministic},
+	    {"bad-sizes", bad_sizes},
+	    {"property-schedules", property_random_schedules},
+	    {"evictor-driver", evictor_driver},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);
