@@ -25,7 +25,7 @@ void cfs_sbuf_printf(struct cfs_sbuf *b, const char *fmt, ...)
 		size_t room = b->cap - b->len;
 		int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
 		va_end(ap);
-		if (n < 0) {
+		if (n < 0 || b->len + (size_t)n + 1 > max) {
 			b->failed = true;
 			return;
 		}
@@ -34,10 +34,6 @@ void cfs_sbuf_printf(struct cfs_sbuf *b, const char *fmt, ...)
 			return;
 		}
 		size_t want = b->len + (size_t)n + 1;
-		if (want > max) {
-			b->failed = true;
-			return;
-		}
 		size_t cap = b->cap ? b->cap : 4096;
 		while (cap < want)
 			cap *= 2;

@@ -98,19 +98,14 @@ static const struct fuse_opt mount_opt_spec[] = {
 	FUSE_OPT_KEY("atime", KEY_IGNORE),
 	FUSE_OPT_KEY("noatime", KEY_IGNORE),
 	FUSE_OPT_KEY("relatime", KEY_IGNORE),
-	FUSE_OPT_KEY("x-", KEY_IGNORE),
-	FUSE_OPT_KEY("x-%s", KEY_IGNORE),
-	FUSE_OPT_KEY("comment=", KEY_IGNORE),
-	FUSE_OPT_KEY("comment=%s", KEY_IGNORE),
+	FUSE_OPT_KEY("comment=", KEY_IGNORE), /* prefix match: comment=... */
 	FUSE_OPT_KEY("subtype=", KEY_IGNORE),
-	FUSE_OPT_KEY("subtype=%s", KEY_IGNORE),
 	FUSE_OPT_KEY("fsname=", KEY_IGNORE),
-	FUSE_OPT_KEY("fsname=%s", KEY_IGNORE),
 	/* FUSE mount options for the kernel */
 	FUSE_OPT_KEY("allow_other", KEY_PASS),
 	FUSE_OPT_KEY("allow_root", KEY_PASS),
 	FUSE_OPT_KEY("auto_unmount", KEY_PASS),
-	FUSE_OPT_KEY("max_read=%s", KEY_PASS),
+	FUSE_OPT_KEY("max_read=", KEY_IGNORE), /* ours is 1 MiB; a second value would conflict */
 	/* ours */
 	FUSE_OPT_KEY("splice_read", KEY_SPLICE),
 	FUSE_OPT_KEY("no_splice_read", KEY_NOSPLICE),
@@ -147,6 +142,8 @@ static int mount_opt_proc(void *data, const char *arg, int key, struct fuse_args
 		return 0;
 	case FUSE_OPT_KEY_OPT: {
 		char tmp[512];
+		if (strncmp(arg, "x-", 2) == 0)
+			return 0; /* x-systemd.*, x-gvfs-*: for other tools */
 		if (cmn_config_parse_o(ma->cfg, arg, tmp, sizeof(tmp)) != 0) {
 			snprintf(ma->err, sizeof(ma->err), "%s", tmp);
 			ma->failed = true;

@@ -1,0 +1,306 @@
+/*
+ * test_epoch.c - Check suite of cachefs/epoch.c: snapshots, pins and the
+ * states of an epoch and of an evicted-but-open file, without FUSE or disk
+ * (the gone and retired callbacks record what would be deleted).
+ *
+ * One TCase per behaviour; invariant numbers are DESIGN's.
+ */
+#include "cachefs/epoch.h"
+#include "cachefs/stats.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rec {
+	int64_t gone[64];
+	size_t ngone;
+	uint32_t retired[64];
+	size_t nretired;
+	int all_read;
+};
+
+static void on_gone(void *ctx, int64_t id, int kind, const char *relpath, uint64_t bytes)
+{
+	struct rec *r = ctx;
+	(void)kind;
+	(void)relpath;
+	(void)bytes;
+	r->gone[r->ngone++] = id;
+}
+
+static void on_retired(void *ctx, uint32_t number)
+{
+	struct rec *r = ctx;
+	r->retired[r->nretired++] = number;
+}
+
+static void on_all_read(void *ctx)
+{
+	struct rec *r = ctx;
+	r->all_read++;
+}
+
+static struct cfs_epochs set;
+static struct rec rec;
+
+static void setup(void)
+{
+	memset(&rec, 0, sizeof(rec));
+	ck_assert_int_eq(cfs_epochs_init(&set, on_gone, &rec), 0);
+	set.retired = on_retired;
+	set.retired_ctx = &rec;
+	set.all_read = on_all_read;
+	set.all_read_ctx = &rec;
+}
+
+static void teardown(void)
+{
+	cfs_epochs_destroy(&set);
+}
+
+/* Publishes epoch `number` of files with ids[0..n). */
+static int publish(uint32_t number, const int64_t *ids, size_t n)
+{
+	struct cfs_efile_in in[16];
+	char names[16][32], paths[16][32];
+	for (size_t i = 0; i < n; i++) {
+		snprintf(names[i], sizeof(names[i]), "shard-%lld.tfrecord", (long long)ids[i]);
+		snprintf(paths[i], sizeof(paths[i]), "shards/%lld.tfrecord", (long long)ids[i]);
+		in[i] = (struct cfs_efile_in){.id = ids[i], .name = names[i], .relpath = paths[i],
+					      .bytes = 100, .records = 10, .created_epoch = 0};
+	}
+	return cfs_epochs_publish(&set, number, in, n, 0, NULL);
+}
+
+static struct cfs_efile *lookup(uint32_t epoch, int64_t id)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "shard-%lld.tfrecord", (long long)id);
+	struct cfs_epoch *ep = cfs_epochs_lookup(&set, epoch);
+	if (!ep)
+		return NULL;
+	struct cfs_efile *f = cfs_epoch_lookup_file(&set, ep, name);
+	cfs_epoch_forget(&set, ep, 1);
+	return f;
+}
+
+static uint32_t nlisted(void)
+{
+	struct cfs_epochs_stat st;
+	cfs_epochs_stat(&set, &st);
+	return st.epochs_listed;
+}
+
+START_TEST(snapshot_is_fixed_and_sorted)
+{
+	int64_t a[] = {3, 1, 2};
+	ck_assert_int_eq(publish(0, a, 3), 0);
+	struct cfs_epoch *ep = cfs_epochs_lookup(&set, 0);
+	ck_assert_ptr_nonnull(ep);
+	ck_assert_uint_eq(ep->nfiles, 3);
+	ck_assert_str_eq(ep->files[0]->name, "shard-1.tfrecord");
+	ck_assert_str_eq(ep->files[2]->name, "shard-3.tfrecord");
+	ck_assert_uint_eq(ep->records, 30);
+	ck_assert_ptr_null(cfs_epoch_lookup_file(&set, ep, "shard-4.tfrecord"));
+	cfs_epoch_forget(&set, ep, 1);
+	/* invariant 3: a later epoch does not change epoch 0's membership */
+	int64_t b[] = {1, 2, 3, 4};
+	ck_assert_int_eq(publish(1, b, 4), 0);
+	ck_assert_uint_eq(cfs_epochs_current_number(&set, NULL), 1);
+	/* numbers only grow; duplicate names are refused, set unchanged */
+	ck_assert_int_eq(publish(1, b, 4), -EINVAL);
+	int64_t dup[] = {5, 5};
+	ck_assert_int_eq(publish(2, dup, 2), -EINVAL);
+	ck_assert_uint_eq(cfs_epochs_current_number(&set, NULL), 1);
+}
+END_TEST
+
+START_TEST(shared_file_across_epochs)
+{
+	int64_t a[] = {1, 2};
+	ck_assert_int_eq(publish(0, a, 2), 0);
+	struct cfs_efile *f0 = lookup(0, 1);
+	ck_assert_int_eq(publish(1, a, 2), 0);
+	struct cfs_efile *f1 = lookup(1, 1);
+	ck_assert_ptr_eq(f0, f1); /* one inode, one page cache */
+	cfs_efile_forget(&set, f0, 2);
+}
+END_TEST
+
+START_TEST(old_epoch_leaves_when_unheld)
+{
+	int64_t a[] = {1, 2};
+	ck_assert_int_eq(publish(0, a, 2), 0);
+	ck_assert_int_eq(publish(1, a, 2), 0);
+	ck_assert_uint_eq(nlisted(), 1);
+	ck_assert_uint_eq(rec.nretired, 1);
+	ck_assert_uint_eq(rec.retired[0], 0);
+	ck_assert_ptr_null(cfs_epochs_lookup(&set, 0));
+	ck_assert_uint_eq(rec.ngone, 0); /* nothing evicted, nothing deleted */
+}
+END_TEST
+
+START_TEST(dir_handle_holds_old_epoch)
+{
+	int64_t a[] = {1};
+	ck_assert_int_eq(publish(0, a, 1), 0);
+	struct cfs_epoch *ep = cfs_epochs_lookup(&set, 0);
+	cfs_epoch_opendir(&set, ep);
+	ck_assert_int_eq(publish(1, a, 1), 0);
+	ck_assert_uint_eq(nlisted(), 2);
+	cfs_epoch_releasedir(&set, ep);
+	ck_assert_uint_eq(nlisted(), 1);
+	ck_assert_uint_eq(rec.nretired, 1);
+	/* the kernel still holds a lookup: the struct lives, shows nothing */
+	ck_assert_ptr_null(cfs_epoch_lookup_file(&set, ep, "shard-1.tfrecord"));
+	cfs_epoch_forget(&set, ep, 1);
+}
+END_TEST
+
+START_TEST(evicted_open_file_deleted_on_last_release)
+{
+	int64_t a[] = {1, 2};
+	ck_assert_int_eq(publish(0, a, 2), 0);
+	struct cfs_efile *f = lookup(0, 1);
+	ck_assert_int_eq(cfs_efile_open(&set, f), 0);
+	ck_assert_int_eq(cfs_efile_open(&set, f), 0);
+	int64_t victims[] = {1, 2};
+	ck_assert_uint_eq(cfs_epochs_evict(&set, victims, 2), 200);
+	ck_assert(cfs_epochs_held(&set, 1));
+	ck_assert_uint_eq(rec.ngone, 0); /* epoch 0 is current: invariant 3 */
+	ck_assert_int_eq(publish(1, NULL, 0), 0);
+	/* epoch 0 is held by the open evicted file: both files stay */
+	ck_assert_uint_eq(nlisted(), 2);
+	ck_assert_uint_eq(rec.ngone, 0);
+	cfs_efile_release(&set, f);
+	ck_assert_uint_eq(rec.ngone, 0); /* one handle left */
+	struct cfs_epochs_stat st;
+	cfs_epochs_stat(&set, &st);
+	ck_assert_uint_eq(st.draining_bytes, 200);
+	ck_assert_uint_eq(st.draining_files, 2);
+	cfs_efile_release(&set, f);
+	ck_assert_uint_eq(rec.ngone, 2);
+	ck_assert_uint_eq(nlisted(), 1);
+	cfs_epochs_stat(&set, &st);
+	ck_assert_uint_eq(st.draining_bytes, 0);
+	/* the inode is still known to the kernel: open now fails */
+	ck_assert_int_eq(cfs_efile_open(&set, f), -ENOENT);
+	cfs_efile_forget(&set, f, 1);
+}
+END_TEST
+
+START_TEST(evicted_unheld_file_deleted_at_next_epoch)
+{
+	int64_t a[] = {1, 2};
+	ck_assert_int_eq(publish(0, a, 2), 0);
+	int64_t v[] = {2};
+	cfs_epochs_evict(&set, v, 1);
+	ck_assert_uint_eq(rec.ngone, 0);
+	int64_t b[] = {1};
+	ck_assert_int_eq(publish(1, b, 1), 0);
+	ck_assert_uint_eq(rec.ngone, 1);
+	ck_assert_int_eq(rec.gone[0], 2);
+	/* an evicted file never comes back (invariant 1) */
+	int64_t c[] = {1, 3};
+	ck_assert_int_eq(publish(2, c, 2), 0);
+	ck_assert_uint_eq(rec.ngone, 1);
+}
+END_TEST
+
+START_TEST(read_accounting_and_all_read)
+{
+	int64_t a[] = {1, 2};
+	ck_assert_int_eq(publish(0, a, 2), 0);
+	struct cfs_efile *f1 = lookup(0, 1), *f2 = lookup(0, 2);
+	bool end1 = false, end2 = false;
+	cfs_efile_account(&set, f1, 0, 50, true, &end1);
+	ck_assert(!end1);
+	cfs_efile_account(&set, f1, 50, 50, false, &end1);
+	ck_assert(end1);
+	ck_assert_uint_eq(atomic_load(&f1->d_reads), 1);
+	ck_assert_uint_eq(atomic_load(&f1->d_full_reads), 1);
+	ck_assert_uint_eq(atomic_load(&f1->d_read_bytes), 100);
+	ck_assert_int_eq(rec.all_read, 0);
+	cfs_efile_account(&set, f2, 0, 100, true, &end2);
+	ck_assert_int_eq(rec.all_read, 1);
+	ck_assert_uint_eq(atomic_load(&set.cur_read_bytes), 200);
+	/* a second full read of f1 in the same epoch does not count twice */
+	bool end3 = false;
+	cfs_efile_account(&set, f1, 0, 100, true, &end3);
+	ck_assert_uint_eq(atomic_load(&set.cur_full_files), 2);
+	ck_assert_int_eq(rec.all_read, 1);
+	cfs_efile_forget(&set, f1, 1);
+	cfs_efile_forget(&set, f2, 1);
+}
+END_TEST
+
+START_TEST(stats_json_escapes_and_metrics)
+{
+	struct cfs_stats_view v;
+	memset(&v, 0, sizeof(v));
+	v.source = "file:///a \"b\"\n";
+	v.cache_dir = "/c";
+	v.mountpoint = "/m";
+	v.advance = "manual";
+	v.schedule = v.policy = v.last_reason = v.last_why = "";
+	v.have_epoch = true;
+	v.epoch = 7;
+	v.limit = 1000;
+	v.sealed = 400;
+	v.draining = 100;
+	struct cfs_sbuf b = {0};
+	cfs_stats_json(&v, &b);
+	ck_assert(!b.failed);
+	ck_assert_ptr_nonnull(strstr(b.p, "\"source\": \"file:///a \\\"b\\\"\\u000a\""));
+	ck_assert_ptr_nonnull(strstr(b.p, "\"epoch\": 7,"));
+	ck_assert_ptr_nonnull(strstr(b.p, "\"used\": 500,"));
+	cfs_sbuf_free(&b);
+	cfs_stats_metrics(&v, &b);
+	ck_assert(!b.failed);
+	ck_assert_ptr_nonnull(strstr(b.p, "\nrollcache_used_bytes 500\n"));
+	ck_assert_ptr_nonnull(strstr(b.p, "# TYPE rollcache_epoch gauge\nrollcache_epoch 7\n"));
+	cfs_sbuf_free(&b);
+	/* the cap holds */
+	struct cfs_sbuf small = {.max = 64};
+	cfs_stats_json(&v, &small);
+	ck_assert(small.failed);
+	cfs_sbuf_free(&small);
+}
+END_TEST
+
+static Suite *epoch_suite(void)
+{
+	Suite *s = suite_create("fuse-epoch");
+	struct {
+		const char *name;
+		const TTest *fn;
+	} cases[] = {
+		{"snapshot_is_fixed_and_sorted", snapshot_is_fixed_and_sorted},
+		{"shared_file_across_epochs", shared_file_across_epochs},
+		{"old_epoch_leaves_when_unheld", old_epoch_leaves_when_unheld},
+		{"dir_handle_holds_old_epoch", dir_handle_holds_old_epoch},
+		{"evicted_open_file_deleted_on_last_release", evicted_open_file_deleted_on_last_release},
+		{"evicted_unheld_file_deleted_at_next_epoch", evicted_unheld_file_deleted_at_next_epoch},
+		{"read_accounting_and_all_read", read_accounting_and_all_read},
+		{"stats_json_escapes_and_metrics", stats_json_escapes_and_metrics},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_add_test(tc, cases[i].fn);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(epoch_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""fuse-erofs: every mutating call on the mount answers EROFS.
+
+open for write / read-write / truncate, creat, truncate, mkdir, rmdir,
+unlink, rename, link, symlink, mknod, chmod, chown, utimensat, setxattr and
+removexattr, on files, epoch directories and the root.  Also checks the
+modes (0444 files, 0555 dirs, 0200 control) and that the sealed file is
+unchanged afterwards (DESIGN invariant 1).
+"""
+import errno
+import os
+import stat
+
+import rcfuse as t
+
+
+def expect_erofs(what, fn, *args):
+    try:
+        fn(*args)
+    except OSError as e:
+        t.eq(errno.errorcode.get(e.errno, e.errno), "EROFS", what)
+        return
+    t.fail("%s: succeeded, expected EROFS" % what)
+
+
+def body(s):
+    s.synth(records=40, size="2K", shards=2)
+    t.run("ingest", "file://%s/" % s.src, "--cache-dir", s.cache, "--limit", "4M",
+          "--shard-size", "64K")
+    s.mount("file://%s/" % s.empty, "--limit", "4M", "--shard-size", "64K")
+    cur = os.path.realpath(os.path.join(s.mnt, "current"))
+    names = sorted(os.listdir(cur))
+    if not names:
+        t.fail("current/ is empty")
+    f = os.path.join(cur, names[0])
+    with open(f, "rb") as fh:
+        before = fh.read()
+
+    # modes
+    t.eq(stat.S_IMODE(os.stat(f).st_mode), 0o444, "file mode")
+    for d in (s.mnt, cur, os.path.join(s.mnt, "epochs"), os.path.join(s.mnt, ".rollcache")):
+        t.eq(stat.S_IMODE(os.stat(d).st_mode), 0o555, "mode of " + d)
+    t.eq(stat.S_IMODE(os.stat(os.path.join(s.mnt, ".rollcache", "control")).st_mode), 0o200,
+         "control mode")
+
+    new = os.path.join(cur, "new-file")
+    for d in (cur, s.mnt):
+        nd = os.path.join(d, "new-thing")
+        expect_erofs("creat in " + d, os.open, nd, os.O_CREAT | os.O_WRONLY, 0o644)
+        expect_erofs("mkdir in " + d, os.mkdir, nd)
+        expect_erofs("symlink in " + d, os.symlink, "x", nd)
+        expect_erofs("mknod in " + d, os.mknod, nd, stat.S_IFIFO | 0o644)
+    expect_erofs("open O_WRONLY", os.open, f, os.O_WRONLY)
+    expect_erofs("open O_RDWR", os.open, f, os.O_RDWR)
+    expect_erofs("open O_RDONLY|O_TRUNC", os.open, f, os.O_RDONLY | os.O_TRUNC)
+    expect_erofs("open O_WRONLY|O_TRUNC", os.open, f, os.O_WRONLY | os.O_TRUNC)
+    expect_erofs("open O_WRONLY|O_APPEND", os.open, f, os.O_WRONLY | os.O_APPEND)
+    expect_erofs("truncate", os.truncate, f, 0)
+    expect_erofs("unlink", os.unlink, f)
+    expect_erofs("rmdir epoch dir", os.rmdir, cur)
+    expect_erofs("rmdir .rollcache", os.rmdir, os.path.join(s.mnt, ".rollcache"))
+    expect_erofs("unlink current", os.unlink, os.path.join(s.mnt, "current"))
+    expect_erofs("rename", os.rename, f, new)
+    if len(names) > 1:
+        expect_erofs("rename over", os.rename, f, os.path.join(cur, names[1]))
+    expect_erofs("link", os.link, f, new)
+    expect_erofs("chmod", os.chmod, f, 0o644)
+    expect_erofs("chmod dir", os.chmod, cur, 0o755)
+    expect_erofs("chown", os.chown, f, 1, 1)
+    expect_erofs("utimensat", os.utime, f, (1, 1))
+    expect_erofs("utimensat now", os.utime, f, None)
+    expect_erofs("setxattr", os.setxattr, f, "user.x", b"1")
+    expect_erofs("removexattr", os.removexattr, f, "user.x")
+    try:
+        fd = os.open(os.path.join(s.mnt, ".rollcache", "stats"), os.O_WRONLY)
+        os.close(fd)
+        t.fail("open stats for write succeeded")
+    except OSError as e:
+        t.eq(e.errno, errno.EROFS, "open stats O_WRONLY")
+    # control is write-only and takes only known commands
+    try:
+        os.open(os.path.join(s.mnt, ".rollcache", "control"), os.O_RDONLY)
+        t.fail("open control for reading succeeded")
+    except OSError as e:
+        t.eq(e.errno, errno.EACCES, "open control O_RDONLY")
+    fd = os.open(os.path.join(s.mnt, ".rollcache", "control"), os.O_WRONLY)
+    try:
+        os.write(fd, b"bogus")
+        t.fail("control accepted 'bogus'")
+    except OSError as e:
+        t.eq(e.errno, errno.EINVAL, "control 'bogus'")
+    finally:
+        os.close(fd)
+
+    with open(f, "rb") as fh:
+        t.eq(fh.read() == before, True, "file unchanged after the attempts")
+    t.eq(sorted(os.listdir(cur)), names, "names unchanged after the attempts")
+    s.umount()
+
+
+t.main(body, "erofs")
