@@ -26,9 +26,9 @@
  *   DESIGN 7  keys are stored as data only; display names of raw objects
  *             are unique among non-GONE rows (partial unique index).
  * Local ones.
- *   C1  every SAMPLE row belongs to a FILE row that is not GONE
- *       (shards_gone and shards_drop delete the samples in the same
- *       transaction that changes the FILE row).
+ *   C1  every SAMPLE row, and every shard_objects row, belongs to a FILE
+ *       row that is not GONE (shards_gone and shards_drop delete them in
+ *       the same transaction that changes the FILE row).
  *   C2  per (source, key) at most one OBJECT row is not STALE (partial
  *       unique index objects_current).
  *   C3  epochs counters only grow, each in the transaction of the change
@@ -124,7 +124,11 @@ static const char *const migrations[] = {
 	"  object_offset INTEGER NOT NULL,\n"
 	"  admitted_epoch INTEGER NOT NULL,\n"
 	"  PRIMARY KEY(shard_id, offset)) WITHOUT ROWID;\n"
-	"CREATE INDEX samples_object ON samples(object_id);\n"
+	"CREATE TABLE shard_objects(\n"
+	"  shard_id INTEGER NOT NULL,\n"
+	"  object_id INTEGER NOT NULL,\n"
+	"  PRIMARY KEY(shard_id, object_id)) WITHOUT ROWID;\n"
+	"CREATE INDEX shard_objects_object ON shard_objects(object_id);\n"
 	"CREATE TABLE epochs(\n"
 	"  number INTEGER PRIMARY KEY,\n"
 	"  started_ms INTEGER NOT NULL DEFAULT 0,\n"
@@ -158,6 +162,8 @@ enum stmt_id {
 	S_OBJ_FETCHED,
 	S_SHARD_ADD,
 	S_SAMPLE_ADD,
+	S_SHOBJ_ADD,
+	S_SHOBJ_DEL,
 	S_EPOCH_ADMIT,
 	S_SHARD_LIST,
 	S_SHARD_GET,
@@ -197,6 +203,8 @@ static const char *const stmt_sql[S__COUNT] = {
 			"object_id, name) VALUES(?1, ?2, 0, ?3, ?4, ?5, ?6, ?7)",
 	[S_SAMPLE_ADD] = "INSERT INTO samples(shard_id, offset, length, crc, object_id, "
 			 "object_offset, admitted_epoch) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[S_SHOBJ_ADD] = "INSERT OR IGNORE INTO shard_objects(shard_id, object_id) VALUES(?1, ?2)",
+	[S_SHOBJ_DEL] = "DELETE FROM shard_objects WHERE shard_id = ?1",
 	[S_EPOCH_ADMIT] = "INSERT INTO epochs(number, admitted_bytes, admitted_records) "
 			  "VALUES(?1, ?2, ?3) ON CONFLICT(number) DO UPDATE SET "
 			  "admitted_bytes = admitted_bytes + excluded.admitted_bytes, "
@@ -221,10 +229,10 @@ static const char *const stmt_sql[S__COUNT] = {
 	[S_SHARD_GONE] = "UPDATE shards SET state = 2 WHERE id = ?1 AND state != 2",
 	[S_SAMPLES_DEL] = "DELETE FROM samples WHERE shard_id = ?1",
 	[S_SHARD_DEL] = "DELETE FROM shards WHERE id = ?1",
-	[S_STALE_SHARDS] = "SELECT DISTINCT s.shard_id FROM objects o "
-			   "JOIN samples s ON s.object_id = o.id "
-			   "JOIN shards f ON f.id = s.shard_id "
-			   "WHERE o.state = 2 AND f.state = 0 ORDER BY s.shard_id",
+	[S_STALE_SHARDS] = "SELECT DISTINCT so.shard_id FROM objects o "
+			   "JOIN shard_objects so ON so.object_id = o.id "
+			   "JOIN shards f ON f.id = so.shard_id "
+			   "WHERE o.state = 2 AND f.state = 0 ORDER BY so.shard_id",
 	[S_SAMPLES_OF] = "SELECT offset, length, crc, object_id, object_offset FROM samples "
 			 "WHERE shard_id = ?1 ORDER BY offset",
 	[S_RESIDENT] = "SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum(records), 0) "
@@ -548,6 +556,9 @@ int cfs_catalog_open(struct cfs_catalog **out, const char *path, unsigned flags,
 			rc = exec(c, "PRAGMA synchronous = NORMAL");
 		if (rc == 0)
 			rc = exec(c, "PRAGMA foreign_keys = ON");
+		/* 32 MiB of page cache: sample inserts touch the object index at random */
+		if (rc == 0)
+			rc = exec(c, "PRAGMA cache_size = -32768");
 		if (rc < 0) {
 			snprintf(err, errlen, "%s: cannot set up the catalog (WAL journal): %s: "
 				 "check that the cache directory is writable", path,
@@ -588,6 +599,11 @@ void cfs_catalog_close(struct cfs_catalog *c)
 	pthread_mutex_destroy(&c->mu);
 	free(c->path);
 	free(c);
+}
+
+const char *cfs_catalog_sqlite_version(void)
+{
+	return sqlite3_libversion();
 }
 
 int cfs_catalog_schema_version(const struct cfs_catalog *c)
@@ -984,6 +1000,49 @@ void cfs_catalog_note_id(struct cfs_catalog *c, int64_t id)
 	note_id(c, id);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Records which objects file `id` holds samples of (one row per distinct
+ * object, not per sample): the reverse index that finds the files of a
+ * STALE object without indexing every sample row.  mu held, in a txn.
+ */
+static int add_shard_objects(struct cfs_catalog *c, int64_t id, const struct cfs_sample *smp,
+			     size_t n)
+{
+	int64_t *objs;
+	size_t k = 0;
+	sqlite3_stmt *st;
+	int rc = 0;
+
+	if (n == 0)
+		return 0;
+	objs = malloc(n * sizeof(*objs));
+	if (!objs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (smp[i].object_id != 0)
+			objs[k++] = smp[i].object_id;
+	if (k > 1)
+		qsort(objs, k, sizeof(*objs), cmp_i64);
+	st = k ? stmt(c, S_SHOBJ_ADD) : NULL;
+	if (k && !st)
+		rc = -EIO;
+	for (size_t i = 0; i < k && rc == 0; i++) {
+		if (i && objs[i] == objs[i - 1])
+			continue;
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int64(st, 2, objs[i]);
+		rc = run(c, st, "file objects");
+	}
+	free(objs);
+	return rc;
+}
+
 int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *sh,
 			     const struct cfs_sample *samples, size_t n_samples)
 {
@@ -1034,7 +1093,9 @@ int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *
 			goto out;
 		}
 	}
-	rc = 0;
+	rc = add_shard_objects(c, sh->id, samples, n_samples);
+	if (rc < 0)
+		goto out;
 
 	st = stmt(c, S_EPOCH_ADMIT);
 	if (!st) {
@@ -1245,6 +1306,13 @@ static int each_id(struct cfs_catalog *c, enum stmt_id sid, const int64_t *ids, 
 			return -EIO;
 		sqlite3_bind_int64(st, 1, ids[i]);
 		rc = run(c, st, "samples delete");
+		if (rc < 0)
+			return rc;
+		st = stmt(c, S_SHOBJ_DEL);
+		if (!st)
+			return -EIO;
+		sqlite3_bind_int64(st, 1, ids[i]);
+		rc = run(c, st, "file objects delete");
 		if (rc < 0)
 			return rc;
 		st = stmt(c, sid);

@@ -83,6 +83,9 @@ int cfs_catalog_open(struct cfs_catalog **out, const char *path, unsigned flags,
 /* Closes c (finalizes cached statements).  NULL is ignored. */
 void cfs_catalog_close(struct cfs_catalog *c);
 
+/* The SQLite library version in use ("3.40.1"), for reports. */
+const char *cfs_catalog_sqlite_version(void);
+
 /* The schema version found in the file when it was opened (before migration). */
 int cfs_catalog_schema_version(const struct cfs_catalog *c);
 
