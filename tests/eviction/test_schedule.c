@@ -174,6 +174,7 @@ START_TEST(limits_checked_with_line)
 }
 END_TEST
 
+#if EVC_TEST_HAVE_CONFIG
 /* The same rules through a real file read by common/config.c. */
 START_TEST(from_ini_file)
 {
@@ -211,6 +212,7 @@ START_TEST(from_ini_file)
 	unlink(path);
 }
 END_TEST
+#endif
 
 static Suite *schedule_suite(void)
 {
@@ -225,7 +227,9 @@ static Suite *schedule_suite(void)
 	    {"gap", gap_names_the_line},
 	    {"bad-range", bad_ranges_name_the_line},
 	    {"limits", limits_checked_with_line},
+#if EVC_TEST_HAVE_CONFIG
 	    {"ini-file", from_ini_file},
+#endif
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);
