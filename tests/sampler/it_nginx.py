@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """sampler-nginx: `rollcache ingest` from a real nginx (Debian nginx-light) with
-a JSON autoindex, on 127.0.0.1 and an ephemeral port.
+a JSON autoindex, on 127.0.0.1 and an ephemeral port, serving `rollcache
+synth` datasets (one spread over subdirectories, one GZIP).
 
 Proves: the autoindex lister walks subdirectories; every admitted record equals
 its source record byte for byte and the counts match (plain and GZIP objects);
@@ -23,8 +24,8 @@ def fnv1a(key):
     return h
 
 
-def objects_of(counter):
-    return {p.split(b"#", 1)[0].decode() for p in counter}
+def objects_of(counter, owner):
+    return {owner[p] for p in counter}
 
 
 def main():
@@ -33,8 +34,12 @@ def main():
     srv = None
     try:
         root = os.path.join(work, "www")
-        plain = rcsamp.make_dataset(os.path.join(root, "plain"), 12, 60, 64, 1500, seed=3)
-        gz = rcsamp.make_dataset(os.path.join(root, "gz"), 4, 50, 64, 1500, seed=4, gz=True)
+        plain = {}
+        for i, sub in enumerate(("a", "b/c", "b/d")):  # the lister walks subdirectories
+            plain.update(rcsamp.synth_dataset(os.path.join(root, "plain"), 200, 1500, 4,
+                                              seed=3 + i, subdir=sub))
+        gz = rcsamp.synth_dataset(os.path.join(root, "gz"), 200, 1500, 4, seed=9, gz=True)
+        owner = {p: k for k, v in plain.items() for p in v}
         srv = rcsamp.Server("nginx.sh", [root], os.path.join(work, "nginx"))
         want = collections.Counter(p for v in plain.values() for p in v)
 
@@ -67,19 +72,19 @@ def main():
             rcsamp.ingest(srv.url + "plain/", cache, "64M",
                           ["--rank", str(rank), "--world-size", "2"])
             c = rcsamp.cache_payloads(cache)
-            objs = objects_of(c)
+            objs = objects_of(c, owner)
             expect = {k for k in plain if fnv1a(k) % 2 == rank}
             if objs != expect:
                 rcsamp.fail("rank %d/2 got objects %s, want %s" % (rank, sorted(objs), sorted(expect)))
             for k in objs:  # whole objects only
-                if sum(1 for p in c if p.startswith(k.encode() + b"#")) != len(plain[k]):
+                if sum(n for p, n in c.items() if owner[p] == k) != len(plain[k]):
                     rcsamp.fail("rank %d/2: object %s only partly admitted" % (rank, k))
             parts.append(c)
         if parts[0] & parts[1]:
             rcsamp.fail("ranks 0 and 1 share %d records" % sum((parts[0] & parts[1]).values()))
         rcsamp.expect_equal_sets(parts[0] + parts[1], want, "nginx ranks 0/2 + 1/2")
         print("ok: %d records, %d objects; ranks %d + %d objects" % (
-            sum(want.values()), len(plain), len(objects_of(parts[0])), len(objects_of(parts[1]))))
+            sum(want.values()), len(plain), len(objects_of(parts[0], owner)), len(objects_of(parts[1], owner))))
     finally:
         if srv:
             srv.stop()

@@ -37,6 +37,7 @@ def main():
     try:
         data = os.path.join(work, "data")
         weird = rcsamp.make_dataset(data, len(WEIRD), 20, 32, 600, seed=5, names=WEIRD)
+        weird.update(rcsamp.synth_dataset(data, 300, 1024, 6, seed=11, subdir="synth"))
         many = rcsamp.make_dataset(os.path.join(work, "many"), MANY, 1, 8, 24, seed=6,
                                    names=["m/%05d.tfrecord" % i for i in range(MANY)])
         srv = rcsamp.Server("s3rver.sh", ["bucket"], os.path.join(work, "s3"))
@@ -46,7 +47,8 @@ def main():
             if p.returncode:
                 rcsamp.fail("upload: " + p.stderr)
         # something outside the prefix that must not be listed
-        p = subprocess.run([os.path.join(rcsamp.SERVERS, "s3put.py"), srv.url, "bucket", data,
+        p = subprocess.run([os.path.join(rcsamp.SERVERS, "s3put.py"), srv.url, "bucket",
+                            os.path.join(data, "synth"),
                             "other/"], capture_output=True, text=True, timeout=60)
         if p.returncode:
             rcsamp.fail("upload: " + p.stderr)

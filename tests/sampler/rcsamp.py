@@ -116,6 +116,31 @@ def make_dataset(root, objects, records, min_size=64, max_size=2048, seed=1, gz=
     return out
 
 
+def synth_dataset(root, records, size, shards, seed=1, gz=False, subdir=""):
+    """A `rollcache synth` dataset in root/subdir; returns {key: [payloads]}
+    (keys relative to root).  Skips (77) when synth is not built."""
+    d = os.path.join(root, subdir) if subdir else root
+    os.makedirs(os.path.dirname(d.rstrip("/")), exist_ok=True)
+    args = [rc_bin(), "synth", d, "--records", str(records), "--record-size", str(size),
+            "--shards", str(shards), "--seed", str(seed), "--threads", "1"]
+    if gz:
+        args.append("--gzip")
+    p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        if "not built" in p.stderr or "unknown" in p.stderr:
+            skip("rollcache synth is not built: " + p.stderr.strip())
+        fail("synth failed: " + p.stderr)
+    out = {}
+    for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name), "rb") as f:
+            data = f.read()
+        if gz:
+            data = gzip.decompress(data)
+        key = os.path.join(subdir, name) if subdir else name
+        out[key] = [bytes(pl) for _, pl in parse(data, check=False)]
+    return out
+
+
 def write_manifest(root, keys):
     with open(os.path.join(root, "MANIFEST"), "w", encoding="utf-8") as f:
         for k in sorted(keys):
