@@ -3,7 +3,7 @@
  *
  *   rollcache simulate --config FILE [--config FILE ...] --dataset SIZE --record-size SIZE
  *                      [--epochs N] [--shard-size SIZE] [--seed S] [--svg FILE]
- *                      [--svg-downloads FILE]
+ *                      [--svg-downloads FILE] [--csv]
  *   rollcache simulate --limit SIZE [--admit SIZE] [--policy P[,P...]] [--min-uses N]
  *                      --dataset SIZE --record-size SIZE [...]
  *
@@ -43,7 +43,7 @@ static void usage(FILE *f)
 		"                           [--policy P[,P...]] [--min-uses N])\n"
 		"                          --dataset SIZE --record-size SIZE [--epochs N]\n"
 		"                          [--shard-size SIZE] [--seed S] [--svg FILE]\n"
-		"                          [--svg-downloads FILE]\n\n"
+		"                          [--svg-downloads FILE] [--csv]\n\n"
 		"Runs the real eviction policies over a simulated sampler and a reader that\n"
 		"reads every resident shard once per epoch, and prints per epoch: resident\n"
 		"and fresh records, records evicted (and evicted before being read), distinct\n"
@@ -52,7 +52,8 @@ static void usage(FILE *f)
 		"--config may be given up to %d times; --policy takes a comma list (fifo, lru,\n"
 		"uses, random, none).  Defaults: --epochs 20, --shard-size from the config\n"
 		"or 64M, --seed 1, --admit limit/2.  --svg draws coverage and resident bytes\n"
-		"per epoch; --svg-downloads draws coverage against bytes downloaded.\n"
+		"per epoch; --svg-downloads draws coverage against bytes downloaded; --csv\n"
+		"prints one CSV line per run and epoch instead of the tables.\n"
 		"See docs/eviction.md.\n",
 		MAX_RUNS);
 }
@@ -145,6 +146,32 @@ static void print_table(FILE *f, const struct run *r, const struct evc_sim_opts 
 		(double)z->downloaded_bytes / (double)o->dataset,
 		dl ? (double)z->distinct / (double)dl : 0.0, (unsigned long long)z->wasted_records,
 		dl ? 100.0 * (double)z->wasted_records / (double)dl : 0.0);
+}
+
+/* One CSV for all runs: a header, then a line per run and epoch. */
+static void print_csv(FILE *f, const struct run *runs, size_t n_runs, const struct evc_sim_opts *o)
+{
+	fprintf(f, "run,epoch,policy,limit,admit,min_uses,budget,resident_records,resident_bytes,"
+		   "fresh_records,evicted_records,evicted_unread,distinct,dataset_records,"
+		   "bound,downloaded_bytes,reason\n");
+	for (size_t i = 0; i < n_runs; i++)
+		for (uint32_t e = 0; e < o->epochs; e++) {
+			const struct evc_sim_row *w = &runs[i].rows[e];
+			fprintf(
+			    f,
+			    "%s,%u,%s,%llu,%llu,%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
+			    "%llu,%s\n",
+			    runs[i].label, w->epoch, cmn_policy_name(w->entry.policy),
+			    (unsigned long long)w->entry.limit, (unsigned long long)w->entry.admit,
+			    w->entry.min_uses, (unsigned long long)w->budget,
+			    (unsigned long long)w->resident_records,
+			    (unsigned long long)w->resident_bytes,
+			    (unsigned long long)w->fresh_records,
+			    (unsigned long long)w->evicted_records,
+			    (unsigned long long)w->evicted_unread, (unsigned long long)w->distinct,
+			    (unsigned long long)w->dataset_records, (unsigned long long)w->bound,
+			    (unsigned long long)w->downloaded_bytes, evc_reason_name(w->reason));
+		}
 }
 
 static int chart_to_file(const char *path, const char *flag, const struct evc_chart *c)
@@ -301,7 +328,7 @@ int cmd_simulate(int argc, char **argv)
 	size_t n_configs = 0, n_runs = 0;
 	uint64_t dataset = 0, record_size = 0, epochs = 20, shard_size = 0, seed = 1;
 	uint64_t limit = 0, admit = 0, min_uses = 0;
-	int has_admit = 0, code = 2;
+	int has_admit = 0, csv = 0, code = 2;
 	char err[320];
 
 	memset(runs, 0, sizeof(runs));
@@ -310,6 +337,10 @@ int cmd_simulate(int argc, char **argv)
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			usage(stdout);
 			return 0;
+		}
+		if (strcmp(a, "--csv") == 0) {
+			csv = 1;
+			continue;
 		}
 		if (strncmp(a, "--", 2) != 0) {
 			fprintf(stderr,
@@ -481,8 +512,11 @@ int cmd_simulate(int argc, char **argv)
 			code = rc == -EINVAL ? 2 : 1;
 			goto out;
 		}
-		print_table(stdout, &runs[i], &o);
+		if (!csv)
+			print_table(stdout, &runs[i], &o);
 	}
+	if (csv)
+		print_csv(stdout, runs, n_runs, &o);
 	code = 0;
 	if (svg && write_svg(svg, runs, n_runs, &o) < 0)
 		code = 1;

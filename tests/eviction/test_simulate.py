@@ -5,7 +5,8 @@ Drives $RC_BIN with /usr/bin/python3 only:
   - fifo's rolling window gives exact figures in the table;
   - a config file with a gap in the schedule exits 2 naming file:line;
   - --svg and --svg-downloads write well-formed SVG whose polylines stay
-    inside the plot, one per series.
+    inside the plot, one per series;
+  - --csv gives one line per run and epoch that keeps the invariants.
 """
 import os
 import re
@@ -83,6 +84,24 @@ with tempfile.TemporaryDirectory() as tmp:
                       f"{path}: point {pt} outside the plot")
         texts = "".join(t.text or "" for t in root.iter(ns + "text"))
         check("lru" in texts and "none" in texts, f"{path}: legend lacks a run")
+
+    # 4. --csv: one line per run and epoch; distinct never above the bound,
+    # resident + budget never above the limit, fifo never wastes.
+    r = run("--limit", "20G", "--policy", "fifo,lru", "--dataset", "200G", "--record-size",
+            "1M", "--epochs", "8", "--csv")
+    check(r.returncode == 0, f"csv exit {r.returncode}: {r.stderr}")
+    import csv
+    import io
+    lines = list(csv.DictReader(io.StringIO(r.stdout)))
+    check(len(lines) == 16, f"csv: {len(lines)} lines, want 16")
+    for ln in lines:
+        check(int(ln["distinct"]) <= int(ln["bound"]), f"csv: distinct above bound: {ln}")
+        check(int(ln["resident_bytes"]) + int(ln["budget"]) <= int(ln["limit"]),
+              f"csv: above the limit: {ln}")
+        if ln["run"] == "fifo":
+            check(ln["evicted_unread"] == "0", f"csv: fifo wasted: {ln}")
+    check(any(ln["run"] == "lru" and int(ln["evicted_unread"]) > 0 for ln in lines),
+          "csv: lru never evicted an unread shard")
 
 print("ok" if not failures else f"{failures} failure(s)")
 sys.exit(1 if failures else 0)
