@@ -32,7 +32,8 @@
  * in feeder_i.h.  Reading, decoding and CUDA calls run without it.
  * rc_feeder_next_epoch pauses the workers (paused, then waits for
  * active == 0) before it touches lanes and files.  Statistics are atomics.
- * No other lock exists, so there is no lock order.
+ * f->copy_mu only serialises the enqueueing of one slot's device copies; it
+ * is never held together with f->mu (so there is no lock order to keep).
  */
 #include "feeder/feeder_i.h"
 
@@ -349,7 +350,11 @@ static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_
 	__atomic_add_fetch(&f->st_records, s->rows, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&f->st_record_bytes, bytes, __ATOMIC_RELAXED);
 	if (f->device >= 0) {
+		/* one slot's [start, copies, done] stay contiguous on the stream,
+		 * so its event interval times only its own copies */
+		pthread_mutex_lock(&f->copy_mu);
 		rc = slot_upload(f, s);
+		pthread_mutex_unlock(&f->copy_mu);
 		if (rc) {
 			snprintf(err, errlen, "copy to cuda:%d failed: %s", f->device,
 				 fdr__cuda_last_error());
@@ -792,6 +797,7 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 		return NULL;
 	}
 	pthread_mutex_init(&f->mu, NULL);
+	pthread_mutex_init(&f->copy_mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
 	f->device = -1;
 	f->o = *o;
@@ -1124,6 +1130,7 @@ void rc_feeder_close(struct rc_feeder *f)
 	free(f->path);
 	free(f->schema_str);
 	pthread_mutex_destroy(&f->mu);
+	pthread_mutex_destroy(&f->copy_mu);
 	pthread_cond_destroy(&f->cv);
 	free(f);
 }

@@ -122,6 +122,7 @@ struct rc_feeder {
 	char control[4096]; /* MOUNT/.rollcache/control, "" if none */
 
 	pthread_mutex_t mu;
+	pthread_mutex_t copy_mu; /* enqueueing a slot's device copies (never with mu) */
 	pthread_cond_t cv;
 	pthread_t *threads;
 	size_t nthreads, nreaders;

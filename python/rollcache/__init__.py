@@ -75,7 +75,7 @@ class Feeder:
                  rank=0, world_size=1, drop_last=False, threads=0, readers=0,
                  ring_slots=0, shuffle_window=0, interleave=0, read_size=0,
                  format="tfrecord", compression="auto", verify_crc=True, pin=None,
-                 framework=None):
+                 framework=None, consumer_stream=None):
         L = _L()
         o = _lib.FeederOpts()
         L.rc_feeder_opts_init(ctypes.byref(o))
@@ -105,6 +105,11 @@ class Feeder:
         o.compression = {"auto": 0, "none": 1, "gzip": 2}[compression]
         o.device = _parse_device(device)
         o.pin = -1 if pin is None else int(bool(pin))
+        # cudaStream_t the consumer's kernels run on (e.g.
+        # torch.cuda.current_stream().cuda_stream); None: the legacy default
+        # stream.  A slot's device memory is not overwritten before the work
+        # queued there when the batch was dropped has completed.
+        o.consumer_stream = consumer_stream
         self.framework = framework or _default_framework()
         if self.framework not in ("torch", "numpy", "dlpack"):
             raise ValueError("framework %r: expected torch, numpy or dlpack" % (framework,))
