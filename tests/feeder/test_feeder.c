@@ -682,6 +682,67 @@ START_TEST(test_big_records_glob)
 }
 END_TEST
 
+/* ---- real files written by TensorFlow (../shared/testdata, README values) ---- */
+START_TEST(test_real_testdata)
+{
+	const char *td = getenv("RC_TESTDATA");
+	ck_assert_msg(td != NULL, "RC_TESTDATA not set (meson test sets it)");
+	char p1[4200], p2[4200];
+	snprintf(p1, sizeof p1, "%s/example__pytorch_data__example.tfrecord", td);
+	snprintf(p2, sizeof p2, "%s/example_gzip__tfx__penguin_Split-eval_data_tfrecord-00000-of-00001.gz",
+		 td);
+	const char *spec = "x_int:int64[10],x_float:float32[10],x_byte:bytes";
+	struct rc_feeder_opts o;
+	char err[1024];
+	rc_feeder_opts_init(&o);
+	o.path = p1;
+	o.schema = spec;
+	o.batch_size = 3;
+	struct rc_feeder *f = rc_feeder_open(&o, err, sizeof err);
+	ck_assert_msg(f != NULL, "%s", err);
+	struct rc_batch *b;
+	int rc;
+	int64_t i = 0;
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		const struct rc_tensor *xi = rc_batch_get(b, "x_int"), *xf = rc_batch_get(b, "x_float"),
+				       *xb = rc_batch_get(b, "x_byte");
+		for (size_t r = 0; r < rc_batch_rows(b); r++, i++) {
+			for (int j = 0; j < 10; j++) {
+				ck_assert_int_eq(((const int64_t *)xi->data)[r * 10 + j], 10 * (10 * i + j));
+				ck_assert_float_eq(((const float *)xf->data)[r * 10 + j],
+						   (float)(10 * i + j));
+			}
+			int64_t a = xb->offsets[r], z = xb->offsets[r + 1];
+			ck_assert_int_eq(z - a, 8);
+			ck_assert_int_eq(memcmp((const uint8_t *)xb->data + a, "test str", 8), 0);
+		}
+		rc_batch_release(b);
+	}
+	ck_assert_msg(rc == 0, "%s", rc_feeder_error(f));
+	ck_assert_int_eq(i, 4);
+	rc_feeder_close(f);
+
+	o.path = p2; /* GZIP, auto-detected */
+	o.schema = "species:int64[1],culmen_length_mm:float32[1],body_mass_g:float32[1]";
+	o.batch_size = 32;
+	f = rc_feeder_open(&o, err, sizeof err);
+	ck_assert_msg(f != NULL, "%s", err);
+	size_t n = 0;
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		const struct rc_tensor *sp = rc_batch_get(b, "species"), *bm = rc_batch_get(b, "body_mass_g");
+		for (size_t r = 0; r < rc_batch_rows(b); r++, n++) {
+			ck_assert_int_ge(((const int64_t *)sp->data)[r], 0);
+			ck_assert_int_le(((const int64_t *)sp->data)[r], 2);
+			ck_assert_float_gt(((const float *)bm->data)[r], 0.0f);
+		}
+		rc_batch_release(b);
+	}
+	ck_assert_msg(rc == 0, "%s", rc_feeder_error(f));
+	ck_assert_uint_eq(n, 100);
+	rc_feeder_close(f);
+}
+END_TEST
+
 static Suite *feeder_suite(void)
 {
 	Suite *s = suite_create("feeder");
@@ -704,6 +765,7 @@ static Suite *feeder_suite(void)
 		{"steady_state_no_alloc", test_steady_state_no_alloc},
 		{"control_advance", test_control_advance},
 		{"big_records_glob", test_big_records_glob},
+		{"real_testdata", test_real_testdata},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		TCase *tc = tcase_create(cases[i].name);
