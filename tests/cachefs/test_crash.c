@@ -139,6 +139,32 @@ static void verify(int round)
 	cfs_store_close(s);
 }
 
+/*
+ * The surviving shards also pass `rollcache check` (common/tfrecord's
+ * reader) when the command is built; this test's own framing check above
+ * does not depend on it.
+ */
+static void check_with_rollcache(void)
+{
+	const char *bin = getenv("RC_BIN");
+	char cmd[1024];
+	int status;
+
+	if (!bin || access(bin, X_OK) != 0 || cfs_test_count(dir, "shards") == 0) {
+		fprintf(stderr, "crash test: no $RC_BIN or no shard: `rollcache check` not run\n");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "'%s' check --help >/dev/null 2>&1", bin);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "crash test: `rollcache check` is not built: not run\n");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s/shards'", bin, dir);
+	status = system(cmd);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "`rollcache check` rejected surviving shards (status %d)", status);
+}
+
 START_TEST(sigkill_rounds_leave_a_consistent_cache)
 {
 	const char *e = getenv("RC_CRASH_ROUNDS");
@@ -176,6 +202,7 @@ START_TEST(sigkill_rounds_leave_a_consistent_cache)
 		verify(r);
 	}
 	ck_assert_int_eq(killed_busy, rounds);
+	check_with_rollcache();
 	fprintf(stderr,
 		"crash test: repaired %llu tmp files, %llu rows without file, %llu files "
 		"without row, %llu size mismatches, %llu evictions; %llu shards resident\n",

@@ -563,6 +563,91 @@ START_TEST(writer_waits_for_eviction)
 }
 END_TEST
 
+/*
+ * One transaction per epoch boundary, as the daemon runs it: begin, evict,
+ * record the new epoch, commit - or roll the catalog back as a whole.
+ */
+START_TEST(evict_inside_boundary_transaction)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	struct cfs_catalog *c = cfs_store_catalog(s);
+	int64_t a = write_shard(s, 0, 2, 10), b = write_shard(s, 0, 2, 10);
+	struct cfs_evict_item it = {a, CFS_KIND_TFRECORD, 52, true};
+	struct cfs_epoch_row row = {.number = 1, .limit = 1 << 20, .policy = "fifo"};
+	struct cfs_shard_info one;
+	struct cfs_epoch_row *ep;
+	size_t n;
+	uint32_t cur;
+
+	ck_assert_int_eq(cfs_catalog_begin(c), 0);
+	ck_assert_int_eq(cfs_store_evict(s, &it, 1, 1), 0);
+	ck_assert_int_eq(cfs_catalog_epoch_begin(c, &row), 0);
+	cfs_catalog_rollback(c);
+	ck_assert_int_eq(cfs_catalog_shard_get(c, a, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_SEALED);
+	ck_assert_int_eq(cfs_catalog_current_epoch(c, &cur), -ENOENT);
+	/* the budget moved with the (open) file; give it back as a retry would */
+	cfs_budget_draining_removed(cfs_store_budget(s), 52);
+	cfs_budget_add_sealed(cfs_store_budget(s), 52);
+
+	it.id = b;
+	ck_assert_int_eq(cfs_catalog_begin(c), 0);
+	ck_assert_int_eq(cfs_store_evict(s, &it, 1, 1), 0);
+	ck_assert_int_eq(cfs_catalog_epoch_begin(c, &row), 0);
+	ck_assert_int_eq(cfs_catalog_commit(c), 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(c, b, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_EVICTING);
+	ck_assert_int_eq(cfs_catalog_current_epoch(c, &cur), 0);
+	ck_assert_uint_eq(cur, 1);
+	ck_assert_int_eq(cfs_catalog_epochs_list(c, &ep, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(ep[1].evicted_records, 2);
+	ck_assert_str_eq(ep[1].policy, "fifo");
+	free(ep);
+	cfs_store_close(s);
+}
+END_TEST
+
+START_TEST(lock_pid_rewritten_after_fork)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	int p[2];
+	pid_t pid;
+	int status;
+	char buf[32] = "";
+	char path[512];
+	FILE *f;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* the daemonized child inherits the flock and writes its own pid */
+		char c;
+		close(p[1]);
+		_exit(cfs_store_lock_rewrite_pid(s) == 0 && read(p[0], &c, 1) >= 0 ? 0 : 1);
+	}
+	close(p[0]);
+	for (int i = 0; i < 5000; i++) {
+		snprintf(path, sizeof(path), "%s/lock", dir);
+		f = fopen(path, "r");
+		ck_assert_ptr_nonnull(f);
+		buf[0] = '\0';
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+		if (atol(buf) == (long)pid)
+			break;
+		usleep(1000);
+	}
+	ck_assert_int_eq(atol(buf), (long)pid);
+	close(p[1]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	cfs_store_close(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cachefs");
@@ -585,6 +670,8 @@ int main(void)
 		{"reconcile_crafted_crash_states", reconcile_crafted_crash_states},
 		{"evict_closed_now_open_on_release", evict_closed_now_open_on_release},
 		{"writer_waits_for_eviction", writer_waits_for_eviction},
+		{"evict_inside_boundary_transaction", evict_inside_boundary_transaction},
+		{"lock_pid_rewritten_after_fork", lock_pid_rewritten_after_fork},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);
