@@ -316,6 +316,14 @@ static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_
 	for (size_t row = 0; row < s->rows; row++) {
 		const struct fdr_pick *p = &s->picks[row];
 		const uint8_t *rec = p->c->buf + p->r.off;
+		if (row + 1 < s->rows) {
+			/* shuffled records are scattered over the window: start the
+			 * next record's first cache lines (its tags) on their way */
+			const struct fdr_pick *q = &s->picks[row + 1];
+			const uint8_t *nx = q->c->buf + q->r.off;
+			for (size_t k = 0; k < 4096 && k < q->r.len; k += 64)
+				__builtin_prefetch(nx + k);
+		}
 		for (size_t i = 0; i < sc->n; i++)
 			if (!sc->feature[i].ragged)
 				s->fixed[i] = (uint8_t *)s->t[i].data + row * sc->feature[i].row_bytes;
