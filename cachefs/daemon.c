@@ -497,9 +497,15 @@ static int boundary(struct daemon *d, bool wait, bool startup, uint32_t first, c
 	d->entry = entry;
 	evc_entry_describe(entry, d->entry_desc, sizeof(d->entry_desc));
 	pthread_mutex_unlock(&d->mu);
-	if (d->workers_started && d->o->workers->new_epoch)
-		d->o->workers->new_epoch(d->o->workers_ctx, next);
+	/*
+	 * The samplers start admitting for `next` now when we wait for them
+	 * (step 2), else right after the snapshot, so that nothing they seal
+	 * for `next` slips into its own snapshot: it joins at next + 1.
+	 */
+	bool tell = d->workers_started && d->o->workers->new_epoch;
 	if (wait) {
+		if (tell)
+			d->o->workers->new_epoch(d->o->workers_ctx, next);
 		rc = wait_records(d);
 		if (rc != 0) {
 			snprintf(err, errlen, "epoch %" PRIu32 ": shutting down", next);
@@ -509,6 +515,8 @@ static int boundary(struct daemon *d, bool wait, bool startup, uint32_t first, c
 	rc = publish(d, next, err, errlen);
 	if (rc != 0)
 		goto fail;
+	if (!wait && tell)
+		d->o->workers->new_epoch(d->o->workers_ctx, next);
 	return 0;
 fail:
 	pthread_mutex_lock(&d->mu);

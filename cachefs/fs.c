@@ -61,8 +61,30 @@ _Static_assert(sizeof(fuse_ino_t) >= sizeof(uintptr_t), "inode numbers are node 
 
 #define CONTROL_MAX 64 /* bytes of one control command */
 
+/*
+ * Open handles live in a table and fi->fh is (generation << 32 | slot + 1),
+ * never a pointer: a request that arrives for a handle already released
+ * (an interrupted request the kernel stopped waiting for) finds nothing
+ * instead of freed memory.  Each request holds a reference for its duration;
+ * the last reference destroys the handle.
+ */
+enum hkind { HK_FILE = 1, HK_TEXT = 2, HK_DIR = 3 };
+
+struct hslot {
+	void *h;        /* NULL when free */
+	enum hkind kind;
+	uint32_t gen;
+	uint32_t refs;  /* 1 for the open + 1 per request in progress */
+	bool closing;   /* released: destroyed when refs reaches 0 */
+	uint32_t next_free;
+};
+
 struct cfs_fs {
 	struct fuse_session *se;
+	pthread_mutex_t hmu;     /* protects the handle table below */
+	struct hslot *slots;     /* protected by hmu */
+	uint32_t nslots;         /* protected by hmu */
+	uint32_t free_head;      /* protected by hmu: slot + 1, 0 = none */
 	struct cfs_epochs *set;
 	int dirfd;
 	struct cfs_fs_hooks hooks;
@@ -100,6 +122,83 @@ struct fs_dir {
 static struct cfs_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+static void handle_destroy(struct cfs_fs *fs, enum hkind kind, void *h);
+
+/* Registers h; returns its fh, or 0 when out of memory. */
+static uint64_t handle_add(struct cfs_fs *fs, enum hkind kind, void *h)
+{
+	uint64_t fh = 0;
+	pthread_mutex_lock(&fs->hmu);
+	if (!fs->free_head) {
+		uint32_t n = fs->nslots ? fs->nslots * 2 : 64;
+		struct hslot *v = realloc(fs->slots, (size_t)n * sizeof(*v));
+		if (!v)
+			goto out;
+		memset(v + fs->nslots, 0, (size_t)(n - fs->nslots) * sizeof(*v));
+		for (uint32_t i = fs->nslots; i < n; i++)
+			v[i].next_free = i + 1 < n ? i + 2 : 0;
+		fs->free_head = fs->nslots + 1;
+		fs->slots = v;
+		fs->nslots = n;
+	}
+	uint32_t i = fs->free_head - 1;
+	struct hslot *sl = &fs->slots[i];
+	fs->free_head = sl->next_free;
+	sl->h = h;
+	sl->kind = kind;
+	sl->gen++;
+	sl->refs = 1;
+	sl->closing = false;
+	fh = ((uint64_t)sl->gen << 32) | (i + 1);
+out:
+	pthread_mutex_unlock(&fs->hmu);
+	return fh;
+}
+
+/* The handle of fh with a reference taken, or NULL (released, wrong kind). */
+static void *handle_get(struct cfs_fs *fs, uint64_t fh, enum hkind kind)
+{
+	uint32_t i = (uint32_t)fh - 1;
+	void *h = NULL;
+	pthread_mutex_lock(&fs->hmu);
+	if ((uint32_t)fh && i < fs->nslots && fs->slots[i].h && fs->slots[i].kind == kind &&
+	    fs->slots[i].gen == (uint32_t)(fh >> 32) && !fs->slots[i].closing) {
+		fs->slots[i].refs++;
+		h = fs->slots[i].h;
+	}
+	pthread_mutex_unlock(&fs->hmu);
+	return h;
+}
+
+/* Drops a reference; with `release`, the open's own (once).  May destroy. */
+static void handle_put(struct cfs_fs *fs, uint64_t fh, bool release)
+{
+	uint32_t i = (uint32_t)fh - 1;
+	void *h = NULL;
+	enum hkind kind = HK_FILE;
+	pthread_mutex_lock(&fs->hmu);
+	if ((uint32_t)fh && i < fs->nslots && fs->slots[i].h &&
+	    fs->slots[i].gen == (uint32_t)(fh >> 32)) {
+		struct hslot *sl = &fs->slots[i];
+		if (release) {
+			if (sl->closing)
+				goto out; /* released twice: ignore */
+			sl->closing = true;
+		}
+		if (--sl->refs == 0) {
+			h = sl->h;
+			kind = sl->kind;
+			sl->h = NULL;
+			sl->next_free = fs->free_head;
+			fs->free_head = i + 1;
+		}
+	}
+out:
+	pthread_mutex_unlock(&fs->hmu);
+	if (h)
+		handle_destroy(fs, kind, h);
 }
 
 static bool is_node(fuse_ino_t ino)
@@ -439,7 +538,13 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			err = -rc;
 			goto out;
 		}
-		fi->fh = (uint64_t)(uintptr_t)t;
+		fi->fh = handle_add(fs, HK_TEXT, t);
+		if (!fi->fh) {
+			free(t->buf);
+			free(t);
+			err = ENOMEM;
+			goto out;
+		}
 		fi->direct_io = 1; /* size is known only now */
 		fuse_reply_open(req, fi);
 		return;
@@ -474,7 +579,12 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->f = f;
 	h->fd = fd;
 	pthread_mutex_init(&h->mu, NULL);
-	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->fh = handle_add(fs, HK_FILE, h);
+	if (!fi->fh) {
+		handle_destroy(fs, HK_FILE, h);
+		err = ENOMEM;
+		goto out;
+	}
 	fi->keep_cache = 1; /* sealed: the page cache is never stale (invariant 1) */
 	fi->noflush = 1;
 	fuse_reply_open(req, fi);
@@ -491,17 +601,22 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int err = 0;
 
 	if (ino == INO_STATS || ino == INO_METRICS) {
-		struct fs_text *t = (struct fs_text *)(uintptr_t)fi->fh;
+		struct fs_text *t = handle_get(fs, fi->fh, HK_TEXT);
+		if (!t) {
+			fuse_reply_err(req, EBADF);
+			return;
+		}
 		size_t o = (size_t)off < t->len ? (size_t)off : t->len;
 		size_t n = t->len - o < size ? t->len - o : size;
 		fuse_reply_buf(req, t->buf + o, n);
+		handle_put(fs, fi->fh, false);
 		return;
 	}
-	if (ino == INO_CONTROL || !fi->fh) {
-		err = EBADF;
-		goto out;
+	struct fs_handle *h = handle_get(fs, fi->fh, HK_FILE);
+	if (!h) {
+		fuse_reply_err(req, EBADF);
+		return;
 	}
-	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
 	struct cfs_efile *f = h->f;
 	uint64_t len = 0;
 	if ((uint64_t)off < f->bytes)
@@ -519,6 +634,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		int rc = fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 		if (rc != 0 && rc != -ENOENT) /* -ENOENT: the request was interrupted */
 			cmn_log(CMN_LOG_WARN, "read %s: reply: %s", f->relpath, strerror(-rc));
+		handle_put(fs, fi->fh, false);
 		return;
 	}
 	buf = malloc(len ? len : 1);
@@ -544,9 +660,11 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_unlock(&h->mu);
 	fuse_reply_buf(req, buf, got);
 	free(buf);
+	handle_put(fs, fi->fh, false);
 	return;
 out:
 	free(buf);
+	handle_put(fs, fi->fh, false);
 	fuse_reply_err(req, err);
 }
 
@@ -581,21 +699,33 @@ out:
 	fuse_reply_err(req, err);
 }
 
+static void handle_destroy(struct cfs_fs *fs, enum hkind kind, void *p)
+{
+	if (kind == HK_TEXT) {
+		struct fs_text *t = p;
+		free(t->buf);
+		free(t);
+	} else if (kind == HK_FILE) {
+		struct fs_handle *h = p;
+		struct cfs_efile *f = h->f;
+		close(h->fd);
+		pthread_mutex_destroy(&h->mu);
+		free(h);
+		cfs_efile_release(fs->set, f); /* may complete an eviction (invariant 3) */
+	} else {
+		struct fs_dir *d = p;
+		if (d->ep)
+			cfs_epoch_releasedir(fs->set, d->ep);
+		free(d->numbers);
+		free(d);
+	}
+}
+
 static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cfs_fs *fs = fs_of(req);
-	if (ino == INO_STATS || ino == INO_METRICS) {
-		struct fs_text *t = (struct fs_text *)(uintptr_t)fi->fh;
-		free(t->buf);
-		free(t);
-	} else if (ino != INO_CONTROL && fi->fh) {
-		struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
-		close(h->fd);
-		pthread_mutex_destroy(&h->mu);
-		struct cfs_efile *f = h->f;
-		free(h);
-		cfs_efile_release(fs->set, f); /* may complete an eviction (invariant 3) */
-	}
+	if (ino != INO_CONTROL && fi->fh)
+		handle_put(fs, fi->fh, true); /* the last put destroys it */
 	fuse_reply_err(req, 0);
 }
 
@@ -653,7 +783,12 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		d->ep = (struct cfs_epoch *)(uintptr_t)ino;
 		cfs_epoch_opendir(fs->set, d->ep);
 	}
-	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->fh = handle_add(fs, HK_DIR, d);
+	if (!fi->fh) {
+		handle_destroy(fs, HK_DIR, d);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	fi->cache_readdir = 0;
 	fuse_reply_open(req, fi);
 	return;
@@ -724,13 +859,15 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct cfs_fs *fs = fs_of(req);
-	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
-	char *buf = malloc(size);
+	struct fs_dir *d = handle_get(fs, fi->fh, HK_DIR);
+	char *buf = d ? malloc(size) : NULL;
 	size_t used = 0;
 	char namebuf[32];
 
 	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, d ? ENOMEM : EBADF);
+		if (d)
+			handle_put(fs, fi->fh, false);
 		return;
 	}
 	for (size_t i = (size_t)off;; i++) {
@@ -746,16 +883,12 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	fuse_reply_buf(req, buf, used);
 	free(buf);
+	handle_put(fs, fi->fh, false);
 }
 
 static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct cfs_fs *fs = fs_of(req);
-	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
-	if (d->ep)
-		cfs_epoch_releasedir(fs->set, d->ep);
-	free(d->numbers);
-	free(d);
+	handle_put(fs_of(req), fi->fh, true);
 	fuse_reply_err(req, 0);
 }
 
@@ -862,6 +995,7 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 
 	if (!fs)
 		goto fail;
+	pthread_mutex_init(&fs->hmu, NULL);
 	fs->set = set;
 	fs->dirfd = cache_dirfd;
 	fs->hooks = *hooks;
@@ -920,6 +1054,8 @@ fail:
 	fuse_opt_free_args(&args);
 	if (fs && fs->se)
 		fuse_session_destroy(fs->se);
+	if (fs)
+		pthread_mutex_destroy(&fs->hmu);
 	free(fs);
 	return rc;
 }
@@ -970,5 +1106,11 @@ void cfs_fs_free(struct cfs_fs *fs)
 	if (fs->mounted)
 		fuse_session_unmount(fs->se);
 	fuse_session_destroy(fs->se);
+	/* handles the kernel never released (unmount with files open) */
+	for (uint32_t i = 0; i < fs->nslots; i++)
+		if (fs->slots[i].h)
+			handle_destroy(fs, fs->slots[i].kind, fs->slots[i].h);
+	free(fs->slots);
+	pthread_mutex_destroy(&fs->hmu);
 	free(fs);
 }

@@ -212,18 +212,47 @@ static int absolute(const char *path, char *out, size_t len)
 /* ---- samplers as daemon workers ----------------------------------------- */
 
 #if MOUNT_SAMPLERS
+/*
+ * One sampler pass per epoch: a boundary stops the running pass and starts
+ * a new one for the new epoch (its files join at the next boundary, DESIGN
+ * "Epochs"), with a seed per epoch so each pass samples in a new order.
+ * Counters of finished passes are summed into `total`.
+ */
 struct workers {
 	const struct cmn_config *cfg;
-	struct smp_sampler *s;
+	struct cfs_store *store;
 	pthread_t thread;
 	bool running;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	uint32_t epoch;   /* protected by mu: epoch to sample for */
-	bool stop;        /* protected by mu */
-	bool idle;        /* protected by mu: the pass of `epoch` ended */
-	uint32_t relist_epoch; /* protected by mu */
+	struct smp_sampler *s;          /* protected by mu: the running pass, or NULL */
+	uint32_t epoch;                 /* protected by mu: epoch to sample for */
+	bool stop;                      /* protected by mu */
+	bool idle;                      /* protected by mu: the pass of `epoch` ended */
+	struct cfs_worker_stats total;  /* protected by mu: finished passes */
 };
+
+static void add_stats(struct cfs_worker_stats *o, const struct smp_stats *st)
+{
+#define C(f) o->f += SMP_STAT_GET(st, f)
+	C(requests); C(retries); C(http_4xx); C(http_408_429); C(http_5xx); C(timeouts);
+	C(net_errors); C(truncated); C(bad_records); C(failed_objects); C(objects_done);
+	C(bytes_fetched); C(records_admitted); C(bytes_admitted); C(budget_waits);
+#undef C
+}
+
+static int new_sampler(struct workers *w, uint32_t epoch, struct smp_sampler **out, char *err,
+		       size_t errlen)
+{
+	struct smp_sampler_opts so = {
+		.cfg = w->cfg,
+		.store = w->store,
+		.seed = 1 + (uint64_t)epoch,
+		.stop_when_full = false,
+		.room_wait_ms = 500, /* bounded waits: a boundary's stop is seen soon */
+	};
+	return smp_sampler_new(out, &so, err, errlen);
+}
 
 static void *sampler_main(void *arg)
 {
@@ -234,12 +263,27 @@ static void *sampler_main(void *arg)
 		uint32_t epoch = w->epoch;
 		w->idle = false;
 		pthread_mutex_unlock(&w->mu);
-		int rc = smp_sampler_run(w->s, epoch, err, sizeof(err));
+		struct smp_sampler *s = NULL;
+		int rc = new_sampler(w, epoch, &s, err, sizeof(err));
+		if (rc == 0) {
+			pthread_mutex_lock(&w->mu);
+			w->s = s;
+			bool go = !w->stop && w->epoch == epoch;
+			pthread_mutex_unlock(&w->mu);
+			if (go)
+				rc = smp_sampler_run(s, epoch, err, sizeof(err));
+			pthread_mutex_lock(&w->mu);
+			add_stats(&w->total, smp_sampler_stats(s));
+			w->s = NULL;
+			pthread_mutex_unlock(&w->mu);
+			smp_sampler_free(s);
+		}
 		if (rc != 0)
 			cmn_log(CMN_LOG_ERROR, "samplers, epoch %" PRIu32 ": %s", epoch, err);
 		pthread_mutex_lock(&w->mu);
-		w->idle = true;
-		/* The pass ended: wait for the next epoch (re-listing is the sampler's). */
+		if (w->epoch == epoch)
+			w->idle = true;
+		/* The pass ended: wait for the next epoch. */
 		while (!w->stop && w->epoch == epoch) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -255,20 +299,15 @@ static int workers_start(void *ctx, struct cfs_store *store, uint32_t epoch, cha
 			 size_t errlen)
 {
 	struct workers *w = ctx;
-	struct smp_sampler_opts so = {
-		.cfg = w->cfg,
-		.store = store,
-		.seed = 1,
-		.stop_when_full = false,
-	};
-	int rc = smp_sampler_new(&w->s, &so, err, errlen);
+	struct smp_sampler *probe = NULL;
+	w->store = store;
+	int rc = new_sampler(w, epoch, &probe, err, errlen); /* bad URL, credentials: now */
 	if (rc != 0)
 		return rc;
+	smp_sampler_free(probe);
 	w->epoch = epoch;
 	rc = pthread_create(&w->thread, NULL, sampler_main, w);
 	if (rc != 0) {
-		smp_sampler_free(w->s);
-		w->s = NULL;
 		snprintf(err, errlen, "cannot start the sampler thread: %s", strerror(rc));
 		return -rc;
 	}
@@ -281,6 +320,8 @@ static void workers_new_epoch(void *ctx, uint32_t epoch)
 	struct workers *w = ctx;
 	pthread_mutex_lock(&w->mu);
 	w->epoch = epoch;
+	if (w->s)
+		smp_sampler_stop(w->s);
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 }
@@ -288,18 +329,13 @@ static void workers_new_epoch(void *ctx, uint32_t epoch)
 static void workers_stats(void *ctx, struct cfs_worker_stats *o)
 {
 	struct workers *w = ctx;
-	if (!w->s)
-		return;
-	const struct smp_stats *st = smp_sampler_stats(w->s);
-	o->present = true;
 	pthread_mutex_lock(&w->mu);
+	*o = w->total;
+	if (w->s)
+		add_stats(o, smp_sampler_stats(w->s));
+	o->present = true;
 	o->idle = w->idle;
 	pthread_mutex_unlock(&w->mu);
-#define C(f) o->f = SMP_STAT_GET(st, f)
-	C(requests); C(retries); C(http_4xx); C(http_408_429); C(http_5xx); C(timeouts);
-	C(net_errors); C(truncated); C(bad_records); C(failed_objects); C(objects_done);
-	C(bytes_fetched); C(records_admitted); C(bytes_admitted); C(budget_waits);
-#undef C
 }
 
 static void workers_stop(void *ctx)
@@ -309,13 +345,12 @@ static void workers_stop(void *ctx)
 		return;
 	pthread_mutex_lock(&w->mu);
 	w->stop = true;
+	if (w->s)
+		smp_sampler_stop(w->s);
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
-	smp_sampler_stop(w->s);
 	pthread_join(w->thread, NULL);
 	w->running = false;
-	smp_sampler_free(w->s);
-	w->s = NULL;
 }
 
 static const struct cfs_daemon_workers sampler_workers = {
