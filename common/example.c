@@ -393,9 +393,10 @@ static int entry_key(struct ctx *c, const uint8_t *p, const uint8_t *end, const 
 /* ---- value copying ------------------------------------------------------ */
 
 /*
- * Calls `fn` for every value field of the resolved run of f, in order.
- * The run was validated by resolve_feature(), so errors cannot happen here;
- * the checks stay (cheap) so a misuse cannot read out of bounds.
+ * Copying walks the resolved run of a feature again, field by field, and
+ * appends each value at s->dst.  The run was validated by resolve_feature(),
+ * so errors cannot happen here; the bounds checks stay (cheap) so that a
+ * misuse cannot read out of bounds.
  */
 struct sink_state {
 	uint8_t *dst;     /* where the next value goes */

@@ -142,11 +142,11 @@ static int parse_dims(struct parser *ps, struct cmn_feature *f)
 			return perr(ps, at, "dimension 0: dimensions are >= 1 (use [] for ragged)");
 		if (f->ndims == CMN_SCHEMA_MAX_DIMS)
 			return perr(ps, at, "more than %d dimensions", CMN_SCHEMA_MAX_DIMS);
-		f->dims[f->ndims++] = d;
-		count *= d;
-		if (count > CMN_SCHEMA_MAX_ELEMS)
+		if (d > CMN_SCHEMA_MAX_ELEMS / count) /* count * d would pass the cap */
 			return perr(ps, at, "shape has more than %llu elements",
 				    (unsigned long long)CMN_SCHEMA_MAX_ELEMS);
+		f->dims[f->ndims++] = d;
+		count *= d;
 		skip_blanks(ps);
 		if (*ps->p == ',') {
 			ps->p++;

@@ -110,6 +110,7 @@ static const struct {
 	{"x:float32[4,]", 13, "expected a dimension"},
 	{"x:float32[99999999999999999999]", 11, "too large"},
 	{"x:float32[65536,65536,65536]", 23, "more than"},
+	{"x:float32[68719476736,68719476736]", 23, "more than"}, /* 2^72 must not wrap */
 	{"x:float32[1,1,1,1,1,1,1,1,1]", 27, "more than 8 dimensions"},
 	{"x:float32[4],", 14, "expected a feature name"},
 	{"x:float32[4],,y:int64", 14, "expected a feature name"},
