@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -135,6 +136,49 @@ int cfs_store_lock_rewrite_pid(struct cfs_store *s)
 	return 0;
 }
 
+/*
+ * Refuses to adopt a directory that holds something else: without
+ * catalog.db, only the names a cache itself creates may be there (a crash
+ * during the very first open leaves some of them).  Reconciliation empties
+ * tmp/ and deletes unknown files in shards/ and objects/, so pointing
+ * cache_dir at, say, / or $HOME by mistake must stop here.
+ */
+static int check_foreign(struct cfs_store *s, char *err, size_t errlen)
+{
+	static const char *const ours[] = {"lock", "shards", "objects", "tmp",
+					   "catalog.db-wal", "catalog.db-shm",
+					   "catalog.db-journal"};
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int fd, rc = 0;
+
+	if (fstatat(s->dir_fd, "catalog.db", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	fd = dup(s->dir_fd);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s: cannot list: %s", s->dir, strerror(-rc));
+		return rc;
+	}
+	while ((de = readdir(d))) {
+		bool known = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+		for (size_t i = 0; !known && i < sizeof(ours) / sizeof(ours[0]); i++)
+			known = strcmp(de->d_name, ours[i]) == 0;
+		if (!known) {
+			snprintf(err, errlen, "%s is not empty and has no catalog.db (it holds "
+				 "'%.64s'): it is not a rollcache cache directory; choose a new or "
+				 "empty directory for cache_dir", s->dir, de->d_name);
+			rc = -ENOTEMPTY;
+			break;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -174,6 +218,9 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 			 strerror(-rc));
 		goto fail;
 	}
+	rc = check_foreign(s, err, errlen);
+	if (rc < 0)
+		goto fail;
 	rc = take_lock(s, err, errlen);
 	if (rc < 0)
 		goto fail;

@@ -57,6 +57,8 @@ struct cfs_reconcile_report {
  *                 its pid ("... is in use by pid 1234 (another rollcache
  *                 mount or ingest?): stop it or use another cache_dir");
  *   -EACCES/-EROFS/... the directory cannot be created or written;
+ *   -ENOTEMPTY    the directory has no catalog.db but holds other files:
+ *                 it is not a cache directory, nothing is touched;
  *   -EBADMSG      catalog.db is not a SQLite database (nothing deleted);
  *   -EPROTONOSUPPORT catalog.db has a newer schema than this binary.
  * On failure nothing is held and nothing was deleted except during

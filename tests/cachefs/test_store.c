@@ -648,6 +648,32 @@ START_TEST(lock_pid_rewritten_after_fork)
 }
 END_TEST
 
+START_TEST(foreign_directory_refused)
+{
+	struct cfs_store *s = NULL;
+	struct cfs_store_opts o = {.dir = dir, .limit = 100};
+	char sub[512];
+
+	/* someone's directory, with a tmp/ of their own: nothing may be touched */
+	snprintf(sub, sizeof(sub), "%s/tmp", dir);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	ck_assert_int_eq(cfs_test_write_file(dir, "tmp/precious", 5, 'p'), 0);
+	ck_assert_int_eq(cfs_test_write_file(dir, "thesis.tex", 5, 't'), 0);
+	ck_assert_int_eq(cfs_store_open(&s, &o, err, sizeof(err)), -ENOTEMPTY);
+	ck_assert_ptr_nonnull(strstr(err, "thesis.tex"));
+	ck_assert_ptr_nonnull(strstr(err, "not a rollcache cache directory"));
+	ck_assert(cfs_test_exists(dir, "tmp/precious"));
+	ck_assert(!cfs_test_exists(dir, "lock"));
+	ck_assert(!cfs_test_exists(dir, "catalog.db"));
+	/* the names a first open leaves before its catalog exists are accepted */
+	ck_assert_int_eq(unlink(strcat(strcpy(sub, dir), "/thesis.tex")), 0);
+	ck_assert_int_eq(cfs_test_write_file(dir, "lock", 3, 'l'), 0);
+	s = open_store(100);
+	ck_assert(!cfs_test_exists(dir, "tmp/precious")); /* tmp/ is the cache's now */
+	cfs_store_close(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cachefs");
@@ -661,6 +687,7 @@ int main(void)
 		{"lock_held_by_another_process", lock_held_by_another_process},
 		{"unwritable_directory", unwritable_directory},
 		{"cache_dir_is_a_file", cache_dir_is_a_file},
+		{"foreign_directory_refused", foreign_directory_refused},
 		{"corrupt_catalog_refused_nothing_deleted", corrupt_catalog_refused_nothing_deleted},
 		{"newer_schema_refused", newer_schema_refused},
 		{"seal_makes_visible_in_order", seal_makes_visible_in_order},
