@@ -94,8 +94,13 @@ static int room_for(const struct cfs_budget *b, uint64_t bytes)
 	return 0;
 }
 
+/* Waits longer than this are cut to it (no time_t overflow). */
+#define MAX_WAIT_MS ((uint64_t)366 * 24 * 3600 * 1000)
+
 static void deadline_after(struct timespec *ts, uint64_t ms)
 {
+	if (ms > MAX_WAIT_MS)
+		ms = MAX_WAIT_MS;
 	clock_gettime(CLOCK_MONOTONIC, ts);
 	ts->tv_sec += (time_t)(ms / 1000);
 	ts->tv_nsec += (long)(ms % 1000) * 1000000L;

@@ -55,6 +55,33 @@ static bool suffix_like_tilde(const char *comp, size_t n, size_t i)
 }
 
 /*
+ * A cut may have left a UTF-8 sequence without its tail at the end of
+ * buf[start..*len): drop that partial sequence so names stay valid UTF-8
+ * when keys were.  Escapes are ASCII and never touched.
+ */
+static void trim_partial_utf8(char *buf, size_t start, size_t *len)
+{
+	size_t end = *len, i = end, cont = 0;
+	unsigned char lead;
+	size_t need;
+
+	while (i > start && ((unsigned char)buf[i - 1] & 0xC0) == 0x80 && cont < 3) {
+		i--;
+		cont++;
+	}
+	if (i == start)
+		return;
+	lead = (unsigned char)buf[i - 1];
+	if (lead < 0xC0)
+		return; /* ASCII (or stray continuation bytes): nothing to do */
+	need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : 1;
+	if (cont < need) {
+		*len = i - 1;
+		buf[*len] = '\0';
+	}
+}
+
+/*
  * Escapes pieces[0..np) as ONE component into o: the pieces are joined by
  * "%2F" (np > 1 only for keys deeper than CFS_DEPTH_MAX).  At most
  * CFS_NAME_MAX bytes are written, never cutting inside an escape; *cut is
@@ -64,7 +91,7 @@ static bool suffix_like_tilde(const char *comp, size_t n, size_t i)
 static void put_component(struct out *o, const char *const *pieces, const size_t *lens, size_t np,
 			  bool last, bool *cut)
 {
-	size_t used = 0;
+	size_t used = 0, start = o->len;
 
 	if (np == 1 && lens[0] == 1 && pieces[0][0] == '.') {
 		put(o, "%2E", 3);
@@ -100,6 +127,8 @@ static void put_component(struct out *o, const char *const *pieces, const size_t
 			}
 			if (used + k > CFS_NAME_MAX) {
 				*cut = true;
+				if (!o->overflow)
+					trim_partial_utf8(o->buf, start, &o->len);
 				return;
 			}
 			put(o, esc, k);
@@ -186,6 +215,7 @@ int cfs_display_name(const char *key, int64_t id, bool suffix, char *out, size_t
 			keep--;
 		len = comp_start + keep;
 		out[len] = '\0';
+		trim_partial_utf8(out, comp_start, &len);
 	}
 	if (len + slen + 1 > outlen) {
 		out[0] = '\0';

@@ -61,6 +61,8 @@ START_TEST(timeout_without_room)
 
 	ck_assert_int_eq(cfs_budget_try_reserve(b, 100), 0);
 	ck_assert_int_eq(cfs_budget_reserve(b, 1, 30), -ETIMEDOUT);
+	cfs_budget_cancel(b); /* a "forever" wait must not overflow the deadline */
+	ck_assert_int_eq(cfs_budget_reserve(b, 1, UINT64_MAX), -ECANCELED);
 	ck_assert_uint_eq(held(b), 100);
 	cfs_budget_release(b, 100);
 	cfs_budget_free(b);

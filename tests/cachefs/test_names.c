@@ -112,6 +112,20 @@ START_TEST(long_components_are_cut)
 	san(key, &lossy);
 	ck_assert_uint_eq(strlen(out), 254);
 	ck_assert(lossy);
+	/* a cut never leaves half a UTF-8 character: "nn" + 140 x "é" (2 bytes) */
+	key[0] = key[1] = 'n';
+	for (int i = 0; i < 140; i++) {
+		key[2 + 2 * i] = (char)0xc3;
+		key[3 + 2 * i] = (char)0xa9;
+	}
+	key[282] = '\0';
+	san(key, &lossy);
+	ck_assert_uint_eq(strlen(out), 254); /* "nn" + 126 whole characters */
+	ck_assert(lossy);
+	ck_assert_int_eq((unsigned char)out[253], 0xa9);
+	ck_assert_int_eq(cfs_display_name(key, 7, true, out, sizeof(out)), 0);
+	ck_assert_uint_eq(strlen(out), 254); /* "nn" + 125 characters + "~7" */
+	ck_assert_str_eq(out + 252, "~7");
 	/* exactly 255 bytes is not lossy */
 	memset(key, 'n', 255);
 	key[255] = '\0';
