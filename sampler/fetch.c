@@ -399,15 +399,35 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 	finish(x, rc, rc ? "rejected by the record reader" : NULL);
 }
 
+/* Handles finished transfers; returns how many. */
+static int drain_done(struct smp_fetch *f)
+{
+	CURLMsg *m;
+	int left, n = 0;
+	while ((m = curl_multi_info_read(f->multi, &left))) {
+		if (m->msg == CURLMSG_DONE) {
+			completed(f, m->easy_handle, m->data.result);
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * One turn: start what may start, let curl work, and only when nothing
+ * finished wait for activity (at most max_wait_ms, less when a retry is
+ * due).  Returning right after a completion lets the caller queue the next
+ * object before the engine sleeps, so a connection never idles for a poll
+ * timeout between two objects.
+ */
 int smp_fetch_step(struct smp_fetch *f, int max_wait_ms)
 {
 	uint64_t now = smp__now_ms(), next_ready = UINT64_MAX;
-	/* start ready requests, in queue order, up to `conns` running */
 	struct xfer **pp = &f->queue, *prev = NULL;
-	while (*pp && f->running < f->conns) {
+	while (*pp) {
 		struct xfer *x = *pp;
-		if (x->not_before > now) {
-			if (x->not_before < next_ready)
+		if (x->not_before > now || f->running >= f->conns) {
+			if (x->not_before > now && x->not_before < next_ready)
 				next_ready = x->not_before;
 			prev = x;
 			pp = &x->next;
@@ -420,20 +440,17 @@ int smp_fetch_step(struct smp_fetch *f, int max_wait_ms)
 		x->next = NULL;
 		start(f, x);
 	}
-	for (struct xfer *x = *pp; x; x = x->next)
-		if (x->not_before > now && x->not_before < next_ready)
-			next_ready = x->not_before;
+	int still = 0;
+	CURLMcode mc = curl_multi_perform(f->multi, &still);
+	if (mc == CURLM_OK && drain_done(f) > 0)
+		return 0;
 	int wait = max_wait_ms;
 	if (next_ready != UINT64_MAX) {
 		uint64_t d = next_ready > now ? next_ready - now : 0;
 		if (d < (uint64_t)wait)
 			wait = (int)d;
 	}
-	int still = 0;
-	CURLMcode mc = curl_multi_perform(f->multi, &still);
-	if (mc == CURLM_OK && f->running)
-		mc = curl_multi_poll(f->multi, NULL, 0, wait, NULL);
-	else if (mc == CURLM_OK && wait > 0 && f->queued)
+	if (mc == CURLM_OK && (still > 0 || f->queued) && wait > 0)
 		mc = curl_multi_poll(f->multi, NULL, 0, wait, NULL);
 	if (mc == CURLM_OK)
 		mc = curl_multi_perform(f->multi, &still);
@@ -441,10 +458,6 @@ int smp_fetch_step(struct smp_fetch *f, int max_wait_ms)
 		cmn_log(CMN_LOG_ERROR, "curl multi: %s", curl_multi_strerror(mc));
 		return -EIO;
 	}
-	CURLMsg *m;
-	int left;
-	while ((m = curl_multi_info_read(f->multi, &left)))
-		if (m->msg == CURLMSG_DONE)
-			completed(f, m->easy_handle, m->data.result);
+	drain_done(f);
 	return 0;
 }

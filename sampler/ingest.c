@@ -22,12 +22,15 @@
  * go through cfs_shard_writer_reserve/try_reserve), DESIGN 5 (only records
  * whose CRC passed reach the shard writer), DESIGN 7 (keys go to the
  * catalog and the display-name sanitizer, never into a path).
- * Threads: all of this runs on the thread calling smp_sampler_run(); `stop`
- * is the only field touched from elsewhere (atomic).
+ * Threads: all of this runs on the thread calling smp_sampler_run(), except
+ * sealing (a sealer thread per sampler: seal_mu guards its queue and error;
+ * stats are atomics); `stop` is the only field touched from elsewhere
+ * (atomic).  Lock order: seal_mu is never held while calling into cachefs.
  */
 #include "sampler/sampler.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +46,7 @@
 #include "sampler/store_i.h"
 
 #define RESERVE_CHUNK ((uint64_t)4 << 20) /* reserve ahead in steps of this */
+#define SEAL_QUEUE 2                      /* shards waiting for the sealer thread */
 
 struct obj_reader;
 
@@ -73,10 +77,22 @@ struct smp_sampler {
 	struct smp_shuffle *shuf;
 	bool full;                  /* budget exhausted (stop_when_full) */
 	int fatal;                  /* a local write failure: ends the pass */
-	char fatal_msg[512];
+	char fatal_msg[700];
 	unsigned inflight;          /* objects being read */
 	struct smp_progress prog;
 	uint64_t t0, last_progress;
+	uint64_t records0, bytes0; /* stats at the start of the pass */
+
+	/* the sealer thread; seal_mu protects seal_q, seal_n, seal_busy, seal_quit, seal_err, seal_msg */
+	pthread_t sealer;
+	bool sealer_started;
+	pthread_mutex_t seal_mu;
+	pthread_cond_t seal_cv;
+	struct cfs_shard_writer *seal_q[SEAL_QUEUE];
+	int seal_n;
+	bool seal_busy, seal_quit;
+	int seal_err;
+	char seal_msg[600];
 };
 
 struct obj_reader {
@@ -107,26 +123,85 @@ static int fail_local(struct smp_sampler *s, int rc, const char *what)
 	return rc;
 }
 
+/*
+ * Sealing runs on a sealer thread: the fsyncs of invariant 2 take as long as
+ * the disk needs, and meanwhile the fetch loop keeps the connections busy.
+ * The hand-off queue is bounded (SEAL_QUEUE writers; their reservations stay
+ * counted in the budget until sealed, so invariant 4 holds throughout).
+ */
+static void *sealer_main(void *arg)
+{
+	struct smp_sampler *s = arg;
+	pthread_mutex_lock(&s->seal_mu);
+	for (;;) {
+		while (s->seal_n == 0 && !s->seal_quit)
+			pthread_cond_wait(&s->seal_cv, &s->seal_mu);
+		if (s->seal_n == 0 && s->seal_quit)
+			break;
+		struct cfs_shard_writer *w = s->seal_q[0];
+		memmove(s->seal_q, s->seal_q + 1, (size_t)(s->seal_n - 1) * sizeof(s->seal_q[0]));
+		s->seal_n--;
+		s->seal_busy = true;
+		pthread_cond_broadcast(&s->seal_cv);
+		pthread_mutex_unlock(&s->seal_mu);
+
+		char err[512];
+		uint64_t bytes = cfs_shard_writer_bytes(w), recs = cfs_shard_writer_records(w);
+		int rc = cfs_shard_writer_seal(w, NULL, err, sizeof(err));
+		if (rc == 0) {
+			SMP_STAT_ADD(&s->stats, records_admitted, recs);
+			SMP_STAT_ADD(&s->stats, bytes_admitted, bytes);
+		} else if (rc != -ENODATA) {
+			cmn_log(CMN_LOG_ERROR, "sealing a shard: %s", err);
+		}
+		pthread_mutex_lock(&s->seal_mu);
+		if (rc && rc != -ENODATA && !s->seal_err) {
+			s->seal_err = rc;
+			snprintf(s->seal_msg, sizeof(s->seal_msg), "sealing a shard: %s", err);
+		}
+		s->seal_busy = false;
+		pthread_cond_broadcast(&s->seal_cv);
+	}
+	pthread_mutex_unlock(&s->seal_mu);
+	return NULL;
+}
+
+/* Hands the current shard to the sealer (waits while its queue is full). */
 static int seal_current(struct smp_sampler *s)
 {
-	char err[512];
 	if (!s->w)
 		return 0;
-	uint64_t bytes = cfs_shard_writer_bytes(s->w), recs = cfs_shard_writer_records(s->w);
 	struct cfs_shard_writer *w = s->w;
 	s->w = NULL;
-	int rc = cfs_shard_writer_seal(w, NULL, err, sizeof(err));
-	if (rc == -ENODATA)
-		return 0;
-	if (rc) {
-		cmn_log(CMN_LOG_ERROR, "sealing a shard: %s", err);
-		return fail_local(s, rc, "sealing a shard");
+	pthread_mutex_lock(&s->seal_mu);
+	while (s->seal_n == SEAL_QUEUE && !s->seal_err)
+		pthread_cond_wait(&s->seal_cv, &s->seal_mu); /* bounded: the sealer always progresses */
+	int err = s->seal_err;
+	if (!err) {
+		s->seal_q[s->seal_n++] = w;
+		pthread_cond_broadcast(&s->seal_cv);
 	}
-	SMP_STAT_ADD(&s->stats, records_admitted, recs);
-	SMP_STAT_ADD(&s->stats, bytes_admitted, bytes);
-	s->prog.records += recs;
-	s->prog.bytes += bytes;
+	pthread_mutex_unlock(&s->seal_mu);
+	if (err) {
+		cfs_shard_writer_abort(w);
+		return fail_local(s, err, "sealing a shard");
+	}
 	return 0;
+}
+
+/* Waits until every handed-off shard is sealed; returns the first error. */
+static int seal_flush(struct smp_sampler *s)
+{
+	pthread_mutex_lock(&s->seal_mu);
+	while (s->seal_n > 0 || s->seal_busy)
+		pthread_cond_wait(&s->seal_cv, &s->seal_mu);
+	int err = s->seal_err;
+	if (err && !s->fatal) {
+		s->fatal = err;
+		snprintf(s->fatal_msg, sizeof(s->fatal_msg), "%s", s->seal_msg);
+	}
+	pthread_mutex_unlock(&s->seal_mu);
+	return err;
 }
 
 /*
@@ -333,8 +408,6 @@ static void obj_done(void *ctx, int rc, const char *msg)
 			} else {
 				SMP_STAT_ADD(&s->stats, records_admitted, 1);
 				SMP_STAT_ADD(&s->stats, bytes_admitted, bytes);
-				s->prog.records++;
-				s->prog.bytes += bytes;
 			}
 		} else {
 			cfs_shard_writer_abort(o->raw);
@@ -526,6 +599,16 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 		snprintf(err, errlen, "recording the source in the catalog: %s", strerror(-rc));
 		goto fail;
 	}
+	pthread_mutex_init(&s->seal_mu, NULL);
+	pthread_cond_init(&s->seal_cv, NULL);
+	rc = -pthread_create(&s->sealer, NULL, sealer_main, s);
+	if (rc) {
+		snprintf(err, errlen, "cannot start the sealer thread: %s", strerror(-rc));
+		pthread_cond_destroy(&s->seal_cv);
+		pthread_mutex_destroy(&s->seal_mu);
+		goto fail;
+	}
+	s->sealer_started = true;
 	*out = s;
 	return 0;
 fail:
@@ -539,6 +622,15 @@ void smp_sampler_free(struct smp_sampler *s)
 {
 	if (!s)
 		return;
+	if (s->sealer_started) {
+		pthread_mutex_lock(&s->seal_mu);
+		s->seal_quit = true;
+		pthread_cond_broadcast(&s->seal_cv);
+		pthread_mutex_unlock(&s->seal_mu);
+		pthread_join(s->sealer, NULL);
+		pthread_cond_destroy(&s->seal_cv);
+		pthread_mutex_destroy(&s->seal_mu);
+	}
 	smp_fetch_free(s->fetch);
 	smp_store_free(s->store);
 	smp_listing_free(&s->listing);
@@ -578,6 +670,8 @@ static void report(struct smp_sampler *s, bool force)
 	s->last_progress = now;
 	s->prog.elapsed_ms = now - s->t0;
 	s->prog.fetched = SMP_STAT_GET(&s->stats, bytes_fetched);
+	s->prog.records = SMP_STAT_GET(&s->stats, records_admitted) - s->records0;
+	s->prog.bytes = SMP_STAT_GET(&s->stats, bytes_admitted) - s->bytes0;
 	s->prog.full = s->full;
 	s->progress(&s->prog, &s->stats, s->progress_ctx);
 }
@@ -592,6 +686,10 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 	s->fatal_msg[0] = '\0';
 	memset(&s->prog, 0, sizeof(s->prog));
 	s->t0 = s->last_progress = smp__now_ms();
+	uint64_t records0 = SMP_STAT_GET(&s->stats, records_admitted);
+	uint64_t bytes0 = SMP_STAT_GET(&s->stats, bytes_admitted);
+	s->records0 = records0;
+	s->bytes0 = bytes0;
 
 	uint32_t every = c->relist ? c->relist : 1;
 	if (!s->listed || epoch >= s->listed_epoch + every) {
@@ -657,6 +755,9 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 		cfs_shard_writer_abort(s->w);
 		s->w = NULL;
 	}
+	seal_flush(s);
+	s->prog.records = SMP_STAT_GET(&s->stats, records_admitted) - records0;
+	s->prog.bytes = SMP_STAT_GET(&s->stats, bytes_admitted) - bytes0;
 	free(order);
 	report(s, true);
 	if (s->fatal) {
