@@ -203,6 +203,8 @@ static int ragged_grow(struct rc_feeder *f, struct fdr_ragged *rg, size_t need, 
 	rg->h = nb;
 	rg->cap = ncap;
 	__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+	cmn_log(CMN_LOG_DEBUG, "feeder: ragged values of '%s' grow to %zu bytes",
+		f->schema->feature[i].name, ncap);
 	size_t hwm = __atomic_load_n(&f->rag_hwm[i], __ATOMIC_RELAXED);
 	while (hwm < ncap &&
 	       !__atomic_compare_exchange_n(&f->rag_hwm[i], &hwm, ncap, false, __ATOMIC_RELAXED,
@@ -891,6 +893,23 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 	}
 	for (size_t i = 0; i < f->o.interleave; i++)
 		f->lanes[i].fd = -1;
+	/* the chunks normally in flight get their buffers now (see reader.c) */
+	size_t ndecoders = o->threads ? o->threads : 2;
+	size_t warm = f->W + f->o.interleave * f->ra + ndecoders + 1;
+	for (size_t i = 0; i < warm && i < f->nchunks; i++) {
+		struct fdr_chunk *c = &f->chunks[i];
+		if (fdr__chunk_reserve(f, c, 2 * f->read_size, 0)) {
+			snprintf(err, errlen, "out of memory for %zu read chunks of %zu bytes", warm,
+				 2 * f->read_size);
+			goto fail_free;
+		}
+		c->rec_cap = f->read_size / 1024;
+		c->recs = malloc(c->rec_cap * sizeof *c->recs);
+		if (!c->recs) {
+			snprintf(err, errlen, "out of memory");
+			goto fail_free;
+		}
+	}
 	for (size_t i = 0; i < f->S; i++) {
 		rc = slot_init(f, &f->slots[i]);
 		if (rc) {
@@ -905,7 +924,6 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 	f->st_allocs = 0; /* count from here: steady state */
 
 	size_t nreaders = o->readers ? o->readers : 1;
-	size_t ndecoders = o->threads ? o->threads : 2;
 	f->threads = calloc(nreaders + ndecoders, sizeof *f->threads);
 	if (!f->threads) {
 		snprintf(err, errlen, "out of memory");

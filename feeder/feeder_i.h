@@ -172,6 +172,8 @@ uint64_t fdr__rng_below(uint64_t *s, uint64_t n);
  */
 int fdr__lane_fill(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
 		   size_t errlen);
+/* Grows chunk c's buffer to `need` bytes, keeping `keep`.  0 or -ENOMEM. */
+int fdr__chunk_reserve(struct rc_feeder *f, struct fdr_chunk *c, size_t need, size_t keep);
 /* Closes the lane's file and forgets its position (workers paused). */
 void fdr__lane_reset(struct fdr_lane *l);
 /* Memory for a chunk or a slot: pinned when f->pinned.  0 or -ENOMEM. */

@@ -11,9 +11,12 @@
  * reader (inflate) and their records are copied into the chunk.  Raw files
  * are cut into records of the schema's fixed size.
  *
- * Capacity policy: a chunk buffer starts at 2 * read_size and grows (to the
- * record size rounded up to 1 MiB) only when one record does not fit; so
- * allocations stop once the largest record has been seen by every chunk.
+ * Capacity policy: the chunks a pipeline keeps in flight (window, lane
+ * queues, one per decoder) are allocated at open with 2 * read_size bytes
+ * and read_size / 1024 record entries; a buffer grows (to the record size
+ * rounded up to 1 MiB) only when one record does not fit, and a spare chunk
+ * gets its buffer when it is first needed.  So allocations stop once the
+ * largest record has been seen.
  *
  * Locking: none here; the caller owns the lane (busy flag) and the chunk.
  */
@@ -22,6 +25,7 @@
 #include "feeder/cuda_i.h"
 
 #include "common/crc32c.h"
+#include "common/log.h"
 #include "common/tfrecord.h"
 
 #include <errno.h>
@@ -60,7 +64,7 @@ void fdr__mem_free(struct rc_feeder *f, void *p)
 }
 
 /* Ensures c->buf holds at least `need` bytes, keeping the first `keep`. */
-static int chunk_reserve(struct rc_feeder *f, struct fdr_chunk *c, size_t need, size_t keep)
+int fdr__chunk_reserve(struct rc_feeder *f, struct fdr_chunk *c, size_t need, size_t keep)
 {
 	if (c->cap >= need)
 		return 0;
@@ -74,6 +78,7 @@ static int chunk_reserve(struct rc_feeder *f, struct fdr_chunk *c, size_t need, 
 	c->buf = nb;
 	c->cap = ncap;
 	__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+	cmn_log(CMN_LOG_DEBUG, "feeder: chunk %p buffer grows to %zu bytes", (void *)c, ncap);
 	return 0;
 }
 
@@ -81,13 +86,14 @@ static int chunk_add(struct rc_feeder *f, struct fdr_chunk *c, uint64_t off, uin
 		     uint64_t index)
 {
 	if (c->nrec == c->rec_cap) {
-		size_t nc = c->rec_cap ? c->rec_cap * 2 : 256;
+		size_t nc = c->rec_cap ? c->rec_cap * 2 : f->read_size / 1024;
 		struct fdr_rec *nr = realloc(c->recs, nc * sizeof *nr);
 		if (!nr)
 			return -ENOMEM;
 		c->recs = nr;
 		c->rec_cap = nc;
 		__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+		cmn_log(CMN_LOG_DEBUG, "feeder: chunk %p record table grows to %zu", (void *)c, nc);
 	}
 	c->recs[c->nrec++] = (struct fdr_rec){.off = off, .len = len, .index = index};
 	return 0;
@@ -213,7 +219,7 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 	ssize_t n;
 	int rc;
 
-	rc = chunk_reserve(f, c, 2 * f->read_size, 0);
+	rc = fdr__chunk_reserve(f, c, 2 * f->read_size, 0);
 	if (rc)
 		goto nomem;
 	n = pread_full(l->fd, c->buf, want, l->off);
@@ -241,7 +247,7 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 			if (eof || (pos > 0 && pos + need > c->cap))
 				break;
 			if (pos + need > c->cap) {
-				rc = chunk_reserve(f, c, pos + need, have);
+				rc = fdr__chunk_reserve(f, c, pos + need, have);
 				if (rc)
 					goto nomem;
 			}
@@ -295,7 +301,7 @@ static int fill_gzip(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *
 		     size_t errlen)
 {
 	size_t fill = 0;
-	int rc = chunk_reserve(f, c, 2 * f->read_size, 0);
+	int rc = fdr__chunk_reserve(f, c, 2 * f->read_size, 0);
 
 	if (rc)
 		goto nomem;
@@ -316,7 +322,7 @@ static int fill_gzip(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *
 		if (fill + l->held_len > c->cap) {
 			if (c->nrec)
 				break;
-			rc = chunk_reserve(f, c, l->held_len, 0);
+			rc = fdr__chunk_reserve(f, c, l->held_len, 0);
 			if (rc)
 				goto nomem;
 		}
@@ -341,7 +347,7 @@ static int fill_raw(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c
 	if (per == 0)
 		per = 1;
 	size_t want = per * f->raw_size;
-	int rc = chunk_reserve(f, c, want, 0);
+	int rc = fdr__chunk_reserve(f, c, want, 0);
 	if (rc) {
 		snprintf(err, errlen, "%s: out of memory for a read chunk", f->files[l->cur_file]);
 		return rc;
