@@ -129,6 +129,8 @@ int bench_feeder(int argc, char **argv)
 	}
 	size_t cap = 1024, nw = 0;
 	double *waits = malloc(cap * sizeof *waits);
+	double first_waits = 0; /* the first batch of each measured epoch (pipeline fill) */
+	unsigned first_n = 0;
 	struct rc_feeder_stats s0, s1;
 	double t0 = 0, c0 = 0, t1, c1;
 	int rc = 0;
@@ -152,6 +154,10 @@ int bench_feeder(int argc, char **argv)
 			if (rc <= 0)
 				break;
 			if (e >= warmup) {
+				if (n == 0) {
+					first_waits += w;
+					first_n++;
+				}
 				if (nw == cap) {
 					cap *= 2;
 					waits = realloc(waits, cap * sizeof *waits);
@@ -210,6 +216,9 @@ int bench_feeder(int argc, char **argv)
 	printf("  %-28s %14.3f\n", "CPU-s per GB", gb > 0 ? cpu / gb : 0);
 	printf("  %-28s %14.3f\n", "wait mean ms/batch", mean * 1e3);
 	printf("  %-28s %14.3f\n", "wait p99 ms/batch", p99 * 1e3);
+	printf("  %-28s %14.3f\n", "wait 1st batch of epoch ms", first_n ? first_waits / first_n * 1e3 : 0);
+	printf("  %-28s %14.3f\n", "wait mean ms, later batches",
+	       nw > first_n ? (mean * (double)nw - first_waits) / (double)(nw - first_n) * 1e3 : 0);
 	printf("  %-28s %14" PRIu64 "\n", "allocations (measured)", s1.allocations - s0.allocations);
 	if (o.device >= 0) {
 		double h2d = s1.h2d_ns > s0.h2d_ns ? (double)(s1.h2d_bytes - s0.h2d_bytes) /
