@@ -1,8 +1,11 @@
 /*
- * test_enospc.c - a full disk under the cache: a tiny tmpfs (mount needs
- * root; exits 77 otherwise) with a `limit` larger than the disk.  Writing
- * must fail with -ENOSPC and a message, leave nothing in tmp/ or shards/,
- * give back every reserved byte, and leave a catalog that reopens intact.
+ * test_enospc.c - file-system failures under the cache, on a tiny tmpfs
+ * (mount needs root; exits 77 otherwise):
+ *   - a full disk, with a `limit` larger than the disk: writing must fail
+ *     with -ENOSPC and a message, leave nothing in tmp/ or shards/, give
+ *     back every reserved byte, and leave a catalog that reopens intact;
+ *   - the same cache remounted read-only: opening fails with a message
+ *     naming the cause, and nothing changes.
  */
 #include "cfs_test.h"
 
@@ -57,6 +60,24 @@ START_TEST(full_disk_fails_cleanly)
 }
 END_TEST
 
+START_TEST(read_only_filesystem)
+{
+	struct cfs_store_opts o = {.dir = dir, .limit = 64u << 20};
+	struct cfs_store *s = NULL;
+
+	ck_assert_msg(cfs_store_open(&s, &o, err, sizeof(err)) == 0, "open: %s", err);
+	cfs_store_close(s);
+	s = NULL;
+	ck_assert_int_eq(mount("tmpfs", dir, "tmpfs", MS_REMOUNT | MS_RDONLY, NULL), 0);
+	ck_assert_int_eq(cfs_store_open(&s, &o, err, sizeof(err)), -EROFS);
+	ck_assert_ptr_null(s);
+	ck_assert_ptr_nonnull(strstr(err, "Read-only file system"));
+	ck_assert_int_eq(mount("tmpfs", dir, "tmpfs", MS_REMOUNT, "size=2m,mode=0755"), 0);
+	ck_assert_msg(cfs_store_open(&s, &o, err, sizeof(err)) == 0, "reopen: %s", err);
+	cfs_store_close(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("cachefs");
@@ -79,6 +100,9 @@ int main(void)
 		return 77;
 	}
 	tcase_add_test(tc, full_disk_fails_cleanly);
+	suite_add_tcase(su, tc);
+	tc = tcase_create("read_only_filesystem"); /* runs after: the cache exists */
+	tcase_add_test(tc, read_only_filesystem);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
