@@ -6,7 +6,10 @@
  *   0..191    an Example: walked with the iterator (every feature's values
  *             read into buffers of exactly the announced size), then decoded
  *             with one of a few schemas into exactly-sized rows and a
- *             ragged sink that checks the counts it is given;
+ *             ragged sink that checks the counts it is given; when the
+ *             decode succeeds, every feature's values must equal what the
+ *             iterator reads for the last entry of that name (a
+ *             differential check of the two paths);
  *   192..255  a schema string for cmn_schema_parse(); a parsed schema is
  *             formatted and parsed again and must be equal.
  * Built with -fsanitize=fuzzer,address,undefined (tests/fuzz/meson.build):
@@ -34,6 +37,7 @@ static struct cmn_schema *schemas[NSPECS];
 struct sink_ctx {
 	const struct cmn_schema *s;
 	void *bufs[CMN_SCHEMA_MAX_FEATURES];
+	size_t n[CMN_SCHEMA_MAX_FEATURES];
 };
 
 static void *reserve(void *vctx, size_t feature, size_t n, size_t items)
@@ -47,7 +51,79 @@ static void *reserve(void *vctx, size_t feature, size_t n, size_t items)
 	free(c->bufs[feature]);
 	/* Exactly the room asked for: an overrun trips ASan. */
 	c->bufs[feature] = malloc(n * c->s->feature[feature].elem_size + 1);
+	c->n[feature] = n;
 	return c->bufs[feature];
+}
+
+/*
+ * The values the iterator gives for the last entry named like schema
+ * feature sf, converted as the decoder converts them.  Returns the element
+ * count and a malloc'ed array in *out, -1 when the feature is absent or
+ * has no list (the decoder then used the default), or -2 when the iterator
+ * fails on an entry (the decoder does not look inside entries it skips).
+ */
+static long iter_values(const uint8_t *data, size_t size, const struct cmn_feature *sf,
+			uint8_t **out)
+{
+	struct cmn_ex_iter it;
+	struct cmn_ex_feature f, last;
+	char err[256];
+	int found = 0, rc;
+	cmn_ex_iter_init(&it, data, size);
+	while ((rc = cmn_ex_iter_next(&it, &f, err, sizeof(err))) == 1) {
+		if (f.name_len == sf->name_len && memcmp(f.name, sf->name, f.name_len) == 0) {
+			last = f;
+			found = 1;
+		}
+	}
+	if (rc < 0)
+		return -2; /* an entry the decoder skipped is malformed: no comparison */
+	if (!found || last.kind == CMN_EX_NONE)
+		return -1;
+	size_t bytes = last.kind == CMN_EX_BYTES_LIST	? last.n_bytes
+		       : last.kind == CMN_EX_FLOAT_LIST ? 4 * last.n_values
+							: 8 * last.n_values;
+	uint8_t *v = malloc(bytes + 1);
+	cmn_ex_feature_read(&last, v, NULL);
+	if (sf->dtype == CMN_DT_UINT8 && last.kind == CMN_EX_INT64_LIST) {
+		for (size_t i = 0; i < last.n_values; i++)
+			v[i] = v[8 * i]; /* low byte, little-endian */
+	}
+	*out = v;
+	return (long)(last.kind == CMN_EX_BYTES_LIST ? last.n_bytes : last.n_values);
+}
+
+/* After a successful decode: each feature equals the iterator's reading. */
+static void cross_check(const uint8_t *data, size_t size, const struct cmn_schema *s,
+			void *const *fixed, const struct sink_ctx *c)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct cmn_feature *sf = &s->feature[i];
+		const uint8_t *got = sf->ragged ? c->bufs[i] : fixed[i];
+		size_t n = sf->ragged ? c->n[i] : (size_t)sf->count;
+		uint8_t *want = NULL;
+		long wn = iter_values(data, size, sf, &want);
+		if (wn == -2)
+			return;
+		if (wn < 0) {
+			if (!sf->has_default)
+				abort(); /* decoded a missing feature without a default */
+			if (sf->ragged) {
+				if (n != 0)
+					abort();
+				continue;
+			}
+			for (size_t k = 0; k < n; k++)
+				if (memcmp(got + k * sf->elem_size, &sf->def, sf->elem_size) != 0)
+					abort();
+			continue;
+		}
+		if ((size_t)wn != n)
+			abort();
+		if (n && memcmp(got, want, n * sf->elem_size) != 0)
+			abort();
+		free(want);
+	}
 }
 
 static void fuzz_example(const uint8_t *data, size_t size, unsigned pick)
@@ -83,6 +159,8 @@ static void fuzz_example(const uint8_t *data, size_t size, unsigned pick)
 	int rc = cmn_ex_decode(s, data, size, &sink, err, sizeof(err));
 	if (rc != 0 && err[0] == '\0')
 		abort(); /* every error has a message */
+	if (rc == 0)
+		cross_check(data, size, s, fixed, &c);
 	for (size_t i = 0; i < s->n; i++) {
 		free(fixed[i]);
 		free(c.bufs[i]);

@@ -51,6 +51,15 @@ def main():
                                                      o.rand_values(rng, kind, rng.randrange(0, 5)))))
         ex = o.sprinkle(rng, [o.ld(1, o.sprinkle(rng, feats, [1]))], [1])
         write(ex_dir, "hand-%d" % i, bytes([i]) + ex)
+    # Duplicate keys (last wins), a oneof switch, a split value: selector 0
+    # picks the schema with a, b, c, d.
+    dup = [o.ld(1, o.ld(1, b"a") + o.ld(2, o.ld(2, o.ld(1, struct.pack("<ff", 1, 2))))),
+           o.ld(1, o.ld(1, b"b") + o.ld(2, o.ld(3, o.ld(1, o.varint(5))))),
+           o.ld(1, o.ld(1, b"a") + o.ld(2, o.ld(2, o.ld(1, struct.pack("<ff", 3, 4))))),
+           o.ld(1, o.ld(1, b"c") + o.ld(2, o.ld(1, o.ld(1, b"x")) + o.ld(1, o.ld(1, b"yz")))),
+           o.ld(1, o.ld(1, b"d") + o.ld(2, o.ld(3, o.ld(1, b"\x01\x02\x03")))),
+           o.ld(1, o.ld(1, b"b") + o.ld(2, o.ld(2, b"") + o.ld(3, o.ld(1, o.varint(-7)))))]
+    write(ex_dir, "dup-keys", bytes([0]) + o.ld(1, b"".join(dup)))
     pt = os.path.join(testdata, "example__pytorch_data__example.tfrecord")
     if os.path.exists(pt):
         for i, p in enumerate(payloads(pt)[:2]):
