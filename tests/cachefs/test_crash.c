@@ -41,6 +41,24 @@ static void child_loop(int ready_fd, unsigned seed)
 		struct cfs_shard_writer *w;
 		int nrec = 1 + (int)(rand_r(&seed) % 30);
 
+		if (iter % 4 == 3) {
+			/* a raw object (format=raw) now and then, written in pieces */
+			char key[32];
+			size_t len = rand_r(&seed) % sizeof(buf);
+			snprintf(key, sizeof(key), "raw/%u", iter);
+			memset(buf, (int)iter, sizeof(buf));
+			if (cfs_raw_writer_open(&w, s, epoch, 1, key, err, sizeof(err)) != 0)
+				_exit(10);
+			if (cfs_shard_writer_try_reserve(w, len) == 0 &&
+			    cfs_raw_writer_write(w, buf, len / 2) == 0 &&
+			    cfs_raw_writer_write(w, buf + len / 2, len - len / 2) == 0) {
+				if (cfs_shard_writer_seal(w, NULL, err, sizeof(err)) != 0)
+					_exit(11);
+			} else {
+				cfs_shard_writer_abort(w);
+			}
+			continue;
+		}
 		if (cfs_shard_writer_open(&w, s, epoch, err, sizeof(err)) != 0)
 			_exit(5);
 		for (int i = 0; i < nrec; i++) {
@@ -114,24 +132,41 @@ static void verify(int round)
 						 1u << CFS_SHARD_SEALED | 1u << CFS_SHARD_EVICTING,
 						 &arr, &n), 0);
 	/* reconciliation finished every eviction: only SEALED rows are left */
-	ck_assert_int_eq(cfs_test_count(dir, "shards"), (int)n);
-	ck_assert_int_eq(cfs_test_count(dir, "objects"), 0);
+	int nshards = 0, nraw = 0;
 	for (size_t i = 0; i < n; i++) {
 		char name[64], path[600];
 		struct cfs_sample *smp;
 		size_t ns;
 
 		ck_assert_int_eq(arr[i].state, CFS_SHARD_SEALED);
-		snprintf(name, sizeof(name), "shards/%lld.tfrecord", (long long)arr[i].id);
-		ck_assert_int_eq(cfs_test_size(dir, name), (long long)arr[i].bytes);
-		snprintf(path, sizeof(path), "%s/%s", dir, name);
-		ck_assert_int_eq(cfs_test_tfrecord_records(path), (long)arr[i].records);
 		ck_assert_int_eq(cfs_catalog_samples_of(cfs_store_catalog(s), arr[i].id, &smp, &ns),
 				 0);
 		ck_assert_uint_eq(ns, arr[i].records);
+		if (arr[i].kind == CFS_KIND_RAW) {
+			/* the whole object is there: its bytes match the crc of its sample */
+			static char data[8192];
+			FILE *f;
+			nraw++;
+			snprintf(name, sizeof(name), "objects/%lld", (long long)arr[i].id);
+			snprintf(path, sizeof(path), "%s/%s", dir, name);
+			ck_assert_uint_eq(ns, 1);
+			f = fopen(path, "rb");
+			ck_assert_ptr_nonnull(f);
+			ck_assert_uint_eq(fread(data, 1, sizeof(data), f), arr[i].bytes);
+			fclose(f);
+			ck_assert_uint_eq(cmn_crc32c(0, data, arr[i].bytes), smp[0].crc);
+		} else {
+			nshards++;
+			snprintf(name, sizeof(name), "shards/%lld.tfrecord", (long long)arr[i].id);
+			snprintf(path, sizeof(path), "%s/%s", dir, name);
+			ck_assert_int_eq(cfs_test_tfrecord_records(path), (long)arr[i].records);
+		}
+		ck_assert_int_eq(cfs_test_size(dir, name), (long long)arr[i].bytes);
 		free(smp);
 		total += arr[i].bytes;
 	}
+	ck_assert_int_eq(cfs_test_count(dir, "shards"), nshards);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), nraw);
 	cfs_shard_info_free(arr, n);
 	cfs_budget_get(cfs_store_budget(s), &st);
 	ck_assert_uint_eq(st.sealed, total);
