@@ -424,17 +424,26 @@ static bool exiting(struct daemon *d)
 
 /*
  * Step 2: waits until min_records records are resident, the samplers have
- * nothing more to give (idle, or blocked on the budget), the bound passes,
- * or the daemon stops.  Returns 0, or -ECANCELED when stopping.
+ * nothing more to give, the bound passes, or the daemon stops.  "Nothing
+ * more" is: their pass ended (idle), or they have been blocked on the budget
+ * (the epoch's admit or the limit is used up) for a second with no new
+ * record sealed meanwhile; a one-second grace covers the moment right after
+ * the boundary when the flags still describe the old pass.
+ * Returns 0, or -ECANCELED when stopping.
  */
 static int wait_records(struct daemon *d)
 {
 	uint64_t bound = d->o->wait_timeout_ms ? d->o->wait_timeout_ms : WAIT_TIMEOUT_DEFAULT_MS;
-	uint64_t t0 = now_ms();
+	uint64_t t0 = now_ms(), last_change = t0, blocked_since = 0, last_records = UINT64_MAX;
 	for (;;) {
-		struct cfs_resident r;
+		struct cfs_resident r = {0};
+		uint64_t now = now_ms();
 		if (cfs_catalog_resident(d->cat, &r) == 0 && r.records >= d->cfg->min_records)
 			return 0;
+		if (r.records != last_records) {
+			last_records = r.records;
+			last_change = now;
+		}
 		if (exiting(d))
 			return -ECANCELED;
 		struct cfs_worker_stats ws = {0};
@@ -442,14 +451,19 @@ static int wait_records(struct daemon *d)
 			d->o->workers->stats(d->o->workers_ctx, &ws);
 		struct cfs_budget_stat bs;
 		cfs_budget_get(d->budget, &bs);
+		bool blocked = bs.waiting_admit || bs.waiting_limit;
+		if (!blocked)
+			blocked_since = 0;
+		else if (!blocked_since)
+			blocked_since = now;
 		const char *why = NULL;
 		if (!ws.present)
 			why = "no samplers are running";
-		else if (ws.idle)
+		else if (ws.idle && now - t0 >= 1000)
 			why = "the source has no more data for this epoch";
-		else if (bs.waiting_admit || bs.waiting_limit)
+		else if (blocked_since && now - blocked_since >= 1000 && now - last_change >= 1000)
 			why = "the cache is full for this epoch (limit or admit reached)";
-		else if (now_ms() - t0 > bound)
+		else if (now - t0 > bound)
 			why = "the wait timed out";
 		if (why) {
 			cmn_log(CMN_LOG_WARN, "next wait: %" PRIu64 " of min_records %" PRIu64
@@ -459,7 +473,7 @@ static int wait_records(struct daemon *d)
 		}
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 200 * 1000000L;
+		ts.tv_nsec += 100 * 1000000L;
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
@@ -489,6 +503,8 @@ static int boundary(struct daemon *d, bool wait, bool startup, uint32_t first, c
 	int rc = evict_step(d, next, &e, entry->admit, startup, &plan, err, errlen);
 	if (rc != 0)
 		goto fail;
+	if (d->workers_started && d->o->workers->pause)
+		d->o->workers->pause(d->o->workers_ctx);
 	cfs_budget_set_limit(d->budget, entry->limit);
 	cfs_budget_new_epoch(d->budget, plan.admit);
 	pthread_mutex_lock(&d->mu);

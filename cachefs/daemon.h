@@ -30,7 +30,13 @@ struct cfs_store;
 struct cfs_daemon_workers {
 	/* Starts filling `store` for `epoch`.  0 or -errno with a message. */
 	int (*start)(void *ctx, struct cfs_store *store, uint32_t epoch, char *err, size_t errlen);
-	/* Epoch `epoch` began (new admit budget; re-list when due). */
+	/*
+	 * A boundary begins: end the running pass and return once its files are
+	 * sealed (bounded wait), so that what it admitted under the old epoch's
+	 * budget is counted there and no byte of the next budget is taken by it.
+	 */
+	void (*pause)(void *ctx);
+	/* Epoch `epoch` began (new admit budget): start its pass. */
 	void (*new_epoch)(void *ctx, uint32_t epoch);
 	/* Copies the counters. */
 	void (*stats)(void *ctx, struct cfs_worker_stats *out);

@@ -228,6 +228,8 @@ struct workers {
 	struct smp_sampler *s;          /* protected by mu: the running pass, or NULL */
 	uint32_t epoch;                 /* protected by mu: epoch to sample for */
 	bool stop;                      /* protected by mu */
+	bool paused;                    /* protected by mu: a boundary is in progress */
+	bool busy;                      /* protected by mu: a pass is between new and free */
 	bool idle;                      /* protected by mu: the pass of `epoch` ended */
 	struct cfs_worker_stats total;  /* protected by mu: finished passes */
 };
@@ -258,17 +260,26 @@ static void *sampler_main(void *arg)
 {
 	struct workers *w = arg;
 	char err[512];
+	uint32_t done = UINT32_MAX; /* the epoch whose pass ended */
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
+		if (w->paused || w->epoch == done) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+			continue;
+		}
 		uint32_t epoch = w->epoch;
 		w->idle = false;
+		w->busy = true;
 		pthread_mutex_unlock(&w->mu);
 		struct smp_sampler *s = NULL;
 		int rc = new_sampler(w, epoch, &s, err, sizeof(err));
 		if (rc == 0) {
 			pthread_mutex_lock(&w->mu);
 			w->s = s;
-			bool go = !w->stop && w->epoch == epoch;
+			bool go = !w->stop && !w->paused && w->epoch == epoch;
 			pthread_mutex_unlock(&w->mu);
 			if (go)
 				rc = smp_sampler_run(s, epoch, err, sizeof(err));
@@ -276,20 +287,16 @@ static void *sampler_main(void *arg)
 			add_stats(&w->total, smp_sampler_stats(s));
 			w->s = NULL;
 			pthread_mutex_unlock(&w->mu);
-			smp_sampler_free(s);
+			smp_sampler_free(s); /* seals or discards what it was writing */
 		}
 		if (rc != 0)
 			cmn_log(CMN_LOG_ERROR, "samplers, epoch %" PRIu32 ": %s", epoch, err);
 		pthread_mutex_lock(&w->mu);
+		w->busy = false;
+		done = epoch;
 		if (w->epoch == epoch)
 			w->idle = true;
-		/* The pass ended: wait for the next epoch. */
-		while (!w->stop && w->epoch == epoch) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
-			pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-		}
+		pthread_cond_broadcast(&w->cv);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -315,11 +322,32 @@ static int workers_start(void *ctx, struct cfs_store *store, uint32_t epoch, cha
 	return 0;
 }
 
+static void workers_pause(void *ctx)
+{
+	struct workers *w = ctx;
+	pthread_mutex_lock(&w->mu);
+	w->paused = true;
+	if (w->s)
+		smp_sampler_stop(w->s);
+	for (int i = 0; i < 30 && w->busy && !w->stop; i++) {
+		if (w->s)
+			smp_sampler_stop(w->s);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+	}
+	if (w->busy)
+		cmn_log(CMN_LOG_WARN, "samplers: the pass did not end within 30 s of the boundary");
+	pthread_mutex_unlock(&w->mu);
+}
+
 static void workers_new_epoch(void *ctx, uint32_t epoch)
 {
 	struct workers *w = ctx;
 	pthread_mutex_lock(&w->mu);
 	w->epoch = epoch;
+	w->paused = false;
 	if (w->s)
 		smp_sampler_stop(w->s);
 	pthread_cond_broadcast(&w->cv);
@@ -355,6 +383,7 @@ static void workers_stop(void *ctx)
 
 static const struct cfs_daemon_workers sampler_workers = {
 	.start = workers_start,
+	.pause = workers_pause,
 	.new_epoch = workers_new_epoch,
 	.stats = workers_stats,
 	.stop = workers_stop,
