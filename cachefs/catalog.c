@@ -8,7 +8,11 @@
  *   FILE     a local file of the cache: a TFRecord shard (shards/<id>.tfrecord)
  *            or a raw object (objects/<id>); a row of table `shards`.
  *   SAMPLE   one record of a FILE; a row of `samples`, keyed (shard_id, offset).
+ *   SOURCE   a remote dataset URL; a row of `sources`.
  *   OBJECT   one version (etag, size) of one remote key of a SOURCE.
+ *   FILE OBJECTS  the distinct OBJECTs a FILE holds samples of; rows of
+ *            `shard_objects`, the reverse index that finds the FILEs of a
+ *            STALE object without an index entry per SAMPLE.
  *   EPOCH    a row of `epochs`: schedule entry in force and counters.
  *   ID       a FILE id; ids only grow (alloc_id) and are never reused, so
  *            a path never names different bytes.
@@ -19,8 +23,9 @@
  *   DESIGN 2  the last step of sealing: a FILE row and all its SAMPLE rows
  *             are committed in one transaction (cfs_catalog_shard_insert),
  *             after the caller renamed and fsynced the file.
- *   DESIGN 4  the catalog is the source the budget is rebuilt from at start
- *             (reconcile.c sums the bytes of SEALED and EVICTING rows).
+ *   DESIGN 4  the catalog is what the budget is rebuilt from at start
+ *             (reconcile.c sums the bytes of the SEALED rows whose files
+ *             survive; EVICTING ones are finished then).
  *   DESIGN 6  reconcile.c reads every FILE row in one query
  *             (shards_list) and drops rows in one transaction (shards_drop).
  *   DESIGN 7  keys are stored as data only; display names of raw objects
@@ -57,12 +62,14 @@
  * SQLITE_PREPARE_PERSISTENT and cached in c->stmt[]; bulk operations run
  * in one transaction, nested calls as savepoints.
  *
- * Locking.  c->mu (recursive) protects the sqlite3 handle, c->stmt[] and
- * c->depth.  It is held for a whole call, or from cfs_catalog_begin() to
- * commit/rollback.  Lock order across cachefs: catalog mu before budget mu
- * is never needed - no function of this file calls the budget, and the
- * store calls them one after the other, never nested.  c->next_id is an
- * atomic and needs no lock.
+ * Locking.  c->mu (recursive) protects the sqlite3 handle, c->stmt[],
+ * c->depth and c->explicit_txn.  It is held for a whole call, or from
+ * cfs_catalog_begin() to commit/rollback.  Lock order in cachefs (written
+ * once, here): catalog mu, then budget mu.  The budget's mutex is a leaf
+ * (budget.c calls nothing while holding it); a caller inside
+ * cfs_catalog_begin() may touch the budget (cfs_store_evict does), never
+ * the reverse.  No function of this file calls the budget.  c->next_id is
+ * an atomic and needs no lock.
  */
 #include "cachefs/catalog.h"
 

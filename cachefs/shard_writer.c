@@ -15,7 +15,7 @@
  *             remote key of a raw object is used for its display name only.
  *
  * Locking: a writer is used by one thread at a time; it calls into the
- * budget and the catalog, which lock themselves, never both at once.
+ * budget and the catalog, which lock themselves, one after the other.
  */
 #include "cachefs/shard_writer.h"
 

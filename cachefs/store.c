@@ -11,9 +11,9 @@
  * change), DESIGN 6 (reconciliation before the store is handed out),
  * DESIGN 7 (every path is built by cfs__file_name from a numeric id).
  *
- * Locking: the store's fields are immutable after open.  Lock order in
- * cachefs: catalog mu and budget mu are never held together; the store
- * calls one, then the other.
+ * Locking: the store's fields are immutable after open.  Lock order: see
+ * catalog.c (catalog mu, then budget mu; cfs_store_evict may run inside a
+ * caller's cfs_catalog_begin() and then takes the budget's mutex in it).
  */
 #include "cachefs/store_i.h"
 
