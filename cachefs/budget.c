@@ -125,7 +125,10 @@ int cfs_budget_reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms
 			rc = -ECANCELED;
 			break;
 		}
-		if (bytes > b->limit || (b->admit != CFS_BUDGET_UNLIMITED && bytes > b->admit)) {
+		/* bigger than the whole cache: waiting could only end by timeout.
+		 * (Bigger than this epoch's admit is different: a later epoch may
+		 * admit more, so that waits like any other shortage.) */
+		if (bytes > b->limit) {
 			rc = -EFBIG;
 			break;
 		}

@@ -69,8 +69,10 @@ void cfs_budget_free(struct cfs_budget *b);
  *   -EAGAIN     timeout_ms == 0 and there is no room now;
  *   -ETIMEDOUT  no room appeared within timeout_ms;
  *   -ECANCELED  cfs_budget_cancel() was called (before or during the wait);
- *   -EFBIG      bytes > limit or bytes > admit: it can never fit, so the
- *               call fails at once instead of waiting forever.
+ *   -EFBIG      bytes > limit: it cannot fit under the current limit, so
+ *               the call fails at once instead of waiting out its timeout.
+ *               (bytes > this epoch's admit, even admit 0, waits: the next
+ *               epoch may admit more.)
  * On failure nothing is reserved.  bytes == 0 always succeeds.
  */
 int cfs_budget_reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms);

@@ -48,8 +48,9 @@ START_TEST(too_big_fails_at_once)
 	struct cfs_budget *b = mk(1000);
 
 	ck_assert_int_eq(cfs_budget_reserve(b, 1001, 10000), -EFBIG);
+	/* over this epoch's admit is no error: it waits (here: times out) */
 	cfs_budget_new_epoch(b, 100);
-	ck_assert_int_eq(cfs_budget_reserve(b, 101, 10000), -EFBIG);
+	ck_assert_int_eq(cfs_budget_reserve(b, 101, 20), -ETIMEDOUT);
 	ck_assert_uint_eq(held(b), 0);
 	cfs_budget_free(b);
 }
@@ -212,6 +213,26 @@ START_TEST(next_epoch_wakes_admit_waiter)
 }
 END_TEST
 
+/* admit = 0 (nothing fresh this epoch): writers wait for an epoch that admits. */
+START_TEST(zero_admit_waits_for_next_epoch)
+{
+	struct cfs_budget *b = mk(1000);
+	struct waiter w = {b, 500, 1};
+	pthread_t t;
+
+	cfs_budget_new_epoch(b, 0);
+	ck_assert_int_eq(cfs_budget_try_reserve(b, 1), -EAGAIN);
+	pthread_create(&t, NULL, wait_thread, &w);
+	wait_for_waiters(b, 1);
+	cfs_budget_new_epoch(b, 600);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(w.rc, 0);
+	ck_assert_uint_eq(held(b), 500);
+	cfs_budget_release(b, 500);
+	cfs_budget_free(b);
+}
+END_TEST
+
 START_TEST(cancel_wakes_all)
 {
 	struct cfs_budget *b = mk(10);
@@ -328,6 +349,7 @@ static Suite *budget_suite(void)
 		{"admit_budget_per_epoch", admit_budget_per_epoch},
 		{"release_wakes_waiter", release_wakes_waiter},
 		{"next_epoch_wakes_admit_waiter", next_epoch_wakes_admit_waiter},
+		{"zero_admit_waits_for_next_epoch", zero_admit_waits_for_next_epoch},
 		{"cancel_wakes_all", cancel_wakes_all},
 		{"threads_never_exceed_limit", threads_never_exceed_limit},
 	};
