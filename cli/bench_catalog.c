@@ -9,6 +9,7 @@
  *   - one batched statistics update over every shard;
  *   - eviction of every shard: EVICTING in one transaction, then GONE with
  *     its sample rows deleted in one more;
+ *   - a source listing of 100 x --shards keys merged (new, then unchanged);
  *   - reconciliation at cfs_store_open of a cache with --files files.
  * It has no peer: SQLite is the baseline of itself; the issue's targets
  * are 200,000 sample rows/s and 100,000 files reconciled in 5 s.
@@ -116,6 +117,38 @@ static int parse(int argc, char **argv, struct bc_opts *o)
 	return 0;
 }
 
+/* Merges a listing of n keys (new), then the same listing again (a relist). */
+static int bench_listing(struct cfs_catalog *c, uint64_t n)
+{
+	struct cfs_listing_entry *ents = calloc(n ? n : 1, sizeof(*ents));
+	char *keys = malloc(n ? n * 48 : 1);
+	int64_t src, *ids = calloc(n ? n : 1, sizeof(*ids));
+	struct cfs_sync_result res;
+	double t;
+	int rc = 1;
+
+	if (!ents || !keys || !ids || cfs_catalog_source(c, "s3://bench/prefix/", &src) < 0)
+		goto out;
+	for (uint64_t i = 0; i < n; i++) {
+		snprintf(keys + i * 48, 48, "train/part-%08" PRIu64 ".tfrecord", i * 7919 % n);
+		ents[i] = (struct cfs_listing_entry){keys + i * 48, 1 << 20, "\"etag\""};
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		t = now_s();
+		if (cfs_catalog_objects_sync(c, src, ents, n, (uint32_t)pass, ids, &res) < 0)
+			goto out;
+		t = now_s() - t;
+		row(pass ? "listing re-synced (unchanged keys)" : "listing synced (new keys)", n, t,
+		    "keys/s");
+	}
+	rc = 0;
+out:
+	free(ents);
+	free(keys);
+	free(ids);
+	return rc;
+}
+
 /* Inserts, queries, updates and evicts in a fresh catalog under dir. */
 static int bench_rows(const struct bc_opts *o, const char *dir)
 {
@@ -182,7 +215,7 @@ static int bench_rows(const struct bc_opts *o, const char *dir)
 		goto out;
 	t = now_s() - t;
 	row("sample rows deleted at gone (1 txn)", o->shards * o->records, t, "rows/s");
-	rc = 0;
+	rc = bench_listing(c, o->shards * 100);
 out:
 	cfs_shard_info_free(arr, n);
 	cfs_catalog_close(c);
