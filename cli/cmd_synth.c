@@ -45,6 +45,11 @@
  * for little gain).  A progress line (records, MB, MB/s) goes to stderr:
  * refreshed in place on a terminal, else one line a second for runs longer
  * than a second.
+ *
+ * Threads and locking: workers take shards from an atomic counter and add to
+ * atomic record/byte counters; synth.mu protects the first error message
+ * and the count of running workers, whose end is signalled on synth.cond
+ * (the main thread waits there, waking to print progress).
  */
 #include "cli/cmd.h"
 #include "common/crc32c.h"
