@@ -186,9 +186,15 @@ class View:
             return (kDLCUDA, self._device)
         return (kDLCPU, 0)
 
-    def __dlpack__(self, stream=None):
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         # The feeder synchronised the copy event before handing the batch
         # out, so the data is ready for any stream: nothing to do for `stream`.
+        # Newer consumers pass max_version/dl_device/copy (array API 2023):
+        # we answer with a legacy "dltensor" capsule, which they accept.
+        if copy:
+            raise BufferError("rollcache.View cannot copy; call .copy() on the result")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError("rollcache.View lives on %s" % (self.__dlpack_device__(),))
         ndim = len(self._shape)
         shape = (ctypes.c_int64 * max(ndim, 1))(*self._shape)
         strides = (ctypes.c_int64 * max(ndim, 1))()
