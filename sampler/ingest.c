@@ -42,6 +42,7 @@
 #include "common/log.h"
 #include "common/tfrecord.h"
 #include "sampler/fetch.h"
+#include "sampler/records.h"
 #include "sampler/shuffle.h"
 #include "sampler/store_i.h"
 
@@ -67,6 +68,7 @@ struct smp_sampler {
 	/* listing state, kept across passes */
 	struct smp_listing listing;
 	int64_t *object_ids; /* [listing.n] */
+	bool *has_idx;       /* [listing.n]: an `<key>.idx` sidecar was listed */
 	int64_t source_id;
 	bool listed;
 	uint32_t listed_epoch;
@@ -110,6 +112,16 @@ struct obj_reader {
 	bool gzip;
 	struct cfs_shard_writer *raw; /* format=raw */
 	uint64_t raw_bytes;
+	const uint64_t *wanted; /* strategy=records: offsets to admit (sorted), else NULL */
+	uint32_t nwanted, wi;
+};
+
+/* One request of a pass: a whole object, or a range of drawn records. */
+struct work {
+	uint32_t obj;
+	uint64_t off, len; /* len 0: the whole object */
+	const uint64_t *wanted;
+	uint32_t nwanted;
 };
 
 /* ---- shard side ----------------------------------------------------------- */
@@ -290,6 +302,16 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 	}
 	if (o->gzip && o->attempt_records++ < o->skip)
 		return 0;
+	if (o->wanted) { /* a coalesced range: admit only the drawn records */
+		uint64_t at = o->base + rec->offset;
+		while (o->wi < o->nwanted && o->wanted[o->wi] < at)
+			o->wi++;
+		if (o->wi >= o->nwanted || o->wanted[o->wi] != at) {
+			o->good_end = at + CMN_TFR_OVERHEAD + rec->len;
+			return 0;
+		}
+		o->wi++;
+	}
 	struct smp_rec r = {
 		.data = rec->data,
 		.len = rec->len,
@@ -415,9 +437,11 @@ static void obj_done(void *ctx, int rc, const char *msg)
 		}
 	}
 	if (rc == 0) {
-		SMP_STAT_ADD(&s->stats, objects_done, 1);
 		s->prog.objects_done++;
-		cfs_catalog_object_fetched(s->cat, o->object_id, s->epoch);
+		if (!o->wanted) { /* a whole object, not a range of drawn records */
+			SMP_STAT_ADD(&s->stats, objects_done, 1);
+			cfs_catalog_object_fetched(s->cat, o->object_id, s->epoch);
+		}
 	} else if (rc != -ECANCELED && rc != -ENOSPC && !s->fatal) {
 		cmn_log(CMN_LOG_WARN, "%s", msg);
 	}
@@ -438,8 +462,8 @@ static int raw_open(struct obj_reader *o, char *err, size_t errlen)
 				   errlen);
 }
 
-/* Starts reading object i.  Returns 0, or -ENOSPC when the cache is full. */
-static int dispatch(struct smp_sampler *s, size_t i)
+/* Starts reading work item w.  Returns 0, or -ENOSPC when the cache is full. */
+static int dispatch(struct smp_sampler *s, const struct work *w)
 {
 	char err[512];
 	struct obj_reader *o = calloc(1, sizeof(*o));
@@ -447,8 +471,11 @@ static int dispatch(struct smp_sampler *s, size_t i)
 	if (!o)
 		return fail_local(s, -ENOMEM, "starting an object");
 	o->s = s;
-	o->obj = &s->listing.v[i];
-	o->object_id = s->object_ids[i];
+	o->obj = &s->listing.v[w->obj];
+	o->object_id = s->object_ids[w->obj];
+	o->base = o->good_end = w->off;
+	o->wanted = w->wanted;
+	o->nwanted = w->nwanted;
 	if (s->cfg->format == CMN_FORMAT_RAW) {
 		rc = raw_open(o, err, sizeof(err));
 		if (rc) {
@@ -479,6 +506,8 @@ static int dispatch(struct smp_sampler *s, size_t i)
 	}
 	struct smp_fetch_req r = {
 		.key = o->obj->key,
+		.off = w->off,
+		.len = w->len,
 		.size = o->obj->size,
 		.ops = &obj_ops,
 		.ctx = o,
@@ -509,7 +538,34 @@ static int relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errle
 	int rc = smp_store_list(s->store, &l, err, errlen);
 	if (rc)
 		return rc;
-	/* index sidecars are not objects (strategy=records reads them) */
+	/*
+	 * Index sidecars are not objects (strategy=records reads them): note
+	 * which objects have one, then drop them from the listing.  The listing
+	 * is sorted, so "x.idx" is found by binary search for "x".
+	 */
+	bool *idx = calloc(l.n ? l.n : 1, sizeof(*idx));
+	if (!idx) {
+		smp_listing_free(&l);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		if (!is_sidecar(&l, i))
+			continue;
+		size_t kl = strlen(l.v[i].key) - 4, lo = 0, hi = l.n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			int c = strncmp(l.v[mid].key, l.v[i].key, kl);
+			if (c == 0 && l.v[mid].key[kl] != '\0')
+				c = 1;
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < l.n && !strncmp(l.v[lo].key, l.v[i].key, kl) && l.v[lo].key[kl] == '\0')
+			idx[lo] = true;
+	}
 	size_t w = 0;
 	for (size_t i = 0; i < l.n; i++) {
 		if (is_sidecar(&l, i)) {
@@ -517,6 +573,7 @@ static int relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errle
 			free(l.v[i].etag);
 			continue;
 		}
+		idx[w] = idx[i];
 		l.v[w++] = l.v[i];
 	}
 	l.n = w;
@@ -536,6 +593,7 @@ static int relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errle
 	free(ents);
 	if (rc) {
 		free(ids);
+		free(idx);
 		smp_listing_free(&l);
 		snprintf(err, errlen, "recording the listing in the catalog: %s", strerror(-rc));
 		return rc;
@@ -545,11 +603,128 @@ static int relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errle
 			s->cfg->url, (unsigned long long)res.changed);
 	smp_listing_free(&s->listing);
 	free(s->object_ids);
+	free(s->has_idx);
 	s->listing = l;
 	s->object_ids = ids;
+	s->has_idx = idx;
 	s->listed = true;
 	s->listed_epoch = epoch;
 	return 0;
+}
+
+/* ---- strategy=records: sidecars and the plan ------------------------------- */
+
+struct idx_fetch {
+	char *buf;
+	size_t len, cap;
+	int rc;
+	bool done;
+	char msg[512];
+};
+
+static int idx_data(void *ctx, const void *p, size_t n)
+{
+	struct idx_fetch *x = ctx;
+	if (x->len + n > SMP_INDEX_CAP)
+		return -EFBIG;
+	if (x->len + n > x->cap) {
+		size_t nc = x->cap ? x->cap : 65536;
+		while (nc < x->len + n)
+			nc *= 2;
+		char *nb = realloc(x->buf, nc);
+		if (!nb)
+			return -ENOMEM;
+		x->buf = nb;
+		x->cap = nc;
+	}
+	memcpy(x->buf + x->len, p, n);
+	x->len += n;
+	return 0;
+}
+
+static int idx_end(void *ctx)
+{
+	return 0;
+}
+
+static uint64_t idx_restart(void *ctx, bool final)
+{
+	struct idx_fetch *x = ctx;
+	x->len = 0;
+	return 0;
+}
+
+static void idx_done(void *ctx, int rc, const char *msg)
+{
+	struct idx_fetch *x = ctx;
+	x->rc = rc;
+	x->done = true;
+	snprintf(x->msg, sizeof(x->msg), "%s", msg);
+}
+
+static const struct smp_xfer_ops idx_ops = {idx_data, idx_end, idx_restart, idx_done};
+
+/*
+ * Fetches the sidecars of the n objects in order[] that have one (in
+ * parallel), parses them and plans the ranges.  use_idx[k] tells whether
+ * order[k] is covered by the plan; objects whose sidecar failed are read
+ * whole.  Returns 0 or -errno (only for local failures: memory, engine).
+ */
+static int load_plan(struct smp_sampler *s, const size_t *order, size_t n, uint64_t seed,
+		     bool *use_idx, struct smp_plan *plan)
+{
+	struct idx_fetch *fx = calloc(n ? n : 1, sizeof(*fx));
+	struct smp_idx_entry *ents = NULL;
+	size_t ne = 0, cap = 0;
+	int rc = 0;
+	if (!fx)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		use_idx[k] = false;
+		if (!s->has_idx[order[k]])
+			continue;
+		char key[SMP_KEY_MAX + 8];
+		snprintf(key, sizeof(key), "%s.idx", s->listing.v[order[k]].key);
+		struct smp_fetch_req r = {.key = key, .ops = &idx_ops, .ctx = &fx[k]};
+		rc = smp_fetch_add(s->fetch, &r);
+		if (rc)
+			goto out;
+		use_idx[k] = true;
+	}
+	while (smp_fetch_pending(s->fetch) && !atomic_load(&s->stop)) {
+		rc = smp_fetch_step(s->fetch, 250);
+		if (rc)
+			goto out;
+	}
+	smp_fetch_cancel_all(s->fetch);
+	for (size_t k = 0; k < n; k++) {
+		if (!use_idx[k])
+			continue;
+		const struct smp_object *o = &s->listing.v[order[k]];
+		char err[512];
+		size_t before = ne;
+		int prc = fx[k].done && fx[k].rc == 0
+				  ? smp__parse_index(fx[k].buf ? fx[k].buf : "", fx[k].len, (uint32_t)order[k],
+						     o->size, &ents, &ne, &cap, err, sizeof(err))
+				  : -EIO;
+		if (prc == -ENOMEM) {
+			rc = prc;
+			goto out;
+		}
+		if (prc) {
+			cmn_log(CMN_LOG_WARN, "%s.idx: %s: reading the whole object instead", o->key,
+				fx[k].done && fx[k].rc == 0 ? err : fx[k].msg);
+			ne = before;
+			use_idx[k] = false;
+		}
+	}
+	rc = smp__plan_ranges(ents, ne, seed, plan);
+out:
+	for (size_t k = 0; k < n; k++)
+		free(fx[k].buf);
+	free(fx);
+	free(ents);
+	return rc;
 }
 
 /* ---- public ------------------------------------------------------------------ */
@@ -571,12 +746,6 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 	s->room_wait_ms = o->room_wait_ms ? o->room_wait_ms : 60000;
 	s->progress = o->progress;
 	s->progress_ctx = o->progress_ctx;
-	if (o->cfg->strategy == CMN_STRATEGY_RECORDS) {
-		snprintf(err, errlen, "strategy=records is not implemented yet (docs/TODO-sampler.md): "
-			 "use strategy=objects");
-		free(s);
-		return -ENOTSUP;
-	}
 	struct smp_store_opts so = {
 		.url = o->cfg->url,
 		.endpoint = o->cfg->endpoint,
@@ -635,6 +804,7 @@ void smp_sampler_free(struct smp_sampler *s)
 	smp_store_free(s->store);
 	smp_listing_free(&s->listing);
 	free(s->object_ids);
+	free(s->has_idx);
 	free(s);
 }
 
@@ -714,20 +884,68 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 		order[i - 1] = order[j];
 		order[j] = t;
 	}
-	s->prog.objects_total = n;
+	/* the work of this pass: ranges of drawn records, and whole objects */
+	bool by_records = c->strategy == CMN_STRATEGY_RECORDS;
+	if (by_records && (c->format != CMN_FORMAT_TFRECORD || c->compression != CMN_COMPRESSION_NONE)) {
+		cmn_log(CMN_LOG_INFO, "strategy=records needs uncompressed TFRecord objects: reading whole objects");
+		by_records = false;
+	}
+	struct smp_plan plan = {0};
+	bool *use_idx = calloc(n ? n : 1, sizeof(*use_idx));
+	if (!use_idx) {
+		free(order);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (by_records) {
+		rc = load_plan(s, order, n, splitmix(&rng), use_idx, &plan);
+		if (rc) {
+			free(order);
+			free(use_idx);
+			snprintf(err, errlen, "planning records from index sidecars: %s", strerror(-rc));
+			return rc;
+		}
+	}
+	struct work *items = malloc((n + plan.n + 1) * sizeof(*items));
+	size_t nitems = 0;
+	if (!items) {
+		free(order);
+		free(use_idx);
+		smp__plan_free(&plan);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < plan.n; i++)
+		items[nitems++] = (struct work){plan.r[i].obj, plan.r[i].off, plan.r[i].len,
+						plan.r[i].wanted, plan.r[i].nwanted};
+	for (size_t k = 0; k < n; k++)
+		if (!use_idx[k])
+			items[nitems++] = (struct work){(uint32_t)order[k], 0, 0, NULL, 0};
+	if (by_records) /* whole objects (no sidecar) mixed in among the ranges */
+		for (size_t i = nitems; i > 1; i--) {
+			size_t j = (size_t)(splitmix(&rng) % i);
+			struct work t = items[i - 1];
+			items[i - 1] = items[j];
+			items[j] = t;
+		}
+	free(use_idx);
+	s->prog.objects_total = nitems;
 
 	size_t shuf_cap = c->shard_size < SMP_SHUFFLE_MAX_BYTES ? (size_t)c->shard_size : SMP_SHUFFLE_MAX_BYTES;
 	rc = smp_shuffle_new(&s->shuf, shuf_cap, splitmix(&rng));
 	if (rc) {
 		free(order);
+		free(items);
+		smp__plan_free(&plan);
 		snprintf(err, errlen, "out of memory for the shuffle buffer");
 		return rc;
 	}
-	/* keep up to 2 x connections objects queued so the engine never idles */
+	/* keep up to 2 x connections requests queued so the engine never idles */
 	size_t next = 0, window = 2 * (size_t)(c->connections ? c->connections : 1);
+	n = nitems;
 	while (!atomic_load(&s->stop) && !s->full && !s->fatal) {
 		while (next < n && s->inflight < window && !s->full && !s->fatal) {
-			rc = dispatch(s, order[next]);
+			rc = dispatch(s, &items[next]);
 			if (rc && rc != -ENOSPC)
 				break;
 			next++;
@@ -759,6 +977,8 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 	s->prog.records = SMP_STAT_GET(&s->stats, records_admitted) - records0;
 	s->prog.bytes = SMP_STAT_GET(&s->stats, bytes_admitted) - bytes0;
 	free(order);
+	free(items);
+	smp__plan_free(&plan);
 	report(s, true);
 	if (s->fatal) {
 		snprintf(err, errlen, "%s", s->fatal_msg);
