@@ -190,7 +190,7 @@ struct decode_ctx {
 /* Grows a slot's ragged values to hold `need` bytes, keeping `used`. */
 static int ragged_grow(struct rc_feeder *f, struct fdr_ragged *rg, size_t need, size_t i)
 {
-	size_t ncap = rg->cap ? rg->cap : 4096;
+	size_t ncap = rg->cap ? rg->cap : 256;
 	while (ncap < need)
 		ncap *= 2;
 	void *nb;
@@ -895,15 +895,15 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 		f->lanes[i].fd = -1;
 	/* the chunks normally in flight get their buffers now (see reader.c) */
 	size_t ndecoders = o->threads ? o->threads : 2;
-	size_t warm = f->W + f->o.interleave * f->ra + ndecoders + 1;
+	size_t warm = f->W + f->o.interleave * f->ra + 2 * (ndecoders + 1) + 1;
 	for (size_t i = 0; i < warm && i < f->nchunks; i++) {
 		struct fdr_chunk *c = &f->chunks[i];
-		if (fdr__chunk_reserve(f, c, 2 * f->read_size, 0)) {
+		if (fdr__chunk_reserve(f, c, FDR_CHUNK_CAP(f), 0)) {
 			snprintf(err, errlen, "out of memory for %zu read chunks of %zu bytes", warm,
-				 2 * f->read_size);
+				 FDR_CHUNK_CAP(f));
 			goto fail_free;
 		}
-		c->rec_cap = f->read_size / 1024;
+		c->rec_cap = FDR_CHUNK_RECS(f);
 		c->recs = malloc(c->rec_cap * sizeof *c->recs);
 		if (!c->recs) {
 			snprintf(err, errlen, "out of memory");

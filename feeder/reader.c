@@ -6,14 +6,15 @@
  * framed in place (cmn_tfr_get_header, payload CRC32C) and the payloads stay
  * where they were read: decoders read them from the chunk (no copy).  A
  * record cut by the end of the read is completed with one more pread when
- * it fits the chunk's capacity (2 * read_size, or the largest record seen),
- * so nothing is read twice.  GZIP files go through the framing library's fd
+ * it fits the chunk's capacity (1.25 * read_size, or the largest record
+ * seen); otherwise the next chunk starts at it, so at most the cut part of
+ * one record per chunk is read twice.  GZIP files go through the framing library's fd
  * reader (inflate) and their records are copied into the chunk.  Raw files
  * are cut into records of the schema's fixed size.
  *
  * Capacity policy: the chunks a pipeline keeps in flight (window, lane
- * queues, one per decoder) are allocated at open with 2 * read_size bytes
- * and read_size / 1024 record entries; a buffer grows (to the record size
+ * queues, two per batch being assembled or decoded) are allocated at open
+ * with 1.25 * read_size bytes and max(64, read_size / 1024) record entries; a buffer grows (to the record size
  * rounded up to 1 MiB) only when one record does not fit, and a spare chunk
  * gets its buffer when it is first needed.  So allocations stop once the
  * largest record has been seen.
@@ -68,7 +69,7 @@ int fdr__chunk_reserve(struct rc_feeder *f, struct fdr_chunk *c, size_t need, si
 {
 	if (c->cap >= need)
 		return 0;
-	size_t ncap = need < 2 * f->read_size ? 2 * f->read_size : (need + MIB - 1) & ~(MIB - 1);
+	size_t ncap = need < FDR_CHUNK_CAP(f) ? FDR_CHUNK_CAP(f) : (need + MIB - 1) & ~(MIB - 1);
 	uint8_t *nb = malloc(ncap);
 	if (!nb)
 		return -ENOMEM;
@@ -86,7 +87,7 @@ static int chunk_add(struct rc_feeder *f, struct fdr_chunk *c, uint64_t off, uin
 		     uint64_t index)
 {
 	if (c->nrec == c->rec_cap) {
-		size_t nc = c->rec_cap ? c->rec_cap * 2 : f->read_size / 1024;
+		size_t nc = c->rec_cap ? c->rec_cap * 2 : FDR_CHUNK_RECS(f);
 		struct fdr_rec *nr = realloc(c->recs, nc * sizeof *nr);
 		if (!nr)
 			return -ENOMEM;
@@ -219,7 +220,7 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 	ssize_t n;
 	int rc;
 
-	rc = fdr__chunk_reserve(f, c, 2 * f->read_size, 0);
+	rc = fdr__chunk_reserve(f, c, FDR_CHUNK_CAP(f), 0);
 	if (rc)
 		goto nomem;
 	n = pread_full(l->fd, c->buf, want, l->off);
@@ -301,7 +302,7 @@ static int fill_gzip(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *
 		     size_t errlen)
 {
 	size_t fill = 0;
-	int rc = fdr__chunk_reserve(f, c, 2 * f->read_size, 0);
+	int rc = fdr__chunk_reserve(f, c, FDR_CHUNK_CAP(f), 0);
 
 	if (rc)
 		goto nomem;

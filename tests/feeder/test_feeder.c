@@ -616,6 +616,41 @@ START_TEST(test_steady_state_no_alloc)
 }
 END_TEST
 
+static void tw_tiny_ragged(struct rc_feeder_opts *o, void *arg)
+{
+	o->ragged_hint = 1; /* 8 bytes per slot: every slot must grow */
+	o->threads = 1;
+	o->readers = 1;
+}
+
+/* ---- ragged capacity policy: grows past the hint, values intact, then stops ---- */
+START_TEST(test_ragged_growth)
+{
+	char *p = make_data("ragged", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	struct rc_feeder *f = open_f(p, SPEC, 37, tw_tiny_ragged, NULL);
+	struct rc_feeder_stats st0, st1, st2;
+	rc_feeder_stats(f, &st0);
+	unsigned seen[TOTAL] = {0};
+	ck_assert_uint_eq(read_epoch(f, seen, TOTAL, NULL, 37, false), TOTAL); /* checks ids/name */
+	assert_once(seen, TOTAL);
+	rc_feeder_stats(f, &st1);
+	ck_assert_uint_gt(st1.allocations, st0.allocations); /* it had to grow */
+	/* slots that missed the last raise of the high-water mark catch up once
+	 * (epoch 1); from then on nothing grows */
+	for (int e = 0; e < 3; e++) {
+		if (e == 2)
+			rc_feeder_stats(f, &st1);
+		ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+		memset(seen, 0, sizeof seen);
+		ck_assert_uint_eq(read_epoch(f, seen, TOTAL, NULL, 37, false), TOTAL);
+		assert_once(seen, TOTAL);
+	}
+	rc_feeder_stats(f, &st2);
+	ck_assert_uint_eq(st2.allocations, st1.allocations); /* and stopped growing */
+	rc_feeder_close(f);
+}
+END_TEST
+
 /* ---- inside a rollcache mount: next_epoch writes "next" to .rollcache/control ---- */
 START_TEST(test_control_advance)
 {
@@ -766,6 +801,7 @@ static Suite *feeder_suite(void)
 		{"control_advance", test_control_advance},
 		{"big_records_glob", test_big_records_glob},
 		{"real_testdata", test_real_testdata},
+		{"ragged_growth", test_ragged_growth},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		TCase *tc = tcase_create(cases[i].name);
