@@ -310,6 +310,78 @@ static int scan_list(struct ctx *c, enum cmn_ex_kind kind, const uint8_t *p, con
 }
 
 /*
+ * Reads a length (a varint of at most 3 bytes here) at p and checks that the
+ * payload ends exactly at end.  Returns the payload start or NULL.
+ */
+static inline const uint8_t *exact_ld(const uint8_t *p, const uint8_t *end)
+{
+	uint64_t len = 0;
+	for (unsigned i = 0; i < 3 && p + i < end; i++) {
+		len |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (p[i] < 0x80)
+			return (uint64_t)(end - (p + i + 1)) == len ? p + i + 1 : NULL;
+	}
+	return NULL;
+}
+
+/*
+ * The layout every serializer writes: the entry is `key` then one `value`,
+ * the Feature one list field, the list one packed field (or one string).
+ * Recognizes it without the general walk; returns 1 and fills *out, 0 when
+ * the entry has another shape (the caller takes the general path), or
+ * -EBADMSG for a bad packed payload.
+ */
+static int resolve_canonical(struct ctx *c, const uint8_t *entry, const uint8_t *eend,
+			     struct cmn_ex_feature *out)
+{
+	const uint8_t *p = entry;
+	if (eend - p < 2 || p[0] != 0x0a || p[1] >= 0x80 || eend - p - 2 < p[1] + 2)
+		return 0;
+	p += 2 + p[1];
+	if (p[0] != 0x12 || !(p = exact_ld(p + 1, eend)) || p == eend)
+		return 0;
+	const uint8_t *feat = p;
+	if (p[0] != 0x0a && p[0] != 0x12 && p[0] != 0x1a)
+		return 0;
+	enum cmn_ex_kind kind = (enum cmn_ex_kind)(p[0] >> 3);
+	if (!(p = exact_ld(p + 1, eend)) || p == eend || p[0] != 0x0a)
+		return 0;
+	const uint8_t *tag = p;
+	if (!(p = exact_ld(p + 1, eend)))
+		return 0;
+	size_t len = (size_t)(eend - p), n = 0;
+	switch (kind) {
+	case CMN_EX_FLOAT_LIST:
+		if (len % 4)
+			return bad(c, tag, "packed float payload of %zu bytes is not a multiple of 4",
+				   len);
+		n = len / 4;
+		break;
+	case CMN_EX_INT64_LIST: {
+		int rc = count_varints(c, p, eend, &n);
+		if (rc)
+			return rc;
+		break;
+	}
+	case CMN_EX_BYTES_LIST:
+		n = 1;
+		break;
+	case CMN_EX_NONE:
+		return 0;
+	}
+	out->kind = kind;
+	out->n_values = n;
+	out->n_bytes = kind == CMN_EX_BYTES_LIST ? len : 0;
+	out->packed = p;
+	out->packed_len = len;
+	out->entry_ = eend;
+	out->entry_end_ = eend;
+	out->run_ = feat;
+	out->run_val_end_ = eend;
+	return 1;
+}
+
+/*
  * Resolves the Feature of the map entry [entry, eend) into *out (kind,
  * counts, views; the name is set by the caller).  Validates every list of
  * the Feature, as protobuf parses them all.
@@ -317,6 +389,9 @@ static int scan_list(struct ctx *c, enum cmn_ex_kind kind, const uint8_t *p, con
 static int resolve_feature(struct ctx *c, const uint8_t *entry, const uint8_t *eend,
 			   struct cmn_ex_feature *out)
 {
+	int fast = resolve_canonical(c, entry, eend, out);
+	if (fast)
+		return fast < 0 ? fast : 0;
 	struct fcur fc = {.p = NULL, .end = NULL, .ep = entry, .eend = eend};
 	struct run r = {0};
 	enum cmn_ex_kind kind = CMN_EX_NONE;
