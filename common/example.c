@@ -15,7 +15,10 @@
  * with its name (pass 1, entry level only), then resolves that entry's Feature
  * (oneof rules, counting values and validating the lists) and copies the
  * values straight into the caller's row (pass 2).  A packed float_list is one
- * memcpy; a packed int64_list is one varint loop.
+ * memcpy; a packed int64_list is one varint loop.  Entries in the layout
+ * every serializer writes (key, value; one list; one packed field) are
+ * recognized by resolve_canonical() with a few byte compares; any other
+ * layout takes the general walk, with the same results (tests check both).
  *
  * Protobuf semantics reproduced (see example.h): unknown fields and known
  * fields with another wire type are skipped; repeated scalars may be packed or
