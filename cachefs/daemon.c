@@ -850,6 +850,11 @@ int cfs_daemon_run(const struct cfs_daemon_opts *o, char *err, size_t errlen)
 			  errlen);
 	if (rc != 0)
 		goto out;
+	uint32_t ra = o->readahead_kib ? o->readahead_kib : 4096;
+	int rrc = cfs_fs_set_readahead(o->mountpoint, ra);
+	if (rrc != 0)
+		cmn_log(CMN_LOG_INFO, "readahead of %s stays at the kernel default (%s)",
+			o->mountpoint, strerror(-rrc));
 	cmn_log(CMN_LOG_INFO, "mounted %s on %s (cache %s, epoch %" PRIu32 ")", o->source,
 		o->mountpoint, cfs_store_dir(d->store), first);
 	if (o->on_ready)

@@ -576,6 +576,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		cfs_efile_release(fs->set, f);
 		goto out;
 	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL); /* shards are read front to back */
 	h->f = f;
 	h->fd = fd;
 	pthread_mutex_init(&h->mu, NULL);
@@ -904,6 +905,8 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	/* sealed files never change (invariant 1): no size checks before cached reads */
+	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	if (fs->opts.max_io) {
 		conn->max_write = fs->opts.max_io; /* also sets max_pages */
 		conn->max_read = fs->opts.max_io;  /* must equal -o max_read */
@@ -1097,6 +1100,52 @@ void cfs_fs_epoch_retired(struct cfs_fs *fs, uint32_t number)
 	int rc = fuse_lowlevel_notify_inval_entry(fs->se, INO_EPOCHS, name, strlen(name));
 	if (rc != 0 && rc != -ENOENT)
 		cmn_log(CMN_LOG_DEBUG, "invalidate epochs/%s: %s", name, strerror(-rc));
+}
+
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape_mountinfo(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+int cfs_fs_set_readahead(const char *mountpoint, uint32_t kib)
+{
+	FILE *mi = fopen("/proc/self/mountinfo", "re");
+	char line[4096], dev[64] = "";
+	if (!mi)
+		return -errno;
+	while (fgets(line, sizeof(line), mi)) {
+		char id[32], majmin[64], root[1024], mp[1024];
+		if (sscanf(line, "%31s %*s %63s %1023s %1023s", id, majmin, root, mp) != 4)
+			continue;
+		unescape_mountinfo(mp);
+		if (strcmp(mp, mountpoint) == 0)
+			snprintf(dev, sizeof(dev), "%s", majmin); /* the last one is on top */
+	}
+	fclose(mi);
+	if (!dev[0])
+		return -ENOENT;
+	char path[128];
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char v[16];
+	int n = snprintf(v, sizeof(v), "%" PRIu32, kib);
+	ssize_t w = write(fd, v, (size_t)n);
+	int rc = w == n ? 0 : -errno;
+	close(fd);
+	return rc;
 }
 
 void cfs_fs_free(struct cfs_fs *fs)

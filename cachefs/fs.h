@@ -78,6 +78,15 @@ bool cfs_fs_exited(struct cfs_fs *fs);
  */
 void cfs_fs_epoch_retired(struct cfs_fs *fs, uint32_t number);
 
+/*
+ * Sets the kernel readahead of the mount's backing device info (sysfs
+ * read_ahead_kb; libfuse cannot raise it above the kernel's 128 KiB
+ * default).  Found through /proc/self/mountinfo, never by touching the
+ * mount (that would wait for this very daemon).  Returns 0 or -errno (e.g.
+ * -EACCES when not root: the default stays).
+ */
+int cfs_fs_set_readahead(const char *mountpoint, uint32_t kib);
+
 /* Unmounts (if still mounted) and frees.  NULL is ignored. */
 void cfs_fs_free(struct cfs_fs *fs);
 

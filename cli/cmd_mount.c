@@ -71,9 +71,10 @@ struct mount_args {
 	char err[512];
 	bool failed;
 	bool splice; /* -o splice_read: serve reads by splice */
+	uint32_t readahead_kib; /* -o readahead_kb=N */
 };
 
-enum { KEY_IGNORE = 1, KEY_PASS = 2, KEY_SPLICE = 3, KEY_NOSPLICE = 4 };
+enum { KEY_IGNORE = 1, KEY_PASS = 2, KEY_SPLICE = 3, KEY_NOSPLICE = 4, KEY_READAHEAD = 5 };
 
 static const struct fuse_opt mount_opt_spec[] = {
 	/* generic mount(8)/fstab options: meaningless here */
@@ -109,6 +110,7 @@ static const struct fuse_opt mount_opt_spec[] = {
 	/* ours */
 	FUSE_OPT_KEY("splice_read", KEY_SPLICE),
 	FUSE_OPT_KEY("no_splice_read", KEY_NOSPLICE),
+	FUSE_OPT_KEY("readahead_kb=", KEY_READAHEAD),
 	FUSE_OPT_END,
 };
 
@@ -140,6 +142,18 @@ static int mount_opt_proc(void *data, const char *arg, int key, struct fuse_args
 	case KEY_NOSPLICE:
 		ma->splice = false;
 		return 0;
+	case KEY_READAHEAD: {
+		char *end;
+		unsigned long v = strtoul(arg + strlen("readahead_kb="), &end, 10);
+		if (*end || v < 4 || v > (1ul << 20)) {
+			snprintf(ma->err, sizeof(ma->err),
+				 "-o %s: expected a readahead in KiB from 4 to 1048576", arg);
+			ma->failed = true;
+		} else {
+			ma->readahead_kib = (uint32_t)v;
+		}
+		return 0;
+	}
 	case FUSE_OPT_KEY_OPT: {
 		char tmp[512];
 		if (strncmp(arg, "x-", 2) == 0)
@@ -619,6 +633,7 @@ int cmd_mount(int argc, char **argv)
 		.source = src_copy,
 		.debug = debug,
 		.splice_read = ma.splice,
+		.readahead_kib = ma.readahead_kib,
 		.fuse_opts = ma.fuse_opts,
 		.workers = wk,
 		.workers_ctx = wctx,

@@ -51,6 +51,23 @@ def body(s):
     t.run("check", cur)
     st = s.stats()
     t.eq(st["current"]["records"], len(got), "stats current.records")
+    t.eq(st["current"]["files"], len(names), "stats current.files")
+    if st["current"]["read_bytes"] < sum(os.path.getsize(os.path.join(cur, n)) for n in names):
+        t.fail("stats current.read_bytes %d below the bytes read" % st["current"]["read_bytes"])
+    # the human views agree with the JSON
+    out = t.run("status", s.mnt).stdout
+    for want in ("epoch    %d" % st["epoch"], "%d files, %d records" % (len(names), len(got))):
+        if want not in out:
+            t.fail("status output lacks %r:\n%s" % (want, out))
+    out = t.run("epoch", s.mnt, "show").stdout
+    if not out.startswith("epoch %d: %d files, %d records" % (st["epoch"], len(names), len(got))):
+        t.fail("epoch show: %r" % out)
+    js = t.run("status", s.mnt, "--json").stdout
+    import json
+    t.eq(json.loads(js)["epoch"], st["epoch"], "status --json epoch")
+    metrics = open(os.path.join(s.mnt, ".rollcache", "metrics")).read()
+    if "\nrollcache_current_records %d\n" % len(got) not in metrics:
+        t.fail("metrics lack rollcache_current_records %d:\n%s" % (len(got), metrics[:2000]))
     s.umount()
 
 

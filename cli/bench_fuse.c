@@ -1,0 +1,458 @@
+/*
+ * bench_fuse.c - `rollcache bench fuse`: reads through a rollcache mount
+ * against direct reads of the same backing files, in the same run.
+ *
+ *   rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]
+ *                        [--modes pread,splice] [--keep]
+ *
+ * Builds a cache of N sealed shards of SIZE bytes (random 1 MiB records
+ * through cachefs/shard_writer.h, so the files are real sealed shards),
+ * mounts it once per read mode of the daemon (pread + fuse_reply_buf, or
+ * splice via fuse_reply_data with FUSE_BUF_IS_FD), and measures, each on
+ * the same files:
+ *
+ *   seq 1M cold     1 MiB reads, file by file; backing files and the
+ *                   mount's files dropped from the page cache (posix_fadvise
+ *                   DONTNEED on both; a fresh mount per daemon read mode),
+ *                   so every byte comes from the disk, through the daemon
+ *                   for the mount;
+ *   seq 1M daemon   the mount's page cache dropped (fadvise on the mount's
+ *                   files) but the backing files cached: the FUSE round
+ *                   trip alone;
+ *   seq 1M warm     both page caches warm (keep_cache: no daemon involved);
+ *   rand 4K/64K     random preads at 4 KiB-aligned offsets, cold (as above)
+ *                   and warm.
+ *
+ * Direct figures read the backing files with the same pattern and the same
+ * cache state.  Each figure is the median of 3 runs, mount and direct
+ * alternating (the machine may be shared).  Prints one table (MB/s and ratio mount/direct) on stdout.
+ * Needs permission to mount FUSE; the mount is always unmounted.
+ */
+#include "cli/cmd.h"
+#include "rc_config.h"
+
+#include <stdio.h>
+
+#if RC_HAVE_FUSE
+
+#include "cachefs/shard_writer.h"
+#include "cachefs/store.h"
+#include "common/crc32c.h"
+#include "common/units.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REC_PAYLOAD ((size_t)1 << 20)
+#define MAX_FILES 64
+
+struct bench {
+	char dir[1024], cache[1100], empty[1100], mnt[1100], exe[PATH_MAX];
+	int nfiles;
+	uint64_t size;
+	uint64_t ops;
+	int64_t ids[MAX_FILES];
+	uint64_t bytes[MAX_FILES];
+	bool mounted;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+/* Writes the bench cache: nfiles sealed shards of about `size` bytes. */
+static int make_cache(struct bench *b)
+{
+	char err[512];
+	struct cfs_store *st = NULL;
+	uint64_t limit = (uint64_t)b->nfiles * (b->size + (4u << 20)) + (64u << 20);
+	struct cfs_store_opts so = {.dir = b->cache, .limit = limit};
+	int rc = cfs_store_open(&st, &so, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "rollcache bench fuse: %s\n", err);
+		return rc;
+	}
+	uint8_t *payload = malloc(REC_PAYLOAD);
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < b->nfiles && rc == 0 && payload; i++) {
+		struct cfs_shard_writer *w = NULL;
+		rc = cfs_shard_writer_open(&w, st, 0, err, sizeof(err));
+		if (rc)
+			break;
+		uint64_t rec = cfs_shard_writer_record_bytes(REC_PAYLOAD);
+		while (rc == 0 && cfs_shard_writer_bytes(w) + rec <= b->size) {
+			for (size_t j = 0; j < REC_PAYLOAD; j += 8) {
+				uint64_t v = rng_next(&seed);
+				memcpy(payload + j, &v, 8);
+			}
+			rc = cfs_shard_writer_reserve(w, rec, 10000);
+			if (rc == 0)
+				rc = cfs_shard_writer_append(w, payload, REC_PAYLOAD,
+							     cmn_crc32c(0, payload, REC_PAYLOAD), 0, 0);
+		}
+		if (rc) {
+			cfs_shard_writer_abort(w);
+			snprintf(err, sizeof(err), "writing a shard: %s", strerror(-rc));
+			break;
+		}
+		b->bytes[i] = cfs_shard_writer_bytes(w);
+		rc = cfs_shard_writer_seal(w, &b->ids[i], err, sizeof(err));
+	}
+	if (rc)
+		fprintf(stderr, "rollcache bench fuse: %s\n", err);
+	free(payload);
+	cfs_store_close(st);
+	return payload ? rc : -ENOMEM;
+}
+
+static int run_self(const char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+static int do_mount(struct bench *b, bool splice)
+{
+	char src[1200], lim[32];
+	snprintf(src, sizeof(src), "file://%s/", b->empty);
+	snprintf(lim, sizeof(lim), "%" PRIu64, (uint64_t)b->nfiles * (b->size + (4u << 20)) + (64u << 20));
+	const char *argv[] = {b->exe,       "mount", src, b->mnt,       "--cache-dir", b->cache,
+			      "--limit",    lim,     "-o",
+			      splice ? "splice_read" : "no_splice_read",
+			      NULL};
+	int rc = run_self(argv);
+	if (rc == 0)
+		b->mounted = true;
+	else
+		fprintf(stderr, "rollcache bench fuse: mounting %s failed\n", b->mnt);
+	return rc;
+}
+
+static void do_umount(struct bench *b)
+{
+	if (!b->mounted)
+		return;
+	const char *argv[] = {b->exe, "umount", b->mnt, NULL};
+	run_self(argv);
+	b->mounted = false;
+}
+
+static void path_of(const struct bench *b, bool mount, int i, char *out, size_t len)
+{
+	if (mount)
+		snprintf(out, len, "%s/current/shard-%" PRId64 ".tfrecord", b->mnt, b->ids[i]);
+	else
+		snprintf(out, len, "%s/shards/%" PRId64 ".tfrecord", b->cache, b->ids[i]);
+}
+
+static void drop(const struct bench *b, bool mount)
+{
+	char p[PATH_MAX];
+	for (int i = 0; i < b->nfiles; i++) {
+		path_of(b, mount, i, p, sizeof(p));
+		int fd = open(p, O_RDONLY);
+		if (fd >= 0) {
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+			close(fd);
+		}
+	}
+}
+
+/* Sequential 1 MiB reads of every file; returns MB/s (0 on error). */
+static double seq_read(const struct bench *b, bool mount)
+{
+	char p[PATH_MAX];
+	char *buf = malloc(1 << 20);
+	uint64_t total = 0;
+	double t0 = now_s();
+	for (int i = 0; i < b->nfiles && buf; i++) {
+		path_of(b, mount, i, p, sizeof(p));
+		int fd = open(p, O_RDONLY);
+		if (fd < 0)
+			goto fail;
+		for (;;) {
+			ssize_t r = read(fd, buf, 1 << 20);
+			if (r < 0) {
+				close(fd);
+				goto fail;
+			}
+			if (r == 0)
+				break;
+			total += (uint64_t)r;
+		}
+		close(fd);
+	}
+	double dt = now_s() - t0;
+	free(buf);
+	return buf && dt > 0 ? (double)total / 1e6 / dt : 0;
+fail:
+	fprintf(stderr, "rollcache bench fuse: %s: %s\n", p, strerror(errno));
+	free(buf);
+	return 0;
+}
+
+/* `ops` random preads of `bs` bytes at 4 KiB-aligned offsets; MB/s. */
+static double rand_read(const struct bench *b, bool mount, size_t bs, uint64_t ops)
+{
+	char p[PATH_MAX];
+	int fds[MAX_FILES];
+	char *buf = malloc(bs);
+	uint64_t seed = 42, total = 0;
+	int n = 0;
+	for (; n < b->nfiles; n++) {
+		path_of(b, mount, n, p, sizeof(p));
+		fds[n] = open(p, O_RDONLY);
+		if (fds[n] < 0)
+			break;
+	}
+	double rate = 0;
+	if (n == b->nfiles && buf) {
+		for (int i = 0; i < n; i++)
+			posix_fadvise(fds[i], 0, 0, POSIX_FADV_RANDOM);
+		double t0 = now_s();
+		for (uint64_t k = 0; k < ops; k++) {
+			int i = (int)(rng_next(&seed) % (uint64_t)n);
+			uint64_t blocks = (b->bytes[i] - bs) / 4096;
+			off_t off = (off_t)(rng_next(&seed) % blocks) * 4096;
+			ssize_t r = pread(fds[i], buf, bs, off);
+			if (r < 0)
+				break;
+			total += (uint64_t)r;
+		}
+		double dt = now_s() - t0;
+		rate = dt > 0 ? (double)total / 1e6 / dt : 0;
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(buf);
+	return rate;
+}
+
+#define REPS 3
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v)
+{
+	qsort(v, REPS, sizeof(*v), cmp_double);
+	return v[REPS / 2];
+}
+
+static void row(const char *what, double mnt, double direct, const char *target)
+{
+	printf("%-26s %10.1f %10.1f %7.2fx  %s\n", what, mnt, direct, direct > 0 ? mnt / direct : 0,
+	       target);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
+		     "                            [--modes pread,splice] [--keep]\n"
+		     "  --dir DIR   scratch directory (default: a new /tmp/rollcache-bench-fuse.*)\n"
+		     "  --files N   shards to read (default 4)\n"
+		     "  --size SIZE bytes per shard (default 64M)\n"
+		     "  --ops N     random reads per pattern (default 4000)\n"
+		     "  --modes     daemon read modes to measure (default pread,splice)\n");
+}
+
+int bench_fuse(int argc, char **argv)
+{
+	struct bench b;
+	char err[256];
+	const char *modes = "pread,splice", *dir = NULL;
+	bool keep = false;
+	memset(&b, 0, sizeof(b));
+	b.nfiles = 4;
+	b.size = 64u << 20;
+	b.ops = 4000;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--keep")) {
+			keep = true;
+		} else if (v && !strcmp(a, "--dir")) {
+			dir = v;
+			i++;
+		} else if (v && !strcmp(a, "--files")) {
+			b.nfiles = atoi(v);
+			i++;
+		} else if (v && !strcmp(a, "--size")) {
+			if (cmn_parse_size(v, &b.size, err, sizeof(err))) {
+				fprintf(stderr, "rollcache bench fuse: --size %s\n", err);
+				return 2;
+			}
+			i++;
+		} else if (v && !strcmp(a, "--ops")) {
+			b.ops = strtoull(v, NULL, 10);
+			i++;
+		} else if (v && !strcmp(a, "--modes")) {
+			modes = v;
+			i++;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (b.nfiles < 1 || b.nfiles > MAX_FILES || b.size < (4u << 20) || b.ops < 1) {
+		fprintf(stderr, "rollcache bench fuse: expected 1..%d files of at least 4M and --ops >= 1\n",
+			MAX_FILES);
+		return 2;
+	}
+	ssize_t n = readlink("/proc/self/exe", b.exe, sizeof(b.exe) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "rollcache bench fuse: cannot find my own executable\n");
+		return 1;
+	}
+	b.exe[n] = '\0';
+	if (dir) {
+		if (strlen(dir) >= sizeof(b.dir)) {
+			fprintf(stderr, "rollcache bench fuse: --dir: path too long\n");
+			return 2;
+		}
+		snprintf(b.dir, sizeof(b.dir), "%s", dir);
+		mkdir(b.dir, 0755);
+	} else {
+		snprintf(b.dir, sizeof(b.dir), "/tmp/rollcache-bench-fuse.XXXXXX");
+		if (!mkdtemp(b.dir)) {
+			fprintf(stderr, "rollcache bench fuse: mkdtemp: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+	snprintf(b.cache, sizeof(b.cache), "%s/cache", b.dir);
+	snprintf(b.empty, sizeof(b.empty), "%s/empty", b.dir);
+	snprintf(b.mnt, sizeof(b.mnt), "%s/mnt", b.dir);
+	mkdir(b.empty, 0755);
+	mkdir(b.mnt, 0755);
+	char none[1200];
+	snprintf(none, sizeof(none), "%s/none.tfrecord", b.empty);
+	close(open(none, O_CREAT | O_WRONLY, 0644));
+
+	int ret = 1;
+	if (make_cache(&b) != 0)
+		goto out;
+	char sz[32];
+	printf("rollcache bench fuse: %d files of %s, 1 MiB records, %" PRIu64 " random reads per "
+	       "pattern, in %s\n", b.nfiles, cmn_format_size(b.bytes[0], sz, sizeof(sz)), b.ops, b.dir);
+	printf("%-26s %10s %10s %8s  %s\n", "pattern (MB/s)", "mount", "direct", "ratio", "target");
+	for (const char *m = modes; *m;) {
+		bool splice = !strncmp(m, "splice", 6);
+		printf("-- daemon read mode: %s\n", splice ? "splice (fuse_reply_data, FUSE_BUF_IS_FD)"
+							: "pread + fuse_reply_buf");
+		if (do_mount(&b, splice) != 0)
+			goto out;
+		/* each figure: the median of `reps` runs, mount and direct alternating */
+		double mv[REPS], dv[REPS];
+		for (int r = 0; r < REPS; r++) { /* all cold: both page caches dropped */
+			drop(&b, false);
+			dv[r] = seq_read(&b, false);
+			drop(&b, false);
+			drop(&b, true);
+			mv[r] = seq_read(&b, true);
+		}
+		row("seq 1M, cold", median(mv), median(dv), ">= 0.80x");
+		for (int r = 0; r < REPS; r++) { /* daemon path: backing warm, mount's cache dropped */
+			dv[r] = seq_read(&b, false);
+			drop(&b, true);
+			mv[r] = seq_read(&b, true);
+		}
+		row("seq 1M, daemon (FUSE cold)", median(mv), median(dv), "");
+		seq_read(&b, true);
+		for (int r = 0; r < REPS; r++) { /* warm: both cached */
+			mv[r] = seq_read(&b, true);
+			dv[r] = seq_read(&b, false);
+		}
+		row("seq 1M, warm", median(mv), median(dv), ">= 0.95x");
+		static const size_t sizes[] = {4096, 65536};
+		for (size_t k = 0; k < 2; k++) {
+			char label[64];
+			uint64_t ops = sizes[k] == 4096 ? b.ops : b.ops / 4 + 1;
+			for (int r = 0; r < REPS; r++) {
+				drop(&b, false);
+				dv[r] = rand_read(&b, false, sizes[k], ops);
+				drop(&b, false);
+				drop(&b, true);
+				mv[r] = rand_read(&b, true, sizes[k], ops);
+			}
+			snprintf(label, sizeof(label), "rand %zuK, cold", sizes[k] / 1024);
+			row(label, median(mv), median(dv), sizes[k] == 4096 ? ">= 0.50x" : "");
+			seq_read(&b, false);
+			for (int r = 0; r < REPS; r++) {
+				drop(&b, true); /* daemon path: backing warm */
+				mv[r] = rand_read(&b, true, sizes[k], ops);
+				dv[r] = rand_read(&b, false, sizes[k], ops);
+			}
+			snprintf(label, sizeof(label), "rand %zuK, daemon", sizes[k] / 1024);
+			row(label, median(mv), median(dv), "");
+			seq_read(&b, true); /* warm the mount's cache */
+			for (int r = 0; r < REPS; r++) {
+				mv[r] = rand_read(&b, true, sizes[k], ops);
+				dv[r] = rand_read(&b, false, sizes[k], ops);
+			}
+			snprintf(label, sizeof(label), "rand %zuK, warm", sizes[k] / 1024);
+			row(label, median(mv), median(dv), "");
+		}
+		do_umount(&b);
+		const char *comma = strchr(m, ',');
+		m = comma ? comma + 1 : m + strlen(m);
+	}
+	ret = 0;
+out:
+	do_umount(&b);
+	if (!keep) {
+		char cmd[1100];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", b.dir);
+		if (strchr(b.dir, '\'') == NULL && system(cmd) != 0)
+			fprintf(stderr, "rollcache bench fuse: could not remove %s\n", b.dir);
+	}
+	return ret;
+}
+
+#else
+
+int bench_fuse(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr, "rollcache bench fuse: this build has no FUSE support\n");
+	return 1;
+}
+
+#endif
