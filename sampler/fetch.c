@@ -41,6 +41,7 @@ struct xfer {
 	long status;
 	bool status_seen;
 	int cb_rc;           /* a callback's non-zero return */
+	bool paused;         /* answered CURL_WRITEFUNC_PAUSE while the engine is held */
 	char errbody[ERRBODY_CAP];
 	size_t errbody_len;
 	const struct smp_xfer_ops *ops;
@@ -58,6 +59,7 @@ struct smp_fetch {
 	unsigned queued, running;
 	struct xfer **run; /* [conns]: running transfers, NULL slots free */
 	CURL **idle; /* easy handles kept for reuse */
+	bool hold;   /* smp_fetch_hold(): pause transfers at their next chunk */
 	unsigned n_idle;
 };
 
@@ -180,6 +182,21 @@ unsigned smp_fetch_running(const struct smp_fetch *f)
 	return f->running;
 }
 
+void smp_fetch_hold(struct smp_fetch *f, bool hold)
+{
+	f->hold = hold;
+	if (hold)
+		return;
+	for (unsigned i = 0; i < f->conns; i++) {
+		struct xfer *x = f->run[i];
+		if (x && x->paused) {
+			x->paused = false;
+			/* may call on_body at once with the held chunk: hold is off now */
+			curl_easy_pause(x->easy, CURLPAUSE_CONT);
+		}
+	}
+}
+
 void smp_fetch_wakeup(struct smp_fetch *f)
 {
 	curl_multi_wakeup(f->multi);
@@ -214,6 +231,10 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 		/* asked for a range from cur but got the whole object: drop the head */
 		if (x->status == 200 && x->cur > 0)
 			x->skip = x->cur;
+	}
+	if (x->f->hold && x->status >= 200 && x->status < 300) {
+		x->paused = true;
+		return CURL_WRITEFUNC_PAUSE; /* curl delivers this chunk again on release */
 	}
 	SMP_STAT_ADD(x->f->stats, bytes_fetched, len);
 	if (x->status < 200 || x->status >= 300) {
@@ -358,10 +379,14 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 	if (cc != CURLE_OK) {
 		smp__count_failure(f->stats, cc, 0);
 		snprintf(why, sizeof(why), "%s", curl_easy_strerror(cc));
-		if (smp__curl_retryable(cc))
+		if (smp__curl_retryable(cc)) {
 			retry_or_fail(f, x, cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO, why);
-		else
-			finish(x, -EIO, why);
+		} else {
+			char msg[768];
+			snprintf(msg, sizeof(msg), "%s: %s (not retried)", x->key, why);
+			SMP_STAT_ADD(f->stats, failed_objects, 1);
+			finish(x, -EIO, msg);
+		}
 		return;
 	}
 	if (status < 200 || status >= 300) {

@@ -69,6 +69,15 @@ int smp_fetch_step(struct smp_fetch *f, int max_wait_ms);
 /* Wakes a smp_fetch_step() blocked in another thread.  Thread-safe. */
 void smp_fetch_wakeup(struct smp_fetch *f);
 
+/*
+ * hold=true: every running transfer pauses at its next body chunk (curl
+ * keeps the chunk and delivers it again on release), so a consumer that has
+ * no room can wait outside the callbacks; hold=false releases them.  Call
+ * from the engine's thread (a callback included).  A transfer held past the
+ * server's idle timeout fails and is retried from its resume point.
+ */
+void smp_fetch_hold(struct smp_fetch *f, bool hold);
+
 /* Ends every request now with done(-ECANCELED). */
 void smp_fetch_cancel_all(struct smp_fetch *f);
 

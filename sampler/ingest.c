@@ -79,6 +79,9 @@ struct smp_sampler {
 	struct smp_shuffle *shuf;
 	bool full;                  /* budget exhausted (stop_when_full) */
 	int fatal;                  /* a local write failure: ends the pass */
+	bool need_room;             /* a record waits for budget; transfers are held */
+	uint64_t room_need;         /* its bytes */
+	bool may_block;             /* write_record runs outside transfer callbacks */
 	char fatal_msg[700];
 	unsigned inflight;          /* objects being read */
 	struct smp_progress prog;
@@ -222,7 +225,7 @@ static int seal_flush(struct smp_sampler *s)
  * -ENOSPC (full, stop_when_full), -EFBIG (can never fit), -ECANCELED.
  */
 static int get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t need,
-		    uint64_t ahead)
+		    uint64_t ahead, bool may_block)
 {
 	uint64_t room = cfs_shard_writer_room(w);
 	if (room >= need)
@@ -235,6 +238,19 @@ static int get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t 
 	if (s->stop_when_full) {
 		s->full = true;
 		return -ENOSPC;
+	}
+	if (!may_block && smp_store_scheme(s->store) != SMP_SCHEME_FILE) {
+		/*
+		 * Inside a transfer callback: do not sleep here (every transfer
+		 * would stall).  Hold the transfers (they pause, keeping their
+		 * data) and let the fetch loop wait for room (wait_for_room).
+		 * file:// transfers cannot pause (curl reads the file in one go)
+		 * and stall no server: they wait right here.
+		 */
+		s->need_room = true;
+		s->room_need = need;
+		smp_fetch_hold(s->fetch, true);
+		return -EWOULDBLOCK;
 	}
 	SMP_STAT_ADD(&s->stats, budget_waits, 1);
 	/* sleeps on the budget's condition variable; re-waits until stopped */
@@ -273,7 +289,7 @@ static int write_record(const struct smp_rec *r, void *ctx)
 				? s->cfg->shard_size - cfs_shard_writer_bytes(s->w)
 				: 0;
 	uint64_t ahead = left < RESERVE_CHUNK ? left : RESERVE_CHUNK;
-	rc = get_room(s, s->w, need, ahead);
+	rc = get_room(s, s->w, need, ahead, s->may_block);
 	if (rc == -EFBIG) {
 		cmn_log(CMN_LOG_WARN, "a record of %zu bytes can never fit the cache limit: skipped",
 			r->len);
@@ -285,6 +301,30 @@ static int write_record(const struct smp_rec *r, void *ctx)
 	if (rc)
 		return fail_local(s, rc, "writing a shard");
 	return 0;
+}
+
+/*
+ * Waits (on the budget's condition, in room_wait_ms slices so a stop is
+ * seen) for the room a held record needs, then lets the shuffle buffer shed
+ * what it took in meanwhile and releases the transfers.  Runs in the fetch
+ * loop, never inside a callback.  Returns 0, -ECANCELED (stopped) or a
+ * budget error.
+ */
+static int wait_for_room(struct smp_sampler *s)
+{
+	int rc = 0;
+	if (s->w) {
+		s->may_block = true;
+		rc = get_room(s, s->w, s->room_need, 0, true);
+		if (rc == 0)
+			rc = smp_shuffle_shed(s->shuf, write_record, s);
+		s->may_block = false;
+	}
+	if (rc == 0) {
+		s->need_room = false;
+		smp_fetch_hold(s->fetch, false);
+	}
+	return rc;
 }
 
 /* ---- object readers (fetch callbacks) -------------------------------------- */
@@ -483,7 +523,7 @@ static int dispatch(struct smp_sampler *s, const struct work *w)
 			cmn_log(CMN_LOG_ERROR, "%s", err);
 			return fail_local(s, rc, "opening a raw object");
 		}
-		rc = get_room(s, o->raw, o->obj->size, 0);
+		rc = get_room(s, o->raw, o->obj->size, 0, true);
 		if (rc) {
 			cfs_shard_writer_abort(o->raw);
 			if (rc == -EFBIG)
@@ -952,6 +992,16 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 		}
 		if (s->full || s->fatal)
 			break;
+		if (s->need_room) {
+			rc = wait_for_room(s);
+			if (rc == -ECANCELED)
+				break;
+			if (rc && rc != -EWOULDBLOCK) {
+				fail_local(s, rc, "waiting for room in the cache");
+				break;
+			}
+			continue;
+		}
 		if (next >= n && smp_fetch_pending(s->fetch) == 0)
 			break;
 		rc = smp_fetch_step(s->fetch, 250);
@@ -963,8 +1013,12 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 	}
 	smp_fetch_cancel_all(s->fetch);
 	/* what the shuffle buffer still holds goes out in random order */
+	s->may_block = true;
 	if (!s->fatal && !atomic_load(&s->stop))
 		smp_shuffle_drain(s->shuf, write_record, s);
+	s->may_block = false;
+	s->need_room = false;
+	smp_fetch_hold(s->fetch, false);
 	smp_shuffle_free(s->shuf);
 	s->shuf = NULL;
 	if (!s->fatal)

@@ -81,6 +81,18 @@ int smp_shuffle_add(struct smp_shuffle *b, const struct smp_rec *r, smp_rec_sink
 	b->bytes += r->len;
 	while (b->n > 1 && (b->bytes > b->max_bytes || b->n > SMP_SHUFFLE_MAX_RECORDS)) {
 		int rc = pop_one(b, sink, ctx);
+		if (rc == -EWOULDBLOCK)
+			return 0; /* kept; the caller sheds the excess later */
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int smp_shuffle_shed(struct smp_shuffle *b, smp_rec_sink sink, void *ctx)
+{
+	while (b->n > 1 && (b->bytes > b->max_bytes || b->n > SMP_SHUFFLE_MAX_RECORDS)) {
+		int rc = pop_one(b, sink, ctx);
 		if (rc)
 			return rc;
 	}

@@ -34,9 +34,14 @@ void smp_shuffle_free(struct smp_shuffle *b);
 
 /*
  * Copies r in, then hands random records to sink while the buffer is over
- * its caps.  Returns 0, -ENOMEM, or the sink's error (r is kept then).
+ * its caps.  Returns 0, -ENOMEM, or the sink's error (r is kept then).  A
+ * sink answering -EWOULDBLOCK (no room yet) stops the popping and is not an
+ * error: the buffer stays over its cap until smp_shuffle_shed().
  */
 int smp_shuffle_add(struct smp_shuffle *b, const struct smp_rec *r, smp_rec_sink sink, void *ctx);
+
+/* Hands random records to sink until the buffer is within its caps again. */
+int smp_shuffle_shed(struct smp_shuffle *b, smp_rec_sink sink, void *ctx);
 
 /* Hands every record to sink in random order; stops at the first error. */
 int smp_shuffle_drain(struct smp_shuffle *b, smp_rec_sink sink, void *ctx);
