@@ -26,17 +26,17 @@
 
 struct cfs_budget {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* room may have appeared; uses b->mu */
-	uint64_t limit;         /* protected by mu */
-	uint64_t admit;         /* protected by mu */
-	uint64_t reserved;      /* protected by mu */
-	uint64_t sealed;        /* protected by mu */
-	uint64_t draining;      /* protected by mu */
-	uint64_t admit_used;    /* protected by mu */
-	uint64_t peak;          /* protected by mu */
+	pthread_cond_t cv;	/* room may have appeared; uses b->mu */
+	uint64_t limit;		/* protected by mu */
+	uint64_t admit;		/* protected by mu */
+	uint64_t reserved;	/* protected by mu */
+	uint64_t sealed;	/* protected by mu */
+	uint64_t draining;	/* protected by mu */
+	uint64_t admit_used;	/* protected by mu */
+	uint64_t peak;		/* protected by mu */
 	uint32_t waiting_limit; /* protected by mu */
 	uint32_t waiting_admit; /* protected by mu */
-	bool cancelled;         /* protected by mu */
+	bool cancelled;		/* protected by mu */
 };
 
 int cfs_budget_new(struct cfs_budget **out, uint64_t limit)

@@ -40,12 +40,12 @@ struct cfs_budget;
 /* A consistent snapshot of the counters (cfs_budget_get). */
 struct cfs_budget_stat {
 	uint64_t limit;
-	uint64_t admit;      /* per-epoch admit bound, or CFS_BUDGET_UNLIMITED */
-	uint64_t reserved;   /* see the file comment */
+	uint64_t admit;	   /* per-epoch admit bound, or CFS_BUDGET_UNLIMITED */
+	uint64_t reserved; /* see the file comment */
 	uint64_t sealed;
 	uint64_t draining;
-	uint64_t admit_used; /* reserved or sealed since the epoch began */
-	uint64_t peak;       /* highest reserved + sealed + draining seen */
+	uint64_t admit_used;	/* reserved or sealed since the epoch began */
+	uint64_t peak;		/* highest reserved + sealed + draining seen */
 	uint32_t waiting_limit; /* threads now waiting for room under limit */
 	uint32_t waiting_admit; /* threads now waiting for the next epoch */
 	bool cancelled;

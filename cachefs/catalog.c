@@ -90,67 +90,67 @@
 /* ---- schema ------------------------------------------------------------ */
 
 static const char *const migrations[] = {
-	/* 0 -> 1 */
-	"CREATE TABLE migrations(\n"
-	"  version INTEGER PRIMARY KEY,\n"
-	"  applied_ms INTEGER NOT NULL);\n"
-	"CREATE TABLE sources(\n"
-	"  id INTEGER PRIMARY KEY,\n"
-	"  url TEXT NOT NULL UNIQUE);\n"
-	"CREATE TABLE objects(\n"
-	"  id INTEGER PRIMARY KEY,\n"
-	"  source_id INTEGER NOT NULL REFERENCES sources(id),\n"
-	"  key TEXT NOT NULL,\n"
-	"  size INTEGER NOT NULL,\n"
-	"  etag TEXT,\n"
-	"  listed_epoch INTEGER NOT NULL,\n"
-	"  state INTEGER NOT NULL,\n"
-	"  fetches INTEGER NOT NULL DEFAULT 0,\n"
-	"  last_fetched_epoch INTEGER NOT NULL DEFAULT -1);\n"
-	"CREATE UNIQUE INDEX objects_current ON objects(source_id, key) WHERE state != 2;\n"
-	"CREATE TABLE shards(\n"
-	"  id INTEGER PRIMARY KEY,\n"
-	"  kind INTEGER NOT NULL,\n"
-	"  state INTEGER NOT NULL,\n"
-	"  bytes INTEGER NOT NULL,\n"
-	"  records INTEGER NOT NULL,\n"
-	"  created_epoch INTEGER NOT NULL,\n"
-	"  reads INTEGER NOT NULL DEFAULT 0,\n"
-	"  last_read_ms INTEGER NOT NULL DEFAULT 0,\n"
-	"  full_reads INTEGER NOT NULL DEFAULT 0,\n"
-	"  object_id INTEGER NOT NULL DEFAULT 0,\n"
-	"  name TEXT,\n"
-	"  evicted_epoch INTEGER NOT NULL DEFAULT -1);\n"
-	"CREATE UNIQUE INDEX shards_name ON shards(name) WHERE state != 2 AND name IS NOT NULL;\n"
-	"CREATE TABLE samples(\n"
-	"  shard_id INTEGER NOT NULL,\n"
-	"  offset INTEGER NOT NULL,\n"
-	"  length INTEGER NOT NULL,\n"
-	"  crc INTEGER NOT NULL,\n"
-	"  object_id INTEGER NOT NULL,\n"
-	"  object_offset INTEGER NOT NULL,\n"
-	"  admitted_epoch INTEGER NOT NULL,\n"
-	"  PRIMARY KEY(shard_id, offset)) WITHOUT ROWID;\n"
-	"CREATE TABLE shard_objects(\n"
-	"  shard_id INTEGER NOT NULL,\n"
-	"  object_id INTEGER NOT NULL,\n"
-	"  PRIMARY KEY(shard_id, object_id)) WITHOUT ROWID;\n"
-	"CREATE INDEX shard_objects_object ON shard_objects(object_id);\n"
-	"CREATE TABLE epochs(\n"
-	"  number INTEGER PRIMARY KEY,\n"
-	"  started_ms INTEGER NOT NULL DEFAULT 0,\n"
-	"  admitted_bytes INTEGER NOT NULL DEFAULT 0,\n"
-	"  admitted_records INTEGER NOT NULL DEFAULT 0,\n"
-	"  evicted_bytes INTEGER NOT NULL DEFAULT 0,\n"
-	"  evicted_records INTEGER NOT NULL DEFAULT 0,\n"
-	"  read_bytes INTEGER NOT NULL DEFAULT 0,\n"
-	"  limit_bytes INTEGER NOT NULL DEFAULT 0,\n"
-	"  admit_bytes INTEGER NOT NULL DEFAULT 0,\n"
-	"  policy TEXT NOT NULL DEFAULT '',\n"
-	"  min_uses INTEGER NOT NULL DEFAULT 0,\n"
-	"  resident_files INTEGER NOT NULL DEFAULT 0,\n"
-	"  resident_bytes INTEGER NOT NULL DEFAULT 0,\n"
-	"  resident_records INTEGER NOT NULL DEFAULT 0);\n",
+    /* 0 -> 1 */
+    "CREATE TABLE migrations(\n"
+    "  version INTEGER PRIMARY KEY,\n"
+    "  applied_ms INTEGER NOT NULL);\n"
+    "CREATE TABLE sources(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  url TEXT NOT NULL UNIQUE);\n"
+    "CREATE TABLE objects(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  source_id INTEGER NOT NULL REFERENCES sources(id),\n"
+    "  key TEXT NOT NULL,\n"
+    "  size INTEGER NOT NULL,\n"
+    "  etag TEXT,\n"
+    "  listed_epoch INTEGER NOT NULL,\n"
+    "  state INTEGER NOT NULL,\n"
+    "  fetches INTEGER NOT NULL DEFAULT 0,\n"
+    "  last_fetched_epoch INTEGER NOT NULL DEFAULT -1);\n"
+    "CREATE UNIQUE INDEX objects_current ON objects(source_id, key) WHERE state != 2;\n"
+    "CREATE TABLE shards(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  kind INTEGER NOT NULL,\n"
+    "  state INTEGER NOT NULL,\n"
+    "  bytes INTEGER NOT NULL,\n"
+    "  records INTEGER NOT NULL,\n"
+    "  created_epoch INTEGER NOT NULL,\n"
+    "  reads INTEGER NOT NULL DEFAULT 0,\n"
+    "  last_read_ms INTEGER NOT NULL DEFAULT 0,\n"
+    "  full_reads INTEGER NOT NULL DEFAULT 0,\n"
+    "  object_id INTEGER NOT NULL DEFAULT 0,\n"
+    "  name TEXT,\n"
+    "  evicted_epoch INTEGER NOT NULL DEFAULT -1);\n"
+    "CREATE UNIQUE INDEX shards_name ON shards(name) WHERE state != 2 AND name IS NOT NULL;\n"
+    "CREATE TABLE samples(\n"
+    "  shard_id INTEGER NOT NULL,\n"
+    "  offset INTEGER NOT NULL,\n"
+    "  length INTEGER NOT NULL,\n"
+    "  crc INTEGER NOT NULL,\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  object_offset INTEGER NOT NULL,\n"
+    "  admitted_epoch INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(shard_id, offset)) WITHOUT ROWID;\n"
+    "CREATE TABLE shard_objects(\n"
+    "  shard_id INTEGER NOT NULL,\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(shard_id, object_id)) WITHOUT ROWID;\n"
+    "CREATE INDEX shard_objects_object ON shard_objects(object_id);\n"
+    "CREATE TABLE epochs(\n"
+    "  number INTEGER PRIMARY KEY,\n"
+    "  started_ms INTEGER NOT NULL DEFAULT 0,\n"
+    "  admitted_bytes INTEGER NOT NULL DEFAULT 0,\n"
+    "  admitted_records INTEGER NOT NULL DEFAULT 0,\n"
+    "  evicted_bytes INTEGER NOT NULL DEFAULT 0,\n"
+    "  evicted_records INTEGER NOT NULL DEFAULT 0,\n"
+    "  read_bytes INTEGER NOT NULL DEFAULT 0,\n"
+    "  limit_bytes INTEGER NOT NULL DEFAULT 0,\n"
+    "  admit_bytes INTEGER NOT NULL DEFAULT 0,\n"
+    "  policy TEXT NOT NULL DEFAULT '',\n"
+    "  min_uses INTEGER NOT NULL DEFAULT 0,\n"
+    "  resident_files INTEGER NOT NULL DEFAULT 0,\n"
+    "  resident_bytes INTEGER NOT NULL DEFAULT 0,\n"
+    "  resident_records INTEGER NOT NULL DEFAULT 0);\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -192,85 +192,85 @@ enum stmt_id {
 };
 
 static const char *const stmt_sql[S__COUNT] = {
-	[S_SOURCE_GET] = "SELECT id FROM sources WHERE url = ?1",
-	[S_SOURCE_ADD] = "INSERT INTO sources(url) VALUES(?1)",
-	[S_OBJ_CURRENT] = "SELECT id, key, size, etag, state FROM objects "
-			  "WHERE source_id = ?1 AND state != 2",
-	[S_OBJ_ADD] = "INSERT INTO objects(source_id, key, size, etag, listed_epoch, state) "
-		      "VALUES(?1, ?2, ?3, ?4, ?5, 0)",
-	[S_OBJ_SEEN] = "UPDATE objects SET listed_epoch = ?2, state = 0 WHERE id = ?1",
-	[S_OBJ_STALE] = "UPDATE objects SET state = 2 WHERE id = ?1",
-	[S_OBJ_VANISH] = "UPDATE objects SET state = 1 WHERE id = ?1",
-	[S_OBJ_LIST] = "SELECT id, source_id, key, etag, size, listed_epoch, state, fetches, "
-		       "last_fetched_epoch FROM objects "
-		       "WHERE source_id = ?1 AND ((1 << state) & ?2) != 0 ORDER BY id",
-	[S_OBJ_FETCHED] = "UPDATE objects SET fetches = fetches + 1, last_fetched_epoch = ?2 "
-			  "WHERE id = ?1",
-	[S_SHARD_ADD] = "INSERT INTO shards(id, kind, state, bytes, records, created_epoch, "
-			"object_id, name) VALUES(?1, ?2, 0, ?3, ?4, ?5, ?6, ?7)",
-	[S_SAMPLE_ADD] = "INSERT INTO samples(shard_id, offset, length, crc, object_id, "
-			 "object_offset, admitted_epoch) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-	[S_SHOBJ_ADD] = "INSERT OR IGNORE INTO shard_objects(shard_id, object_id) VALUES(?1, ?2)",
-	[S_SHOBJ_DEL] = "DELETE FROM shard_objects WHERE shard_id = ?1",
-	[S_EPOCH_ADMIT] = "INSERT INTO epochs(number, admitted_bytes, admitted_records) "
-			  "VALUES(?1, ?2, ?3) ON CONFLICT(number) DO UPDATE SET "
-			  "admitted_bytes = admitted_bytes + excluded.admitted_bytes, "
-			  "admitted_records = admitted_records + excluded.admitted_records",
-	[S_SHARD_LIST] = "SELECT id, kind, state, bytes, records, created_epoch, reads, "
-			 "last_read_ms, full_reads, object_id, name, evicted_epoch FROM shards "
-			 "WHERE ((1 << state) & ?1) != 0 ORDER BY id",
-	[S_SHARD_GET] = "SELECT id, kind, state, bytes, records, created_epoch, reads, "
-			"last_read_ms, full_reads, object_id, name, evicted_epoch FROM shards "
-			"WHERE id = ?1",
-	[S_SHARD_STATS] = "UPDATE shards SET reads = reads + ?2, full_reads = full_reads + ?3, "
-			  "last_read_ms = max(last_read_ms, ?4) WHERE id = ?1",
-	[S_EPOCH_READ] = "INSERT INTO epochs(number, read_bytes) VALUES(?1, ?2) "
-			 "ON CONFLICT(number) DO UPDATE SET "
-			 "read_bytes = read_bytes + excluded.read_bytes",
-	[S_SHARD_EVICT] = "UPDATE shards SET state = 1, evicted_epoch = ?2 "
-			  "WHERE id = ?1 AND state = 0 RETURNING bytes, records",
-	[S_EPOCH_EVICT] = "INSERT INTO epochs(number, evicted_bytes, evicted_records) "
-			  "VALUES(?1, ?2, ?3) ON CONFLICT(number) DO UPDATE SET "
-			  "evicted_bytes = evicted_bytes + excluded.evicted_bytes, "
-			  "evicted_records = evicted_records + excluded.evicted_records",
-	[S_SHARD_GONE] = "UPDATE shards SET state = 2 WHERE id = ?1 AND state != 2",
-	[S_SAMPLES_DEL] = "DELETE FROM samples WHERE shard_id = ?1",
-	[S_SHARD_DEL] = "DELETE FROM shards WHERE id = ?1",
-	[S_STALE_SHARDS] = "SELECT DISTINCT so.shard_id FROM objects o "
-			   "JOIN shard_objects so ON so.object_id = o.id "
-			   "JOIN shards f ON f.id = so.shard_id "
-			   "WHERE o.state = 2 AND f.state = 0 ORDER BY so.shard_id",
-	[S_SAMPLES_OF] = "SELECT offset, length, crc, object_id, object_offset FROM samples "
-			 "WHERE shard_id = ?1 ORDER BY offset",
-	[S_RESIDENT] = "SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum(records), 0) "
-		       "FROM shards WHERE state = 0",
-	[S_EPOCH_BEGIN] = "INSERT INTO epochs(number, started_ms, limit_bytes, admit_bytes, "
-			  "policy, min_uses, resident_files, resident_bytes, resident_records) "
-			  "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
-			  "ON CONFLICT(number) DO UPDATE SET started_ms = excluded.started_ms, "
-			  "limit_bytes = excluded.limit_bytes, admit_bytes = excluded.admit_bytes, "
-			  "policy = excluded.policy, min_uses = excluded.min_uses, "
-			  "resident_files = excluded.resident_files, "
-			  "resident_bytes = excluded.resident_bytes, "
-			  "resident_records = excluded.resident_records",
-	[S_EPOCH_LIST] = "SELECT number, started_ms, admitted_bytes, admitted_records, "
-			 "evicted_bytes, evicted_records, read_bytes, limit_bytes, admit_bytes, "
-			 "policy, min_uses, resident_files, resident_bytes, resident_records "
-			 "FROM epochs ORDER BY number",
-	[S_EPOCH_CURRENT] = "SELECT max(number) FROM epochs WHERE started_ms > 0",
-	[S_MAX_ID] = "SELECT coalesce(max(id), 0) FROM shards",
+    [S_SOURCE_GET] = "SELECT id FROM sources WHERE url = ?1",
+    [S_SOURCE_ADD] = "INSERT INTO sources(url) VALUES(?1)",
+    [S_OBJ_CURRENT] = "SELECT id, key, size, etag, state FROM objects "
+		      "WHERE source_id = ?1 AND state != 2",
+    [S_OBJ_ADD] = "INSERT INTO objects(source_id, key, size, etag, listed_epoch, state) "
+		  "VALUES(?1, ?2, ?3, ?4, ?5, 0)",
+    [S_OBJ_SEEN] = "UPDATE objects SET listed_epoch = ?2, state = 0 WHERE id = ?1",
+    [S_OBJ_STALE] = "UPDATE objects SET state = 2 WHERE id = ?1",
+    [S_OBJ_VANISH] = "UPDATE objects SET state = 1 WHERE id = ?1",
+    [S_OBJ_LIST] = "SELECT id, source_id, key, etag, size, listed_epoch, state, fetches, "
+		   "last_fetched_epoch FROM objects "
+		   "WHERE source_id = ?1 AND ((1 << state) & ?2) != 0 ORDER BY id",
+    [S_OBJ_FETCHED] = "UPDATE objects SET fetches = fetches + 1, last_fetched_epoch = ?2 "
+		      "WHERE id = ?1",
+    [S_SHARD_ADD] = "INSERT INTO shards(id, kind, state, bytes, records, created_epoch, "
+		    "object_id, name) VALUES(?1, ?2, 0, ?3, ?4, ?5, ?6, ?7)",
+    [S_SAMPLE_ADD] = "INSERT INTO samples(shard_id, offset, length, crc, object_id, "
+		     "object_offset, admitted_epoch) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [S_SHOBJ_ADD] = "INSERT OR IGNORE INTO shard_objects(shard_id, object_id) VALUES(?1, ?2)",
+    [S_SHOBJ_DEL] = "DELETE FROM shard_objects WHERE shard_id = ?1",
+    [S_EPOCH_ADMIT] = "INSERT INTO epochs(number, admitted_bytes, admitted_records) "
+		      "VALUES(?1, ?2, ?3) ON CONFLICT(number) DO UPDATE SET "
+		      "admitted_bytes = admitted_bytes + excluded.admitted_bytes, "
+		      "admitted_records = admitted_records + excluded.admitted_records",
+    [S_SHARD_LIST] = "SELECT id, kind, state, bytes, records, created_epoch, reads, "
+		     "last_read_ms, full_reads, object_id, name, evicted_epoch FROM shards "
+		     "WHERE ((1 << state) & ?1) != 0 ORDER BY id",
+    [S_SHARD_GET] = "SELECT id, kind, state, bytes, records, created_epoch, reads, "
+		    "last_read_ms, full_reads, object_id, name, evicted_epoch FROM shards "
+		    "WHERE id = ?1",
+    [S_SHARD_STATS] = "UPDATE shards SET reads = reads + ?2, full_reads = full_reads + ?3, "
+		      "last_read_ms = max(last_read_ms, ?4) WHERE id = ?1",
+    [S_EPOCH_READ] = "INSERT INTO epochs(number, read_bytes) VALUES(?1, ?2) "
+		     "ON CONFLICT(number) DO UPDATE SET "
+		     "read_bytes = read_bytes + excluded.read_bytes",
+    [S_SHARD_EVICT] = "UPDATE shards SET state = 1, evicted_epoch = ?2 "
+		      "WHERE id = ?1 AND state = 0 RETURNING bytes, records",
+    [S_EPOCH_EVICT] = "INSERT INTO epochs(number, evicted_bytes, evicted_records) "
+		      "VALUES(?1, ?2, ?3) ON CONFLICT(number) DO UPDATE SET "
+		      "evicted_bytes = evicted_bytes + excluded.evicted_bytes, "
+		      "evicted_records = evicted_records + excluded.evicted_records",
+    [S_SHARD_GONE] = "UPDATE shards SET state = 2 WHERE id = ?1 AND state != 2",
+    [S_SAMPLES_DEL] = "DELETE FROM samples WHERE shard_id = ?1",
+    [S_SHARD_DEL] = "DELETE FROM shards WHERE id = ?1",
+    [S_STALE_SHARDS] = "SELECT DISTINCT so.shard_id FROM objects o "
+		       "JOIN shard_objects so ON so.object_id = o.id "
+		       "JOIN shards f ON f.id = so.shard_id "
+		       "WHERE o.state = 2 AND f.state = 0 ORDER BY so.shard_id",
+    [S_SAMPLES_OF] = "SELECT offset, length, crc, object_id, object_offset FROM samples "
+		     "WHERE shard_id = ?1 ORDER BY offset",
+    [S_RESIDENT] = "SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum(records), 0) "
+		   "FROM shards WHERE state = 0",
+    [S_EPOCH_BEGIN] = "INSERT INTO epochs(number, started_ms, limit_bytes, admit_bytes, "
+		      "policy, min_uses, resident_files, resident_bytes, resident_records) "
+		      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+		      "ON CONFLICT(number) DO UPDATE SET started_ms = excluded.started_ms, "
+		      "limit_bytes = excluded.limit_bytes, admit_bytes = excluded.admit_bytes, "
+		      "policy = excluded.policy, min_uses = excluded.min_uses, "
+		      "resident_files = excluded.resident_files, "
+		      "resident_bytes = excluded.resident_bytes, "
+		      "resident_records = excluded.resident_records",
+    [S_EPOCH_LIST] = "SELECT number, started_ms, admitted_bytes, admitted_records, "
+		     "evicted_bytes, evicted_records, read_bytes, limit_bytes, admit_bytes, "
+		     "policy, min_uses, resident_files, resident_bytes, resident_records "
+		     "FROM epochs ORDER BY number",
+    [S_EPOCH_CURRENT] = "SELECT max(number) FROM epochs WHERE started_ms > 0",
+    [S_MAX_ID] = "SELECT coalesce(max(id), 0) FROM shards",
 };
 
 struct cfs_catalog {
-	pthread_mutex_t mu;         /* recursive; see the design note */
-	sqlite3 *db;                /* protected by mu */
+	pthread_mutex_t mu;	      /* recursive; see the design note */
+	sqlite3 *db;		      /* protected by mu */
 	sqlite3_stmt *stmt[S__COUNT]; /* protected by mu; NULL until first use */
-	int depth;                  /* protected by mu: 0, or open transaction levels */
-	bool explicit_txn;          /* protected by mu: cfs_catalog_begin() is open */
-	bool readonly;              /* set at open */
-	int found_version;          /* set at open */
-	char *path;                 /* set at open */
-	_Atomic int64_t next_id;    /* atomic */
+	int depth;		      /* protected by mu: 0, or open transaction levels */
+	bool explicit_txn;	      /* protected by mu: cfs_catalog_begin() is open */
+	bool readonly;		      /* set at open */
+	int found_version;	      /* set at open */
+	char *path;		      /* set at open */
+	_Atomic int64_t next_id;      /* atomic */
 };
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -327,8 +327,8 @@ static sqlite3_stmt *stmt(struct cfs_catalog *c, enum stmt_id id)
 	sqlite3_stmt *st = c->stmt[id];
 
 	if (!st) {
-		int rc = sqlite3_prepare_v3(c->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
-					    &st, NULL);
+		int rc = sqlite3_prepare_v3(c->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &st,
+					    NULL);
 		if (rc != SQLITE_OK) {
 			fail(c, rc, "prepare");
 			return NULL;
@@ -485,8 +485,10 @@ static int migrate(struct cfs_catalog *c, char *err, size_t errlen)
 rollback:
 	exec(c, "ROLLBACK");
 fail:
-	snprintf(err, errlen, "%s: cannot create or migrate the catalog schema (%s): check the disk "
-		 "and permissions of the cache directory", c->path, sqlite3_errmsg(c->db));
+	snprintf(err, errlen,
+		 "%s: cannot create or migrate the catalog schema (%s): check the disk "
+		 "and permissions of the cache directory",
+		 c->path, sqlite3_errmsg(c->db));
 	return rc;
 }
 
@@ -518,9 +520,10 @@ int cfs_catalog_open(struct cfs_catalog **out, const char *path, unsigned flags,
 	oflags |= c->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	rc = sqlite3_open_v2(path, &c->db, oflags, NULL);
 	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: cannot open the catalog: %s: check that the cache "
-			 "directory exists and is writable", path,
-			 c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+		snprintf(err, errlen,
+			 "%s: cannot open the catalog: %s: check that the cache "
+			 "directory exists and is writable",
+			 path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 		rc = sqlerr(rc);
 		goto fail;
 	}
@@ -528,9 +531,11 @@ int cfs_catalog_open(struct cfs_catalog **out, const char *path, unsigned flags,
 
 	rc = read_user_version(c, &v);
 	if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT) {
-		snprintf(err, errlen, "%s: not a SQLite database (damaged or foreign file); "
+		snprintf(err, errlen,
+			 "%s: not a SQLite database (damaged or foreign file); "
 			 "nothing was deleted: move it away (or point cache_dir elsewhere) to "
-			 "start a fresh cache", path);
+			 "start a fresh cache",
+			 path);
 		rc = -EBADMSG;
 		goto fail;
 	}
@@ -542,17 +547,19 @@ int cfs_catalog_open(struct cfs_catalog **out, const char *path, unsigned flags,
 	}
 	c->found_version = v;
 	if (v > CFS_SCHEMA_VERSION) {
-		snprintf(err, errlen, "%s: catalog schema version %d is newer than this rollcache "
-			 "understands (%d): upgrade rollcache, or use another cache_dir", path, v,
-			 CFS_SCHEMA_VERSION);
+		snprintf(err, errlen,
+			 "%s: catalog schema version %d is newer than this rollcache "
+			 "understands (%d): upgrade rollcache, or use another cache_dir",
+			 path, v, CFS_SCHEMA_VERSION);
 		rc = -EPROTONOSUPPORT;
 		goto fail;
 	}
 	if (c->readonly) {
 		if (v < CFS_SCHEMA_VERSION) {
-			snprintf(err, errlen, "%s: catalog schema version %d, expected %d: open the "
-				 "cache once with `rollcache mount` or `ingest` to migrate it", path,
-				 v, CFS_SCHEMA_VERSION);
+			snprintf(err, errlen,
+				 "%s: catalog schema version %d, expected %d: open the "
+				 "cache once with `rollcache mount` or `ingest` to migrate it",
+				 path, v, CFS_SCHEMA_VERSION);
 			rc = v == 0 ? -ENOENT : -EPROTONOSUPPORT;
 			goto fail;
 		}
@@ -567,9 +574,10 @@ int cfs_catalog_open(struct cfs_catalog **out, const char *path, unsigned flags,
 		if (rc == 0)
 			rc = exec(c, "PRAGMA cache_size = -32768");
 		if (rc < 0) {
-			snprintf(err, errlen, "%s: cannot set up the catalog (WAL journal): %s: "
-				 "check that the cache directory is writable", path,
-				 sqlite3_errmsg(c->db));
+			snprintf(err, errlen,
+				 "%s: cannot set up the catalog (WAL journal): %s: "
+				 "check that the cache directory is writable",
+				 path, sqlite3_errmsg(c->db));
 			goto fail;
 		}
 		if (v < CFS_SCHEMA_VERSION) {
@@ -1096,7 +1104,8 @@ int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *
 		rc = sqlite3_step(st);
 		sqlite3_reset(st);
 		if (rc != SQLITE_DONE) {
-			rc = (rc & 0xff) == SQLITE_CONSTRAINT ? -EINVAL : fail(c, rc, "sample insert");
+			rc = (rc & 0xff) == SQLITE_CONSTRAINT ? -EINVAL
+							      : fail(c, rc, "sample insert");
 			goto out;
 		}
 	}
@@ -1148,8 +1157,8 @@ void cfs_shard_info_free(struct cfs_shard_info *arr, size_t n)
 	free(arr);
 }
 
-int cfs_catalog_shards_list(struct cfs_catalog *c, unsigned state_mask,
-			    struct cfs_shard_info **out, size_t *n)
+int cfs_catalog_shards_list(struct cfs_catalog *c, unsigned state_mask, struct cfs_shard_info **out,
+			    size_t *n)
 {
 	struct cfs_shard_info *arr = NULL;
 	size_t cnt = 0, cap = 0;
@@ -1400,8 +1409,7 @@ int cfs_catalog_shards_with_stale_objects(struct cfs_catalog *c, int64_t **out, 
 	return rc;
 }
 
-int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample **out,
-			   size_t *n)
+int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample **out, size_t *n)
 {
 	struct cfs_sample *arr = NULL;
 	size_t cnt = 0, cap = 0;

@@ -51,16 +51,16 @@ enum cfs_kind {
 
 /* States of a local file. */
 enum cfs_shard_state {
-	CFS_SHARD_SEALED = 0,   /* resident, complete, immutable */
+	CFS_SHARD_SEALED = 0,	/* resident, complete, immutable */
 	CFS_SHARD_EVICTING = 1, /* chosen for eviction; file may still be open */
-	CFS_SHARD_GONE = 2,     /* file deleted; row kept for history */
+	CFS_SHARD_GONE = 2,	/* file deleted; row kept for history */
 };
 
 /* States of a remote object version. */
 enum cfs_object_state {
-	CFS_OBJECT_LISTED = 0,   /* listed, present in the latest listing */
+	CFS_OBJECT_LISTED = 0,	 /* listed, present in the latest listing */
 	CFS_OBJECT_VANISHED = 1, /* absent from the latest listing */
-	CFS_OBJECT_STALE = 2,    /* superseded by a new ETag/size: retire its samples */
+	CFS_OBJECT_STALE = 2,	 /* superseded by a new ETag/size: retire its samples */
 };
 
 /* open flags */
@@ -96,7 +96,7 @@ int cfs_catalog_schema_version(const struct cfs_catalog *c);
  * boundary.  Returns 0 or -errno (no transaction is open then).
  */
 int cfs_catalog_begin(struct cfs_catalog *c);
-int cfs_catalog_commit(struct cfs_catalog *c);  /* on failure: rolled back */
+int cfs_catalog_commit(struct cfs_catalog *c); /* on failure: rolled back */
 void cfs_catalog_rollback(struct cfs_catalog *c);
 
 /* ---- sources and objects --------------------------------------------- */
@@ -106,13 +106,13 @@ int cfs_catalog_source(struct cfs_catalog *c, const char *url, int64_t *source_i
 
 /* One object as a listing reports it (input to cfs_catalog_objects_sync). */
 struct cfs_listing_entry {
-	const char *key;  /* remote relative key; data only (invariant 7) */
+	const char *key; /* remote relative key; data only (invariant 7) */
 	uint64_t size;
 	const char *etag; /* NULL or "" when the store has none */
 };
 
 struct cfs_sync_result {
-	uint64_t added;    /* keys not known before */
+	uint64_t added;	   /* keys not known before */
 	uint64_t changed;  /* known keys with a new etag or size (old row -> STALE) */
 	uint64_t vanished; /* known keys absent from this listing (-> VANISHED) */
 	uint64_t unchanged;
@@ -140,8 +140,8 @@ struct cfs_object_info {
 	uint64_t size;
 	uint32_t listed_epoch;
 	enum cfs_object_state state;
-	uint32_t fetches;            /* times a sampler finished reading it */
-	int64_t last_fetched_epoch;  /* -1: never */
+	uint32_t fetches;	    /* times a sampler finished reading it */
+	int64_t last_fetched_epoch; /* -1: never */
 };
 
 /*
@@ -160,21 +160,21 @@ int cfs_catalog_object_fetched(struct cfs_catalog *c, int64_t id, uint32_t epoch
 
 /* One sample as the shard writer hands it to the catalog. */
 struct cfs_sample {
-	uint64_t offset;        /* of the record's header in the local file */
-	uint64_t length;        /* payload bytes */
-	uint32_t crc;           /* unmasked crc32c of the payload, verified at admission */
-	int64_t object_id;      /* source object; 0 if unknown */
+	uint64_t offset;	/* of the record's header in the local file */
+	uint64_t length;	/* payload bytes */
+	uint32_t crc;		/* unmasked crc32c of the payload, verified at admission */
+	int64_t object_id;	/* source object; 0 if unknown */
 	uint64_t object_offset; /* of the record in the (uncompressed) object */
 };
 
 /* A new sealed file (cfs_catalog_shard_insert). */
 struct cfs_shard_new {
-	int64_t id;             /* from cfs_catalog_alloc_id() */
+	int64_t id; /* from cfs_catalog_alloc_id() */
 	enum cfs_kind kind;
-	uint64_t bytes;         /* file size */
+	uint64_t bytes;		/* file size */
 	uint32_t created_epoch; /* the epoch during which it was admitted */
-	const char *name;       /* RAW: sanitized display name (cfs_sanitize_key), else NULL */
-	int64_t object_id;      /* RAW: the object; else 0 */
+	const char *name;	/* RAW: sanitized display name (cfs_sanitize_key), else NULL */
+	int64_t object_id;	/* RAW: the object; else 0 */
 };
 
 /*
@@ -207,11 +207,11 @@ struct cfs_shard_info {
 	uint64_t bytes;
 	uint64_t records;
 	uint32_t created_epoch;
-	uint64_t reads;        /* read calls served from it */
+	uint64_t reads;	       /* read calls served from it */
 	uint64_t last_read_ms; /* wall clock, ms since 1970; 0 = never */
 	uint64_t full_reads;   /* times read to the end */
 	int64_t object_id;     /* RAW: its object; else 0 */
-	char *name;            /* RAW: display name; else NULL; owned by the array */
+	char *name;	       /* RAW: display name; else NULL; owned by the array */
 	int64_t evicted_epoch; /* -1 unless EVICTING/GONE */
 };
 
@@ -222,8 +222,8 @@ struct cfs_shard_info {
  * *out is malloc'd (NULL when *n == 0); free with cfs_shard_info_free().
  * Returns 0 or -errno (*out, *n untouched).
  */
-int cfs_catalog_shards_list(struct cfs_catalog *c, unsigned state_mask,
-			    struct cfs_shard_info **out, size_t *n);
+int cfs_catalog_shards_list(struct cfs_catalog *c, unsigned state_mask, struct cfs_shard_info **out,
+			    size_t *n);
 void cfs_shard_info_free(struct cfs_shard_info *arr, size_t n);
 
 /* One file's row; -ENOENT when there is none. */
@@ -232,7 +232,7 @@ int cfs_catalog_shard_get(struct cfs_catalog *c, int64_t id, struct cfs_shard_in
 /* Read statistics accumulated off the hot path (FUSE), applied in batches. */
 struct cfs_shard_stat_delta {
 	int64_t id;
-	uint64_t reads;        /* added */
+	uint64_t reads;	       /* added */
 	uint64_t full_reads;   /* added */
 	uint64_t read_bytes;   /* added to the epoch's read bytes */
 	uint64_t last_read_ms; /* max()ed into last_read */
@@ -267,8 +267,7 @@ int cfs_catalog_shards_gone(struct cfs_catalog *c, const int64_t *ids, size_t n)
 int cfs_catalog_shards_with_stale_objects(struct cfs_catalog *c, int64_t **out, size_t *n);
 
 /* The samples of file `id`, ordered by offset; *out malloc'd (free()). */
-int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample **out,
-			   size_t *n);
+int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample **out, size_t *n);
 
 /* Totals over SEALED files: count, bytes, records. */
 struct cfs_resident {

@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_NAME_MAX 255    /* bytes per path component */
-#define CFS_DEPTH_MAX 32    /* components per display path; deeper keys are joined */
+#define CFS_NAME_MAX	255  /* bytes per path component */
+#define CFS_DEPTH_MAX	32   /* components per display path; deeper keys are joined */
 #define CFS_DISPLAY_MAX 2048 /* bytes of a whole display path, NUL included */
 
 /*

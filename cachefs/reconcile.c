@@ -163,7 +163,8 @@ static int scan_dir(struct cfs_store *s, enum cfs_kind kind, struct disk_file **
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (parse_name(de->d_name, suffix, &id) < 0 ||
-		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode)) {
 			cmn_log(CMN_LOG_WARN, "%s/%s/%s: not a cache file: removed", s->dir, sub,
 				de->d_name);
 			if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT)
@@ -264,9 +265,10 @@ int cfs__reconcile(struct cfs_store *s, char *err, size_t errlen)
 			j++;
 		} else {
 			if (rows[i].bytes != files[j].size) {
-				cmn_log(CMN_LOG_WARN, "%s: file %" PRId64 " has %" PRIu64
-					" bytes, catalog says %" PRIu64 ": dropped", s->dir,
-					rows[i].id, files[j].size, rows[i].bytes);
+				cmn_log(CMN_LOG_WARN,
+					"%s: file %" PRId64 " has %" PRIu64
+					" bytes, catalog says %" PRIu64 ": dropped",
+					s->dir, rows[i].id, files[j].size, rows[i].bytes);
 				remove_file(s, files[j].kind, files[j].id);
 				rc = idvec_push(&drop, rows[i].id);
 				s->rec.size_mismatches++;
@@ -292,8 +294,10 @@ int cfs__reconcile(struct cfs_store *s, char *err, size_t errlen)
 	if (rc == 0)
 		rc = cfs_catalog_shards_gone(s->cat, gone.v, gone.n);
 	if (rc < 0) {
-		snprintf(err, errlen, "%s/catalog.db: cannot record reconciliation (%s): check "
-			 "the disk", s->dir, strerror(-rc));
+		snprintf(err, errlen,
+			 "%s/catalog.db: cannot record reconciliation (%s): check "
+			 "the disk",
+			 s->dir, strerror(-rc));
 		goto out;
 	}
 	s->rec.elapsed_us = now_us() - t0;
@@ -301,8 +305,9 @@ int cfs__reconcile(struct cfs_store *s, char *err, size_t errlen)
 	    s->rec.size_mismatches || s->rec.evictions_finished || s->rec.stray_entries)
 		cmn_log(CMN_LOG_INFO,
 			"%s: reconciled: %" PRIu64 " tmp files removed, %" PRIu64
-			" rows without file dropped, %" PRIu64 " files without row removed, %" PRIu64
-			" size mismatches, %" PRIu64 " evictions finished, %" PRIu64 " strays",
+			" rows without file dropped, %" PRIu64
+			" files without row removed, %" PRIu64 " size mismatches, %" PRIu64
+			" evictions finished, %" PRIu64 " strays",
 			s->dir, s->rec.tmp_removed, s->rec.rows_dropped, s->rec.files_removed,
 			s->rec.size_mismatches, s->rec.evictions_finished, s->rec.stray_entries);
 out:

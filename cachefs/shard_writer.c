@@ -41,12 +41,12 @@ struct cfs_shard_writer {
 	enum cfs_kind kind;
 	uint32_t epoch;
 	int64_t id;
-	int fd;                  /* tmp/<name>, O_WRONLY */
-	char name[32];           /* file name in tmp/ and in its final directory */
+	int fd;			   /* tmp/<name>, O_WRONLY */
+	char name[32];		   /* file name in tmp/ and in its final directory */
 	struct cmn_tfr_writer *tw; /* TFRecord framing (kind TFRECORD) */
-	uint64_t reserved;       /* bytes held in the budget */
-	uint64_t written;        /* bytes appended (buffered or not) */
-	bool broken;             /* a write failed: only abort is left */
+	uint64_t reserved;	   /* bytes held in the budget */
+	uint64_t written;	   /* bytes appended (buffered or not) */
+	bool broken;		   /* a write failed: only abort is left */
 	struct cfs_sample *samples;
 	size_t nsamples, cap;
 	/* raw objects */
@@ -69,12 +69,14 @@ static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum c
 	w->epoch = epoch;
 	w->id = cfs_catalog_alloc_id(s->cat);
 	cfs__file_name(kind, w->id, w->name, sizeof(w->name));
-	w->fd = openat(s->tmp_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-		       0444);
+	w->fd =
+	    openat(s->tmp_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
 	if (w->fd < 0) {
 		int e = errno;
-		snprintf(err, errlen, "%s/tmp/%s: cannot create: %s: check the disk and the "
-			 "permissions of the cache directory", s->dir, w->name, strerror(e));
+		snprintf(err, errlen,
+			 "%s/tmp/%s: cannot create: %s: check the disk and the "
+			 "permissions of the cache directory",
+			 s->dir, w->name, strerror(e));
 		free(w);
 		return -e;
 	}
@@ -176,11 +178,11 @@ int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, siz
 		return rc;
 	}
 	w->samples[w->nsamples++] = (struct cfs_sample){
-		.offset = w->written,
-		.length = len,
-		.crc = crc,
-		.object_id = object_id,
-		.object_offset = object_offset,
+	    .offset = w->written,
+	    .length = len,
+	    .crc = crc,
+	    .object_id = object_id,
+	    .object_offset = object_offset,
 	};
 	w->written += need;
 	return 0;
@@ -309,8 +311,8 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 	/* 2. rename into shards/ or objects/ and fsync that directory */
 	if (renameat(s->tmp_fd, w->name, dfd, w->name) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: rename tmp/%s -> %s/%s failed: %s", s->dir, w->name,
-			 sub, w->name, strerror(-rc));
+		snprintf(err, errlen, "%s: rename tmp/%s -> %s/%s failed: %s", s->dir, w->name, sub,
+			 w->name, strerror(-rc));
 		goto fail;
 	}
 	if (fsync(dfd) < 0) {
@@ -321,19 +323,19 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 	}
 	/* 3. the catalog row and every sample row, one transaction */
 	sh = (struct cfs_shard_new){
-		.id = w->id,
-		.kind = w->kind,
-		.bytes = w->written,
-		.created_epoch = w->epoch,
-		.object_id = w->object_id,
+	    .id = w->id,
+	    .kind = w->kind,
+	    .bytes = w->written,
+	    .created_epoch = w->epoch,
+	    .object_id = w->object_id,
 	};
 	if (w->kind == CFS_KIND_RAW) {
 		raw_sample = (struct cfs_sample){
-			.offset = 0,
-			.length = w->written,
-			.crc = w->crc,
-			.object_id = w->object_id,
-			.object_offset = 0,
+		    .offset = 0,
+		    .length = w->written,
+		    .crc = w->crc,
+		    .object_id = w->object_id,
+		    .object_offset = 0,
 		};
 		rc = insert_raw(w, &sh, &raw_sample);
 	} else {

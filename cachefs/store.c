@@ -71,8 +71,10 @@ static int open_sub(struct cfs_store *s, const char *name, int *fd, char *err, s
 {
 	if (mkdirat(s->dir_fd, name, 0755) < 0 && errno != EEXIST) {
 		int e = errno;
-		snprintf(err, errlen, "%s/%s: cannot create: %s: check the permissions of %s or "
-			 "choose another cache_dir", s->dir, name, strerror(e), s->dir);
+		snprintf(err, errlen,
+			 "%s/%s: cannot create: %s: check the permissions of %s or "
+			 "choose another cache_dir",
+			 s->dir, name, strerror(e), s->dir);
 		return -e;
 	}
 	*fd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -98,8 +100,10 @@ static int take_lock(struct cfs_store *s, char *err, size_t errlen)
 	s->lock_fd = openat(s->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (s->lock_fd < 0) {
 		int e = errno;
-		snprintf(err, errlen, "%s/lock: cannot open: %s: check the permissions of %s or "
-			 "choose another cache_dir", s->dir, strerror(e), s->dir);
+		snprintf(err, errlen,
+			 "%s/lock: cannot open: %s: check the permissions of %s or "
+			 "choose another cache_dir",
+			 s->dir, strerror(e), s->dir);
 		return -e;
 	}
 	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
@@ -108,9 +112,10 @@ static int take_lock(struct cfs_store *s, char *err, size_t errlen)
 			n = pread(s->lock_fd, buf, sizeof(buf) - 1, 0);
 			buf[n > 0 ? n : 0] = '\0';
 			buf[strcspn(buf, "\n")] = '\0';
-			snprintf(err, errlen, "%s is in use by pid %s (another rollcache mount or "
-				 "ingest): stop that process, or use another cache_dir", s->dir,
-				 buf[0] ? buf : "(unknown)");
+			snprintf(err, errlen,
+				 "%s is in use by pid %s (another rollcache mount or "
+				 "ingest): stop that process, or use another cache_dir",
+				 s->dir, buf[0] ? buf : "(unknown)");
 		} else {
 			snprintf(err, errlen, "%s/lock: cannot lock: %s", s->dir, strerror(e));
 		}
@@ -145,9 +150,9 @@ int cfs_store_lock_rewrite_pid(struct cfs_store *s)
  */
 static int check_foreign(struct cfs_store *s, char *err, size_t errlen)
 {
-	static const char *const ours[] = {"lock", "shards", "objects", "tmp",
-					   "catalog.db-wal", "catalog.db-shm",
-					   "catalog.db-journal"};
+	static const char *const ours[] = {
+	    "lock",	      "shards",		"objects",	     "tmp",
+	    "catalog.db-wal", "catalog.db-shm", "catalog.db-journal"};
 	struct stat st;
 	struct dirent *de;
 	DIR *d;
@@ -168,9 +173,11 @@ static int check_foreign(struct cfs_store *s, char *err, size_t errlen)
 		for (size_t i = 0; !known && i < sizeof(ours) / sizeof(ours[0]); i++)
 			known = strcmp(de->d_name, ours[i]) == 0;
 		if (!known) {
-			snprintf(err, errlen, "%s is not empty and has no catalog.db (it holds "
+			snprintf(err, errlen,
+				 "%s is not empty and has no catalog.db (it holds "
 				 "'%.64s'): it is not a rollcache cache directory; choose a new or "
-				 "empty directory for cache_dir", s->dir, de->d_name);
+				 "empty directory for cache_dir",
+				 s->dir, de->d_name);
 			rc = -ENOTEMPTY;
 			break;
 		}
@@ -186,8 +193,7 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char *err,
-		   size_t errlen)
+int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char *err, size_t errlen)
 {
 	struct cfs_store *s;
 	char path[PATH_MAX];
@@ -207,8 +213,10 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 
 	rc = mkdir_p(s->dir);
 	if (rc < 0) {
-		snprintf(err, errlen, "%s: cannot create the cache directory: %s: check the path "
-			 "and its permissions", s->dir, strerror(-rc));
+		snprintf(err, errlen,
+			 "%s: cannot create the cache directory: %s: check the path "
+			 "and its permissions",
+			 s->dir, strerror(-rc));
 		goto fail;
 	}
 	s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -378,8 +386,7 @@ out:
 	return rc;
 }
 
-int cfs_store_release_evicted(struct cfs_store *s, enum cfs_kind kind, int64_t id,
-			      uint64_t bytes)
+int cfs_store_release_evicted(struct cfs_store *s, enum cfs_kind kind, int64_t id, uint64_t bytes)
 {
 	int rc = unlink_file(s, kind, id);
 

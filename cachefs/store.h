@@ -34,17 +34,17 @@ struct cfs_store;
 
 struct cfs_store_opts {
 	const char *dir; /* CACHE_DIR; created (mode 0755, parents too) if missing */
-	uint64_t limit;  /* bytes; the budget's limit (DESIGN [cache] limit) */
+	uint64_t limit;	 /* bytes; the budget's limit (DESIGN [cache] limit) */
 };
 
 /* What start-up reconciliation found and did (invariant 6). */
 struct cfs_reconcile_report {
-	uint64_t tmp_removed;        /* files deleted from tmp/ */
-	uint64_t rows_dropped;       /* SEALED/EVICTING rows whose file was missing */
-	uint64_t files_removed;      /* files in shards/ or objects/ without a row */
+	uint64_t tmp_removed;	     /* files deleted from tmp/ */
+	uint64_t rows_dropped;	     /* SEALED/EVICTING rows whose file was missing */
+	uint64_t files_removed;	     /* files in shards/ or objects/ without a row */
 	uint64_t size_mismatches;    /* row and file disagreed on size: both dropped */
 	uint64_t evictions_finished; /* EVICTING rows whose file was deleted now */
-	uint64_t stray_entries;      /* names in shards/ or objects/ not of our form: deleted */
+	uint64_t stray_entries;	     /* names in shards/ or objects/ not of our form: deleted */
 	uint64_t resident_files;     /* SEALED after reconciliation */
 	uint64_t resident_bytes;
 	uint64_t elapsed_us;
@@ -128,7 +128,6 @@ int cfs_store_evict(struct cfs_store *s, const struct cfs_evict_item *items, siz
  * The last handle of an evicted (EVICTING, open) file was released: deletes
  * the file, subtracts its draining bytes, marks it GONE.  Returns 0 or -errno.
  */
-int cfs_store_release_evicted(struct cfs_store *s, enum cfs_kind kind, int64_t id,
-			      uint64_t bytes);
+int cfs_store_release_evicted(struct cfs_store *s, enum cfs_kind kind, int64_t id, uint64_t bytes);
 
 #endif

@@ -9,11 +9,11 @@
 /* All fields are set by cfs_store_open() and read-only afterwards. */
 struct cfs_store {
 	char *dir;
-	int dir_fd;     /* CACHE_DIR */
-	int shards_fd;  /* CACHE_DIR/shards */
+	int dir_fd;	/* CACHE_DIR */
+	int shards_fd;	/* CACHE_DIR/shards */
 	int objects_fd; /* CACHE_DIR/objects */
-	int tmp_fd;     /* CACHE_DIR/tmp */
-	int lock_fd;    /* CACHE_DIR/lock, flock()ed */
+	int tmp_fd;	/* CACHE_DIR/tmp */
+	int lock_fd;	/* CACHE_DIR/lock, flock()ed */
 	struct cfs_catalog *cat;
 	struct cfs_budget *budget;
 	struct cfs_reconcile_report rec;

@@ -105,7 +105,8 @@ static int parse(int argc, char **argv, struct bc_opts *o)
 		} else if (strcmp(argv[i], "--files") == 0) {
 			dst = &o->files;
 		} else {
-			fprintf(stderr, "rollcache bench catalog: unknown option '%s': see --help\n",
+			fprintf(stderr,
+				"rollcache bench catalog: unknown option '%s': see --help\n",
 				argv[i]);
 			return -1;
 		}
@@ -174,10 +175,10 @@ static int bench_rows(const struct bc_opts *o, const char *dir)
 	t = now_s();
 	for (uint64_t s = 0; s < o->shards; s++) {
 		struct cfs_shard_new sh = {
-			.id = cfs_catalog_alloc_id(c),
-			.kind = CFS_KIND_TFRECORD,
-			.bytes = o->records * 1040,
-			.created_epoch = (uint32_t)(s / 100),
+		    .id = cfs_catalog_alloc_id(c),
+		    .kind = CFS_KIND_TFRECORD,
+		    .bytes = o->records * 1040,
+		    .created_epoch = (uint32_t)(s / 100),
 		};
 		for (uint64_t r = 0; r < o->records; r++)
 			smp[r] = (struct cfs_sample){r * 1040, 1024, (uint32_t)(r * 2654435761u),
@@ -249,16 +250,16 @@ static int bench_reconcile(const struct bc_opts *o, const char *dir)
 		return 1;
 	}
 	for (uint64_t i = 0; i < o->files; i++) {
-		struct cfs_shard_new sh = {.id = cfs_catalog_alloc_id(c), .kind = CFS_KIND_TFRECORD,
-					   .bytes = 16};
+		struct cfs_shard_new sh = {
+		    .id = cfs_catalog_alloc_id(c), .kind = CFS_KIND_TFRECORD, .bytes = 16};
 		char name[40];
 		int fd;
 		snprintf(name, sizeof(name), "%" PRId64 ".tfrecord", sh.id);
 		fd = openat(sfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
 		if (fd < 0 || write(fd, "0123456789abcdef", 16) != 16 ||
 		    cfs_catalog_shard_insert(c, &sh, NULL, 0) < 0) {
-			fprintf(stderr, "rollcache bench catalog: cannot create file %s: %s\n", name,
-				strerror(errno));
+			fprintf(stderr, "rollcache bench catalog: cannot create file %s: %s\n",
+				name, strerror(errno));
 			if (fd >= 0)
 				close(fd);
 			cfs_catalog_rollback(c);
@@ -298,16 +299,19 @@ int bench_catalog(int argc, char **argv)
 	if (o.dir) {
 		snprintf(scratch, sizeof(scratch), "%s", o.dir);
 		if (mkdir(scratch, 0755) < 0 && errno != EEXIST) {
-			fprintf(stderr, "rollcache bench catalog: %s: %s\n", scratch, strerror(errno));
+			fprintf(stderr, "rollcache bench catalog: %s: %s\n", scratch,
+				strerror(errno));
 			return 1;
 		}
 	} else {
 		const char *t = getenv("TMPDIR");
-		snprintf(scratch, sizeof(scratch), "%s/rc-bench-catalog-XXXXXX", t && *t ? t : "/tmp");
+		snprintf(scratch, sizeof(scratch), "%s/rc-bench-catalog-XXXXXX",
+			 t && *t ? t : "/tmp");
 		if (!mkdtemp(scratch)) {
-			fprintf(stderr, "rollcache bench catalog: cannot make a scratch directory "
-				"under %s: %s: set TMPDIR or give --dir\n", t && *t ? t : "/tmp",
-				strerror(errno));
+			fprintf(stderr,
+				"rollcache bench catalog: cannot make a scratch directory "
+				"under %s: %s: set TMPDIR or give --dir\n",
+				t && *t ? t : "/tmp", strerror(errno));
 			return 1;
 		}
 	}

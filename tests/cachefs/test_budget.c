@@ -340,18 +340,18 @@ static Suite *budget_suite(void)
 		const char *name;
 		const TTest *fn;
 	} cases[] = {
-		{"reserve_within_limit", reserve_within_limit},
-		{"too_big_fails_at_once", too_big_fails_at_once},
-		{"timeout_without_room", timeout_without_room},
-		{"commit_keeps_used_releases_rest", commit_keeps_used_releases_rest},
-		{"draining_counts_until_release", draining_counts_until_release},
-		{"shrunk_limit_blocks_until_under", shrunk_limit_blocks_until_under},
-		{"admit_budget_per_epoch", admit_budget_per_epoch},
-		{"release_wakes_waiter", release_wakes_waiter},
-		{"next_epoch_wakes_admit_waiter", next_epoch_wakes_admit_waiter},
-		{"zero_admit_waits_for_next_epoch", zero_admit_waits_for_next_epoch},
-		{"cancel_wakes_all", cancel_wakes_all},
-		{"threads_never_exceed_limit", threads_never_exceed_limit},
+	    {"reserve_within_limit", reserve_within_limit},
+	    {"too_big_fails_at_once", too_big_fails_at_once},
+	    {"timeout_without_room", timeout_without_room},
+	    {"commit_keeps_used_releases_rest", commit_keeps_used_releases_rest},
+	    {"draining_counts_until_release", draining_counts_until_release},
+	    {"shrunk_limit_blocks_until_under", shrunk_limit_blocks_until_under},
+	    {"admit_budget_per_epoch", admit_budget_per_epoch},
+	    {"release_wakes_waiter", release_wakes_waiter},
+	    {"next_epoch_wakes_admit_waiter", next_epoch_wakes_admit_waiter},
+	    {"zero_admit_waits_for_next_epoch", zero_admit_waits_for_next_epoch},
+	    {"cancel_wakes_all", cancel_wakes_all},
+	    {"threads_never_exceed_limit", threads_never_exceed_limit},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

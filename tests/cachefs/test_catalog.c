@@ -60,10 +60,10 @@ static int64_t add_shard(struct cfs_catalog *c, uint32_t epoch, size_t nrec, uin
 {
 	struct cfs_sample *s = calloc(nrec ? nrec : 1, sizeof(*s));
 	struct cfs_shard_new sh = {
-		.id = cfs_catalog_alloc_id(c),
-		.kind = CFS_KIND_TFRECORD,
-		.bytes = nrec * (recsize + 16),
-		.created_epoch = epoch,
+	    .id = cfs_catalog_alloc_id(c),
+	    .kind = CFS_KIND_TFRECORD,
+	    .bytes = nrec * (recsize + 16),
+	    .created_epoch = epoch,
 	};
 	for (size_t i = 0; i < nrec; i++)
 		s[i] = (struct cfs_sample){i * (recsize + 16), recsize, (uint32_t)i, 7, i * 100};
@@ -206,8 +206,8 @@ START_TEST(insert_is_one_transaction)
 {
 	struct cfs_catalog *c = open_rw();
 	struct cfs_sample s[3] = {{0, 1, 0, 0, 0}, {17, 1, 0, 0, 0}, {0, 1, 0, 0, 0}};
-	struct cfs_shard_new sh = {.id = cfs_catalog_alloc_id(c), .kind = CFS_KIND_TFRECORD,
-				   .bytes = 34};
+	struct cfs_shard_new sh = {
+	    .id = cfs_catalog_alloc_id(c), .kind = CFS_KIND_TFRECORD, .bytes = 34};
 	struct cfs_resident res;
 
 	/* the third sample repeats an offset: the whole insert must vanish */
@@ -287,9 +287,9 @@ START_TEST(stats_batched)
 	struct cfs_catalog *c = open_rw();
 	int64_t a = add_shard(c, 0, 1, 1), b = add_shard(c, 0, 1, 1);
 	struct cfs_shard_stat_delta d[3] = {
-		{a, 5, 1, 1000, 111},
-		{b, 2, 0, 10, 222},
-		{99999, 1, 1, 1, 1}, /* gone meanwhile: skipped */
+	    {a, 5, 1, 1000, 111},
+	    {b, 2, 0, 10, 222},
+	    {99999, 1, 1, 1, 1}, /* gone meanwhile: skipped */
 	};
 	struct cfs_shard_info one;
 	struct cfs_epoch_row *ep;
@@ -360,7 +360,7 @@ START_TEST(objects_sync_merges_listings)
 	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l2, 3, 1, ids2, &r), 0);
 	ck_assert_uint_eq(r.unchanged, 1); /* a: NULL and "" etags are the same */
 	ck_assert_uint_eq(r.changed, 1);   /* b: size changed */
-	ck_assert_uint_eq(r.added, 1);     /* e */
+	ck_assert_uint_eq(r.added, 1);	   /* e */
 	ck_assert_uint_eq(r.vanished, 1);  /* c/d */
 	ck_assert_int_eq(ids2[0], ids[1]);
 	ck_assert_int_ne(ids2[1], ids[0]);
@@ -427,8 +427,12 @@ END_TEST
 START_TEST(epochs_begin_and_list)
 {
 	struct cfs_catalog *c = open_rw();
-	struct cfs_epoch_row r = {.number = 0, .limit = 1000, .admit = 100, .policy = "fifo",
-				  .min_uses = 2, .resident_files = 3};
+	struct cfs_epoch_row r = {.number = 0,
+				  .limit = 1000,
+				  .admit = 100,
+				  .policy = "fifo",
+				  .min_uses = 2,
+				  .resident_files = 3};
 	struct cfs_epoch_row *ep;
 	uint32_t cur = 77;
 	size_t n;
@@ -488,21 +492,21 @@ int main(void)
 		const char *name;
 		const TTest *fn;
 	} cases[] = {
-		{"new_file_gets_schema_v1", new_file_gets_schema_v1},
-		{"journal_is_wal", journal_is_wal},
-		{"newer_schema_refused", newer_schema_refused},
-		{"not_a_database_refused_nothing_deleted", not_a_database_refused_nothing_deleted},
-		{"readonly_open", readonly_open},
-		{"shard_and_samples_roundtrip", shard_and_samples_roundtrip},
-		{"insert_is_one_transaction", insert_is_one_transaction},
-		{"ids_never_reused", ids_never_reused},
-		{"evict_then_gone", evict_then_gone},
-		{"stats_batched", stats_batched},
-		{"raw_names_unique", raw_names_unique},
-		{"objects_sync_merges_listings", objects_sync_merges_listings},
-		{"stale_objects_name_their_shards", stale_objects_name_their_shards},
-		{"epochs_begin_and_list", epochs_begin_and_list},
-		{"explicit_transaction_rolls_back", explicit_transaction_rolls_back},
+	    {"new_file_gets_schema_v1", new_file_gets_schema_v1},
+	    {"journal_is_wal", journal_is_wal},
+	    {"newer_schema_refused", newer_schema_refused},
+	    {"not_a_database_refused_nothing_deleted", not_a_database_refused_nothing_deleted},
+	    {"readonly_open", readonly_open},
+	    {"shard_and_samples_roundtrip", shard_and_samples_roundtrip},
+	    {"insert_is_one_transaction", insert_is_one_transaction},
+	    {"ids_never_reused", ids_never_reused},
+	    {"evict_then_gone", evict_then_gone},
+	    {"stats_batched", stats_batched},
+	    {"raw_names_unique", raw_names_unique},
+	    {"objects_sync_merges_listings", objects_sync_merges_listings},
+	    {"stale_objects_name_their_shards", stale_objects_name_their_shards},
+	    {"epochs_begin_and_list", epochs_begin_and_list},
+	    {"explicit_transaction_rolls_back", explicit_transaction_rolls_back},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

@@ -86,7 +86,7 @@ static void child_loop(int ready_fd, unsigned seed)
 						    (uint64_t)i) != 0)
 				_exit(8);
 		}
-seal:
+	seal:
 		if (rand_r(&seed) % 8 == 0) {
 			cfs_shard_writer_abort(w);
 		} else {
@@ -130,7 +130,8 @@ static void verify(int round)
 	ck_assert_int_eq(cfs_catalog_integrity_check(cfs_store_catalog(s), err, sizeof(err)), 0);
 	ck_assert_int_eq(cfs_catalog_shards_list(cfs_store_catalog(s),
 						 1u << CFS_SHARD_SEALED | 1u << CFS_SHARD_EVICTING,
-						 &arr, &n), 0);
+						 &arr, &n),
+			 0);
 	/* reconciliation finished every eviction: only SEALED rows are left */
 	int nshards = 0, nraw = 0;
 	for (size_t i = 0; i < n; i++) {

@@ -89,7 +89,8 @@ int main(void)
 		printf("SKIP: mounting a tiny tmpfs to fill the disk needs root\n");
 		return 77;
 	}
-	snprintf(dir, sizeof(dir), "%s/rc-cfs-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(dir, sizeof(dir), "%s/rc-cfs-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(dir)) {
 		printf("cannot make a scratch directory: %s\n", strerror(errno));
 		return 1;

@@ -30,7 +30,8 @@ static void assert_safe(const char *name)
 		ck_assert_msg(n > 0, "empty component in %s", name);
 		ck_assert_uint_le(n, CFS_NAME_MAX);
 		ck_assert_msg(!(n == 1 && p[0] == '.'), "'.' component in %s", name);
-		ck_assert_msg(!(n == 2 && p[0] == '.' && p[1] == '.'), "'..' component in %s", name);
+		ck_assert_msg(!(n == 2 && p[0] == '.' && p[1] == '.'), "'..' component in %s",
+			      name);
 		for (size_t i = 0; i < n; i++)
 			ck_assert_msg((unsigned char)p[i] >= 0x20 && p[i] != 0x7f,
 				      "control byte in %s", name);
@@ -38,7 +39,7 @@ static void assert_safe(const char *name)
 		for (size_t i = 0; i < n; i++)
 			if (p[i] == '%')
 				ck_assert_msg(i + 2 < n && strchr("0123456789ABCDEF", p[i + 1]) &&
-						      strchr("0123456789ABCDEF", p[i + 2]),
+						  strchr("0123456789ABCDEF", p[i + 2]),
 					      "cut escape in %s", name);
 		if (!slash)
 			break;
@@ -69,7 +70,11 @@ START_TEST(control_bytes_and_percent)
 {
 	bool lossy;
 
-	ck_assert_str_eq(san("a\x01" "b\x7f" "c\n", &lossy), "a%01b%7Fc%0A");
+	ck_assert_str_eq(san("a\x01"
+			     "b\x7f"
+			     "c\n",
+			     &lossy),
+			 "a%01b%7Fc%0A");
 	ck_assert(!lossy);
 	ck_assert_str_eq(san("100%", NULL), "100%25");
 	ck_assert_str_eq(san("%2E%2E", NULL), "%252E%252E"); /* cannot forge an escape */
@@ -212,8 +217,9 @@ START_TEST(injective_on_hostile_alphabet)
 			key[len] = '\0';
 			ck_assert_int_eq(cfs_sanitize_key(key, name, sizeof(name), &lossy), 0);
 			if (lossy)
-				ck_assert_int_eq(cfs_display_name(key, (int64_t)k + 1, true, name,
-								  sizeof(name)), 0);
+				ck_assert_int_eq(
+				    cfs_display_name(key, (int64_t)k + 1, true, name, sizeof(name)),
+				    0);
 			assert_safe(name);
 			names[k++] = strdup(name);
 		}
@@ -238,13 +244,13 @@ int main(void)
 		const char *name;
 		const TTest *fn;
 	} cases[] = {
-		{"dotdot_and_absolute", dotdot_and_absolute},
-		{"control_bytes_and_percent", control_bytes_and_percent},
-		{"empty_key", empty_key},
-		{"long_components_are_cut", long_components_are_cut},
-		{"deep_keys_are_joined", deep_keys_are_joined},
-		{"suffix_cannot_be_forged", suffix_cannot_be_forged},
-		{"injective_on_hostile_alphabet", injective_on_hostile_alphabet},
+	    {"dotdot_and_absolute", dotdot_and_absolute},
+	    {"control_bytes_and_percent", control_bytes_and_percent},
+	    {"empty_key", empty_key},
+	    {"long_components_are_cut", long_components_are_cut},
+	    {"deep_keys_are_joined", deep_keys_are_joined},
+	    {"suffix_cannot_be_forged", suffix_cannot_be_forged},
+	    {"injective_on_hostile_alphabet", injective_on_hostile_alphabet},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

@@ -47,10 +47,11 @@ static int64_t write_shard(struct cfs_store *s, uint32_t epoch, int n, size_t si
 	ck_assert_int_eq(cfs_shard_writer_open(&w, s, epoch, err, sizeof(err)), 0);
 	for (int i = 0; i < n; i++) {
 		memset(buf, 'a' + i % 26, size);
-		ck_assert_int_eq(cfs_shard_writer_reserve(w, cfs_shard_writer_record_bytes(size),
-							  1000), 0);
+		ck_assert_int_eq(
+		    cfs_shard_writer_reserve(w, cfs_shard_writer_record_bytes(size), 1000), 0);
 		ck_assert_int_eq(cfs_shard_writer_append(w, buf, size, cmn_crc32c(0, buf, size), 3,
-							 (uint64_t)i * size), 0);
+							 (uint64_t)i * size),
+				 0);
 	}
 	ck_assert_msg(cfs_shard_writer_seal(w, &id, err, sizeof(err)) == 0, "seal: %s", err);
 	free(buf);
@@ -253,8 +254,8 @@ START_TEST(seal_makes_visible_in_order)
 	ck_assert_int_eq(cfs_shard_writer_reserve(w, 1000, 100), 0);
 	ck_assert_int_eq(cfs_shard_writer_append(w, "hello", 5, cmn_crc32c(0, "hello", 5), 9, 0),
 			 0);
-	ck_assert_int_eq(cfs_shard_writer_append(w, "world!", 6, cmn_crc32c(0, "world!", 6), 9,
-						 21), 0);
+	ck_assert_int_eq(cfs_shard_writer_append(w, "world!", 6, cmn_crc32c(0, "world!", 6), 9, 21),
+			 0);
 	ck_assert_uint_eq(cfs_shard_writer_bytes(w), 5 + 6 + 32);
 	ck_assert_uint_eq(cfs_shard_writer_room(w), 1000 - 43);
 	/* invariant 2: while writing it is only in tmp/ and has no row */
@@ -410,10 +411,10 @@ END_TEST
 START_TEST(reconcile_crafted_crash_states)
 {
 	struct cfs_store *s = open_store(1 << 20);
-	int64_t a = write_shard(s, 0, 3, 100);  /* its file will vanish */
-	int64_t b = write_shard(s, 0, 3, 100);  /* will be truncated */
-	int64_t c = write_shard(s, 0, 3, 100);  /* EVICTING at the crash */
-	int64_t d = write_shard(s, 0, 5, 200);  /* intact */
+	int64_t a = write_shard(s, 0, 3, 100); /* its file will vanish */
+	int64_t b = write_shard(s, 0, 3, 100); /* will be truncated */
+	int64_t c = write_shard(s, 0, 3, 100); /* EVICTING at the crash */
+	int64_t d = write_shard(s, 0, 5, 200); /* intact */
 	int64_t r = write_raw(s, "k", "raw bytes");
 	const struct cfs_reconcile_report *rep;
 	struct cfs_shard_info *arr, one;
@@ -454,7 +455,8 @@ START_TEST(reconcile_crafted_crash_states)
 
 	ck_assert_int_eq(cfs_catalog_shards_list(cfs_store_catalog(s),
 						 1u << CFS_SHARD_SEALED | 1u << CFS_SHARD_EVICTING,
-						 &arr, &n), 0);
+						 &arr, &n),
+			 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(arr[0].id, d);
 	ck_assert_int_eq(arr[1].id, r);
@@ -476,8 +478,8 @@ START_TEST(reconcile_crafted_crash_states)
 	s = open_store(1 << 20);
 	rep = cfs_store_reconcile_report(s);
 	ck_assert_uint_eq(rep->tmp_removed + rep->rows_dropped + rep->files_removed +
-				  rep->size_mismatches + rep->evictions_finished +
-				  rep->stray_entries, 0);
+			      rep->size_mismatches + rep->evictions_finished + rep->stray_entries,
+			  0);
 	ck_assert_uint_eq(rep->resident_files, 2);
 	cfs_store_close(s);
 }
@@ -488,8 +490,8 @@ START_TEST(evict_closed_now_open_on_release)
 	struct cfs_store *s = open_store(1 << 20);
 	int64_t a = write_shard(s, 0, 2, 100), b = write_shard(s, 0, 2, 100);
 	struct cfs_evict_item items[2] = {
-		{a, CFS_KIND_TFRECORD, 232, false},
-		{b, CFS_KIND_TFRECORD, 232, true},
+	    {a, CFS_KIND_TFRECORD, 232, false},
+	    {b, CFS_KIND_TFRECORD, 232, true},
 	};
 	struct cfs_budget_stat st;
 	struct cfs_shard_info one;
@@ -683,22 +685,22 @@ int main(void)
 		const char *name;
 		const TTest *fn;
 	} cases[] = {
-		{"layout_and_lock_pid", layout_and_lock_pid},
-		{"lock_held_by_another_process", lock_held_by_another_process},
-		{"unwritable_directory", unwritable_directory},
-		{"cache_dir_is_a_file", cache_dir_is_a_file},
-		{"foreign_directory_refused", foreign_directory_refused},
-		{"corrupt_catalog_refused_nothing_deleted", corrupt_catalog_refused_nothing_deleted},
-		{"newer_schema_refused", newer_schema_refused},
-		{"seal_makes_visible_in_order", seal_makes_visible_in_order},
-		{"append_needs_reservation", append_needs_reservation},
-		{"abort_and_empty_discard", abort_and_empty_discard},
-		{"raw_objects_with_hostile_keys", raw_objects_with_hostile_keys},
-		{"reconcile_crafted_crash_states", reconcile_crafted_crash_states},
-		{"evict_closed_now_open_on_release", evict_closed_now_open_on_release},
-		{"writer_waits_for_eviction", writer_waits_for_eviction},
-		{"evict_inside_boundary_transaction", evict_inside_boundary_transaction},
-		{"lock_pid_rewritten_after_fork", lock_pid_rewritten_after_fork},
+	    {"layout_and_lock_pid", layout_and_lock_pid},
+	    {"lock_held_by_another_process", lock_held_by_another_process},
+	    {"unwritable_directory", unwritable_directory},
+	    {"cache_dir_is_a_file", cache_dir_is_a_file},
+	    {"foreign_directory_refused", foreign_directory_refused},
+	    {"corrupt_catalog_refused_nothing_deleted", corrupt_catalog_refused_nothing_deleted},
+	    {"newer_schema_refused", newer_schema_refused},
+	    {"seal_makes_visible_in_order", seal_makes_visible_in_order},
+	    {"append_needs_reservation", append_needs_reservation},
+	    {"abort_and_empty_discard", abort_and_empty_discard},
+	    {"raw_objects_with_hostile_keys", raw_objects_with_hostile_keys},
+	    {"reconcile_crafted_crash_states", reconcile_crafted_crash_states},
+	    {"evict_closed_now_open_on_release", evict_closed_now_open_on_release},
+	    {"writer_waits_for_eviction", writer_waits_for_eviction},
+	    {"evict_inside_boundary_transaction", evict_inside_boundary_transaction},
+	    {"lock_pid_rewritten_after_fork", lock_pid_rewritten_after_fork},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);
