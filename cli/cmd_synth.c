@@ -86,7 +86,8 @@ static void synth_usage(FILE *out)
 		"  --records N        number of records (required)\n"
 		"  --record-size SIZE Example size in bytes (16K, 1M, ...; framing adds 16)\n"
 		"  --shards K         number of files (default 1)\n"
-		"  --schema SPEC      features, e.g. 'x:float32[4000],y:int64[1],ids:int64[],img:bytes'\n"
+		"  --schema SPEC      features, e.g. "
+		"'x:float32[4000],y:int64[1],ids:int64[],img:bytes'\n"
 		"                     (default: x:float32[n],y:int64[1] with n fitting SIZE)\n"
 		"  --gzip             GZIP-compressed TFRecord (zlib level 1)\n"
 		"  --seed S           seed of the values (default 0)\n"
@@ -171,9 +172,9 @@ struct synth {
 	atomic_uint_fast32_t next_shard;
 	atomic_uint_fast64_t done_records, done_bytes; /* bytes written, framing included */
 	atomic_int failed;
-	pthread_mutex_t mu;   /* protects err and running */
+	pthread_mutex_t mu;  /* protects err and running */
 	pthread_cond_t cond; /* signalled when a worker ends */
-	unsigned running;     /* workers not yet ended */
+	unsigned running;    /* workers not yet ended */
 	char err[512];
 };
 
@@ -400,9 +401,8 @@ static size_t size_with(const struct cmn_schema *sc, uint64_t m, int64_t ival)
 	for (size_t i = 0; i < sc->n; i++) {
 		const struct cmn_feature *f = &sc->feature[i];
 		size_t n = f->ragged ? (size_t)m : (size_t)f->count;
-		v[i] = (struct cmn_ex_values){.data = f->dtype == CMN_DT_INT64 ? (const void *)ints
-									     : dummy,
-					      .n = n};
+		v[i] = (struct cmn_ex_values){
+		    .data = f->dtype == CMN_DT_INT64 ? (const void *)ints : dummy, .n = n};
 	}
 	size_t sz = cmn_ex_encoded_size(sc, v);
 	free(ints);
@@ -455,10 +455,11 @@ static int fit_size(struct synth *s, uint64_t size, char *err, size_t errlen)
 				snprintf(range, sizeof(range), "%zu", lo);
 			else
 				snprintf(range, sizeof(range), "%zu..%zu", lo, hi);
-			snprintf(err, errlen,
-				 "--record-size %llu disagrees with --schema '%s', whose records are "
-				 "%s bytes: drop --record-size or change one of them",
-				 (unsigned long long)size, spec, range);
+			snprintf(
+			    err, errlen,
+			    "--record-size %llu disagrees with --schema '%s', whose records are "
+			    "%s bytes: drop --record-size or change one of them",
+			    (unsigned long long)size, spec, range);
 			return -EINVAL;
 		}
 		return 0;
@@ -499,8 +500,8 @@ static void progress(struct synth *s, double t0, bool tty, bool final)
 	uint64_t r = atomic_load(&s->done_records), b = atomic_load(&s->done_bytes);
 	double mb = (double)b / 1e6;
 	fprintf(stderr, "%ssynth: %llu/%llu records, %.1f MB, %.1f MB/s%s", tty ? "\r" : "",
-		(unsigned long long)r, (unsigned long long)s->records, mb,
-		dt > 0 ? mb / dt : 0.0, tty && !final ? "   " : "\n");
+		(unsigned long long)r, (unsigned long long)s->records, mb, dt > 0 ? mb / dt : 0.0,
+		tty && !final ? "   " : "\n");
 	fflush(stderr);
 }
 
@@ -523,15 +524,15 @@ static int parse_u64(const char *opt, const char *v, uint64_t min, uint64_t max,
 int cmd_synth(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"records", required_argument, NULL, 'n'},
-		{"record-size", required_argument, NULL, 's'},
-		{"shards", required_argument, NULL, 'k'},
-		{"schema", required_argument, NULL, 'S'},
-		{"gzip", no_argument, NULL, 'z'},
-		{"seed", required_argument, NULL, 'e'},
-		{"threads", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"records", required_argument, NULL, 'n'},
+	    {"record-size", required_argument, NULL, 's'},
+	    {"shards", required_argument, NULL, 'k'},
+	    {"schema", required_argument, NULL, 'S'},
+	    {"gzip", no_argument, NULL, 'z'},
+	    {"seed", required_argument, NULL, 'e'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct synth s = {.shards = 1};
 	uint64_t size = 0, shards = 1, threads = 0;
@@ -688,8 +689,7 @@ int cmd_synth(int argc, char **argv)
 	printf("synth: wrote %u file%s, %llu records, %.1f MB (uncompressed) to %s in %.2f s "
 	       "(%.0f MB/s); schema %s",
 	       s.shards, s.shards == 1 ? "" : "s", (unsigned long long)s.records,
-	       (double)bytes / 1e6, s.dir, dt, dt > 0 ? (double)bytes / 1e6 / dt : 0.0,
-	       schema_str);
+	       (double)bytes / 1e6, s.dir, dt, dt > 0 ? (double)bytes / 1e6 / dt : 0.0, schema_str);
 	if (s.schema->n_ragged)
 		printf("; ragged mean m=%llu", (unsigned long long)s.ragged_mean);
 	printf("\n");

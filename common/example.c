@@ -52,11 +52,11 @@ struct ctx {
 };
 
 __attribute__((format(printf, 3, 4))) static int bad(struct ctx *c, const uint8_t *at,
-						      const char *fmt, ...)
+						     const char *fmt, ...)
 {
 	if (c->err && c->errlen) {
-		int n = snprintf(c->err, c->errlen, "malformed Example at byte %zu: ",
-				 (size_t)(at - c->base));
+		int n = snprintf(c->err, c->errlen,
+				 "malformed Example at byte %zu: ", (size_t)(at - c->base));
 		if (n >= 0 && (size_t)n < c->errlen) {
 			va_list ap;
 			va_start(ap, fmt);
@@ -124,9 +124,9 @@ struct field {
 	const uint8_t *start; /* the tag */
 	uint32_t num;
 	unsigned wt;
-	uint64_t v;           /* WT_VARINT: the value */
-	const uint8_t *data;  /* WT_LEN: payload; WT_I32/WT_I64: the fixed bytes */
-	size_t len;           /* WT_LEN: payload length */
+	uint64_t v;	     /* WT_VARINT: the value */
+	const uint8_t *data; /* WT_LEN: payload; WT_I32/WT_I64: the fixed bytes */
+	size_t len;	     /* WT_LEN: payload length */
 };
 
 /*
@@ -155,7 +155,8 @@ static int next_field(struct ctx *c, const uint8_t **pp, const uint8_t *end, str
 	}
 	case WT_I64:
 		if ((size_t)(end - p) < 8)
-			return bad(c, p, "64-bit field cut short (%zu bytes left)", (size_t)(end - p));
+			return bad(c, p, "64-bit field cut short (%zu bytes left)",
+				   (size_t)(end - p));
 		f->data = p;
 		p += 8;
 		break;
@@ -174,14 +175,15 @@ static int next_field(struct ctx *c, const uint8_t **pp, const uint8_t *end, str
 	}
 	case WT_I32:
 		if ((size_t)(end - p) < 4)
-			return bad(c, p, "32-bit field cut short (%zu bytes left)", (size_t)(end - p));
+			return bad(c, p, "32-bit field cut short (%zu bytes left)",
+				   (size_t)(end - p));
 		f->data = p;
 		p += 4;
 		break;
 	case WT_SGROUP:
 	case WT_EGROUP:
-		return bad(c, f->start, "field %u is a group (wire type %u): not supported",
-			   f->num, f->wt);
+		return bad(c, f->start, "field %u is a group (wire type %u): not supported", f->num,
+			   f->wt);
 	default:
 		return bad(c, f->start, "field %u has invalid wire type %u", f->num, f->wt);
 	}
@@ -199,7 +201,7 @@ static int next_field(struct ctx *c, const uint8_t **pp, const uint8_t *end, str
  * key and unknown entry fields.
  */
 struct fcur {
-	const uint8_t *p, *end;  /* inside the current value field */
+	const uint8_t *p, *end;	  /* inside the current value field */
 	const uint8_t *ep, *eend; /* entry position after the current value field */
 };
 
@@ -356,8 +358,8 @@ static int resolve_canonical(struct ctx *c, const uint8_t *entry, const uint8_t 
 	switch (kind) {
 	case CMN_EX_FLOAT_LIST:
 		if (len % 4)
-			return bad(c, tag, "packed float payload of %zu bytes is not a multiple of 4",
-				   len);
+			return bad(c, tag,
+				   "packed float payload of %zu bytes is not a multiple of 4", len);
 		n = len / 4;
 		break;
 	case CMN_EX_INT64_LIST: {
@@ -415,7 +417,8 @@ static int resolve_feature(struct ctx *c, const uint8_t *entry, const uint8_t *e
 			memset(&r, 0, sizeof(r));
 			/* The run starts at this field; remember the cursor before it. */
 			if (here == here_end) {
-				/* fcur_next moved to a new value field: the run starts at its start. */
+				/* fcur_next moved to a new value field: the run starts at its
+				 * start. */
 				run = f.start;
 				run_val_end = fc.end;
 				run_ep = fc.ep;
@@ -477,9 +480,9 @@ static int entry_key(struct ctx *c, const uint8_t *p, const uint8_t *end, const 
  * misuse cannot read out of bounds.
  */
 struct sink_state {
-	uint8_t *dst;     /* where the next value goes */
-	size_t *lens;     /* bytes_list string lengths, or NULL */
-	int as_uint8;     /* int64 -> uint8 with range check */
+	uint8_t *dst;	   /* where the next value goes */
+	size_t *lens;	   /* bytes_list string lengths, or NULL */
+	int as_uint8;	   /* int64 -> uint8 with range check */
 	int64_t bad_value; /* uint8 range failure */
 	int range_error;
 };
@@ -562,8 +565,8 @@ static void copy_values(const struct cmn_ex_feature *f, struct sink_state *s)
 		}
 		return;
 	}
-	struct fcur fc = {.p = f->run_, .end = f->run_val_end_, .ep = f->entry_,
-			  .eend = f->entry_end_};
+	struct fcur fc = {
+	    .p = f->run_, .end = f->run_val_end_, .ep = f->entry_, .eend = f->entry_end_};
 	struct ctx c = {f->run_, NULL, 0};
 	for (;;) {
 		struct field fld;
@@ -667,14 +670,14 @@ static const char *quote_name(const char *name, size_t len, char *buf, size_t bu
 	return buf;
 }
 
-__attribute__((format(printf, 5, 6))) static int feat_err(int rc, const struct cmn_feature *sf,
-							   char *err, size_t errlen,
-							   const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) static int
+feat_err(int rc, const struct cmn_feature *sf, char *err, size_t errlen, const char *fmt, ...)
 {
 	if (err && errlen) {
 		char q[300];
-		int n = snprintf(err, errlen, "feature '%s': ",
-				 quote_name(sf->name, sf->name_len, q, sizeof(q)));
+		int n =
+		    snprintf(err, errlen,
+			     "feature '%s': ", quote_name(sf->name, sf->name_len, q, sizeof(q)));
 		if (n >= 0 && (size_t)n < errlen) {
 			va_list ap;
 			va_start(ap, fmt);
@@ -739,8 +742,8 @@ static enum cmn_ex_kind want_kind(enum cmn_dtype t)
 	return CMN_EX_NONE;
 }
 
-static int decode_one(struct ctx *c, const struct cmn_feature *sf, size_t idx,
-		      const uint8_t *entry, const uint8_t *eend, const struct cmn_ex_sink *sink)
+static int decode_one(struct ctx *c, const struct cmn_feature *sf, size_t idx, const uint8_t *entry,
+		      const uint8_t *eend, const struct cmn_ex_sink *sink)
 {
 	struct cmn_ex_feature f;
 	void *dst = sf->ragged ? NULL : sink->fixed[idx];
@@ -754,7 +757,8 @@ static int decode_one(struct ctx *c, const struct cmn_feature *sf, size_t idx,
 	}
 	if (f.kind == CMN_EX_NONE) {
 		if (!sf->has_default)
-			return feat_err(-ENOENT, sf, c->err, c->errlen, "%s and the schema gives no default",
+			return feat_err(-ENOENT, sf, c->err, c->errlen,
+					"%s and the schema gives no default",
 					entry ? "has no value list (empty Feature)" : "missing");
 		if (sf->ragged) {
 			(void)sink->reserve(sink->ctx, idx, 0, 0); /* NULL is fine for 0 values */
@@ -798,7 +802,8 @@ static int decode_one(struct ctx *c, const struct cmn_feature *sf, size_t idx,
 	copy_values(&f, &s);
 	if (s.range_error)
 		return feat_err(-ERANGE, sf, c->err, c->errlen,
-				"int64 value %lld out of uint8 range 0..255", (long long)s.bad_value);
+				"int64 value %lld out of uint8 range 0..255",
+				(long long)s.bad_value);
 	return 0;
 }
 
@@ -948,7 +953,8 @@ size_t cmn_ex_encoded_size(const struct cmn_schema *s, const struct cmn_ex_value
 	for (size_t i = 0; i < s->n; i++) {
 		if (check_values(&s->feature[i], &v[i], NULL, 0))
 			return 0;
-		feats += ld_size(entry_size(&s->feature[i], list_size(&s->feature[i], &v[i], NULL)));
+		feats +=
+		    ld_size(entry_size(&s->feature[i], list_size(&s->feature[i], &v[i], NULL)));
 	}
 	return ld_size(feats);
 }
@@ -959,8 +965,8 @@ static uint8_t *put_ld_header(uint8_t *p, uint32_t num, size_t len)
 	return put_varint(p, len);
 }
 
-int cmn_ex_encode(const struct cmn_schema *s, const struct cmn_ex_values *v, void *buf,
-		  size_t cap, size_t *out_len, char *err, size_t errlen)
+int cmn_ex_encode(const struct cmn_schema *s, const struct cmn_ex_values *v, void *buf, size_t cap,
+		  size_t *out_len, char *err, size_t errlen)
 {
 	if (err && errlen)
 		err[0] = '\0';
@@ -972,13 +978,15 @@ int cmn_ex_encode(const struct cmn_schema *s, const struct cmn_ex_values *v, voi
 	size_t total = cmn_ex_encoded_size(s, v);
 	if (total > cap) {
 		if (err && errlen)
-			snprintf(err, errlen, "Example needs %zu bytes, buffer holds %zu", total, cap);
+			snprintf(err, errlen, "Example needs %zu bytes, buffer holds %zu", total,
+				 cap);
 		return -ENOSPC;
 	}
 	uint8_t *p = buf;
 	size_t feats = 0;
 	for (size_t i = 0; i < s->n; i++)
-		feats += ld_size(entry_size(&s->feature[i], list_size(&s->feature[i], &v[i], NULL)));
+		feats +=
+		    ld_size(entry_size(&s->feature[i], list_size(&s->feature[i], &v[i], NULL)));
 	p = put_ld_header(p, 1, feats);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct cmn_feature *sf = &s->feature[i];

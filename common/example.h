@@ -68,7 +68,7 @@ struct cmn_ex_feature {
 	size_t name_len;
 	enum cmn_ex_kind kind; /* per the oneof rules above */
 	size_t n_values;       /* floats, int64s or strings (0 for CMN_EX_NONE) */
-	size_t n_bytes;        /* bytes_list: total bytes of all strings; else 0 */
+	size_t n_bytes;	       /* bytes_list: total bytes of all strings; else 0 */
 	/*
 	 * When all values sit in one length-delimited field - the usual case -
 	 * its contents: float_list: n_values * 4 bytes of LE floats; int64_list:
@@ -83,7 +83,7 @@ struct cmn_ex_feature {
 
 /* Iterator state; treat as opaque.  No cleanup needed. */
 struct cmn_ex_iter {
-	const uint8_t *buf_, *p_, *end_;       /* the Example */
+	const uint8_t *buf_, *p_, *end_;      /* the Example */
 	const uint8_t *feats_p_, *feats_end_; /* the current Features message */
 	int state_;
 };
@@ -133,7 +133,7 @@ struct cmn_ex_sink {
 	 */
 	void *const *fixed;
 	cmn_ex_reserve_fn reserve; /* NULL: ragged features are skipped */
-	void *ctx;                 /* passed to reserve */
+	void *ctx;		   /* passed to reserve */
 };
 
 /*
@@ -164,7 +164,7 @@ int cmn_ex_decode(const struct cmn_schema *s, const void *buf, size_t len,
 /* One feature's values for the encoder. */
 struct cmn_ex_values {
 	const void *data; /* float32 / int64 elements, or the bytes (uint8, bytes) */
-	size_t n;         /* elements (bytes for uint8 and bytes features) */
+	size_t n;	  /* elements (bytes for uint8 and bytes features) */
 	/*
 	 * bytes features only: split data into n_items strings with these
 	 * lengths (summing to n).  lens NULL: one string of n bytes.
@@ -188,7 +188,7 @@ size_t cmn_ex_encoded_size(const struct cmn_schema *s, const struct cmn_ex_value
  * count or lens do not sum to n, -ENOSPC if cap is too small (nothing
  * useful in buf then).  Reentrant, no allocation.
  */
-int cmn_ex_encode(const struct cmn_schema *s, const struct cmn_ex_values *v, void *buf,
-		  size_t cap, size_t *out_len, char *err, size_t errlen);
+int cmn_ex_encode(const struct cmn_schema *s, const struct cmn_ex_values *v, void *buf, size_t cap,
+		  size_t *out_len, char *err, size_t errlen);
 
 #endif

@@ -79,10 +79,11 @@ struct parser {
 };
 
 __attribute__((format(printf, 3, 4))) static int perr(struct parser *ps, const char *at,
-						       const char *fmt, ...)
+						      const char *fmt, ...)
 {
 	if (ps->err && ps->errlen) {
-		int n = snprintf(ps->err, ps->errlen, "schema column %zu: ", (size_t)(at - ps->spec) + 1);
+		int n = snprintf(ps->err, ps->errlen,
+				 "schema column %zu: ", (size_t)(at - ps->spec) + 1);
 		if (n >= 0 && (size_t)n < ps->errlen) {
 			va_list ap;
 			va_start(ap, fmt);
@@ -236,11 +237,8 @@ static int parse_dtype(struct parser *ps, struct cmn_feature *f)
 		const char *name;
 		enum cmn_dtype t;
 	} types[] = {
-		{"float32", CMN_DT_FLOAT32},
-		{"float", CMN_DT_FLOAT32},
-		{"int64", CMN_DT_INT64},
-		{"uint8", CMN_DT_UINT8},
-		{"bytes", CMN_DT_BYTES},
+	    {"float32", CMN_DT_FLOAT32}, {"float", CMN_DT_FLOAT32}, {"int64", CMN_DT_INT64},
+	    {"uint8", CMN_DT_UINT8},	 {"bytes", CMN_DT_BYTES},
 	};
 	const char *at = ps->p;
 	size_t n = 0;
@@ -362,7 +360,8 @@ int cmn_schema_parse(const char *spec, struct cmn_schema **out, char *err, size_
 	}
 	skip_blanks(&ps);
 	if (*ps.p == '\0') {
-		rc = perr(&ps, ps.p, "empty schema (expected features such as x:float32[4],y:int64)");
+		rc = perr(&ps, ps.p,
+			  "empty schema (expected features such as x:float32[4],y:int64)");
 		goto fail;
 	}
 	for (;;) {

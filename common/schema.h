@@ -41,9 +41,9 @@
 #include <stdint.h>
 
 #define CMN_SCHEMA_MAX_FEATURES 256
-#define CMN_SCHEMA_MAX_DIMS 8
-#define CMN_SCHEMA_MAX_NAME 255
-#define CMN_SCHEMA_MAX_ELEMS ((uint64_t)1 << 36) /* elements of one fixed feature */
+#define CMN_SCHEMA_MAX_DIMS	8
+#define CMN_SCHEMA_MAX_NAME	255
+#define CMN_SCHEMA_MAX_ELEMS	((uint64_t)1 << 36) /* elements of one fixed feature */
 
 enum cmn_dtype {
 	CMN_DT_FLOAT32 = 0, /* 4 bytes, IEEE-754, host (little-endian) order */
@@ -58,10 +58,10 @@ struct cmn_feature {
 	size_t name_len;
 	enum cmn_dtype dtype;
 	size_t elem_size; /* 4, 8, 1, 1 */
-	bool ragged;      /* shape "[]", or dtype bytes */
-	unsigned ndims;   /* 0 for scalars and ragged features */
+	bool ragged;	  /* shape "[]", or dtype bytes */
+	unsigned ndims;	  /* 0 for scalars and ragged features */
 	uint64_t dims[CMN_SCHEMA_MAX_DIMS];
-	uint64_t count;     /* elements per record: product of dims (1 for a scalar); 0 if ragged */
+	uint64_t count;	    /* elements per record: product of dims (1 for a scalar); 0 if ragged */
 	uint64_t row_bytes; /* count * elem_size; 0 if ragged */
 	bool has_default;
 	union {
@@ -72,10 +72,10 @@ struct cmn_feature {
 };
 
 struct cmn_schema {
-	size_t n;                    /* number of features, 1..CMN_SCHEMA_MAX_FEATURES */
+	size_t n;		     /* number of features, 1..CMN_SCHEMA_MAX_FEATURES */
 	struct cmn_feature *feature; /* [n], in the order of the spec */
 	uint64_t fixed_row_bytes;    /* sum of row_bytes over the fixed features */
-	size_t n_ragged;             /* how many features are ragged */
+	size_t n_ragged;	     /* how many features are ragged */
 	/* private: name lookup table */
 	uint16_t *slots_;
 	size_t nslots_;

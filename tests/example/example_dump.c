@@ -185,7 +185,7 @@ static void do_iter(const uint8_t *buf, size_t len)
 struct rag {
 	uint8_t *buf[CMN_SCHEMA_MAX_FEATURES];
 	size_t cap[CMN_SCHEMA_MAX_FEATURES], n[CMN_SCHEMA_MAX_FEATURES],
-		items[CMN_SCHEMA_MAX_FEATURES];
+	    items[CMN_SCHEMA_MAX_FEATURES];
 	const struct cmn_schema *s;
 };
 
@@ -319,7 +319,8 @@ static void do_bench(const char *spec, const char *path, double seconds)
 		for (size_t k = 0; k < n; k++) {
 			for (size_t i = 0; i < s->n; i++)
 				if (base[i])
-					fixed[i] = base[i] + (decoded + k) % BATCH * s->feature[i].row_bytes;
+					fixed[i] = base[i] +
+						   (decoded + k) % BATCH * s->feature[i].row_bytes;
 			if (cmn_ex_decode(s, recs[k].data, recs[k].len, &sink, err, sizeof(err)))
 				die(err);
 		}
@@ -381,7 +382,8 @@ int main(int argc, char **argv)
 	} else if (argc == 5 && strcmp(argv[1], "bench") == 0) {
 		do_bench(argv[2], argv[3], atof(argv[4]));
 	} else {
-		die("usage: example_dump iter FILE | schema SPEC FILE | bench SPEC FILE.tfrecord SECONDS");
+		die("usage: example_dump iter FILE | schema SPEC FILE | bench SPEC FILE.tfrecord "
+		    "SECONDS");
 	}
 	return fflush(stdout) == 0 ? 0 : 1;
 }

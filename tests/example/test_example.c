@@ -136,7 +136,7 @@ static struct pb rich_example(void)
 	const char *m[1] = {"\x01\x02\x03\x04"};
 	add_bytes(&feats, "m", m, 1);
 	add_floats(&feats, "r", f, 2, 0);
-	pb_vfield(&feats, 9, 300);   /* unknown fields */
+	pb_vfield(&feats, 9, 300); /* unknown fields */
 	pb_fixed64(&feats, 10, 1);
 	struct pb ex = wrap(&feats);
 	pb_fixed32(&ex, 3, 7);
@@ -155,9 +155,14 @@ START_TEST(test_encode_decode_roundtrip)
 	int64_t y[3] = {7, -7, 1LL << 40}, ids[2] = {11, 12}, big[2] = {INT64_MIN, -1};
 	size_t lens[3] = {2, 0, 3};
 	struct cmn_ex_values v[8] = {
-		{x, 5, NULL, 0},     {y, 3, NULL, 0},         {ids, 2, NULL, 0},
-		{"abcde", 5, lens, 3}, {"\xff\x00\x01\x02", 4, NULL, 0}, {r, 3, NULL, 0},
-		{"", 0, NULL, 0},    {big, 2, NULL, 0},
+	    {x, 5, NULL, 0},
+	    {y, 3, NULL, 0},
+	    {ids, 2, NULL, 0},
+	    {"abcde", 5, lens, 3},
+	    {"\xff\x00\x01\x02", 4, NULL, 0},
+	    {r, 3, NULL, 0},
+	    {"", 0, NULL, 0},
+	    {big, 2, NULL, 0},
 	};
 	uint8_t buf[1024], buf2[1024];
 	size_t len = 0, len2 = 0;
@@ -343,26 +348,26 @@ START_TEST(test_unknown_fields_and_wrong_wire_types_skipped)
 	float fv[2] = {1.25f, -8};
 	pb_vfield(&list, 5, 1);
 	pb_float_list_packed(&list, fv, 1);
-	pb_vfield(&list, 1, 99);      /* value as varint: skipped */
-	pb_fixed64(&list, 1, 99);     /* value as fixed64: skipped */
+	pb_vfield(&list, 1, 99);  /* value as varint: skipped */
+	pb_fixed64(&list, 1, 99); /* value as fixed64: skipped */
 	pb_bytes(&list, 7, "zz", 2);
 	pb_float_list_unpacked(&list, fv + 1, 1);
 	pb_fixed32(&list, 2, 0);
 	pb_fixed64(&feat, 9, 0);
-	pb_vfield(&feat, 3, 1);       /* int64_list as varint: not a kind */
+	pb_vfield(&feat, 3, 1); /* int64_list as varint: not a kind */
 	pb_ld(&feat, CMN_EX_FLOAT_LIST, &list);
-	pb_fixed32(&feat, 1, 5);      /* bytes_list as fixed32: not a kind */
+	pb_fixed32(&feat, 1, 5); /* bytes_list as fixed32: not a kind */
 	pb_bytes(&feat, 4, "x", 1);
 	pb_vfield(&entry, 3, 1);
-	pb_fixed32(&entry, 1, 0);     /* key as fixed32: skipped */
+	pb_fixed32(&entry, 1, 0); /* key as fixed32: skipped */
 	pb_bytes(&entry, 1, "f", 1);
-	pb_fixed64(&entry, 2, 0);     /* value as fixed64: skipped */
+	pb_fixed64(&entry, 2, 0); /* value as fixed64: skipped */
 	pb_ld(&entry, 2, &feat);
 	pb_bytes(&entry, 5, "", 0);
-	pb_vfield(&feats, 1, 3);      /* entry as varint: skipped */
+	pb_vfield(&feats, 1, 3); /* entry as varint: skipped */
 	pb_ld(&feats, 1, &entry);
 	pb_fixed32(&feats, 2, 0);
-	pb_vfield(&ex, 1, 1);         /* features as varint: skipped */
+	pb_vfield(&ex, 1, 1); /* features as varint: skipped */
 	pb_bytes(&ex, 2, "junk", 4);
 	pb_ld(&ex, 1, &feats);
 	pb_fixed64(&ex, 1000000, 5);
@@ -501,13 +506,12 @@ END_TEST
 START_TEST(test_missing_and_defaults)
 {
 	struct pb feats = {0}, empty = {0};
-	pb_entry(&feats, "e", 0, &empty);  /* an empty Feature: kind unset */
+	pb_entry(&feats, "e", 0, &empty);		 /* an empty Feature: kind unset */
 	pb_entry(&feats, "", CMN_EX_BYTES_LIST, &empty); /* key "" is a name too */
 	struct pb ex = wrap(&feats);
 
-	struct cmn_schema *s =
-		schema("y:int64[2]=-3,w:float32[3]=0.5,m:uint8[2]=9,e:float32[2]=0,"
-		       "ids:int64[]=[],img:bytes=\"\",z:float32=-0");
+	struct cmn_schema *s = schema("y:int64[2]=-3,w:float32[3]=0.5,m:uint8[2]=9,e:float32[2]=0,"
+				      "ids:int64[]=[],img:bytes=\"\",z:float32=-0");
 	int64_t oy[2];
 	float ow[3], oe[2] = {5, 5}, oz = 1;
 	uint8_t om[2];
@@ -566,15 +570,15 @@ START_TEST(test_type_count_range_errors)
 		int rc;
 		const char *msg;
 	} cases[] = {
-		{"f:int64[3]", -EINVAL, "feature 'f': expected int64_list, found float_list"},
-		{"f:bytes", -EINVAL, "feature 'f': expected bytes_list, found float_list"},
-		{"f:uint8[3]", -EINVAL,
-		 "feature 'f': expected bytes_list (or int64_list), found float_list"},
-		{"f:float32[4]", -EINVAL, "feature 'f': 3 values, schema float32[4] needs 4"},
-		{"f:float32[2,2]", -EINVAL, "feature 'f': 3 values, schema float32[2,2] needs 4"},
-		{"f:float32", -EINVAL, "feature 'f': 3 values, schema float32 needs 1"},
-		{"i:uint8[3]", -ERANGE, "feature 'i': int64 value 300 out of uint8 range 0..255"},
-		{"f:float32[],i:int64[]", 0, ""},
+	    {"f:int64[3]", -EINVAL, "feature 'f': expected int64_list, found float_list"},
+	    {"f:bytes", -EINVAL, "feature 'f': expected bytes_list, found float_list"},
+	    {"f:uint8[3]", -EINVAL,
+	     "feature 'f': expected bytes_list (or int64_list), found float_list"},
+	    {"f:float32[4]", -EINVAL, "feature 'f': 3 values, schema float32[4] needs 4"},
+	    {"f:float32[2,2]", -EINVAL, "feature 'f': 3 values, schema float32[2,2] needs 4"},
+	    {"f:float32", -EINVAL, "feature 'f': 3 values, schema float32 needs 1"},
+	    {"i:uint8[3]", -ERANGE, "feature 'i': int64 value 300 out of uint8 range 0..255"},
+	    {"f:float32[],i:int64[]", 0, ""},
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		struct cmn_schema *s = schema(cases[k].spec);
@@ -680,7 +684,7 @@ START_TEST(test_bit_flips_never_overread)
 		m[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		int rc = decode_exact(s, m, ex.len, &sink, err, sizeof(err));
 		ck_assert_msg(rc == 0 || rc == -EBADMSG || rc == -ENOENT || rc == -EINVAL ||
-				      rc == -ERANGE,
+				  rc == -ERANGE,
 			      "bit %zu: rc %d", bit, rc);
 		if (rc)
 			ck_assert_msg(err[0] != '\0', "bit %zu: error without a message", bit);
@@ -703,32 +707,42 @@ static const struct {
 	size_t len;
 	const char *msg;
 } malformed[] = {
-	{"varint of 11 bytes", "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12,
-	 "byte 1: varint longer than 10 bytes"},
-	{"varint cut short", "\x08\xff\xff", 3, "byte 1: varint cut short"},
-	{"tag cut short", "\x80", 1, "byte 0: varint cut short"},
-	{"length past end", "\x0a\x05\x0a\x01", 4, "byte 1: length 5 past end of message (2 left)"},
-	{"huge length", "\x0a\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10, "past end of message"},
-	{"group start", "\x0b\x0c", 2, "field 1 is a group (wire type 3)"},
-	{"group end", "\x0c", 1, "field 1 is a group (wire type 4)"},
-	{"wire type 6", "\x0e", 1, "field 1 has invalid wire type 6"},
-	{"wire type 7", "\x17", 1, "field 2 has invalid wire type 7"},
-	{"field number 0", "\x02\x00", 2, "byte 0: field number 0"},
-	{"tag above 32 bits", "\x80\x80\x80\x80\x80\x01", 6, "above 32 bits"},
-	{"fixed32 cut short", "\x15\x01\x02", 3, "32-bit field cut short"},
-	{"fixed64 cut short", "\x11\x01\x02\x03", 4, "64-bit field cut short"},
-	/* Example{features{entry{key "f", value{float_list{packed 5 bytes}}}}} */
-	{"packed float of 4 bytes (valid)",
-	 "\x0a\x0f\x0a\x0d\x0a\x01" "f" "\x12\x08\x12\x06\x0a\x04\x00\x00\x80\x3f", 17, "ok"},
-	{"packed float of 5 bytes",
-	 "\x0a\x10\x0a\x0e\x0a\x01" "f" "\x12\x09\x12\x07\x0a\x05\x00\x00\x80\x3f\x00", 18,
-	 "byte 11: packed float payload of 5 bytes is not a multiple of 4"},
-	{"packed varint cut short",
-	 "\x0a\x0c\x0a\x0a\x0a\x01" "f" "\x12\x05\x1a\x03\x0a\x01\x80", 14,
-	 "byte 13: varint cut short by the end of its message (1 bytes left)"},
-	{"bad field inside the list",
-	 "\x0a\x0b\x0a\x09\x0a\x01" "f" "\x12\x04\x12\x02\x0f\x00", 13, "invalid wire type 7"},
-	{"entry overruns features", "\x0a\x03\x0a\x05\x0a", 5, "length 5 past end"},
+    {"varint of 11 bytes", "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12,
+     "byte 1: varint longer than 10 bytes"},
+    {"varint cut short", "\x08\xff\xff", 3, "byte 1: varint cut short"},
+    {"tag cut short", "\x80", 1, "byte 0: varint cut short"},
+    {"length past end", "\x0a\x05\x0a\x01", 4, "byte 1: length 5 past end of message (2 left)"},
+    {"huge length", "\x0a\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10, "past end of message"},
+    {"group start", "\x0b\x0c", 2, "field 1 is a group (wire type 3)"},
+    {"group end", "\x0c", 1, "field 1 is a group (wire type 4)"},
+    {"wire type 6", "\x0e", 1, "field 1 has invalid wire type 6"},
+    {"wire type 7", "\x17", 1, "field 2 has invalid wire type 7"},
+    {"field number 0", "\x02\x00", 2, "byte 0: field number 0"},
+    {"tag above 32 bits", "\x80\x80\x80\x80\x80\x01", 6, "above 32 bits"},
+    {"fixed32 cut short", "\x15\x01\x02", 3, "32-bit field cut short"},
+    {"fixed64 cut short", "\x11\x01\x02\x03", 4, "64-bit field cut short"},
+    /* Example{features{entry{key "f", value{float_list{packed 5 bytes}}}}} */
+    {"packed float of 4 bytes (valid)",
+     "\x0a\x0f\x0a\x0d\x0a\x01"
+     "f"
+     "\x12\x08\x12\x06\x0a\x04\x00\x00\x80\x3f",
+     17, "ok"},
+    {"packed float of 5 bytes",
+     "\x0a\x10\x0a\x0e\x0a\x01"
+     "f"
+     "\x12\x09\x12\x07\x0a\x05\x00\x00\x80\x3f\x00",
+     18, "byte 11: packed float payload of 5 bytes is not a multiple of 4"},
+    {"packed varint cut short",
+     "\x0a\x0c\x0a\x0a\x0a\x01"
+     "f"
+     "\x12\x05\x1a\x03\x0a\x01\x80",
+     14, "byte 13: varint cut short by the end of its message (1 bytes left)"},
+    {"bad field inside the list",
+     "\x0a\x0b\x0a\x09\x0a\x01"
+     "f"
+     "\x12\x04\x12\x02\x0f\x00",
+     13, "invalid wire type 7"},
+    {"entry overruns features", "\x0a\x03\x0a\x05\x0a", 5, "length 5 past end"},
 };
 
 START_TEST(test_malformed_cases)
@@ -784,8 +798,11 @@ START_TEST(test_fast_and_general_paths_agree)
 	struct cmn_schema *s = schema("f:float32[3],i:int64[4],b:bytes,u:uint8[2],e:float32[]");
 	float fv[3] = {1.5f, -0.0f, 3e-40f};
 	int64_t iv[4] = {-1, 0, 127, INT64_MIN};
-	struct cmn_ex_values v[5] = {{fv, 3, NULL, 0}, {iv, 4, NULL, 0}, {"abc", 3, NULL, 0},
-				     {"\x07\x08", 2, NULL, 0}, {fv, 0, NULL, 0}};
+	struct cmn_ex_values v[5] = {{fv, 3, NULL, 0},
+				     {iv, 4, NULL, 0},
+				     {"abc", 3, NULL, 0},
+				     {"\x07\x08", 2, NULL, 0},
+				     {fv, 0, NULL, 0}};
 	uint8_t canon[512];
 	size_t clen;
 	char err[256];
@@ -871,7 +888,8 @@ static uint64_t rng_next(uint64_t *st)
 
 START_TEST(test_random_roundtrips)
 {
-	struct cmn_schema *s = schema("a:float32[7],b:int64[5],c:int64[],d:bytes,e:uint8[3],f:float32[]");
+	struct cmn_schema *s =
+	    schema("a:float32[7],b:int64[5],c:int64[],d:bytes,e:uint8[3],f:float32[]");
 	uint64_t st = 42;
 	float a[7], f[40];
 	int64_t b[5], c[40];
@@ -927,20 +945,20 @@ static Suite *example_suite(void)
 		const char *name;
 		const TTest *fn;
 	} cases[] = {
-		{"encode_decode_roundtrip", test_encode_decode_roundtrip},
-		{"encoder_errors", test_encoder_errors},
-		{"packed_unpacked_mixed", test_packed_unpacked_mixed},
-		{"negative_int64_ten_bytes", test_negative_int64_ten_bytes},
-		{"unknown_fields_skipped", test_unknown_fields_and_wrong_wire_types_skipped},
-		{"last_wins_and_merges", test_last_wins_and_merges},
-		{"missing_and_defaults", test_missing_and_defaults},
-		{"type_count_range_errors", test_type_count_range_errors},
-		{"skipped_features_not_touched", test_skipped_features_not_touched},
-		{"truncation_at_every_byte", test_truncation_at_every_byte},
-		{"bit_flips_never_overread", test_bit_flips_never_overread},
-		{"iterator_sticky_error", test_iterator_sticky_error},
-		{"random_roundtrips", test_random_roundtrips},
-		{"fast_and_general_paths_agree", test_fast_and_general_paths_agree},
+	    {"encode_decode_roundtrip", test_encode_decode_roundtrip},
+	    {"encoder_errors", test_encoder_errors},
+	    {"packed_unpacked_mixed", test_packed_unpacked_mixed},
+	    {"negative_int64_ten_bytes", test_negative_int64_ten_bytes},
+	    {"unknown_fields_skipped", test_unknown_fields_and_wrong_wire_types_skipped},
+	    {"last_wins_and_merges", test_last_wins_and_merges},
+	    {"missing_and_defaults", test_missing_and_defaults},
+	    {"type_count_range_errors", test_type_count_range_errors},
+	    {"skipped_features_not_touched", test_skipped_features_not_touched},
+	    {"truncation_at_every_byte", test_truncation_at_every_byte},
+	    {"bit_flips_never_overread", test_bit_flips_never_overread},
+	    {"iterator_sticky_error", test_iterator_sticky_error},
+	    {"random_roundtrips", test_random_roundtrips},
+	    {"fast_and_general_paths_agree", test_fast_and_general_paths_agree},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

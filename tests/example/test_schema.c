@@ -76,8 +76,8 @@ END_TEST
 START_TEST(test_defaults)
 {
 	struct cmn_schema *s =
-		parse_ok("y:int64[1]=-7,w:float32[2]=0.5,m:uint8[3]=255,ids:int64[]=[ ],img:bytes=\"\","
-			 "n:float32=nan,big:int64=9223372036854775807");
+	    parse_ok("y:int64[1]=-7,w:float32[2]=0.5,m:uint8[3]=255,ids:int64[]=[ ],img:bytes=\"\","
+		     "n:float32=nan,big:int64=9223372036854775807");
 	ck_assert(s->feature[0].has_default);
 	ck_assert_int_eq(s->feature[0].def.i, -7);
 	ck_assert_float_eq(s->feature[1].def.f, 0.5f);
@@ -99,35 +99,35 @@ static const struct {
 	int column;
 	const char *says;
 } bad_specs[] = {
-	{"", 1, "empty schema"},
-	{"   ", 4, "empty schema"},
-	{"x", 2, "expected ':'"},
-	{"x:", 3, "expected a dtype"},
-	{"x:float33[4]", 3, "unknown dtype 'float33'"},
-	{"x:float32[4", 12, "expected ',' or ']'"},
-	{"x:float32[0]", 11, "dimension 0"},
-	{"x:float32[-1]", 11, "expected a dimension"},
-	{"x:float32[4,]", 13, "expected a dimension"},
-	{"x:float32[99999999999999999999]", 11, "too large"},
-	{"x:float32[65536,65536,65536]", 23, "more than"},
-	{"x:float32[68719476736,68719476736]", 23, "more than"}, /* 2^72 must not wrap */
-	{"x:float32[1,1,1,1,1,1,1,1,1]", 27, "more than 8 dimensions"},
-	{"x:float32[4],", 14, "expected a feature name"},
-	{"x:float32[4],,y:int64", 14, "expected a feature name"},
-	{":int64", 1, "expected a feature name"},
-	{"x:int64 y:int64", 9, "unexpected 'y'"},
-	{"x:int64,x:float32", 9, "named twice"},
-	{"img:bytes[4]", 10, "bytes features are ragged"},
-	{"y:int64=", 9, "expected a default value"},
-	{"y:int64=abc", 9, "not an integer"},
-	{"y:int64=99999999999999999999", 9, "out of int64 range"},
-	{"m:uint8[2]=256", 12, "out of uint8 range"},
-	{"m:uint8[2]=-1", 12, "out of uint8 range"},
-	{"w:float32=1e39", 11, "out of float32 range"},
-	{"w:float32=x", 11, "not a number"},
-	{"ids:int64[]=0", 13, "default can only be []"},
-	{"img:bytes=abc", 11, "can only be \"\""},
-	{"y:int64=1.5", 10, "unexpected '.'"},
+    {"", 1, "empty schema"},
+    {"   ", 4, "empty schema"},
+    {"x", 2, "expected ':'"},
+    {"x:", 3, "expected a dtype"},
+    {"x:float33[4]", 3, "unknown dtype 'float33'"},
+    {"x:float32[4", 12, "expected ',' or ']'"},
+    {"x:float32[0]", 11, "dimension 0"},
+    {"x:float32[-1]", 11, "expected a dimension"},
+    {"x:float32[4,]", 13, "expected a dimension"},
+    {"x:float32[99999999999999999999]", 11, "too large"},
+    {"x:float32[65536,65536,65536]", 23, "more than"},
+    {"x:float32[68719476736,68719476736]", 23, "more than"}, /* 2^72 must not wrap */
+    {"x:float32[1,1,1,1,1,1,1,1,1]", 27, "more than 8 dimensions"},
+    {"x:float32[4],", 14, "expected a feature name"},
+    {"x:float32[4],,y:int64", 14, "expected a feature name"},
+    {":int64", 1, "expected a feature name"},
+    {"x:int64 y:int64", 9, "unexpected 'y'"},
+    {"x:int64,x:float32", 9, "named twice"},
+    {"img:bytes[4]", 10, "bytes features are ragged"},
+    {"y:int64=", 9, "expected a default value"},
+    {"y:int64=abc", 9, "not an integer"},
+    {"y:int64=99999999999999999999", 9, "out of int64 range"},
+    {"m:uint8[2]=256", 12, "out of uint8 range"},
+    {"m:uint8[2]=-1", 12, "out of uint8 range"},
+    {"w:float32=1e39", 11, "out of float32 range"},
+    {"w:float32=x", 11, "not a number"},
+    {"ids:int64[]=0", 13, "default can only be []"},
+    {"img:bytes=abc", 11, "can only be \"\""},
+    {"y:int64=1.5", 10, "unexpected '.'"},
 };
 
 START_TEST(test_errors_point_at_column)
@@ -194,14 +194,14 @@ END_TEST
 START_TEST(test_format_roundtrip)
 {
 	static const char *specs[] = {
-		"x:float32[4,1000000,3],y:int64[1],ids:int64[],img:bytes",
-		"label:int64=0,mask:uint8[16]=255,w:float32[2]=-1.5,ids:int64[]=[],img:bytes=\"\"",
-		"s:float32,t:uint8[]",
+	    "x:float32[4,1000000,3],y:int64[1],ids:int64[],img:bytes",
+	    "label:int64=0,mask:uint8[16]=255,w:float32[2]=-1.5,ids:int64[]=[],img:bytes=\"\"",
+	    "s:float32,t:uint8[]",
 	};
 	static const char *want[] = {
-		"x:float32[4,1000000,3],y:int64[1],ids:int64[],img:bytes",
-		"label:int64=0,mask:uint8[16]=255,w:float32[2]=-1.5,ids:int64[]=[],img:bytes=\"\"",
-		"s:float32,t:uint8[]",
+	    "x:float32[4,1000000,3],y:int64[1],ids:int64[],img:bytes",
+	    "label:int64=0,mask:uint8[16]=255,w:float32[2]=-1.5,ids:int64[]=[],img:bytes=\"\"",
+	    "s:float32,t:uint8[]",
 	};
 	for (size_t k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
 		struct cmn_schema *s = parse_ok(specs[k]);

@@ -98,10 +98,9 @@ START_TEST(test_pytorch_example_tfrecord)
 {
 	struct pt_ctx c = {0};
 	char err[256];
-	ck_assert_int_eq(
-		cmn_schema_parse("x_int:int64[10],x_float:float32[10],x_byte:bytes", &c.s, err,
-				 sizeof(err)),
-		0);
+	ck_assert_int_eq(cmn_schema_parse("x_int:int64[10],x_float:float32[10],x_byte:bytes", &c.s,
+					  err, sizeof(err)),
+			 0);
 	size_t n = each_record("example__pytorch_data__example.tfrecord", pt_record, &c);
 	ck_assert_uint_eq(n, 4);
 	/* The README says the map's key order differs between records. */
@@ -157,8 +156,8 @@ START_TEST(test_penguin_gzip)
 					  "body_mass_g:float32",
 					  &c.s, err, sizeof(err)),
 			 0);
-	size_t n = each_record("example_gzip__tfx__penguin_Split-eval_data_tfrecord-00000-of-00001.gz",
-			       pg_record, &c);
+	size_t n = each_record(
+	    "example_gzip__tfx__penguin_Split-eval_data_tfrecord-00000-of-00001.gz", pg_record, &c);
 	ck_assert_uint_eq(n, 100);
 	/* Species counts of this split (python3-protobuf agrees: oracle_random.py). */
 	ck_assert_uint_eq(c.per_species[0], 47);
@@ -191,11 +190,10 @@ START_TEST(test_sequence_example_context)
 {
 	struct cmn_schema *s;
 	char err[256];
-	ck_assert_int_eq(cmn_schema_parse("x_int:int64[10],x_float:float32[10]", &s, err,
-					  sizeof(err)),
-			 0);
-	ck_assert_uint_eq(each_record("seqex__pytorch_data__sequence_example.tfrecord", seq_record, s),
-			  4);
+	ck_assert_int_eq(
+	    cmn_schema_parse("x_int:int64[10],x_float:float32[10]", &s, err, sizeof(err)), 0);
+	ck_assert_uint_eq(
+	    each_record("seqex__pytorch_data__sequence_example.tfrecord", seq_record, s), 4);
 	cmn_schema_free(s);
 }
 END_TEST
@@ -218,8 +216,8 @@ START_TEST(test_raw_payloads_rejected)
 	struct cmn_schema *s;
 	char err[256];
 	ck_assert_int_eq(cmn_schema_parse("y:int64", &s, err, sizeof(err)), 0);
-	ck_assert_uint_eq(each_record("raw__magenta__tfrecord_iterator_test.tfrecord", raw_record, s),
-			  3);
+	ck_assert_uint_eq(
+	    each_record("raw__magenta__tfrecord_iterator_test.tfrecord", raw_record, s), 3);
 	cmn_schema_free(s);
 }
 END_TEST
@@ -230,7 +228,8 @@ int main(void)
 	char probe[4096];
 	snprintf(probe, sizeof(probe), "%s/README.md", testdata ? testdata : "");
 	if (!testdata || access(probe, R_OK) != 0) {
-		printf("SKIP: $RC_TESTDATA (%s) has no README.md: the real TFRecord files are missing\n",
+		printf("SKIP: $RC_TESTDATA (%s) has no README.md: the real TFRecord files are "
+		       "missing\n",
 		       testdata ? testdata : "unset");
 		return 77;
 	}

@@ -24,11 +24,11 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const specs[] = {
-	"a:float32[2],b:int64[],c:bytes,d:uint8[3]=1,e:int64=5,f:float32[]=[]",
-	"x_int:int64[10],x_float:float32[10],x_byte:bytes",
-	"x:float32[4],y:int64[1],ids:int64[],img:bytes,m:uint8[]",
-	"\xc3\xa9:uint8[2],s:float32=-1",
-	"species:int64[1],culmen_length_mm:float32=0,u:uint8[4]",
+    "a:float32[2],b:int64[],c:bytes,d:uint8[3]=1,e:int64=5,f:float32[]=[]",
+    "x_int:int64[10],x_float:float32[10],x_byte:bytes",
+    "x:float32[4],y:int64[1],ids:int64[],img:bytes,m:uint8[]",
+    "\xc3\xa9:uint8[2],s:float32=-1",
+    "species:int64[1],culmen_length_mm:float32=0,u:uint8[4]",
 };
 #define NSPECS (sizeof(specs) / sizeof(specs[0]))
 
@@ -137,7 +137,7 @@ static void fuzz_example(const uint8_t *data, size_t size, unsigned pick)
 		int rc = cmn_ex_iter_next(&it, &f, err, sizeof(err));
 		if (rc <= 0)
 			break;
-		size_t bytes = f.kind == CMN_EX_BYTES_LIST  ? f.n_bytes
+		size_t bytes = f.kind == CMN_EX_BYTES_LIST   ? f.n_bytes
 			       : f.kind == CMN_EX_FLOAT_LIST ? 4 * f.n_values
 							     : 8 * f.n_values;
 		if (f.name_len > size || (f.packed && f.packed_len > size))
@@ -187,8 +187,8 @@ static void fuzz_schema(const uint8_t *data, size_t size)
 				if (s2->feature[i].count != s->feature[i].count ||
 				    s2->feature[i].dtype != s->feature[i].dtype ||
 				    strcmp(s2->feature[i].name, s->feature[i].name) != 0 ||
-				    cmn_schema_find(s2, s->feature[i].name, s->feature[i].name_len) !=
-					    (int)i)
+				    cmn_schema_find(s2, s->feature[i].name,
+						    s->feature[i].name_len) != (int)i)
 					abort();
 			cmn_schema_free(s2);
 		}

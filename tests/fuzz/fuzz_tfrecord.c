@@ -25,8 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uint64_t run_buf(const uint8_t *buf, size_t len)
 {
-	struct cmn_tfr_opts o = {.max_record = MAX_RECORD, .compression = CMN_TFR_AUTO,
-				 .name = "fuzz"};
+	struct cmn_tfr_opts o = {
+	    .max_record = MAX_RECORD, .compression = CMN_TFR_AUTO, .name = "fuzz"};
 	struct cmn_tfr_reader *r;
 	char err[256];
 	if (cmn_tfr_reader_open_buf(&r, buf, len, &o, err, sizeof(err)))
@@ -66,8 +66,10 @@ static uint64_t run_fd(const uint8_t *buf, size_t len, size_t read_size)
 		return 0;
 	}
 	lseek(fd, 0, SEEK_SET);
-	struct cmn_tfr_opts o = {.max_record = MAX_RECORD, .read_size = read_size,
-				 .compression = CMN_TFR_AUTO, .name = "fuzz"};
+	struct cmn_tfr_opts o = {.max_record = MAX_RECORD,
+				 .read_size = read_size,
+				 .compression = CMN_TFR_AUTO,
+				 .name = "fuzz"};
 	struct cmn_tfr_reader *r;
 	char err[256];
 	uint64_t n = 0;
@@ -105,8 +107,8 @@ static int count_cb(const struct cmn_tfr_record *rec, void *ctx)
 
 static uint64_t run_push(const uint8_t *buf, size_t len, size_t chunk)
 {
-	struct cmn_tfr_opts o = {.max_record = MAX_RECORD, .compression = CMN_TFR_AUTO,
-				 .name = "fuzz"};
+	struct cmn_tfr_opts o = {
+	    .max_record = MAX_RECORD, .compression = CMN_TFR_AUTO, .name = "fuzz"};
 	struct cmn_tfr_push *p;
 	char err[256];
 	uint64_t n = 0;
