@@ -577,6 +577,7 @@ void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, 
 	if (*end_done || off + len < f->bytes)
 		return;
 	*end_done = true;
+	atomic_store_explicit(&f->served_full, true, memory_order_relaxed);
 	atomic_fetch_add_explicit(&f->d_full_reads, 1, memory_order_relaxed);
 	uint32_t cur1 = atomic_load_explicit(&s->cur_number1, memory_order_relaxed);
 	if (atomic_exchange_explicit(&f->full_epoch, cur1, memory_order_relaxed) == cur1)
@@ -584,4 +585,14 @@ void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, 
 	uint64_t done = atomic_fetch_add_explicit(&s->cur_full_files, 1, memory_order_relaxed) + 1;
 	if (done == atomic_load_explicit(&s->cur_nfiles, memory_order_relaxed) && s->all_read)
 		s->all_read(s->all_read_ctx);
+}
+
+void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f)
+{
+	if (!atomic_load_explicit(&f->served_full, memory_order_relaxed))
+		return;
+	bool end_done = false;
+	cfs_efile_account(s, f, 0, f->bytes, true, &end_done);
+	atomic_fetch_sub_explicit(&f->d_read_bytes, f->bytes, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&s->cur_read_bytes, f->bytes, memory_order_relaxed);
 }

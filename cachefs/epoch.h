@@ -53,6 +53,7 @@ struct cfs_efile {
 	_Atomic uint64_t d_reads, d_full_reads, d_read_bytes;
 	_Atomic uint64_t last_read_ms;
 	_Atomic uint32_t full_epoch; /* last epoch (+1) in which it was read to the end */
+	_Atomic bool served_full;    /* the daemon has served its last byte at least once */
 };
 
 /* One epoch: an immutable, sorted list of files. */
@@ -132,6 +133,14 @@ struct cfs_epochs {
  */
 void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, uint64_t len,
 		       bool first, bool *end_done);
+
+/*
+ * At release of a handle the daemon served no byte of: with keep_cache the
+ * kernel answered every read from its page cache.  If f was served in full
+ * before, that counts as one read to the end (the statistics can see only
+ * what reaches the daemon; docs/mount.md says how they are approximated).
+ */
+void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f);
 
 /* Initialises an empty set.  Returns 0 or -ENOMEM. */
 int cfs_epochs_init(struct cfs_epochs *s, cfs_gone_fn gone, void *ctx);

@@ -92,6 +92,7 @@ struct cfs_fs {
 	struct cfs_fs_opts opts;
 	bool mounted;
 	bool signals;
+	bool accounting; /* false while tearing down: no statistics from forced releases */
 	struct timespec t0; /* times shown on every node */
 	uid_t uid;
 	gid_t gid;
@@ -709,6 +710,8 @@ static void handle_destroy(struct cfs_fs *fs, enum hkind kind, void *p)
 	} else if (kind == HK_FILE) {
 		struct fs_handle *h = p;
 		struct cfs_efile *f = h->f;
+		if (!atomic_load(&h->read_once) && fs->accounting)
+			cfs_efile_account_cached(fs->set, f); /* all from the page cache */
 		close(h->fd);
 		pthread_mutex_destroy(&h->mu);
 		free(h);
@@ -1047,6 +1050,7 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 		goto fail;
 	}
 	fs->mounted = true;
+	fs->accounting = true;
 	fuse_opt_free_args(&args);
 	*out = fs;
 	return 0;
@@ -1156,6 +1160,7 @@ void cfs_fs_free(struct cfs_fs *fs)
 		fuse_session_unmount(fs->se);
 	fuse_session_destroy(fs->se);
 	/* handles the kernel never released (unmount with files open) */
+	fs->accounting = false;
 	for (uint32_t i = 0; i < fs->nslots; i++)
 		if (fs->slots[i].h)
 			handle_destroy(fs, fs->slots[i].kind, fs->slots[i].h);
