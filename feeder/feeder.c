@@ -68,13 +68,16 @@ static size_t align64(size_t n)
  * wins, so the consumer gets every batch before it and then the same error
  * whatever the thread timing was.
  */
-static void set_error(struct rc_feeder *f, int rc, const char *msg, uint64_t batch)
+static void set_error(struct rc_feeder *f, int rc, const char *msg, uint32_t gen, uint64_t batch)
 {
-	if (f->err_rc && f->err_batch <= batch)
+	struct fdr_err *e = &f->errs[gen & 1];
+	if (gen != f->gen && gen != f->pgen)
+		return; /* an epoch the consumer already left */
+	if (e->rc && e->batch <= batch)
 		return;
-	f->err_rc = rc;
-	f->err_batch = batch;
-	snprintf(f->err, sizeof f->err, "%s", msg);
+	e->rc = rc;
+	e->batch = batch;
+	snprintf(e->msg, sizeof e->msg, "%s", msg);
 	cmn_log(CMN_LOG_DEBUG, "feeder: %s", msg);
 }
 
@@ -117,8 +120,8 @@ static int window_topup(struct rc_feeder *f)
 	for (;;) {
 		if (f->stop || f->paused)
 			return -EAGAIN;
-		if (f->err_rc)
-			return f->err_rc;
+		if (f->errs[f->pgen & 1].rc)
+			return f->errs[f->pgen & 1].rc;
 		while (f->nwin < f->W && f->lanes_done < f->nlanes) {
 			struct fdr_lane *l = &f->lanes[f->rr];
 			if (l->finished) {
@@ -137,7 +140,7 @@ static int window_topup(struct rc_feeder *f)
 			} else if (lane_exhausted(l)) {
 				if (l->err_rc) {
 					/* the lane's read failed here in the chunk order */
-					set_error(f, l->err_rc, l->err, f->next_batch);
+					set_error(f, l->err_rc, l->err, f->pgen, f->next_batch);
 					return l->err_rc;
 				}
 				l->finished = true;
@@ -339,7 +342,7 @@ static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_
 				if (rc == -ENOBUFS && d.grow_rc)
 					rc = d.grow_rc;
 				snprintf(err, errlen, "%s: record %" PRIu64 ": %s",
-					 f->files[p->c->file], p->r.index, msg);
+					 s->files[p->c->file], p->r.index, msg);
 				return rc;
 			}
 		}
@@ -399,7 +402,8 @@ static void *reader_main(void *arg)
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
 		struct fdr_lane *l = NULL;
-		while (!f->stop && (f->paused || f->err_rc || !(l = reader_pick_lane(f))))
+		while (!f->stop &&
+		       (f->paused || f->errs[f->pgen & 1].rc || !(l = reader_pick_lane(f))))
 			pthread_cond_wait(&f->cv, &f->mu);
 		if (f->stop)
 			break;
@@ -444,6 +448,32 @@ static struct rc_batch *free_slot(struct rc_feeder *f)
 	return NULL;
 }
 
+static void producer_advance(struct rc_feeder *f);
+
+/* Production of pgen is complete with `total` batches; f->mu held. */
+static void production_done(struct rc_feeder *f, uint64_t total)
+{
+	f->produced_all = true;
+	if (f->pgen == f->gen) {
+		f->cons_done = true;
+		f->cons_total = total;
+	} else {
+		f->ahead_done = true;
+		f->ahead_total = total;
+	}
+}
+
+/* The slot's file list is done with; f->mu held. */
+static void decode_finished(struct rc_feeder *f, struct rc_batch *s)
+{
+	f->decoding--;
+	if (s->files != f->files && f->old_decoding && --f->old_decoding == 0) {
+		fdr__files_free(f->files_old, f->nfiles_old);
+		f->files_old = NULL;
+		f->nfiles_old = 0;
+	}
+}
+
 static void *decoder_main(void *arg)
 {
 	struct rc_feeder *f = arg;
@@ -454,15 +484,22 @@ static void *decoder_main(void *arg)
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
 		struct rc_batch *s = NULL;
-		while (!f->stop && (f->paused || f->err_rc || f->produced_all || f->assembling ||
-				    !(s = free_slot(f))))
+		while (!f->stop &&
+		       (f->paused || f->errs[f->pgen & 1].rc || f->advancing ||
+			(f->produced_all && !(f->prefetch && f->pgen == f->gen)) ||
+			(!f->produced_all && (f->assembling || !(s = free_slot(f))))))
 			pthread_cond_wait(&f->cv, &f->mu);
 		if (f->stop)
 			break;
+		if (f->produced_all) {
+			/* the consumer's epoch is produced: start the next one */
+			producer_advance(f);
+			continue;
+		}
 		f->assembling = true;
 		f->active++;
 		s->state = SLOT_FILLING;
-		uint32_t gen = f->gen;
+		uint32_t gen = f->pgen;
 		size_t rows = 0;
 		int rc = 0;
 		while (rows < f->B) {
@@ -476,22 +513,20 @@ static void *decoder_main(void *arg)
 			/* aborted, failed, or nothing (more) to hand out */
 			picks_drop(f, s, rows);
 			s->state = SLOT_FREE;
-			if (rc == 0) {
-				f->produced_all = true;
-				f->total_batches = f->next_batch;
-			}
+			if (rc == 0)
+				production_done(f, f->next_batch);
 			f->active--;
 			pthread_cond_broadcast(&f->cv);
 			continue;
 		}
-		if (rc == 0) { /* a last, short batch */
-			f->produced_all = true;
-			f->total_batches = f->next_batch + 1;
-		}
+		if (rc == 0) /* a last, short batch */
+			production_done(f, f->next_batch + 1);
 		s->rows = rows;
 		s->index = f->next_batch++;
-		s->epoch = f->epoch;
+		s->epoch = f->pepoch;
 		s->gen = gen;
+		s->files = f->files;
+		f->decoding++;
 		pthread_cond_broadcast(&f->cv);
 		pthread_mutex_unlock(&f->mu);
 
@@ -499,10 +534,13 @@ static void *decoder_main(void *arg)
 
 		pthread_mutex_lock(&f->mu);
 		picks_drop(f, s, rows);
+		decode_finished(f, s);
 		f->active--;
 		if (rc) {
-			set_error(f, rc, err, s->index);
+			set_error(f, rc, err, s->gen, s->index);
 			s->state = SLOT_FREE;
+		} else if (s->gen != f->gen && s->gen != f->pgen) {
+			s->state = SLOT_FREE; /* the consumer left that epoch meanwhile */
 		} else {
 			s->state = SLOT_READY;
 		}
@@ -524,8 +562,37 @@ static void pause_workers(struct rc_feeder *f)
 }
 
 /*
- * Resets the pipeline for a new epoch over f->files; workers paused, f->mu
- * held.  Held slots stay held; everything else returns to the pools.
+ * Points the producer at the start of epoch pepoch over f->files: lanes,
+ * window, shuffle state.  f->mu held; every lane finished (or the workers
+ * paused); chunks pinned by batches being decoded are left alone.
+ */
+static void producer_reset(struct rc_feeder *f)
+{
+	size_t want_lanes = f->o.interleave;
+	if (want_lanes > f->nfiles)
+		want_lanes = f->nfiles ? f->nfiles : 1;
+	for (size_t i = 0; i < f->o.interleave; i++) {
+		struct fdr_lane *l = &f->lanes[i];
+		if (l->open)
+			fdr__lane_reset(l);
+		*l = (struct fdr_lane){.id = (uint32_t)i, .fd = -1};
+	}
+	f->nlanes = want_lanes;
+	f->lanes_done = 0;
+	f->nwin = 0;
+	f->win_pending = 0;
+	f->rr = 0;
+	f->rng = f->o.seed * 0x9e3779b97f4a7c15ull + f->pepoch + 1;
+	f->assembling = false;
+	f->produced_all = false;
+	f->ahead_done = false;
+	f->next_batch = 0;
+}
+
+/*
+ * Resets the whole pipeline for epoch f->epoch over f->files; workers
+ * paused (nothing in flight), f->mu held.  Held slots stay held; everything
+ * else returns to the pools.
  */
 static void epoch_reset(struct rc_feeder *f)
 {
@@ -540,51 +607,97 @@ static void epoch_reset(struct rc_feeder *f)
 		for (size_t i = 0; i < f->nchunks; i++)
 			if ((f->chunks[i].buf != NULL) == (pass == 1))
 				chunk_put_free(f, &f->chunks[i]);
-	size_t want_lanes = f->o.interleave ? f->o.interleave : (f->o.shuffle ? 4 : 1);
-	if (want_lanes > f->nfiles)
-		want_lanes = f->nfiles ? f->nfiles : 1;
-	/* lanes[] was allocated for o.interleave lanes; lanes may have been
-	 * removed from the rotation, so rebuild them all */
-	for (size_t i = 0; i < want_lanes; i++) {
-		struct fdr_lane *l = &f->lanes[i];
-		if (l->open)
-			fdr__lane_reset(l);
-		*l = (struct fdr_lane){.id = (uint32_t)i, .fd = -1};
-	}
-	f->nlanes = want_lanes;
-	f->lanes_done = 0;
-	f->nwin = 0;
-	f->win_pending = 0;
-	f->rr = 0;
-	f->rng = f->o.seed * 0x9e3779b97f4a7c15ull + f->epoch + 1;
+	fdr__files_free(f->files_old, f->nfiles_old);
+	f->files_old = NULL;
+	f->nfiles_old = 0;
+	f->decoding = f->old_decoding = 0;
 	for (size_t i = 0; i < f->S; i++)
 		if (f->slots[i].state != SLOT_HELD)
 			f->slots[i].state = SLOT_FREE;
-	f->assembling = false;
-	f->produced_all = false;
-	f->next_batch = 0;
-	f->next_out = 0;
-	f->total_batches = 0;
-	f->err_rc = 0;
-	f->err[0] = '\0';
 	f->gen++;
+	f->pgen = f->gen;
+	f->pepoch = f->epoch;
+	producer_reset(f);
+	f->next_out = 0;
+	f->cons_done = false;
+	f->cons_total = 0;
+	memset(f->errs, 0, sizeof f->errs);
 }
 
-/* Lists (and shuffles) this epoch's files.  Workers paused; takes no lock. */
-static int epoch_files(struct rc_feeder *f, char *err, size_t errlen)
+/* Lists (and shuffles) the files of `epoch`.  Takes no lock. */
+static int list_epoch_files(struct rc_feeder *f, uint64_t epoch, char ***files, size_t *n,
+			    char *err, size_t errlen)
 {
-	char **files = NULL;
-	size_t n = 0;
 	int rc = fdr__files_list(f->path, (const char *const *)f->paths, f->o.n_paths, f->o.rank,
-				 f->o.world_size, &files, &n, err, errlen);
+				 f->o.world_size, files, n, err, errlen);
 	if (rc)
 		return rc;
 	if (f->o.shuffle)
-		fdr__files_shuffle(files, n, f->o.seed + f->epoch);
-	fdr__files_free(f->files, f->nfiles);
-	f->files = files;
-	f->nfiles = n;
+		fdr__files_shuffle(*files, *n, f->o.seed + epoch);
 	return 0;
+}
+
+/*
+ * Starts producing epoch pepoch + 1 while the consumer still reads pgen
+ * (plain directories, globs and lists; never in a rollcache mount, whose
+ * next epoch exists only after the consumer advanced it).  Called by a
+ * decoder with f->mu held; drops it while listing.  Counts as active, so
+ * rc_feeder_next_epoch's pause waits for it.
+ */
+static void producer_advance(struct rc_feeder *f)
+{
+	char err[1024];
+	char **files = NULL;
+	size_t n = 0;
+	uint64_t ep = f->pepoch + 1;
+
+	f->advancing = true;
+	f->active++;
+	pthread_mutex_unlock(&f->mu);
+	int rc = list_epoch_files(f, ep, &files, &n, err, sizeof err);
+	pthread_mutex_lock(&f->mu);
+	/* the list before the current one may still name records being decoded */
+	while (f->old_decoding > 0 && !f->stop)
+		pthread_cond_wait(&f->cv, &f->mu);
+	if (f->stop) {
+		fdr__files_free(files, n);
+	} else {
+		fdr__files_free(f->files_old, f->nfiles_old);
+		f->files_old = f->files;
+		f->nfiles_old = f->nfiles;
+		f->old_decoding = f->decoding;
+		if (f->old_decoding == 0) {
+			fdr__files_free(f->files_old, f->nfiles_old);
+			f->files_old = NULL;
+			f->nfiles_old = 0;
+		}
+		f->files = rc ? NULL : files;
+		f->nfiles = rc ? 0 : n;
+		f->pgen++;
+		f->pepoch = ep;
+		producer_reset(f);
+		if (rc)
+			set_error(f, rc, err, f->pgen, 0);
+	}
+	f->advancing = false;
+	f->active--;
+	pthread_cond_broadcast(&f->cv);
+}
+
+/* The consumer moves to the epoch the producer runs ahead on; f->mu held. */
+static void consumer_switch(struct rc_feeder *f)
+{
+	f->gen = f->pgen;
+	f->epoch = f->pepoch;
+	f->next_out = 0;
+	f->cons_done = f->ahead_done;
+	f->cons_total = f->ahead_total;
+	f->ahead_done = false;
+	for (size_t i = 0; i < f->S; i++)
+		if (f->slots[i].state == SLOT_READY && f->slots[i].gen != f->gen)
+			f->slots[i].state = SLOT_FREE;
+	f->errs[(f->gen + 1) & 1].rc = 0; /* the epoch left behind */
+	pthread_cond_broadcast(&f->cv);
 }
 
 /* Closes every lane's file; workers paused. */
@@ -599,10 +712,29 @@ static void lanes_close(struct rc_feeder *f)
 int rc_feeder_next_epoch(struct rc_feeder *f)
 {
 	char err[1024];
+	char **files = NULL;
+	size_t n = 0;
 	int rc = 0;
 
 	pthread_mutex_lock(&f->mu);
+	while (f->advancing)
+		pthread_cond_wait(&f->cv, &f->mu);
+	if (f->pgen != f->gen) { /* already produced ahead: just switch */
+		consumer_switch(f);
+		pthread_mutex_unlock(&f->mu);
+		return 0;
+	}
 	pause_workers(f);
+	if (f->pgen != f->gen) {
+		/* an advance completed while pausing; the pause may have cut an
+		 * assembly of that epoch short, so restart it from its start */
+		f->epoch = f->pepoch;
+		epoch_reset(f);
+		f->paused = false;
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		return 0;
+	}
 	pthread_mutex_unlock(&f->mu);
 
 	lanes_close(f);
@@ -612,13 +744,16 @@ int rc_feeder_next_epoch(struct rc_feeder *f)
 			cmn_log(CMN_LOG_WARN, "feeder: cannot advance the cache: %s", err);
 		rc = 0; /* the data of the current epoch can still be read */
 	}
-	f->epoch++;
-	rc = epoch_files(f, err, sizeof err);
+	rc = list_epoch_files(f, f->epoch + 1, &files, &n, err, sizeof err);
 
 	pthread_mutex_lock(&f->mu);
+	f->epoch++;
+	fdr__files_free(f->files, f->nfiles);
+	f->files = rc ? NULL : files;
+	f->nfiles = rc ? 0 : n;
 	epoch_reset(f);
 	if (rc)
-		set_error(f, rc, err, 0);
+		set_error(f, rc, err, f->gen, 0);
 	f->paused = false;
 	pthread_cond_broadcast(&f->cv);
 	pthread_mutex_unlock(&f->mu);
@@ -919,6 +1054,7 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 			goto fail_free;
 		}
 	}
+	f->prefetch = f->control[0] == '\0';
 	f->epoch = 0;
 	epoch_reset(f);
 	f->st_allocs = 0; /* count from here: steady state */
@@ -969,12 +1105,13 @@ int rc_feeder_next(struct rc_feeder *f, struct rc_batch **out)
 			rc = 1;
 			break;
 		}
-		if (f->err_rc && f->next_out >= f->err_batch) {
-			rc = f->err_rc;
-			snprintf(f->err_out, sizeof f->err_out, "%s", f->err);
+		struct fdr_err *e = &f->errs[f->gen & 1];
+		if (e->rc && f->next_out >= e->batch) {
+			rc = e->rc;
+			snprintf(f->err_out, sizeof f->err_out, "%s", e->msg);
 			break;
 		}
-		if (f->produced_all && f->next_out >= f->total_batches) {
+		if (f->cons_done && f->next_out >= f->cons_total) {
 			rc = 0;
 			break;
 		}
@@ -1149,6 +1286,7 @@ void rc_feeder_close(struct rc_feeder *f)
 	free(f->fixed_off);
 	free(f->rag_hwm);
 	fdr__files_free(f->files, f->nfiles);
+	fdr__files_free(f->files_old, f->nfiles_old);
 	cmn_schema_free(f->schema);
 	for (size_t i = 0; f->paths && i < f->o.n_paths; i++)
 		free(f->paths[i]);

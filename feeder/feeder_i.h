@@ -92,6 +92,7 @@ struct rc_batch {
 	uint64_t epoch;
 	uint64_t rows;
 	struct fdr_pick *picks; /* [batch_size] */
+	char **files;           /* the file list its records came from (messages) */
 	uint8_t *host;          /* fixed features and offsets, one block */
 	void *dev;
 	struct fdr_ragged *rag;  /* [schema->n], used for ragged features */
@@ -127,11 +128,25 @@ struct rc_feeder {
 	pthread_t *threads;
 	size_t nthreads, nreaders;
 
-	/* f->mu unless said otherwise */
-	char **files; /* this rank's files, in this epoch's order (readers read it while active) */
+	bool prefetch; /* immutable: produce the next epoch early (not in a rollcache mount) */
+
+	/*
+	 * f->mu unless said otherwise.  The consumer is at generation `gen`
+	 * (epoch `epoch`); the producer (readers, window, assembly) at `pgen`,
+	 * which is gen, or gen + 1 once it ran ahead into the next epoch.
+	 */
+	char **files; /* the producer's files, in its epoch's order (readers read it while active) */
 	size_t nfiles;
-	uint64_t epoch;
-	uint32_t gen;
+	char **files_old; /* the previous list, kept while old_decoding > 0 */
+	size_t nfiles_old;
+	unsigned decoding, old_decoding; /* batches being decoded; of them, of an older pgen */
+	uint64_t epoch, pepoch;
+	uint32_t gen, pgen;
+	bool advancing;            /* a decoder lists the next epoch's files */
+	bool cons_done;            /* the consumer's epoch has cons_total batches ... */
+	uint64_t cons_total;
+	bool ahead_done;           /* ... and the producer's epoch ahead, ahead_total */
+	uint64_t ahead_total;
 	bool stop, paused;
 	unsigned active; /* workers working outside the lock */
 	struct fdr_chunk *chunks, *free_chunks;
@@ -140,11 +155,15 @@ struct rc_feeder {
 	size_t nwin, win_pending, rr, lanes_done;
 	uint64_t rng;
 	struct rc_batch *slots;
-	bool assembling, produced_all;
-	uint64_t next_batch, next_out, total_batches;
-	int err_rc;         /* the failure with the lowest batch index ... */
-	uint64_t err_batch; /* ... and that index */
-	char err[1024];
+	bool assembling, produced_all; /* produced_all: pgen's batches are all assembled */
+	uint64_t next_batch, next_out; /* producer's next index; consumer's next index */
+	/* per generation parity (only gen and gen + 1 are ever live): the
+	 * failure with the lowest batch index of that epoch */
+	struct fdr_err {
+		int rc;
+		uint64_t batch;
+		char msg[1024];
+	} errs[2];
 	char err_out[1024]; /* consumer's copy (rc_feeder_error) */
 	size_t *rag_hwm;    /* [n] largest ragged capacity any slot needed (atomics) */
 

@@ -688,6 +688,63 @@ START_TEST(test_control_advance)
 }
 END_TEST
 
+/*
+ * ---- plain directories: the next epoch is produced before next_epoch is
+ * called, and gives the same batches as the unprefetched path (a mount) ----
+ */
+START_TEST(test_prefetch_epoch)
+{
+	char *p = make_data("pre", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	char plain[4300];
+	snprintf(plain, sizeof plain, "%s", p);
+	/* the same files inside a fake rollcache mount: no prefetch there */
+	char mnt[4200], cur[4300], ctl[4400];
+	snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+	snprintf(cur, sizeof cur, "%s/current", mnt);
+	ck_assert_int_eq(mkdir(mnt, 0755), 0);
+	ck_assert_int_eq(mkdir(cur, 0755), 0);
+	snprintf(ctl, sizeof ctl, "%s/.rollcache", mnt);
+	ck_assert_int_eq(mkdir(ctl, 0755), 0);
+	snprintf(ctl, sizeof ctl, "%s/.rollcache/control", mnt);
+	FILE *fp = fopen(ctl, "w");
+	ck_assert_ptr_nonnull(fp);
+	fclose(fp);
+	char err[512] = "";
+	ck_assert_int_eq(gen_files(cur, SPEC, NFILES, NREC, 0, 0, -1, 0, err, sizeof err), 0);
+
+	uint64_t seed = 5;
+	struct rc_feeder *a = open_f(plain, SPEC, 8, tw_shuffle, &seed);
+	struct rc_feeder *b = open_f(cur, SPEC, 8, tw_shuffle, &seed);
+	uint64_t oa[TOTAL], ob[TOTAL];
+	for (int epoch = 0; epoch < 3; epoch++) {
+		unsigned sa[TOTAL] = {0}, sb[TOTAL] = {0};
+		ck_assert_uint_eq(read_epoch(a, sa, TOTAL, oa, 8, false), TOTAL);
+		ck_assert_uint_eq(read_epoch(b, sb, TOTAL, ob, 8, false), TOTAL);
+		assert_once(sa, TOTAL);
+		assert_once(sb, TOTAL);
+		for (size_t i = 0; i < TOTAL; i++)
+			ck_assert_uint_eq(oa[i], ob[i]);
+		/* a's next epoch gets decoded without being asked for */
+		struct rc_feeder_stats st;
+		uint64_t want = (uint64_t)(epoch + 1) * TOTAL;
+		for (int k = 0; k < 500; k++) {
+			rc_feeder_stats(a, &st);
+			if (st.records > want)
+				break;
+			usleep(10000);
+		}
+		ck_assert_uint_gt(st.records, want);
+		rc_feeder_stats(b, &st);
+		ck_assert_uint_eq(st.records, want); /* the mount's waits for next_epoch */
+		ck_assert_int_eq(rc_feeder_next_epoch(a), 0);
+		ck_assert_int_eq(rc_feeder_next_epoch(b), 0);
+		ck_assert_uint_eq(rc_feeder_epoch(a), (uint64_t)epoch + 1);
+	}
+	rc_feeder_close(a);
+	rc_feeder_close(b);
+}
+END_TEST
+
 /* ---- big records (larger than read_size) and a glob path ---- */
 START_TEST(test_big_records_glob)
 {
@@ -802,6 +859,7 @@ static Suite *feeder_suite(void)
 		{"big_records_glob", test_big_records_glob},
 		{"real_testdata", test_real_testdata},
 		{"ragged_growth", test_ragged_growth},
+		{"prefetch_epoch", test_prefetch_epoch},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		TCase *tc = tcase_create(cases[i].name);
