@@ -595,6 +595,37 @@ out:
 	fuse_reply_err(req, err);
 }
 
+/*
+ * The worker thread's read buffer (max_io bytes, allocated once per thread,
+ * freed at thread exit): a malloc/free of 1 MiB per read would fault its
+ * pages in again on every request.  NULL when out of memory.
+ */
+static pthread_key_t read_buf_key;
+static pthread_once_t read_buf_once = PTHREAD_ONCE_INIT;
+
+static void read_buf_key_init(void)
+{
+	if (pthread_key_create(&read_buf_key, free) != 0)
+		abort(); /* only at the first read; no way to serve reads without it */
+}
+
+static char *read_buffer(struct cfs_fs *fs, size_t len)
+{
+	size_t cap = fs->opts.max_io ? fs->opts.max_io : (1u << 20);
+	if (len > cap)
+		return NULL; /* the kernel never asks for more than max_read */
+	pthread_once(&read_buf_once, read_buf_key_init);
+	char *buf = pthread_getspecific(read_buf_key);
+	if (!buf) {
+		buf = malloc(cap);
+		if (buf && pthread_setspecific(read_buf_key, buf) != 0) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	return buf;
+}
+
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -639,7 +670,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		handle_put(fs, fi->fh, false);
 		return;
 	}
-	buf = malloc(len ? len : 1);
+	buf = read_buffer(fs, len);
 	if (!buf) {
 		err = ENOMEM;
 		goto out;
@@ -661,11 +692,9 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	cfs_efile_account(fs->set, f, (uint64_t)off, got, first, &h->end_done);
 	pthread_mutex_unlock(&h->mu);
 	fuse_reply_buf(req, buf, got);
-	free(buf);
 	handle_put(fs, fi->fh, false);
 	return;
 out:
-	free(buf);
 	handle_put(fs, fi->fh, false);
 	fuse_reply_err(req, err);
 }
