@@ -11,7 +11,7 @@ PKGS=(
   zlib1g-dev libsqlite3-dev libinih-dev libfuse3-dev libcurl4-openssl-dev libexpat1-dev
   # tests and tools
   check fuse3 sqlite3 valgrind clang libclang-rt-14-dev
-  nginx-light nodejs npm
+  nginx-light
   python3 python3-numpy python3-protobuf protobuf-compiler
 )
 
@@ -21,6 +21,10 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
+# Node.js and npm (for s3rver): any installation will do; Debian's when none.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   SUDO=""
