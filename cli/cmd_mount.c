@@ -223,6 +223,44 @@ static int absolute(const char *path, char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/*
+ * Whether `path` (absolute, resolved) is a mount point now, from
+ * /proc/self/mountinfo (no access to the path itself: a dead FUSE mount
+ * would answer ENOTCONN).  Fills fstype when it is.
+ */
+static bool is_mount_point(const char *path, char *fstype, size_t len)
+{
+	FILE *mi = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	bool found = false;
+	if (!mi)
+		return false;
+	while (fgets(line, sizeof(line), mi)) {
+		char mp[2048], *o = mp;
+		if (sscanf(line, "%*s %*s %*s %*s %2047s", mp) != 1)
+			continue;
+		for (const char *p = mp; *p; p++) { /* undo \040-style escapes */
+			if (p[0] == '\\' && p[1] && p[2] && p[3]) {
+				*o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+				p += 3;
+			} else {
+				*o++ = *p;
+			}
+		}
+		*o = '\0';
+		if (strcmp(mp, path) != 0)
+			continue;
+		const char *dash = strstr(line, " - ");
+		found = true;
+		if (dash && sscanf(dash + 3, "%63s", fstype) == 1)
+			fstype[len - 1] = '\0';
+		else
+			snprintf(fstype, len, "?");
+	}
+	fclose(mi);
+	return found;
+}
+
 /* ---- samplers as daemon workers ----------------------------------------- */
 
 #if MOUNT_SAMPLERS
@@ -570,6 +608,13 @@ int cmd_mount(int argc, char **argv)
 	struct stat st;
 	if (stat(mp_abs, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "rollcache mount: %s is not a directory\n", mp_abs);
+		goto out;
+	}
+	char fstype[64];
+	if (is_mount_point(mp_abs, fstype, sizeof(fstype))) {
+		fprintf(stderr, "rollcache mount: %s is already a mount point (%s): unmount it first "
+				"(rollcache umount %s)\n", mp_abs, fstype, mp_abs);
+		ret = 1;
 		goto out;
 	}
 	if (!cfg.cache_dir) {
