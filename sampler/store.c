@@ -631,7 +631,7 @@ void smp_store_easy_defaults(const struct smp_store *s, CURL *e)
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "file,http,https");
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "rollcache/" "0.1");
-	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 1024L * 1024L); /* fewer records straddle two chunks */
 }
 
 int smp_store_list(struct smp_store *s, struct smp_listing *l, char *err, size_t errlen)
