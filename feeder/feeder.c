@@ -782,9 +782,12 @@ static int setup_cuda(struct rc_feeder *f, char *err, size_t errlen)
 	f->pinned = false;
 	if (f->o.device < 0 && f->o.pin == 0)
 		return 0;
-	if (f->o.device < 0 && f->o.pin < 0)
-		return 0; /* host mode: pin only when asked (no CUDA context in plain host mode) */
 	rc = fdr__cuda_devices(&n, why, sizeof why);
+	if (rc && f->o.device < 0 && f->o.pin < 0) {
+		/* host mode, pin auto: no usable CUDA device, plain memory */
+		cmn_log(CMN_LOG_DEBUG, "feeder: host slots not pinned: %s", why);
+		return 0;
+	}
 	if (rc) {
 		snprintf(err, errlen, "%s%d: %s",
 			 f->o.device >= 0 ? "device cuda:" : "pinned memory, device ",

@@ -101,7 +101,8 @@ struct rc_feeder_opts {
 	uint64_t read_size;      /* bytes per pread (one chunk); 0: 4 MiB */
 	uint64_t ragged_hint;    /* initial bytes per row for ragged values; 0: 256 */
 	int32_t device;          /* CUDA device ordinal, or -1: host memory only */
-	int32_t pin;             /* host slots pinned: -1 auto (when a CUDA device exists), 0 no, 1 yes */
+	int32_t pin;             /* host slots pinned (cudaHostAlloc): -1 auto = when a CUDA device
+				  * exists, also in host mode; 0 never; 1 always (error without CUDA) */
 	void *consumer_stream;   /* cudaStream_t the consumer uses (NULL: legacy default) */
 	uint32_t busy_timeout_ms; /* next() waits this long for a held slot to come back; 0: 10 s */
 };
