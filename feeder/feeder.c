@@ -18,6 +18,14 @@
  * rc_feeder_next hands out slots in batch-index order, after their copy
  * event completed.
  *
+ * Epochs: the consumer reads generation `gen`; the producer works on `pgen`.
+ * For plain directories, globs and lists the producer moves on to the next
+ * epoch (pgen = gen + 1) as soon as gen's last batch is assembled
+ * (producer_advance), and rc_feeder_next_epoch then only switches the
+ * consumer (consumer_switch).  In a rollcache mount, and when the consumer
+ * abandons an epoch early, rc_feeder_next_epoch pauses everything and
+ * rebuilds the pipeline (epoch_reset).  Errors are kept per generation.
+ *
  * Invariants:
  *  - every record of this rank's files is taken by exactly one batch per
  *    epoch (or dropped by drop_last at the very end); tests check it;
