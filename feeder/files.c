@@ -189,6 +189,11 @@ int fdr__find_control(const char *path, const char *first_file, char *out, size_
 		else
 			*slash = '\0';
 	}
+	/* absolute, so that walking up reaches the mount root from "current"
+	 * or "." too (MOUNT/current resolves to MOUNT/epochs/N: still below) */
+	char abs[PATH_MAX];
+	if (realpath(dir, abs) && strlen(abs) < sizeof dir)
+		strcpy(dir, abs);
 	for (int depth = 0; depth < 64; depth++) {
 		char p[PATH_MAX];
 		if ((size_t)snprintf(p, sizeof p, "%s/.rollcache/control", dir) < sizeof p &&
