@@ -234,7 +234,7 @@ static int publish(struct daemon *d, uint32_t number, char *err, size_t errlen)
 		return rc;
 	}
 	struct cfs_efile_in *in = calloc(d->nsnap ? d->nsnap : 1, sizeof(*in));
-	char (*names)[512] = calloc(d->nsnap ? d->nsnap : 1, sizeof(*names));
+	char (*names)[40] = calloc(d->nsnap ? d->nsnap : 1, sizeof(*names));
 	char (*paths)[64] = calloc(d->nsnap ? d->nsnap : 1, sizeof(*paths));
 	if (!in || !names || !paths) {
 		rc = -ENOMEM;
@@ -243,21 +243,9 @@ static int publish(struct daemon *d, uint32_t number, char *err, size_t errlen)
 	}
 	for (size_t i = 0; i < d->nsnap; i++) {
 		const struct cfs_shard_info *si = &d->snap[i];
-		if (si->kind == CFS_KIND_RAW && si->name) {
-			/* TODO(fuse): show raw keys with '/' as subdirectories; flat for now. */
-			size_t o = 0;
-			for (const char *p = si->name; *p && o + 4 < sizeof(names[i]); p++) {
-				if (*p == '/') {
-					memcpy(names[i] + o, "%2F", 3);
-					o += 3;
-				} else {
-					names[i][o++] = *p;
-				}
-			}
-			names[i][o] = '\0';
-		} else {
-			snprintf(names[i], sizeof(names[i]), "shard-%" PRId64 ".tfrecord", si->id);
-		}
+		/* raw: the sanitized display path (invariant 7); '/' makes directories */
+		const char *name = si->kind == CFS_KIND_RAW && si->name ? si->name : names[i];
+		snprintf(names[i], sizeof(names[i]), "shard-%" PRId64 ".tfrecord", si->id);
 		rc = cfs_store_file_path(d->store, si->kind, si->id, false, paths[i],
 					 sizeof(paths[i]));
 		if (rc != 0) {
@@ -267,7 +255,7 @@ static int publish(struct daemon *d, uint32_t number, char *err, size_t errlen)
 		in[i] = (struct cfs_efile_in){
 			.id = si->id,
 			.kind = (int)si->kind,
-			.name = names[i],
+			.name = name,
 			.relpath = paths[i],
 			.bytes = si->bytes,
 			.records = si->records,

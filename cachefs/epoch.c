@@ -94,6 +94,8 @@ int cfs_epochs_init(struct cfs_epochs *s, cfs_gone_fn gone, void *ctx)
 	return 0;
 }
 
+static void epoch_free(struct cfs_epoch *ep);
+
 static void efile_free(struct cfs_efile *f)
 {
 	free(f->name);
@@ -127,8 +129,7 @@ void cfs_epochs_destroy(struct cfs_epochs *s)
 	struct cfs_epoch *ep = s->all;
 	while (ep) {
 		struct cfs_epoch *next = ep->anext;
-		free(ep->files);
-		free(ep);
+		epoch_free(ep);
 		ep = next;
 	}
 	for (size_t i = 0; i < s->nbuckets; i++) {
@@ -204,7 +205,7 @@ static void epoch_maybe_free(struct cfs_epochs *s, struct cfs_epoch *ep)
 		pp = &(*pp)->anext;
 	if (*pp)
 		*pp = ep->anext;
-	free(ep);
+	epoch_free(ep);
 }
 
 /*
@@ -232,7 +233,7 @@ static void epoch_maybe_retire(struct cfs_epochs *s, struct cfs_epoch *ep)
 	cmn_log(CMN_LOG_DEBUG, "epoch %u left the view", ep->number);
 	free(ep->files);
 	ep->files = NULL;
-	ep->nfiles = 0;
+	ep->nfiles = 0; /* the tree stays (kernel inodes) but is never walked again */
 	if (s->retired && s->nretired < CFS_RETIRED_MAX)
 		s->retired_numbers[s->nretired++] = ep->number;
 	epoch_maybe_free(s, ep);
@@ -247,6 +248,106 @@ static void retire_old(struct cfs_epochs *s)
 		epoch_maybe_retire(s, ep);
 		ep = next;
 	}
+}
+
+static void edir_free_children(struct cfs_edir *d)
+{
+	for (size_t i = 0; i < d->nents; i++) {
+		if (d->ents[i].d) {
+			edir_free_children(d->ents[i].d);
+			free(d->ents[i].d->name);
+			free(d->ents[i].d);
+		}
+	}
+	free(d->ents);
+	d->ents = NULL;
+	d->nents = 0;
+}
+
+static void epoch_free(struct cfs_epoch *ep)
+{
+	edir_free_children(&ep->root);
+	free(ep->files);
+	free(ep);
+}
+
+static int cmp_dent(const void *a, const void *b)
+{
+	return strcmp(((const struct cfs_dent *)a)->name, ((const struct cfs_dent *)b)->name);
+}
+
+static int dent_add(struct cfs_edir *d, size_t *cap, struct cfs_dent e)
+{
+	if (d->nents == *cap) {
+		size_t n = *cap ? *cap * 2 : 8;
+		struct cfs_dent *v = realloc(d->ents, n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		d->ents = v;
+		*cap = n;
+	}
+	d->ents[d->nents++] = e;
+	return 0;
+}
+
+/*
+ * Builds dir's entries from files[0..n), all of whose names start with
+ * `prefix` (prefix_len bytes), sorted by name.  A component that is both a
+ * file and a directory keeps the directory (the file is logged and hidden).
+ * Returns 0 or -ENOMEM (the caller frees the partial tree).
+ */
+static int edir_build(struct cfs_epoch *ep, struct cfs_edir *dir, struct cfs_efile **files,
+		      size_t n, size_t prefix_len)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < n;) {
+		const char *rest = files[i]->name + prefix_len;
+		const char *slash = strchr(rest, '/');
+		if (!slash) {
+			if (dent_add(dir, &cap, (struct cfs_dent){.name = rest, .f = files[i]}))
+				return -ENOMEM;
+			i++;
+			continue;
+		}
+		size_t clen = (size_t)(slash - rest);
+		size_t j = i + 1;
+		while (j < n && strncmp(files[j]->name + prefix_len, rest, clen + 1) == 0)
+			j++;
+		struct cfs_edir *sub = calloc(1, sizeof(*sub));
+		if (!sub)
+			return -ENOMEM;
+		sub->node_type = CFS_NODE_DIR;
+		sub->ep = ep;
+		sub->parent = dir == &ep->root ? NULL : dir;
+		sub->name = strndup(rest, clen);
+		if (!sub->name || dent_add(dir, &cap, (struct cfs_dent){.name = sub->name, .d = sub})) {
+			free(sub->name);
+			free(sub);
+			return -ENOMEM;
+		}
+		int rc = edir_build(ep, sub, files + i, j - i, prefix_len + clen + 1);
+		if (rc)
+			return rc;
+		i = j;
+	}
+	if (dir->nents > 1)
+		qsort(dir->ents, dir->nents, sizeof(*dir->ents), cmp_dent);
+	/* a name that is both a file and a directory: the directory wins */
+	size_t w = 0;
+	for (size_t i = 0; i < dir->nents; i++) {
+		if (w && strcmp(dir->ents[w - 1].name, dir->ents[i].name) == 0) {
+			struct cfs_dent *keep = dir->ents[w - 1].d ? &dir->ents[w - 1] : &dir->ents[i];
+			const struct cfs_dent *gone = keep == &dir->ents[i] ? &dir->ents[w - 1] : &dir->ents[i];
+			if (gone->f)
+				cmn_log(CMN_LOG_WARN, "epoch %u: %s is also a directory: file hidden",
+					ep->number, gone->f->name);
+			dir->ents[w - 1] = *keep;
+			continue;
+		}
+		dir->ents[w++] = dir->ents[i];
+	}
+	dir->nents = w;
+	return 0;
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -269,6 +370,8 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 	if (!ep || !fresh)
 		goto fail;
 	ep->node_type = CFS_NODE_EPOCH;
+	ep->root.node_type = CFS_NODE_DIR;
+	ep->root.ep = ep;
 	ep->number = number;
 	ep->started_ms = started_ms;
 	snprintf(ep->name, sizeof(ep->name), "%u", number);
@@ -319,6 +422,9 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 			goto fail_locked;
 		}
 	}
+	rc = edir_build(ep, &ep->root, ep->files, n, 0);
+	if (rc != 0)
+		goto fail_locked;
 
 	/* Commit point: nothing below fails. */
 	for (size_t i = 0; i < n; i++)
@@ -362,8 +468,7 @@ fail_locked:
 	pthread_mutex_unlock(&s->mu);
 fail:
 	if (ep)
-		free(ep->files);
-	free(ep);
+		epoch_free(ep);
 	free(fresh);
 	return rc;
 }
@@ -456,6 +561,35 @@ struct cfs_efile *cfs_epoch_lookup_file(struct cfs_epochs *s, struct cfs_epoch *
 		f->nlookup++;
 	pthread_mutex_unlock(&s->mu);
 	return f;
+}
+
+int cfs_edir_lookup(struct cfs_epochs *s, struct cfs_edir *dir, const char *name,
+		    struct cfs_dent *out)
+{
+	int rc = -ENOENT;
+	pthread_mutex_lock(&s->mu);
+	if (dir->ep->listed) {
+		size_t lo = 0, hi = dir->nents;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			int c = strcmp(name, dir->ents[mid].name);
+			if (c == 0) {
+				*out = dir->ents[mid];
+				if (out->f)
+					out->f->nlookup++;
+				else
+					dir->ep->nlookup++;
+				rc = 0;
+				break;
+			}
+			if (c < 0)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
 }
 
 void cfs_epoch_forget(struct cfs_epochs *s, struct cfs_epoch *ep, uint64_t n)

@@ -26,6 +26,33 @@
 enum cfs_node_type {
 	CFS_NODE_FILE = 0x46494c45u,  /* "FILE" */
 	CFS_NODE_EPOCH = 0x45504f43u, /* "EPOC" */
+	CFS_NODE_DIR = 0x44495220u,   /* "DIR ": a directory inside an epoch (raw keys with '/') */
+};
+
+struct cfs_edir;
+
+/* One entry of a directory inside an epoch: a file or a subdirectory. */
+struct cfs_dent {
+	const char *name;     /* last path component */
+	struct cfs_efile *f;  /* or NULL */
+	struct cfs_edir *d;   /* or NULL */
+};
+
+/*
+ * A directory of an epoch's tree.  The tree is built at publish from the
+ * files' names ("a/b/c" makes directories a and a/b), is immutable, and is
+ * freed with its epoch struct; its file pointers are valid only while the
+ * epoch is listed (check under set->mu).  Kernel lookups of a directory
+ * count on its epoch (ep->nlookup), so the tree outlives every inode the
+ * kernel knows.
+ */
+struct cfs_edir {
+	uint32_t node_type;   /* CFS_NODE_DIR */
+	struct cfs_epoch *ep; /* owner */
+	struct cfs_edir *parent; /* NULL: the epoch directory itself */
+	char *name;           /* component, owned */
+	struct cfs_dent *ents; /* sorted by name, owned */
+	size_t nents;
 };
 
 /* One sealed local file as a snapshot shows it. */
@@ -61,8 +88,9 @@ struct cfs_epoch {
 	uint32_t node_type; /* CFS_NODE_EPOCH */
 	uint32_t number;
 	char name[16];          /* decimal number */
-	struct cfs_efile **files; /* sorted by name; immutable after publish */
+	struct cfs_efile **files; /* every file, sorted by name; immutable after publish */
 	size_t nfiles;
+	struct cfs_edir root;     /* the epoch directory's entries (== files when no name has '/') */
 	uint64_t bytes, records;
 	uint64_t started_ms;
 
@@ -188,6 +216,14 @@ struct cfs_epoch *cfs_epochs_lookup(struct cfs_epochs *s, uint32_t number);
 /* File `name` of ep with one lookup taken, or NULL. */
 struct cfs_efile *cfs_epoch_lookup_file(struct cfs_epochs *s, struct cfs_epoch *ep,
 					const char *name);
+
+/*
+ * Entry `name` of directory dir (&ep->root for the epoch directory) with one
+ * lookup taken: on the file, or for a subdirectory on its epoch.  0 and
+ * *out, -ENOENT (no such entry, or the epoch left the view).
+ */
+int cfs_edir_lookup(struct cfs_epochs *s, struct cfs_edir *dir, const char *name,
+		    struct cfs_dent *out);
 
 /* Drops n kernel lookups (FUSE forget). */
 void cfs_epoch_forget(struct cfs_epochs *s, struct cfs_epoch *ep, uint64_t n);

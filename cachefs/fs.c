@@ -115,7 +115,8 @@ struct fs_text {
 
 /* An open directory: a snapshot of its entries (epochs/) or an epoch. */
 struct fs_dir {
-	struct cfs_epoch *ep; /* epoch dir, or NULL */
+	struct cfs_epoch *ep; /* epoch of an epoch dir or a dir inside one, or NULL */
+	struct cfs_edir *dir; /* that directory */
 	uint32_t *numbers;    /* epochs/: listed epoch numbers at opendir */
 	size_t nnumbers;
 };
@@ -212,6 +213,18 @@ static uint32_t node_type(fuse_ino_t ino)
 	return *(const uint32_t *)(uintptr_t)ino;
 }
 
+/* The directory (inside an epoch) that ino is, or NULL. */
+static struct cfs_edir *edir_of(fuse_ino_t ino)
+{
+	if (!is_node(ino))
+		return NULL;
+	if (node_type(ino) == CFS_NODE_EPOCH)
+		return &((struct cfs_epoch *)(uintptr_t)ino)->root;
+	if (node_type(ino) == CFS_NODE_DIR)
+		return (struct cfs_edir *)(uintptr_t)ino;
+	return NULL;
+}
+
 static void fill_common(struct cfs_fs *fs, struct stat *st, fuse_ino_t ino)
 {
 	memset(st, 0, sizeof(*st));
@@ -271,7 +284,7 @@ static int fs_stat(struct cfs_fs *fs, fuse_ino_t ino, struct stat *st, double *t
 	}
 	if (!is_node(ino))
 		return -ENOENT;
-	if (node_type(ino) == CFS_NODE_EPOCH) {
+	if (node_type(ino) == CFS_NODE_EPOCH || node_type(ino) == CFS_NODE_DIR) {
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
 		return 0;
@@ -359,13 +372,14 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		reply_entry(req, fs, (fuse_ino_t)(uintptr_t)ep, tmo);
 		return;
 	}
-	default:
-		if (is_node(parent) && node_type(parent) == CFS_NODE_EPOCH) {
-			struct cfs_epoch *ep = (struct cfs_epoch *)(uintptr_t)parent;
-			struct cfs_efile *f = cfs_epoch_lookup_file(fs->set, ep, name);
-			if (!f)
+	default: {
+		struct cfs_edir *dir = edir_of(parent);
+		if (dir) {
+			struct cfs_dent e;
+			if (cfs_edir_lookup(fs->set, dir, name, &e) != 0)
 				break;
-			reply_entry(req, fs, (fuse_ino_t)(uintptr_t)f, tmo);
+			reply_entry(req, fs, e.f ? (fuse_ino_t)(uintptr_t)e.f : (fuse_ino_t)(uintptr_t)e.d,
+				    tmo);
 			return;
 		}
 		if (is_node(parent)) {
@@ -373,6 +387,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			return;
 		}
 		break;
+	}
 	}
 	fuse_reply_err(req, ENOENT);
 }
@@ -383,6 +398,8 @@ static void forget_one(struct cfs_fs *fs, fuse_ino_t ino, uint64_t n)
 		return;
 	if (node_type(ino) == CFS_NODE_EPOCH)
 		cfs_epoch_forget(fs->set, (struct cfs_epoch *)(uintptr_t)ino, n);
+	else if (node_type(ino) == CFS_NODE_DIR) /* counted on its epoch */
+		cfs_epoch_forget(fs->set, ((struct cfs_edir *)(uintptr_t)ino)->ep, n);
 	else
 		cfs_efile_forget(fs->set, (struct cfs_efile *)(uintptr_t)ino, n);
 }
@@ -789,7 +806,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fs_dir *d = NULL;
 	int err = 0;
 
-	if (is_node(ino) && node_type(ino) != CFS_NODE_EPOCH) {
+	if (is_node(ino) && !edir_of(ino)) {
 		err = ENOTDIR;
 		goto out;
 	}
@@ -813,8 +830,9 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 			goto out;
 		}
 	} else if (is_node(ino)) {
-		d->ep = (struct cfs_epoch *)(uintptr_t)ino;
-		cfs_epoch_opendir(fs->set, d->ep);
+		d->dir = edir_of(ino);
+		d->ep = d->dir->ep;
+		cfs_epoch_opendir(fs->set, d->ep); /* holds the epoch and its tree */
 	}
 	fi->fh = handle_add(fs, HK_DIR, d);
 	if (!fi->fh) {
@@ -843,8 +861,13 @@ static bool dir_entry(struct cfs_fs *fs, fuse_ino_t ino, struct fs_dir *d, size_
 	}
 	if (i == 1) {
 		*name = "..";
-		st->st_ino = ino == INO_ROOT || ino == INO_EPOCHS || ino == INO_META ? INO_ROOT
-										   : INO_EPOCHS;
+		if (ino == INO_ROOT || ino == INO_EPOCHS || ino == INO_META)
+			st->st_ino = INO_ROOT;
+		else if (d->dir && d->dir != &d->ep->root)
+			st->st_ino = d->dir->parent ? (ino_t)(uintptr_t)d->dir->parent
+						    : (ino_t)(uintptr_t)d->ep;
+		else
+			st->st_ino = INO_EPOCHS;
 		st->st_mode = S_IFDIR;
 		return true;
 	}
@@ -880,11 +903,13 @@ static bool dir_entry(struct cfs_fs *fs, fuse_ino_t ino, struct fs_dir *d, size_
 		return true;
 	}
 	(void)fs;
-	if (!d->ep || i >= d->ep->nfiles)
+	/* the tree is immutable and held by the open handle (nopendir) */
+	if (!d->dir || !d->ep->listed || i >= d->dir->nents)
 		return false;
-	*name = d->ep->files[i]->name;
-	st->st_ino = (ino_t)(uintptr_t)d->ep->files[i];
-	st->st_mode = S_IFREG;
+	const struct cfs_dent *e = &d->dir->ents[i];
+	*name = e->name;
+	st->st_ino = e->f ? (ino_t)(uintptr_t)e->f : (ino_t)(uintptr_t)e->d;
+	st->st_mode = e->f ? S_IFREG : S_IFDIR;
 	return true;
 }
 

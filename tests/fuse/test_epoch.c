@@ -237,6 +237,48 @@ START_TEST(read_accounting_and_all_read)
 }
 END_TEST
 
+START_TEST(tree_of_nested_names)
+{
+	const char *names[] = {"a.bin", "a/b/c", "a/b/d", "a", "x/y", "a-z"};
+	struct cfs_efile_in in[6];
+	char paths[6][32];
+	for (int i = 0; i < 6; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "objects/%d", i + 1);
+		in[i] = (struct cfs_efile_in){.id = i + 1, .name = names[i], .relpath = paths[i],
+					      .bytes = 1, .records = 1};
+	}
+	ck_assert_int_eq(cfs_epochs_publish(&set, 0, in, 6, 0, NULL), 0);
+	struct cfs_epoch *ep = cfs_epochs_lookup(&set, 0);
+	ck_assert_ptr_nonnull(ep);
+	/* top level: a (dir wins over the file "a"), a-z, a.bin, x */
+	ck_assert_uint_eq(ep->root.nents, 4);
+	ck_assert_str_eq(ep->root.ents[0].name, "a");
+	ck_assert_ptr_nonnull(ep->root.ents[0].d);
+	ck_assert_str_eq(ep->root.ents[1].name, "a-z");
+	ck_assert_str_eq(ep->root.ents[2].name, "a.bin");
+	ck_assert_str_eq(ep->root.ents[3].name, "x");
+	struct cfs_dent a, b, c;
+	ck_assert_int_eq(cfs_edir_lookup(&set, &ep->root, "a", &a), 0);
+	ck_assert_ptr_nonnull(a.d);
+	ck_assert_int_eq(cfs_edir_lookup(&set, a.d, "b", &b), 0);
+	ck_assert_ptr_nonnull(b.d);
+	ck_assert_ptr_eq(b.d->parent, a.d);
+	ck_assert_int_eq(cfs_edir_lookup(&set, b.d, "d", &c), 0);
+	ck_assert_ptr_nonnull(c.f);
+	ck_assert_str_eq(c.f->name, "a/b/d");
+	struct cfs_efile *dfile = c.f;
+	ck_assert_int_eq(cfs_edir_lookup(&set, b.d, "e", &c), -ENOENT);
+	/* directory lookups count on the epoch: it outlives the view while known */
+	ck_assert_uint_eq(ep->nlookup, 3); /* cfs_epochs_lookup + a + b */
+	cfs_epoch_forget(&set, ep, 1); /* the cfs_epochs_lookup() above */
+	ck_assert_int_eq(publish(1, NULL, 0), 0);
+	ck_assert_uint_eq(nlisted(), 1);
+	ck_assert_int_eq(cfs_edir_lookup(&set, b.d, "c", &c), -ENOENT); /* left the view */
+	cfs_epoch_forget(&set, ep, 2); /* a and b: the tree is freed now */
+	cfs_efile_forget(&set, dfile, 1);
+}
+END_TEST
+
 START_TEST(stats_json_escapes_and_metrics)
 {
 	struct cfs_stats_view v;
@@ -285,6 +327,7 @@ static Suite *epoch_suite(void)
 		{"evicted_open_file_deleted_on_last_release", evicted_open_file_deleted_on_last_release},
 		{"evicted_unheld_file_deleted_at_next_epoch", evicted_unheld_file_deleted_at_next_epoch},
 		{"read_accounting_and_all_read", read_accounting_and_all_read},
+		{"tree_of_nested_names", tree_of_nested_names},
 		{"stats_json_escapes_and_metrics", stats_json_escapes_and_metrics},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
