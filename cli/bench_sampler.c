@@ -51,8 +51,8 @@ static double cpu_s(int who)
 {
 	struct rusage ru;
 	getrusage(who, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-	       (double)ru.ru_stime.tv_usec / 1e6;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -84,8 +84,8 @@ static int run_curl(const char *cfg, unsigned conns, double *wall, double *cpu)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		execlp("curl", "curl", "--silent", "--no-progress-meter", "--show-error", "--fail", "--parallel", "--parallel-max", par,
-		       "--config", cfg, (char *)NULL);
+		execlp("curl", "curl", "--silent", "--no-progress-meter", "--show-error", "--fail",
+		       "--parallel", "--parallel-max", par, "--config", cfg, (char *)NULL);
 		_exit(127);
 	}
 	int status = 0;
@@ -124,9 +124,11 @@ static int run_ingest(struct cmn_config *cfg, const char *dir, uint64_t *bytes, 
 		const struct smp_stats *st = smp_sampler_stats(s);
 		*bytes = SMP_STAT_GET(st, bytes_fetched);
 		if (SMP_STAT_GET(st, failed_objects) || SMP_STAT_GET(st, bad_records)) {
-			fprintf(stderr, "rollcache bench sampler: %" PRIu64 " objects failed, %" PRIu64
+			fprintf(stderr,
+				"rollcache bench sampler: %" PRIu64 " objects failed, %" PRIu64
 				" bad records: fix the source first\n",
-				(uint64_t)SMP_STAT_GET(st, failed_objects), (uint64_t)SMP_STAT_GET(st, bad_records));
+				(uint64_t)SMP_STAT_GET(st, failed_objects),
+				(uint64_t)SMP_STAT_GET(st, bad_records));
 			rc = -EIO;
 		}
 	}
@@ -148,9 +150,11 @@ int bench_sampler(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("usage: rollcache bench sampler SOURCE [--connections N] [--rounds R]\n"
-			       "                               [--cache-dir DIR] [--KEY VALUE ...]\n"
-			       "Ingest throughput and CPU-s/GB against curl --parallel on the same objects.\n");
+			printf(
+			    "usage: rollcache bench sampler SOURCE [--connections N] [--rounds R]\n"
+			    "                               [--cache-dir DIR] [--KEY VALUE ...]\n"
+			    "Ingest throughput and CPU-s/GB against curl --parallel on the same "
+			    "objects.\n");
 			ret = 0;
 			goto out;
 		}
@@ -159,7 +163,10 @@ int bench_sampler(int argc, char **argv)
 			if (!strcmp(a, "--rounds")) {
 				rounds = (unsigned)strtoul(v, NULL, 10);
 				if (rounds < 1 || rounds > MAX_ROUNDS) {
-					fprintf(stderr, "rollcache bench sampler: --rounds %s: expected 1..%d\n", v, MAX_ROUNDS);
+					fprintf(stderr,
+						"rollcache bench sampler: --rounds %s: expected "
+						"1..%d\n",
+						v, MAX_ROUNDS);
 					goto out;
 				}
 				continue;
@@ -182,7 +189,8 @@ int bench_sampler(int argc, char **argv)
 		}
 	}
 	if (!source) {
-		fprintf(stderr, "rollcache bench sampler: give a SOURCE (http://127.0.0.1:PORT/data/)\n");
+		fprintf(stderr,
+			"rollcache bench sampler: give a SOURCE (http://127.0.0.1:PORT/data/)\n");
 		goto out;
 	}
 	if (cmn_config_set(&cfg, "url", source, "SOURCE", err, sizeof(err)) ||
@@ -199,12 +207,17 @@ int bench_sampler(int argc, char **argv)
 
 	/* the objects, for curl's config and the byte count */
 	struct smp_stats lst = {0};
-	struct smp_store_opts so = {.url = cfg.url, .endpoint = cfg.endpoint, .region = cfg.region,
-				    .profile = cfg.profile, .timeout_ms = cfg.timeout_ms,
-				    .retries = cfg.retries, .stats = &lst};
+	struct smp_store_opts so = {.url = cfg.url,
+				    .endpoint = cfg.endpoint,
+				    .region = cfg.region,
+				    .profile = cfg.profile,
+				    .timeout_ms = cfg.timeout_ms,
+				    .retries = cfg.retries,
+				    .stats = &lst};
 	struct smp_store *st = NULL;
 	struct smp_listing l = {0};
-	if (smp_store_open(&st, &so, err, sizeof(err)) || smp_store_list(st, &l, err, sizeof(err))) {
+	if (smp_store_open(&st, &so, err, sizeof(err)) ||
+	    smp_store_list(st, &l, err, sizeof(err))) {
 		fprintf(stderr, "rollcache bench sampler: %s\n", err);
 		smp_store_free(st);
 		goto out;
@@ -213,11 +226,13 @@ int bench_sampler(int argc, char **argv)
 	for (size_t i = 0; i < l.n; i++)
 		total += l.v[i].size;
 
-	const char *tmp = cache_parent ? cache_parent : getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+	const char *tmp = cache_parent	     ? cache_parent
+			  : getenv("TMPDIR") ? getenv("TMPDIR")
+					     : "/var/tmp";
 	snprintf(dirbuf, sizeof(dirbuf), "%s/rollcache-bench-XXXXXX", tmp);
 	if (!mkdtemp(dirbuf)) {
-		fprintf(stderr, "rollcache bench sampler: cannot create a directory in %s: %s\n", tmp,
-			strerror(errno));
+		fprintf(stderr, "rollcache bench sampler: cannot create a directory in %s: %s\n",
+			tmp, strerror(errno));
 		smp_listing_free(&l);
 		smp_store_free(st);
 		goto out;
@@ -250,7 +265,7 @@ int bench_sampler(int argc, char **argv)
 	smp_store_free(st);
 
 	double cw[MAX_ROUNDS], cc[MAX_ROUNDS], fw[MAX_ROUNDS], fc[MAX_ROUNDS], iw[MAX_ROUNDS],
-		ic[MAX_ROUNDS], w, c;
+	    ic[MAX_ROUNDS], w, c;
 	uint64_t ib = 0;
 	if (curl_ok && run_curl(curlcfg, cfg.connections, &w, &c) != 0) /* warm-up */
 		curl_ok = false;
@@ -278,21 +293,24 @@ int bench_sampler(int argc, char **argv)
 	printf("  %zu objects, %s, connections %u, %u rounds (median shown)\n", nobj,
 	       cmn_format_size(total, tb, sizeof(tb)), cfg.connections, rounds);
 	printf("  %-34s %10s %12s %10s\n", "", "MB/s", "CPU-s/GB", "wall s");
-	printf("  %-34s %10.1f %12.3f %10.3f\n", "rollcache ingest (CRC, shards)", imbs, ic[rounds / 2] / gb,
-	       iw[rounds / 2]);
+	printf("  %-34s %10.1f %12.3f %10.3f\n", "rollcache ingest (CRC, shards)", imbs,
+	       ic[rounds / 2] / gb, iw[rounds / 2]);
 	if (curl_ok) {
 		qsort(cw, rounds, sizeof(double), cmp_double);
 		qsort(cc, rounds, sizeof(double), cmp_double);
 		double cmbs = (double)total / 1e6 / cw[rounds / 2];
 		char lbl[64];
 		snprintf(lbl, sizeof(lbl), "curl --parallel-max %u > /dev/null", cfg.connections);
-		printf("  %-34s %10.1f %12.3f %10.3f\n", lbl, cmbs, cc[rounds / 2] / gb, cw[rounds / 2]);
+		printf("  %-34s %10.1f %12.3f %10.3f\n", lbl, cmbs, cc[rounds / 2] / gb,
+		       cw[rounds / 2]);
 		qsort(fw, rounds, sizeof(double), cmp_double);
 		qsort(fc, rounds, sizeof(double), cmp_double);
 		double fmbs = (double)total / 1e6 / fw[rounds / 2];
 		snprintf(lbl, sizeof(lbl), "curl --parallel-max %u -o files", cfg.connections);
-		printf("  %-34s %10.1f %12.3f %10.3f\n", lbl, fmbs, fc[rounds / 2] / gb, fw[rounds / 2]);
-		printf("  ingest / curl throughput: %.2fx (to /dev/null), %.2fx (to files, same disk)\n",
+		printf("  %-34s %10.1f %12.3f %10.3f\n", lbl, fmbs, fc[rounds / 2] / gb,
+		       fw[rounds / 2]);
+		printf("  ingest / curl throughput: %.2fx (to /dev/null), %.2fx (to files, same "
+		       "disk)\n",
 		       imbs / cmbs, imbs / fmbs);
 	} else {
 		printf("  curl baseline: not run (s3:// source, or curl failed)\n");
@@ -312,8 +330,9 @@ int bench_sampler(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr, "rollcache bench sampler: this build has no sampler support (needs libcurl, "
-			"expat, libcrypto and the cachefs library)\n");
+	fprintf(stderr,
+		"rollcache bench sampler: this build has no sampler support (needs libcurl, "
+		"expat, libcrypto and the cachefs library)\n");
 	return 1;
 }
 

@@ -42,9 +42,10 @@ static void on_signal(int sig)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: rollcache ingest SOURCE --cache-dir DIR --limit SIZE [--config FILE]\n"
-		     "                        [--KEY VALUE ...] [--seed N] [--stats FILE] [--quiet]\n"
-		     "SOURCE: file:///abs/dir/, http(s)://host/prefix/ or s3://bucket/prefix/\n");
+	fprintf(out,
+		"usage: rollcache ingest SOURCE --cache-dir DIR --limit SIZE [--config FILE]\n"
+		"                        [--KEY VALUE ...] [--seed N] [--stats FILE] [--quiet]\n"
+		"SOURCE: file:///abs/dir/, http(s)://host/prefix/ or s3://bucket/prefix/\n");
 }
 
 struct progress_ctx {
@@ -59,9 +60,12 @@ static void on_progress(const struct smp_progress *p, const struct smp_stats *st
 	if (pc->quiet || !pc->tty)
 		return;
 	double secs = p->elapsed_ms ? (double)p->elapsed_ms / 1000.0 : 1e-3;
-	fprintf(stderr, "\ringest: %" PRIu64 "/%" PRIu64 " objects, %" PRIu64 " records, %.1f MB/s, %s / %s   ",
+	fprintf(stderr,
+		"\ringest: %" PRIu64 "/%" PRIu64 " objects, %" PRIu64
+		" records, %.1f MB/s, %s / %s   ",
 		p->objects_done, p->objects_total, p->records, (double)p->fetched / 1e6 / secs,
-		cmn_format_size(p->bytes, fill, sizeof(fill)), cmn_format_size(pc->limit, lim, sizeof(lim)));
+		cmn_format_size(p->bytes, fill, sizeof(fill)),
+		cmn_format_size(pc->limit, lim, sizeof(lim)));
 }
 
 static int write_stats(const char *path, const struct smp_stats *st, const struct smp_progress *p)
@@ -71,11 +75,26 @@ static int write_stats(const char *path, const struct smp_stats *st, const struc
 		return -errno;
 	fprintf(f, "{\n");
 #define F(name) fprintf(f, "  \"%s\": %" PRIu64 ",\n", #name, (uint64_t)SMP_STAT_GET(st, name))
-	F(requests); F(retries); F(retry_wait_ms); F(http_4xx); F(http_408_429); F(http_5xx);
-	F(timeouts); F(net_errors); F(truncated); F(bad_records); F(failed_objects);
-	F(objects_done); F(bytes_fetched); F(records_admitted); F(bytes_admitted); F(budget_waits);
+	F(requests);
+	F(retries);
+	F(retry_wait_ms);
+	F(http_4xx);
+	F(http_408_429);
+	F(http_5xx);
+	F(timeouts);
+	F(net_errors);
+	F(truncated);
+	F(bad_records);
+	F(failed_objects);
+	F(objects_done);
+	F(bytes_fetched);
+	F(records_admitted);
+	F(bytes_admitted);
+	F(budget_waits);
 #undef F
-	fprintf(f, "  \"objects_total\": %" PRIu64 ",\n  \"elapsed_ms\": %" PRIu64 ",\n  \"full\": %s\n}\n",
+	fprintf(f,
+		"  \"objects_total\": %" PRIu64 ",\n  \"elapsed_ms\": %" PRIu64
+		",\n  \"full\": %s\n}\n",
 		p->objects_total, p->elapsed_ms, p->full ? "true" : "false");
 	return fclose(f) == 0 ? 0 : -errno;
 }
@@ -122,7 +141,9 @@ int cmd_ingest(int argc, char **argv)
 				char *e;
 				seed = strtoull(v, &e, 0);
 				if (*e || !*v) {
-					fprintf(stderr, "rollcache ingest: --seed %s: expected a number\n", v);
+					fprintf(stderr,
+						"rollcache ingest: --seed %s: expected a number\n",
+						v);
 					goto out;
 				}
 				continue;
@@ -144,7 +165,8 @@ int cmd_ingest(int argc, char **argv)
 		goto out;
 	}
 	if (!cfg.url) {
-		fprintf(stderr, "rollcache ingest: no SOURCE: give it as the first argument or as url in [source]\n");
+		fprintf(stderr, "rollcache ingest: no SOURCE: give it as the first argument or as "
+				"url in [source]\n");
 		usage(stderr);
 		goto out;
 	}
@@ -171,12 +193,12 @@ int cmd_ingest(int argc, char **argv)
 
 	struct progress_ctx pc = {.quiet = quiet, .tty = isatty(2), .limit = cfg.limit};
 	struct smp_sampler_opts opts = {
-		.cfg = &cfg,
-		.store = store,
-		.seed = seed,
-		.stop_when_full = true,
-		.progress = on_progress,
-		.progress_ctx = &pc,
+	    .cfg = &cfg,
+	    .store = store,
+	    .seed = seed,
+	    .stop_when_full = true,
+	    .progress = on_progress,
+	    .progress_ctx = &pc,
 	};
 	struct smp_sampler *s = NULL;
 	rc = smp_sampler_new(&s, &opts, err, sizeof(err));
@@ -209,16 +231,22 @@ int cmd_ingest(int argc, char **argv)
 		uint64_t failed = SMP_STAT_GET(st, failed_objects);
 		if (!quiet)
 			fprintf(stderr,
-				"ingest: %" PRIu64 "/%" PRIu64 " objects, %" PRIu64 " records, %s admitted "
-				"(limit %s%s) in %.1f s, %.1f MB/s; retries %" PRIu64 ", bad records %" PRIu64
-				", failed objects %" PRIu64 "\n",
-				p.objects_done, p.objects_total, p.records, cmn_format_size(p.bytes, b1, sizeof(b1)),
-				cmn_format_size(cfg.limit, b2, sizeof(b2)), p.full ? ", full" : "", secs,
-				(double)SMP_STAT_GET(st, bytes_fetched) / 1e6 / secs,
-				(uint64_t)SMP_STAT_GET(st, retries), (uint64_t)SMP_STAT_GET(st, bad_records), failed);
+				"ingest: %" PRIu64 "/%" PRIu64 " objects, %" PRIu64
+				" records, %s admitted "
+				"(limit %s%s) in %.1f s, %.1f MB/s; retries %" PRIu64
+				", bad records %" PRIu64 ", failed objects %" PRIu64 "\n",
+				p.objects_done, p.objects_total, p.records,
+				cmn_format_size(p.bytes, b1, sizeof(b1)),
+				cmn_format_size(cfg.limit, b2, sizeof(b2)), p.full ? ", full" : "",
+				secs, (double)SMP_STAT_GET(st, bytes_fetched) / 1e6 / secs,
+				(uint64_t)SMP_STAT_GET(st, retries),
+				(uint64_t)SMP_STAT_GET(st, bad_records), failed);
 		if (failed)
-			fprintf(stderr, "rollcache ingest: %" PRIu64 " objects could not be read (named above); "
-				"run again to retry them\n", failed);
+			fprintf(stderr,
+				"rollcache ingest: %" PRIu64
+				" objects could not be read (named above); "
+				"run again to retry them\n",
+				failed);
 		ret = failed ? 1 : 0;
 	}
 	if (stats_path && write_stats(stats_path, st, &p) != 0)
@@ -236,9 +264,10 @@ int cmd_ingest(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr, "rollcache ingest: this build has no sampler support (needs libcurl, expat, "
-			"libcrypto and the cachefs library): install libcurl4-openssl-dev libexpat1-dev "
-			"libssl-dev and rebuild\n");
+	fprintf(stderr,
+		"rollcache ingest: this build has no sampler support (needs libcurl, expat, "
+		"libcrypto and the cachefs library): install libcurl4-openssl-dev libexpat1-dev "
+		"libssl-dev and rebuild\n");
 	return 1;
 }
 

@@ -31,17 +31,17 @@ struct xfer {
 	CURL *easy;
 	struct curl_slist *hdrs;
 	char *key;
-	uint64_t off, end;   /* [off, end), end 0: to the object's end */
-	uint64_t size;       /* object size (0 unknown) */
-	uint64_t cur;        /* next object offset we expect (resume point) */
-	uint64_t skip;       /* bytes to drop: the server ignored our Range */
+	uint64_t off, end; /* [off, end), end 0: to the object's end */
+	uint64_t size;	   /* object size (0 unknown) */
+	uint64_t cur;	   /* next object offset we expect (resume point) */
+	uint64_t skip;	   /* bytes to drop: the server ignored our Range */
 	uint32_t attempt;
 	uint64_t not_before; /* ms, monotonic */
 	uint64_t retry_after_ms;
 	long status;
 	bool status_seen;
-	int cb_rc;           /* a callback's non-zero return */
-	bool paused;         /* answered CURL_WRITEFUNC_PAUSE while the engine is held */
+	int cb_rc;   /* a callback's non-zero return */
+	bool paused; /* answered CURL_WRITEFUNC_PAUSE while the engine is held */
 	char errbody[ERRBODY_CAP];
 	size_t errbody_len;
 	const struct smp_xfer_ops *ops;
@@ -58,8 +58,8 @@ struct smp_fetch {
 	struct xfer *queue, *queue_tail;
 	unsigned queued, running;
 	struct xfer **run; /* [conns]: running transfers, NULL slots free */
-	CURL **idle; /* easy handles kept for reuse */
-	bool hold;   /* smp_fetch_hold(): pause transfers at their next chunk */
+	CURL **idle;	   /* easy handles kept for reuse */
+	bool hold;	   /* smp_fetch_hold(): pause transfers at their next chunk */
 	unsigned n_idle;
 };
 
@@ -253,7 +253,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 	}
 	size_t give = len - used;
 	if (x->end && x->cur + give > x->end)
-		give = x->end > x->cur ? (size_t)(x->end - x->cur) : 0; /* over-long body: ignore the tail */
+		give = x->end > x->cur ? (size_t)(x->end - x->cur)
+				       : 0; /* over-long body: ignore the tail */
 	if (give) {
 		int rc = x->ops->data(x->ctx, p + used, give);
 		if (rc) {
@@ -317,7 +318,8 @@ static void retry_or_fail(struct smp_fetch *f, struct xfer *x, int rc, const cha
 {
 	char msg[768];
 	if (x->attempt >= f->retries) {
-		snprintf(msg, sizeof(msg), "%s: gave up after %u attempts: %s", x->key, x->attempt + 1, why);
+		snprintf(msg, sizeof(msg), "%s: gave up after %u attempts: %s", x->key,
+			 x->attempt + 1, why);
 		SMP_STAT_ADD(f->stats, failed_objects, 1);
 		finish(x, rc, msg);
 		return;
@@ -380,7 +382,8 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 		smp__count_failure(f->stats, cc, 0);
 		snprintf(why, sizeof(why), "%s", curl_easy_strerror(cc));
 		if (smp__curl_retryable(cc)) {
-			retry_or_fail(f, x, cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO, why);
+			retry_or_fail(f, x, cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO,
+				      why);
 		} else {
 			char msg[768];
 			snprintf(msg, sizeof(msg), "%s: %s (not retried)", x->key, why);
@@ -402,7 +405,10 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 			char msg[768];
 			snprintf(msg, sizeof(msg), "%s: %s (not retried)", x->key, why);
 			SMP_STAT_ADD(f->stats, failed_objects, 1);
-			finish(x, status == 404 ? -ENOENT : (status == 401 || status == 403) ? -EACCES : -EIO,
+			finish(x,
+			       status == 404			  ? -ENOENT
+			       : (status == 401 || status == 403) ? -EACCES
+								  : -EIO,
 			       msg);
 		}
 		return;
@@ -410,8 +416,8 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 	uint64_t want_end = x->end ? x->end : x->size;
 	if (want_end && x->cur < want_end) {
 		SMP_STAT_ADD(f->stats, truncated, 1);
-		snprintf(why, sizeof(why), "short body: %llu of %llu bytes", (unsigned long long)x->cur,
-			 (unsigned long long)want_end);
+		snprintf(why, sizeof(why), "short body: %llu of %llu bytes",
+			 (unsigned long long)x->cur, (unsigned long long)want_end);
 		retry_or_fail(f, x, -EPROTO, why);
 		return;
 	}

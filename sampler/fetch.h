@@ -37,10 +37,10 @@ struct smp_xfer_ops {
 };
 
 struct smp_fetch_req {
-	const char *key;  /* copied */
-	uint64_t off;     /* first byte */
-	uint64_t len;     /* bytes; 0: to the end of the object */
-	uint64_t size;    /* object size from the listing (0: unknown), to detect short bodies */
+	const char *key; /* copied */
+	uint64_t off;	 /* first byte */
+	uint64_t len;	 /* bytes; 0: to the end of the object */
+	uint64_t size;	 /* object size from the listing (0: unknown), to detect short bodies */
 	const struct smp_xfer_ops *ops;
 	void *ctx;
 };

@@ -69,7 +69,9 @@ int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, cha
 		errno = 0;
 		unsigned long long size = strtoull(num, &ne, 10);
 		if (*ne || errno || num[0] == '-') {
-			snprintf(err, errlen, "MANIFEST line %zu: size `%s` is not a number of bytes", lineno, num);
+			snprintf(err, errlen,
+				 "MANIFEST line %zu: size `%s` is not a number of bytes", lineno,
+				 num);
 			return -EINVAL;
 		}
 		char etag[32];
@@ -77,7 +79,8 @@ int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, cha
 		int rc = smp__listing_add(l, s, (size_t)(ke - s), size, etag);
 		if (rc) {
 			snprintf(err, errlen, "MANIFEST line %zu: %s", lineno,
-				 rc == -EINVAL ? "bad name (empty, NUL or over 1024 bytes)" : strerror(-rc));
+				 rc == -EINVAL ? "bad name (empty, NUL or over 1024 bytes)"
+					       : strerror(-rc));
 			return rc;
 		}
 	}
@@ -140,11 +143,21 @@ static int jstring(struct jp *j, char *out, size_t cap)
 				return -1;
 			c = *j->p++;
 			switch (c) {
-			case 'n': c = '\n'; break;
-			case 't': c = '\t'; break;
-			case 'r': c = '\r'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
+			case 'n':
+				c = '\n';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			case 'r':
+				c = '\r';
+				break;
+			case 'b':
+				c = '\b';
+				break;
+			case 'f':
+				c = '\f';
+				break;
 			case 'u': {
 				if (j->end - j->p < 4)
 					return -1;
@@ -154,11 +167,13 @@ static int jstring(struct jp *j, char *out, size_t cap)
 				if (*he)
 					return -1;
 				j->p += 4;
-				if (cp >= 0xd800 && cp < 0xdc00 && j->end - j->p >= 6 && j->p[0] == '\\' && j->p[1] == 'u') {
+				if (cp >= 0xd800 && cp < 0xdc00 && j->end - j->p >= 6 &&
+				    j->p[0] == '\\' && j->p[1] == 'u') {
 					char h2[5] = {j->p[2], j->p[3], j->p[4], j->p[5], 0};
 					unsigned lo = (unsigned)strtoul(h2, &he, 16);
 					if (!*he && lo >= 0xdc00 && lo < 0xe000) {
-						cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+						cp =
+						    0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 						j->p += 6;
 					}
 				}
@@ -166,7 +181,8 @@ static int jstring(struct jp *j, char *out, size_t cap)
 					return -1;
 				continue;
 			}
-			default: break; /* \" \\ \/ */
+			default:
+				break; /* \" \\ \/ */
 			}
 		}
 		if (o + 1 >= cap)
@@ -255,8 +271,10 @@ int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct s
 		return -ENOMEM;
 	ws(&j);
 	if (j.p >= j.end || *j.p != '[') {
-		snprintf(err, errlen, "%s: not an nginx JSON autoindex (set `autoindex on; "
-			 "autoindex_format json;` or serve a MANIFEST)", *rel ? rel : "/");
+		snprintf(err, errlen,
+			 "%s: not an nginx JSON autoindex (set `autoindex on; "
+			 "autoindex_format json;` or serve a MANIFEST)",
+			 *rel ? rel : "/");
 		rc = -EPROTO;
 		goto out;
 	}
@@ -266,15 +284,16 @@ int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct s
 		if (j.p < j.end && *j.p == ']')
 			break;
 		if (jobject(&j, e) || e->namelen <= 0) {
-			snprintf(err, errlen, "%s: malformed autoindex JSON near byte %zu", *rel ? rel : "/",
-				 (size_t)(j.p - body));
+			snprintf(err, errlen, "%s: malformed autoindex JSON near byte %zu",
+				 *rel ? rel : "/", (size_t)(j.p - body));
 			rc = -EPROTO;
 			goto out;
 		}
 		ws(&j);
 		if (j.p < j.end && *j.p == ',')
 			j.p++;
-		if (!strcmp(e->name, ".") || !strcmp(e->name, "..") || memchr(e->name, '/', (size_t)e->namelen))
+		if (!strcmp(e->name, ".") || !strcmp(e->name, "..") ||
+		    memchr(e->name, '/', (size_t)e->namelen))
 			continue; /* never produced by nginx; refuse to walk them */
 		char key[SMP_KEY_MAX + 1];
 		int n = snprintf(key, sizeof(key), "%s%s", rel, e->name);
@@ -306,7 +325,8 @@ int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct s
 			if (!*rel && !strcmp(e->name, "MANIFEST"))
 				continue;
 			char etag[96];
-			snprintf(etag, sizeof(etag), "%s-%llu", e->mtime, (unsigned long long)e->size);
+			snprintf(etag, sizeof(etag), "%s-%llu", e->mtime,
+				 (unsigned long long)e->size);
 			rc = smp__listing_add(l, key, (size_t)n, e->size, etag);
 			if (rc) {
 				snprintf(err, errlen, "autoindex: %s", strerror(-rc));

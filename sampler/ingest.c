@@ -47,7 +47,7 @@
 #include "sampler/store_i.h"
 
 #define RESERVE_CHUNK ((uint64_t)4 << 20) /* reserve ahead in steps of this */
-#define SEAL_QUEUE 2                      /* shards waiting for the sealer thread */
+#define SEAL_QUEUE    2			  /* shards waiting for the sealer thread */
 
 struct obj_reader;
 
@@ -68,7 +68,7 @@ struct smp_sampler {
 	/* listing state, kept across passes */
 	struct smp_listing listing;
 	int64_t *object_ids; /* [listing.n] */
-	bool *has_idx;       /* [listing.n]: an `<key>.idx` sidecar was listed */
+	bool *has_idx;	     /* [listing.n]: an `<key>.idx` sidecar was listed */
 	int64_t source_id;
 	bool listed;
 	uint32_t listed_epoch;
@@ -77,18 +77,19 @@ struct smp_sampler {
 	uint32_t epoch;
 	struct cfs_shard_writer *w; /* shard being filled, or NULL */
 	struct smp_shuffle *shuf;
-	bool full;                  /* budget exhausted (stop_when_full) */
-	int fatal;                  /* a local write failure: ends the pass */
-	bool need_room;             /* a record waits for budget; transfers are held */
-	uint64_t room_need;         /* its bytes */
-	bool may_block;             /* write_record runs outside transfer callbacks */
+	bool full;	    /* budget exhausted (stop_when_full) */
+	int fatal;	    /* a local write failure: ends the pass */
+	bool need_room;	    /* a record waits for budget; transfers are held */
+	uint64_t room_need; /* its bytes */
+	bool may_block;	    /* write_record runs outside transfer callbacks */
 	char fatal_msg[700];
-	unsigned inflight;          /* objects being read */
+	unsigned inflight; /* objects being read */
 	struct smp_progress prog;
 	uint64_t t0, last_progress;
 	uint64_t records0, bytes0; /* stats at the start of the pass */
 
-	/* the sealer thread; seal_mu protects seal_q, seal_n, seal_busy, seal_quit, seal_err, seal_msg */
+	/* the sealer thread; seal_mu protects seal_q, seal_n, seal_busy, seal_quit, seal_err,
+	 * seal_msg */
 	pthread_t sealer;
 	bool sealer_started;
 	pthread_mutex_t seal_mu;
@@ -105,13 +106,13 @@ struct obj_reader {
 	const struct smp_object *obj;
 	int64_t object_id;
 	struct cmn_tfr_push *push;
-	uint64_t base;       /* object offset where the push stream starts */
-	uint64_t good_end;   /* object offset after the last delivered record */
-	uint64_t delivered;  /* records delivered from this object */
+	uint64_t base;		  /* object offset where the push stream starts */
+	uint64_t good_end;	  /* object offset after the last delivered record */
+	uint64_t delivered;	  /* records delivered from this object */
 	uint64_t attempt_records; /* records seen in this attempt (gzip skip) */
-	uint64_t skip;       /* gzip restart: records to skip */
-	uint64_t bad_seen;   /* decoder's bad_records already accounted */
-	bool lenient;        /* last attempt: skip bad records instead of retrying */
+	uint64_t skip;		  /* gzip restart: records to skip */
+	uint64_t bad_seen;	  /* decoder's bad_records already accounted */
+	bool lenient;		  /* last attempt: skip bad records instead of retrying */
 	bool gzip;
 	struct cfs_shard_writer *raw; /* format=raw */
 	uint64_t raw_bytes;
@@ -190,7 +191,8 @@ static int seal_current(struct smp_sampler *s)
 	s->w = NULL;
 	pthread_mutex_lock(&s->seal_mu);
 	while (s->seal_n == SEAL_QUEUE && !s->seal_err)
-		pthread_cond_wait(&s->seal_cv, &s->seal_mu); /* bounded: the sealer always progresses */
+		pthread_cond_wait(&s->seal_cv,
+				  &s->seal_mu); /* bounded: the sealer always progresses */
 	int err = s->seal_err;
 	if (!err) {
 		s->seal_q[s->seal_n++] = w;
@@ -286,13 +288,13 @@ static int write_record(const struct smp_rec *r, void *ctx)
 		}
 	}
 	uint64_t left = s->cfg->shard_size > cfs_shard_writer_bytes(s->w)
-				? s->cfg->shard_size - cfs_shard_writer_bytes(s->w)
-				: 0;
+			    ? s->cfg->shard_size - cfs_shard_writer_bytes(s->w)
+			    : 0;
 	uint64_t ahead = left < RESERVE_CHUNK ? left : RESERVE_CHUNK;
 	rc = get_room(s, s->w, need, ahead, s->may_block);
 	if (rc == -EFBIG) {
-		cmn_log(CMN_LOG_WARN, "a record of %zu bytes can never fit the cache limit: skipped",
-			r->len);
+		cmn_log(CMN_LOG_WARN,
+			"a record of %zu bytes can never fit the cache limit: skipped", r->len);
 		return 0;
 	}
 	if (rc)
@@ -353,11 +355,11 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 		o->wi++;
 	}
 	struct smp_rec r = {
-		.data = rec->data,
-		.len = rec->len,
-		.crc = rec->crc,
-		.object_id = o->object_id,
-		.object_offset = o->base + rec->offset,
+	    .data = rec->data,
+	    .len = rec->len,
+	    .crc = rec->crc,
+	    .object_id = o->object_id,
+	    .object_offset = o->base + rec->offset,
 	};
 	int rc = smp_shuffle_add(s->shuf, &r, write_record, s);
 	if (rc)
@@ -490,16 +492,16 @@ static void obj_done(void *ctx, int rc, const char *msg)
 }
 
 static const struct smp_xfer_ops obj_ops = {
-	.data = obj_data,
-	.end = obj_end,
-	.restart = obj_restart,
-	.done = obj_done,
+    .data = obj_data,
+    .end = obj_end,
+    .restart = obj_restart,
+    .done = obj_done,
 };
 
 static int raw_open(struct obj_reader *o, char *err, size_t errlen)
 {
-	return cfs_raw_writer_open(&o->raw, o->s->cstore, o->s->epoch, o->object_id, o->obj->key, err,
-				   errlen);
+	return cfs_raw_writer_open(&o->raw, o->s->cstore, o->s->epoch, o->object_id, o->obj->key,
+				   err, errlen);
 }
 
 /* Starts reading work item w.  Returns 0, or -ENOSPC when the cache is full. */
@@ -527,15 +529,17 @@ static int dispatch(struct smp_sampler *s, const struct work *w)
 		if (rc) {
 			cfs_shard_writer_abort(o->raw);
 			if (rc == -EFBIG)
-				cmn_log(CMN_LOG_WARN, "%s: %llu bytes can never fit the cache limit: skipped",
+				cmn_log(CMN_LOG_WARN,
+					"%s: %llu bytes can never fit the cache limit: skipped",
 					o->obj->key, (unsigned long long)o->obj->size);
 			free(o);
 			return rc == -EFBIG ? 0 : rc;
 		}
 	} else {
 		struct cmn_tfr_opts to = {
-			.compression = s->cfg->compression == CMN_COMPRESSION_GZIP ? CMN_TFR_GZIP : CMN_TFR_NONE,
-			.name = o->obj->key,
+		    .compression =
+			s->cfg->compression == CMN_COMPRESSION_GZIP ? CMN_TFR_GZIP : CMN_TFR_NONE,
+		    .name = o->obj->key,
 		};
 		o->gzip = to.compression == CMN_TFR_GZIP;
 		rc = cmn_tfr_push_new(&o->push, &to, on_record, o, err, sizeof(err));
@@ -545,12 +549,12 @@ static int dispatch(struct smp_sampler *s, const struct work *w)
 		}
 	}
 	struct smp_fetch_req r = {
-		.key = o->obj->key,
-		.off = w->off,
-		.len = w->len,
-		.size = o->obj->size,
-		.ops = &obj_ops,
-		.ctx = o,
+	    .key = o->obj->key,
+	    .off = w->off,
+	    .len = w->len,
+	    .size = o->obj->size,
+	    .ops = &obj_ops,
+	    .ctx = o,
 	};
 	rc = smp_fetch_add(s->fetch, &r);
 	if (rc) {
@@ -639,7 +643,8 @@ static int relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errle
 		return rc;
 	}
 	if (res.changed)
-		cmn_log(CMN_LOG_INFO, "%s: %llu objects changed (old samples retire at the next epoch)",
+		cmn_log(CMN_LOG_INFO,
+			"%s: %llu objects changed (old samples retire at the next epoch)",
 			s->cfg->url, (unsigned long long)res.changed);
 	smp_listing_free(&s->listing);
 	free(s->object_ids);
@@ -744,16 +749,17 @@ static int load_plan(struct smp_sampler *s, const size_t *order, size_t n, uint6
 		char err[512];
 		size_t before = ne;
 		int prc = fx[k].done && fx[k].rc == 0
-				  ? smp__parse_index(fx[k].buf ? fx[k].buf : "", fx[k].len, (uint32_t)order[k],
-						     o->size, &ents, &ne, &cap, err, sizeof(err))
-				  : -EIO;
+			      ? smp__parse_index(fx[k].buf ? fx[k].buf : "", fx[k].len,
+						 (uint32_t)order[k], o->size, &ents, &ne, &cap, err,
+						 sizeof(err))
+			      : -EIO;
 		if (prc == -ENOMEM) {
 			rc = prc;
 			goto out;
 		}
 		if (prc) {
-			cmn_log(CMN_LOG_WARN, "%s.idx: %s: reading the whole object instead", o->key,
-				fx[k].done && fx[k].rc == 0 ? err : fx[k].msg);
+			cmn_log(CMN_LOG_WARN, "%s.idx: %s: reading the whole object instead",
+				o->key, fx[k].done && fx[k].rc == 0 ? err : fx[k].msg);
 			ne = before;
 			use_idx[k] = false;
 		}
@@ -787,14 +793,14 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 	s->progress = o->progress;
 	s->progress_ctx = o->progress_ctx;
 	struct smp_store_opts so = {
-		.url = o->cfg->url,
-		.endpoint = o->cfg->endpoint,
-		.region = o->cfg->region,
-		.profile = o->cfg->profile,
-		.credentials_file = o->credentials_file,
-		.timeout_ms = o->cfg->timeout_ms,
-		.retries = o->cfg->retries,
-		.stats = &s->stats,
+	    .url = o->cfg->url,
+	    .endpoint = o->cfg->endpoint,
+	    .region = o->cfg->region,
+	    .profile = o->cfg->profile,
+	    .credentials_file = o->credentials_file,
+	    .timeout_ms = o->cfg->timeout_ms,
+	    .retries = o->cfg->retries,
+	    .stats = &s->stats,
 	};
 	rc = smp_store_open(&s->store, &so, err, errlen);
 	if (rc)
@@ -926,8 +932,11 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 	}
 	/* the work of this pass: ranges of drawn records, and whole objects */
 	bool by_records = c->strategy == CMN_STRATEGY_RECORDS;
-	if (by_records && (c->format != CMN_FORMAT_TFRECORD || c->compression != CMN_COMPRESSION_NONE)) {
-		cmn_log(CMN_LOG_INFO, "strategy=records needs uncompressed TFRecord objects: reading whole objects");
+	if (by_records &&
+	    (c->format != CMN_FORMAT_TFRECORD || c->compression != CMN_COMPRESSION_NONE)) {
+		cmn_log(
+		    CMN_LOG_INFO,
+		    "strategy=records needs uncompressed TFRecord objects: reading whole objects");
 		by_records = false;
 	}
 	struct smp_plan plan = {0};
@@ -942,7 +951,8 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 		if (rc) {
 			free(order);
 			free(use_idx);
-			snprintf(err, errlen, "planning records from index sidecars: %s", strerror(-rc));
+			snprintf(err, errlen, "planning records from index sidecars: %s",
+				 strerror(-rc));
 			return rc;
 		}
 	}
@@ -971,7 +981,8 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 	free(use_idx);
 	s->prog.objects_total = nitems;
 
-	size_t shuf_cap = c->shard_size < SMP_SHUFFLE_MAX_BYTES ? (size_t)c->shard_size : SMP_SHUFFLE_MAX_BYTES;
+	size_t shuf_cap =
+	    c->shard_size < SMP_SHUFFLE_MAX_BYTES ? (size_t)c->shard_size : SMP_SHUFFLE_MAX_BYTES;
 	rc = smp_shuffle_new(&s->shuf, shuf_cap, splitmix(&rng));
 	if (rc) {
 		free(order);

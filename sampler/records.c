@@ -35,11 +35,13 @@ int smp__parse_index(const char *body, size_t len, uint32_t obj, uint64_t obj_si
 		buf[l] = '\0';
 		unsigned long long off, size;
 		char extra;
-		if (sscanf(buf, "%llu %llu %c", &off, &size, &extra) != 2 || size < CMN_TFR_OVERHEAD ||
-		    size > UINT32_MAX || off < prev_end || off + size > obj_size) {
-			snprintf(err, errlen, "line %zu: `%s` is not `offset size` of a record inside the "
-				 "object (%llu bytes) after the previous one", line, buf,
-				 (unsigned long long)obj_size);
+		if (sscanf(buf, "%llu %llu %c", &off, &size, &extra) != 2 ||
+		    size < CMN_TFR_OVERHEAD || size > UINT32_MAX || off < prev_end ||
+		    off + size > obj_size) {
+			snprintf(err, errlen,
+				 "line %zu: `%s` is not `offset size` of a record inside the "
+				 "object (%llu bytes) after the previous one",
+				 line, buf, (unsigned long long)obj_size);
 			return -EINVAL;
 		}
 		prev_end = off + size;

@@ -18,11 +18,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SMP_COALESCE_GAP ((uint64_t)64 << 10)
-#define SMP_RANGE_MAX ((uint64_t)8 << 20)
-#define SMP_PLAN_BATCH 4096u
-#define SMP_INDEX_CAP ((size_t)256 << 20)   /* bytes of one sidecar */
-#define SMP_PLAN_MAX_RECORDS 200000000u     /* records in one plan */
+#define SMP_COALESCE_GAP     ((uint64_t)64 << 10)
+#define SMP_RANGE_MAX	     ((uint64_t)8 << 20)
+#define SMP_PLAN_BATCH	     4096u
+#define SMP_INDEX_CAP	     ((size_t)256 << 20) /* bytes of one sidecar */
+#define SMP_PLAN_MAX_RECORDS 200000000u		 /* records in one plan */
 
 struct smp_idx_entry {
 	uint32_t obj;  /* index into the listing */

@@ -97,26 +97,27 @@ int smp__s3_sign(struct smp_store *s, const char *canon_uri, const char *query, 
 			rc = add_hdr(hdrs, "x-amz-security-token", s->session_token);
 		if (!rc) {
 			struct smp_sigv4_req r = {
-				.method = "GET",
-				.canonical_uri = canon_uri,
-				.canonical_query = query ? query : "",
-				.host = s->host,
-				.range = range,
-				.amz_date = date,
-				.session_token = s->session_token,
-				.region = s->region,
-				.access_key = s->access_key,
-				.secret_key = s->secret_key,
+			    .method = "GET",
+			    .canonical_uri = canon_uri,
+			    .canonical_query = query ? query : "",
+			    .host = s->host,
+			    .range = range,
+			    .amz_date = date,
+			    .session_token = s->session_token,
+			    .region = s->region,
+			    .access_key = s->access_key,
+			    .secret_key = s->secret_key,
 			};
 			rc = smp_sigv4_sign(&r, sig, signed_hdrs, sizeof(signed_hdrs));
 		}
 		if (!rc) {
 			char d8[9];
 			snprintf(d8, sizeof(d8), "%.8s", date);
-			int n = snprintf(auth, sizeof(auth),
-					 "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s/%s/s3/aws4_request, "
-					 "SignedHeaders=%s, Signature=%s",
-					 s->access_key, d8, s->region, signed_hdrs, sig);
+			int n = snprintf(
+			    auth, sizeof(auth),
+			    "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s/%s/s3/aws4_request, "
+			    "SignedHeaders=%s, Signature=%s",
+			    s->access_key, d8, s->region, signed_hdrs, sig);
 			if (n < 0 || (size_t)n >= sizeof(auth)) {
 				rc = -ENAMETOOLONG;
 			} else {
@@ -131,7 +132,8 @@ int smp__s3_sign(struct smp_store *s, const char *canon_uri, const char *query, 
 	if (rc) {
 		curl_slist_free_all(*hdrs);
 		*hdrs = NULL;
-		snprintf(err, errlen, "s3://%s/: cannot sign the request (%s)", s->bucket, strerror(-rc));
+		snprintf(err, errlen, "s3://%s/: cannot sign the request (%s)", s->bucket,
+			 strerror(-rc));
 	}
 	return rc;
 }
@@ -193,12 +195,15 @@ static void on_start(void *ud, const XML_Char *name, const XML_Char **atts)
 		c->key[0] = c->etag[0] = '\0';
 		c->size = 0;
 	} else if (c->in_contents && c->depth == 3) {
-		c->f = !strcmp(name, "Key") ? F_KEY : !strcmp(name, "Size") ? F_SIZE
-			: !strcmp(name, "ETag") ? F_ETAG : F_NONE;
+		c->f = !strcmp(name, "Key")    ? F_KEY
+		       : !strcmp(name, "Size") ? F_SIZE
+		       : !strcmp(name, "ETag") ? F_ETAG
+					       : F_NONE;
 	} else if (c->depth == 2) {
-		c->f = !strcmp(name, "IsTruncated") ? F_TRUNC
-		       : !strcmp(name, "NextContinuationToken") ? F_TOKEN : !strcmp(name, "Code") ? F_CODE
-		       : F_NONE;
+		c->f = !strcmp(name, "IsTruncated")		? F_TRUNC
+		       : !strcmp(name, "NextContinuationToken") ? F_TOKEN
+		       : !strcmp(name, "Code")			? F_CODE
+								: F_NONE;
 	}
 }
 
@@ -224,13 +229,26 @@ static void on_end(void *ud, const XML_Char *name)
 			c->key[0] = '\0'; /* skipped below, with a warning */
 	} else {
 		switch (c->f) {
-		case F_KEY: memcpy(c->key, c->text, c->tlen + 1); break;
-		case F_SIZE: c->size = strtoull(c->text, NULL, 10); break;
-		case F_ETAG: copy_str(c->etag, sizeof(c->etag), c->text); break;
-		case F_TRUNC: c->truncated = !strcmp(c->text, "true"); break;
-		case F_TOKEN: memcpy(c->token, c->text, c->tlen + 1); break;
-		case F_CODE: copy_str(c->code, sizeof(c->code), c->text); break;
-		default: break;
+		case F_KEY:
+			memcpy(c->key, c->text, c->tlen + 1);
+			break;
+		case F_SIZE:
+			c->size = strtoull(c->text, NULL, 10);
+			break;
+		case F_ETAG:
+			copy_str(c->etag, sizeof(c->etag), c->text);
+			break;
+		case F_TRUNC:
+			c->truncated = !strcmp(c->text, "true");
+			break;
+		case F_TOKEN:
+			memcpy(c->token, c->text, c->tlen + 1);
+			break;
+		case F_CODE:
+			copy_str(c->code, sizeof(c->code), c->text);
+			break;
+		default:
+			break;
 		}
 	}
 	c->f = F_NONE;
@@ -241,8 +259,8 @@ static void on_end(void *ud, const XML_Char *name)
 		    c->key[kl - 1] == '/') {
 			/* the prefix itself, a "directory" marker, or an over-long key */
 		} else if (!c->rc) {
-			c->rc = smp__listing_add(c->l, c->key + c->prefix_len, kl - c->prefix_len, c->size,
-						 c->etag);
+			c->rc = smp__listing_add(c->l, c->key + c->prefix_len, kl - c->prefix_len,
+						 c->size, c->etag);
 		}
 	}
 	c->depth--;
@@ -272,8 +290,8 @@ int smp__s3_list(struct smp_store *s, struct smp_listing *l, char *err, size_t e
 	for (uint32_t page = 0;; page++) {
 		if (page >= SMP_LIST_MAX_PAGES) {
 			rc = -E2BIG;
-			snprintf(err, errlen, "s3://%s/%s: more than %u listing pages", s->bucket, s->prefix,
-				 SMP_LIST_MAX_PAGES);
+			snprintf(err, errlen, "s3://%s/%s: more than %u listing pages", s->bucket,
+				 s->prefix, SMP_LIST_MAX_PAGES);
 			goto out;
 		}
 		/* sorted by name: continuation-token < list-type < prefix */
@@ -282,7 +300,8 @@ int smp__s3_list(struct smp_store *s, struct smp_listing *l, char *err, size_t e
 				rc = -ENAMETOOLONG;
 				goto out;
 			}
-			sprintf(query, "continuation-token=%s&list-type=2&prefix=%s", enc_tok, enc_pfx);
+			sprintf(query, "continuation-token=%s&list-type=2&prefix=%s", enc_tok,
+				enc_pfx);
 		} else {
 			sprintf(query, "list-type=2&prefix=%s", enc_pfx);
 		}
@@ -304,8 +323,8 @@ int smp__s3_list(struct smp_store *s, struct smp_listing *l, char *err, size_t e
 		XML_SetCharacterDataHandler(p, on_text);
 		size_t before = l->n;
 		if (XML_Parse(p, b.p ? b.p : "", (int)b.len, 1) == XML_STATUS_ERROR) {
-			snprintf(err, errlen, "s3://%s/: listing page %u: bad XML at line %lu: %s", s->bucket,
-				 page, (unsigned long)XML_GetCurrentLineNumber(p),
+			snprintf(err, errlen, "s3://%s/: listing page %u: bad XML at line %lu: %s",
+				 s->bucket, page, (unsigned long)XML_GetCurrentLineNumber(p),
 				 XML_ErrorString(XML_GetErrorCode(p)));
 			XML_ParserFree(p);
 			rc = -EPROTO;
@@ -326,8 +345,10 @@ int smp__s3_list(struct smp_store *s, struct smp_listing *l, char *err, size_t e
 			break;
 		if (!c->token[0] || l->n == before) {
 			rc = -EPROTO;
-			snprintf(err, errlen, "s3://%s/: listing page %u is truncated but gives no "
-				 "continuation token or keys", s->bucket, page);
+			snprintf(err, errlen,
+				 "s3://%s/: listing page %u is truncated but gives no "
+				 "continuation token or keys",
+				 s->bucket, page);
 			goto out;
 		}
 	}

@@ -36,13 +36,13 @@ struct smp_sampler;
 
 /* A progress snapshot for people (cmd_ingest's line). */
 struct smp_progress {
-	uint64_t objects_total;   /* this rank's objects in this pass */
+	uint64_t objects_total; /* this rank's objects in this pass */
 	uint64_t objects_done;
-	uint64_t records;         /* admitted (sealed) records */
-	uint64_t bytes;           /* admitted (sealed) bytes */
-	uint64_t fetched;         /* body bytes received */
+	uint64_t records; /* admitted (sealed) records */
+	uint64_t bytes;	  /* admitted (sealed) bytes */
+	uint64_t fetched; /* body bytes received */
 	uint64_t elapsed_ms;
-	bool full;                /* the budget had no more room */
+	bool full; /* the budget had no more room */
 };
 
 typedef void (*smp_progress_cb)(const struct smp_progress *p, const struct smp_stats *st,
@@ -51,9 +51,10 @@ typedef void (*smp_progress_cb)(const struct smp_progress *p, const struct smp_s
 struct smp_sampler_opts {
 	const struct cmn_config *cfg; /* borrowed for the sampler's life */
 	struct cfs_store *store;      /* borrowed; outlives the sampler */
-	uint64_t seed;                /* object order and shuffle; same seed, same order */
-	bool stop_when_full;          /* end the pass when the budget has no room */
-	uint64_t room_wait_ms;        /* !stop_when_full: one wait for room (0: 60 s); re-waits until stopped */
+	uint64_t seed;		      /* object order and shuffle; same seed, same order */
+	bool stop_when_full;	      /* end the pass when the budget has no room */
+	uint64_t
+	    room_wait_ms; /* !stop_when_full: one wait for room (0: 60 s); re-waits until stopped */
 	const char *credentials_file; /* NULL: the AWS default (tests point it elsewhere) */
 	smp_progress_cb progress;     /* may be NULL; called about twice a second */
 	void *progress_ctx;

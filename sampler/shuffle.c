@@ -16,7 +16,7 @@
 #include <string.h>
 
 #define POOL_BLOCKS 64
-#define POOL_BYTES ((size_t)64 << 20)
+#define POOL_BYTES  ((size_t)64 << 20)
 
 struct block {
 	uint8_t *p;
@@ -25,7 +25,7 @@ struct block {
 
 struct smp_shuffle {
 	struct smp_rec *v; /* data pointers owned */
-	size_t *vcap;      /* [cap]: capacity of each record's block */
+	size_t *vcap;	   /* [cap]: capacity of each record's block */
 	size_t n, cap;
 	size_t bytes, max_bytes;
 	uint64_t rng;

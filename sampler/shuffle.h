@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SMP_SHUFFLE_MAX_BYTES ((size_t)32 << 20)
+#define SMP_SHUFFLE_MAX_BYTES	((size_t)32 << 20)
 #define SMP_SHUFFLE_MAX_RECORDS 65536u
 
 struct smp_rec {

@@ -58,8 +58,9 @@ int smp_uri_encode(const char *s, int keep_slash, char *out, size_t outlen)
 	size_t o = 0;
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		unsigned char c = *p;
-		int keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			   c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
+		int keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			   (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~' ||
+			   (keep_slash && c == '/');
 		size_t need = keep ? 1 : 3;
 		if (o + need >= outlen) {
 			if (outlen)
@@ -93,22 +94,22 @@ int smp_sigv4_sign(const struct smp_sigv4_req *r, char sig_hex[65], char *signed
 	if (n < 0 || (size_t)n >= signed_headers_len)
 		return -ENAMETOOLONG;
 	/* keep the list sorted: host < range < x-amz-* */
-	n = snprintf(canon, sizeof(canon),
-		     "%s\n%s\n%s\nhost:%s\n%s%s%sx-amz-content-sha256:%s\nx-amz-date:%s\n%s%s%s\n%s\n%s",
-		     r->method, r->canonical_uri, r->canonical_query, r->host,
-		     r->range ? "range:" : "", r->range ? r->range : "", r->range ? "\n" : "",
-		     SMP_SHA256_EMPTY, r->amz_date,
-		     r->session_token ? "x-amz-security-token:" : "",
-		     r->session_token ? r->session_token : "", r->session_token ? "\n" : "",
-		     signed_headers, SMP_SHA256_EMPTY);
+	n = snprintf(
+	    canon, sizeof(canon),
+	    "%s\n%s\n%s\nhost:%s\n%s%s%sx-amz-content-sha256:%s\nx-amz-date:%s\n%s%s%s\n%s\n%s",
+	    r->method, r->canonical_uri, r->canonical_query, r->host, r->range ? "range:" : "",
+	    r->range ? r->range : "", r->range ? "\n" : "", SMP_SHA256_EMPTY, r->amz_date,
+	    r->session_token ? "x-amz-security-token:" : "",
+	    r->session_token ? r->session_token : "", r->session_token ? "\n" : "", signed_headers,
+	    SMP_SHA256_EMPTY);
 	if (n < 0 || (size_t)n >= sizeof(canon)) {
 		rc = -ENAMETOOLONG;
 		goto out;
 	}
 	if (sha256_hex(canon, (size_t)n, canon_hash))
 		goto out;
-	n = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s/%s/s3/aws4_request\n%s", r->amz_date,
-		     date, r->region, canon_hash);
+	n = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s/%s/s3/aws4_request\n%s",
+		     r->amz_date, date, r->region, canon_hash);
 	if (n < 0 || (size_t)n >= sizeof(sts)) {
 		rc = -ENAMETOOLONG;
 		goto out;
@@ -118,8 +119,8 @@ int smp_sigv4_sign(const struct smp_sigv4_req *r, char sig_hex[65], char *signed
 		rc = -ENAMETOOLONG;
 		goto out;
 	}
-	if (hmac(key0, (size_t)n, date, k1) || hmac(k1, 32, r->region, k2) || hmac(k2, 32, "s3", k3) ||
-	    hmac(k3, 32, "aws4_request", k4) || hmac(k4, 32, sts, sig))
+	if (hmac(key0, (size_t)n, date, k1) || hmac(k1, 32, r->region, k2) ||
+	    hmac(k2, 32, "s3", k3) || hmac(k3, 32, "aws4_request", k4) || hmac(k4, 32, sts, sig))
 		goto out;
 	hex(sig, 32, sig_hex);
 	rc = 0;

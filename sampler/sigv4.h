@@ -18,14 +18,14 @@
 
 /* One request to sign.  All strings are borrowed for the duration of the call. */
 struct smp_sigv4_req {
-	const char *method;         /* "GET" */
-	const char *canonical_uri;  /* already URI-encoded path, e.g. "/test.txt" */
-	const char *canonical_query;/* sorted, encoded "a=b&c=d", or "" */
-	const char *host;           /* Host header value as sent */
-	const char *range;          /* Range header value, or NULL (not signed then) */
-	const char *amz_date;       /* "20130524T000000Z" */
-	const char *session_token;  /* x-amz-security-token, or NULL */
-	const char *region;         /* "us-east-1" */
+	const char *method;	     /* "GET" */
+	const char *canonical_uri;   /* already URI-encoded path, e.g. "/test.txt" */
+	const char *canonical_query; /* sorted, encoded "a=b&c=d", or "" */
+	const char *host;	     /* Host header value as sent */
+	const char *range;	     /* Range header value, or NULL (not signed then) */
+	const char *amz_date;	     /* "20130524T000000Z" */
+	const char *session_token;   /* x-amz-security-token, or NULL */
+	const char *region;	     /* "us-east-1" */
 	const char *access_key;
 	const char *secret_key;
 };

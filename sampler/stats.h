@@ -11,28 +11,28 @@
 #include <stdint.h>
 
 struct smp_stats {
-	_Atomic uint64_t requests;        /* HTTP/file requests started, retries included */
-	_Atomic uint64_t retries;         /* attempts after the first */
-	_Atomic uint64_t retry_wait_ms;   /* total backoff slept */
-	_Atomic uint64_t http_4xx;        /* 400/403/404/... : tried once, not retried */
-	_Atomic uint64_t http_408_429;    /* 408 and 429 responses (retried) */
-	_Atomic uint64_t http_5xx;        /* 5xx responses (retried) */
-	_Atomic uint64_t timeouts;        /* connect timeouts and stalls past the low-speed limit */
-	_Atomic uint64_t net_errors;      /* resets, refused connections, partial bodies */
-	_Atomic uint64_t truncated;       /* bodies that ended inside a record or short of the size */
-	_Atomic uint64_t bad_records;     /* records whose CRC failed (never admitted) */
-	_Atomic uint64_t failed_objects;  /* objects given up after all retries / a 4xx */
-	_Atomic uint64_t objects_done;    /* objects read to the end */
-	_Atomic uint64_t bytes_fetched;   /* body bytes received (retries included) */
+	_Atomic uint64_t requests;	/* HTTP/file requests started, retries included */
+	_Atomic uint64_t retries;	/* attempts after the first */
+	_Atomic uint64_t retry_wait_ms; /* total backoff slept */
+	_Atomic uint64_t http_4xx;	/* 400/403/404/... : tried once, not retried */
+	_Atomic uint64_t http_408_429;	/* 408 and 429 responses (retried) */
+	_Atomic uint64_t http_5xx;	/* 5xx responses (retried) */
+	_Atomic uint64_t timeouts;	/* connect timeouts and stalls past the low-speed limit */
+	_Atomic uint64_t net_errors;	/* resets, refused connections, partial bodies */
+	_Atomic uint64_t truncated;	/* bodies that ended inside a record or short of the size */
+	_Atomic uint64_t bad_records;	/* records whose CRC failed (never admitted) */
+	_Atomic uint64_t failed_objects; /* objects given up after all retries / a 4xx */
+	_Atomic uint64_t objects_done;	 /* objects read to the end */
+	_Atomic uint64_t bytes_fetched;	 /* body bytes received (retries included) */
 	_Atomic uint64_t records_admitted;
-	_Atomic uint64_t bytes_admitted;  /* bytes written into sealed local files */
-	_Atomic uint64_t budget_waits;    /* times a sampler slept for room */
+	_Atomic uint64_t bytes_admitted; /* bytes written into sealed local files */
+	_Atomic uint64_t budget_waits;	 /* times a sampler slept for room */
 };
 
-#define SMP_STAT_ADD(st, field, v)                                                       \
-	do {                                                                             \
-		if (st)                                                                  \
-			atomic_fetch_add_explicit(&(st)->field, (v), memory_order_relaxed); \
+#define SMP_STAT_ADD(st, field, v)                                                                 \
+	do {                                                                                       \
+		if (st)                                                                            \
+			atomic_fetch_add_explicit(&(st)->field, (v), memory_order_relaxed);        \
 	} while (0)
 #define SMP_STAT_GET(st, field) atomic_load_explicit(&(st)->field, memory_order_relaxed)
 

@@ -193,7 +193,8 @@ static int file_walk(int dfd, const char *rel, int depth, struct smp_listing *l,
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int sub = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub < 0)
 				continue;
 			if ((size_t)n + 1 >= sizeof(key))
@@ -205,8 +206,9 @@ static int file_walk(int dfd, const char *rel, int depth, struct smp_listing *l,
 				break;
 		} else if (S_ISREG(st.st_mode)) {
 			char etag[64];
-			snprintf(etag, sizeof(etag), "%lld.%09ld-%lld", (long long)st.st_mtim.tv_sec,
-				 st.st_mtim.tv_nsec, (long long)st.st_size);
+			snprintf(etag, sizeof(etag), "%lld.%09ld-%lld",
+				 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+				 (long long)st.st_size);
 			rc = smp__listing_add(l, key, (size_t)n, (uint64_t)st.st_size, etag);
 			if (rc) {
 				snprintf(err, errlen, "listing: %s", strerror(-rc));
@@ -223,7 +225,8 @@ static int file_list(struct smp_store *s, struct smp_listing *l, char *err, size
 	int fd = open(s->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		snprintf(err, errlen, "%s: cannot open the source directory: %s", s->base, strerror(e));
+		snprintf(err, errlen, "%s: cannot open the source directory: %s", s->base,
+			 strerror(e));
 		return -e;
 	}
 	return file_walk(fd, "", 0, l, err, errlen);
@@ -328,7 +331,8 @@ int smp__get_small(struct smp_store *s, const char *url, const char *canon_uri, 
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
 		curl_slist_free_all(hdrs);
 		if (cc == CURLE_WRITE_ERROR && b->overflow) {
-			snprintf(err, errlen, "%s: listing response larger than %zu bytes", url, b->max);
+			snprintf(err, errlen, "%s: listing response larger than %zu bytes", url,
+				 b->max);
 			return -EFBIG;
 		}
 		if (s->scheme == SMP_SCHEME_FILE && cc == CURLE_OK)
@@ -342,25 +346,34 @@ int smp__get_small(struct smp_store *s, const char *url, const char *canon_uri, 
 			return 0;
 		}
 		smp__count_failure(s->stats, cc, status);
-		bool retry = cc != CURLE_OK ? smp__curl_retryable(cc) : smp__status_retryable(status);
+		bool retry =
+		    cc != CURLE_OK ? smp__curl_retryable(cc) : smp__status_retryable(status);
 		if (!retry || attempt >= s->retries) {
 			if (cc != CURLE_OK) {
 				snprintf(err, errlen, "%s: %s%s", url, curl_easy_strerror(cc),
-					 retry ? " (retries exhausted; raise `retries` or check the server)" : "");
+					 retry ? " (retries exhausted; raise `retries` or check "
+						 "the server)"
+					       : "");
 				return cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
 			}
 			snprintf(err, errlen, "%s: HTTP %ld%s", url, status,
-				 status == 403 || status == 401 ? " (check the credentials and the bucket policy)"
+				 status == 403 || status == 401
+				     ? " (check the credentials and the bucket policy)"
 				 : status == 404 ? " (check the source URL)"
-				 : retry ? " (retries exhausted)" : "");
-			return status == 404 ? -ENOENT : (status == 401 || status == 403) ? -EACCES : -EIO;
+				 : retry	 ? " (retries exhausted)"
+						 : "");
+			return status == 404			  ? -ENOENT
+			       : (status == 401 || status == 403) ? -EACCES
+								  : -EIO;
 		}
 		uint64_t wait = smp__backoff_ms(attempt, c.retry_after_ms, &rng);
 		SMP_STAT_ADD(s->stats, retries, 1);
 		SMP_STAT_ADD(s->stats, retry_wait_ms, wait);
 		cmn_log(CMN_LOG_INFO, "listing: %s: %s %ld, retrying in %llu ms", url,
-			cc != CURLE_OK ? curl_easy_strerror(cc) : "HTTP", status, (unsigned long long)wait);
-		struct timespec ts = {.tv_sec = (time_t)(wait / 1000), .tv_nsec = (long)(wait % 1000) * 1000000L};
+			cc != CURLE_OK ? curl_easy_strerror(cc) : "HTTP", status,
+			(unsigned long long)wait);
+		struct timespec ts = {.tv_sec = (time_t)(wait / 1000),
+				      .tv_nsec = (long)(wait % 1000) * 1000000L};
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 			;
 	}
@@ -387,12 +400,15 @@ static int read_credentials_file(struct smp_store *s, const char *path, const ch
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : (snprintf(err, errlen, "%s: %s", path, strerror(errno)), -errno);
+		return errno == ENOENT
+			   ? 0
+			   : (snprintf(err, errlen, "%s: %s", path, strerror(errno)), -errno);
 	struct stat st;
 	if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
 		close(fd);
 		snprintf(err, errlen,
-			 "%s: credentials file is readable by group or others (mode %03o): run chmod 600 %s",
+			 "%s: credentials file is readable by group or others (mode %03o): run "
+			 "chmod 600 %s",
 			 path, (unsigned)(st.st_mode & 0777), path);
 		return -EACCES;
 	}
@@ -425,9 +441,9 @@ static int read_credentials_file(struct smp_store *s, const char *path, const ch
 			continue;
 		*eq = '\0';
 		char *k = trim(t), *v = trim(eq + 1);
-		char **dst = !strcmp(k, "aws_access_key_id")       ? &s->access_key
+		char **dst = !strcmp(k, "aws_access_key_id")	   ? &s->access_key
 			     : !strcmp(k, "aws_secret_access_key") ? &s->secret_key
-			     : !strcmp(k, "aws_session_token")     ? &s->session_token
+			     : !strcmp(k, "aws_session_token")	   ? &s->session_token
 								   : NULL;
 		if (dst) {
 			free(*dst);
@@ -451,7 +467,8 @@ static int load_credentials(struct smp_store *s, const struct smp_store_opts *o,
 		return 0;
 	}
 	char path[4096];
-	const char *p = o->credentials_file ? o->credentials_file : getenv("AWS_SHARED_CREDENTIALS_FILE");
+	const char *p =
+	    o->credentials_file ? o->credentials_file : getenv("AWS_SHARED_CREDENTIALS_FILE");
 	if (!p || !*p) {
 		const char *home = getenv("HOME");
 		if (!home)
@@ -460,12 +477,15 @@ static int load_credentials(struct smp_store *s, const struct smp_store_opts *o,
 		p = path;
 	}
 	const char *profile = o->profile && *o->profile ? o->profile : getenv("AWS_PROFILE");
-	int rc = read_credentials_file(s, p, profile && *profile ? profile : "default", err, errlen);
+	int rc =
+	    read_credentials_file(s, p, profile && *profile ? profile : "default", err, errlen);
 	if (rc)
 		return rc;
 	if (!s->access_key != !s->secret_key) {
-		snprintf(err, errlen, "%s: profile has only one of aws_access_key_id and "
-			 "aws_secret_access_key: set both", p);
+		snprintf(err, errlen,
+			 "%s: profile has only one of aws_access_key_id and "
+			 "aws_secret_access_key: set both",
+			 p);
 		return -EINVAL;
 	}
 	return 0;
@@ -503,13 +523,18 @@ int smp_store_open(struct smp_store **out, const struct smp_store_opts *o, char 
 		goto fail;
 	rc = -EINVAL;
 	if (!url || !*url) {
-		snprintf(err, errlen, "no source URL: give file:///abs/dir/, http(s)://host/prefix/ or s3://bucket/prefix/");
+		snprintf(err, errlen,
+			 "no source URL: give file:///abs/dir/, http(s)://host/prefix/ or "
+			 "s3://bucket/prefix/");
 		goto fail;
 	}
 	if (!strncmp(url, "file://", 7)) {
 		s->scheme = SMP_SCHEME_FILE;
 		if (url[7] != '/') {
-			snprintf(err, errlen, "%s: a file source needs an absolute path, e.g. file:///data/train/", url);
+			snprintf(
+			    err, errlen,
+			    "%s: a file source needs an absolute path, e.g. file:///data/train/",
+			    url);
 			goto fail;
 		}
 		s->base = with_slash(url + 7, strlen(url + 7));
@@ -536,7 +561,8 @@ int smp_store_open(struct smp_store **out, const struct smp_store_opts *o, char 
 		if (o->endpoint && *o->endpoint) {
 			const char *ep = o->endpoint;
 			if (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) {
-				snprintf(err, errlen, "endpoint=%s: expected http(s)://host[:port]", ep);
+				snprintf(err, errlen, "endpoint=%s: expected http(s)://host[:port]",
+					 ep);
 				goto fail;
 			}
 			size_t n = strlen(ep);
@@ -545,7 +571,10 @@ int smp_store_open(struct smp_store **out, const struct smp_store_opts *o, char 
 			s->base = strndup(ep, n);
 			const char *h = strstr(s->base, "://") + 3;
 			if (strchr(h, '/')) {
-				snprintf(err, errlen, "endpoint=%s: expected http(s)://host[:port] without a path", ep);
+				snprintf(
+				    err, errlen,
+				    "endpoint=%s: expected http(s)://host[:port] without a path",
+				    ep);
 				goto fail;
 			}
 			s->host = strdup(h);
@@ -554,7 +583,8 @@ int smp_store_open(struct smp_store **out, const struct smp_store_opts *o, char 
 			s->virtual_host = true;
 			snprintf(buf, sizeof(buf), "%s.s3.%s.amazonaws.com", s->bucket, s->region);
 			s->host = strdup(buf);
-			snprintf(buf, sizeof(buf), "https://%s.s3.%s.amazonaws.com", s->bucket, s->region);
+			snprintf(buf, sizeof(buf), "https://%s.s3.%s.amazonaws.com", s->bucket,
+				 s->region);
 			s->base = strdup(buf);
 		}
 		if (!s->base || !s->host)
@@ -563,9 +593,14 @@ int smp_store_open(struct smp_store **out, const struct smp_store_opts *o, char 
 		if (rc)
 			goto fail;
 		if (!s->access_key)
-			cmn_log(CMN_LOG_INFO, "s3://%s/: no credentials found, sending anonymous requests", s->bucket);
+			cmn_log(CMN_LOG_INFO,
+				"s3://%s/: no credentials found, sending anonymous requests",
+				s->bucket);
 	} else {
-		snprintf(err, errlen, "%s: unsupported source: use file:///abs/dir/, http(s)://host/prefix/ or s3://bucket/prefix/", url);
+		snprintf(err, errlen,
+			 "%s: unsupported source: use file:///abs/dir/, http(s)://host/prefix/ or "
+			 "s3://bucket/prefix/",
+			 url);
 		goto fail;
 	}
 	if (!s->base)
@@ -630,8 +665,11 @@ void smp_store_easy_defaults(const struct smp_store *s, CURL *e)
 	/* keys are data: "a/../b" names an object, not a path to normalize */
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "file,http,https");
-	curl_easy_setopt(e, CURLOPT_USERAGENT, "rollcache/" "0.1");
-	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 1024L * 1024L); /* fewer records straddle two chunks */
+	curl_easy_setopt(e, CURLOPT_USERAGENT,
+			 "rollcache/"
+			 "0.1");
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
+			 1024L * 1024L); /* fewer records straddle two chunks */
 }
 
 int smp_store_list(struct smp_store *s, struct smp_listing *l, char *err, size_t errlen)

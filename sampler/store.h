@@ -29,16 +29,16 @@
 enum smp_scheme { SMP_SCHEME_FILE = 0, SMP_SCHEME_HTTP = 1, SMP_SCHEME_S3 = 2 };
 
 /* Caps on what a server can make us hold. */
-#define SMP_LIST_BODY_CAP ((size_t)64 << 20) /* one listing response (JSON, MANIFEST, XML page) */
-#define SMP_LIST_MAX_OBJECTS 50000000u       /* objects in one listing */
-#define SMP_LIST_MAX_DEPTH 32                /* autoindex / directory nesting */
-#define SMP_LIST_MAX_PAGES 1000000u          /* ListObjectsV2 pages */
-#define SMP_KEY_MAX 1024                     /* bytes of one key (S3's own limit) */
+#define SMP_LIST_BODY_CAP    ((size_t)64 << 20) /* one listing response (JSON, MANIFEST, XML page) */
+#define SMP_LIST_MAX_OBJECTS 50000000u		/* objects in one listing */
+#define SMP_LIST_MAX_DEPTH   32			/* autoindex / directory nesting */
+#define SMP_LIST_MAX_PAGES   1000000u		/* ListObjectsV2 pages */
+#define SMP_KEY_MAX	     1024		/* bytes of one key (S3's own limit) */
 
 struct smp_object {
-	char *key;   /* relative to the source prefix; owned */
+	char *key; /* relative to the source prefix; owned */
 	uint64_t size;
-	char *etag;  /* ETag (s3), or "mtime-size" (http, file); owned */
+	char *etag; /* ETag (s3), or "mtime-size" (http, file); owned */
 };
 
 struct smp_listing {
@@ -47,14 +47,15 @@ struct smp_listing {
 };
 
 struct smp_store_opts {
-	const char *url;          /* SOURCE */
-	const char *endpoint;     /* s3: http(s)://host:port of an S3-compatible store, or NULL */
-	const char *region;       /* s3: default "us-east-1" */
-	const char *profile;      /* s3: ~/.aws/credentials profile, default "default" */
-	const char *credentials_file; /* s3: NULL: $AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials */
-	uint64_t timeout_ms;      /* connect timeout and stall limit (no byte for this long) */
-	uint32_t retries;         /* extra attempts of a failed listing request */
-	struct smp_stats *stats;  /* borrowed; counters updated; may be NULL */
+	const char *url;      /* SOURCE */
+	const char *endpoint; /* s3: http(s)://host:port of an S3-compatible store, or NULL */
+	const char *region;   /* s3: default "us-east-1" */
+	const char *profile;  /* s3: ~/.aws/credentials profile, default "default" */
+	const char
+	    *credentials_file;	 /* s3: NULL: $AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials */
+	uint64_t timeout_ms;	 /* connect timeout and stall limit (no byte for this long) */
+	uint32_t retries;	 /* extra attempts of a failed listing request */
+	struct smp_stats *stats; /* borrowed; counters updated; may be NULL */
 };
 
 struct smp_store;
@@ -65,7 +66,8 @@ struct smp_store;
  * (credentials file readable by group/others), -ENOMEM, with a message.
  * Secrets are never copied into err.
  */
-int smp_store_open(struct smp_store **out, const struct smp_store_opts *o, char *err, size_t errlen);
+int smp_store_open(struct smp_store **out, const struct smp_store_opts *o, char *err,
+		   size_t errlen);
 void smp_store_free(struct smp_store *s);
 
 enum smp_scheme smp_store_scheme(const struct smp_store *s);

@@ -8,17 +8,17 @@
 
 struct smp_store {
 	enum smp_scheme scheme;
-	char *base;       /* file: "/abs/dir/"; http: "http://h/p/"; s3: endpoint "http://h:p" */
-	char *bucket;     /* s3 */
-	char *prefix;     /* s3: "train/" or "" */
-	char *host;       /* s3: Host header value (signed) */
-	bool virtual_host;/* s3: bucket in the host name (AWS, no endpoint) */
+	char *base;	   /* file: "/abs/dir/"; http: "http://h/p/"; s3: endpoint "http://h:p" */
+	char *bucket;	   /* s3 */
+	char *prefix;	   /* s3: "train/" or "" */
+	char *host;	   /* s3: Host header value (signed) */
+	bool virtual_host; /* s3: bucket in the host name (AWS, no endpoint) */
 	char *region;
 	char *access_key, *secret_key, *session_token; /* s3; NULL: anonymous */
 	uint64_t timeout_ms;
 	uint32_t retries;
 	struct smp_stats *stats;
-	CURL *list_easy;  /* reused for every listing request (keeps the connection) */
+	CURL *list_easy; /* reused for every listing request (keeps the connection) */
 };
 
 /* A growable buffer with a hard cap (curl's dynbuf, smaller). */
@@ -62,8 +62,8 @@ uint64_t smp__retry_after_header(const char *line, size_t len);
 /* curl_global_init() once per process. */
 void smp__curl_global_init(void);
 
-#define SMP_BACKOFF_BASE_MS 100
-#define SMP_BACKOFF_MAX_MS 10000
+#define SMP_BACKOFF_BASE_MS    100
+#define SMP_BACKOFF_MAX_MS     10000
 #define SMP_RETRY_AFTER_MAX_MS 60000
 
 #endif

@@ -15,7 +15,8 @@ START_TEST(parse_sidecar)
 	struct smp_idx_entry *v = NULL;
 	size_t n = 0, cap = 0;
 	char err[256] = "";
-	ck_assert_int_eq(smp__parse_index(idx, strlen(idx), 7, 348, &v, &n, &cap, err, sizeof(err)), 0);
+	ck_assert_int_eq(smp__parse_index(idx, strlen(idx), 7, 348, &v, &n, &cap, err, sizeof(err)),
+			 0);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(v[1].off, 116);
 	ck_assert_uint_eq(v[1].size, 216);
@@ -25,7 +26,8 @@ START_TEST(parse_sidecar)
 	for (size_t i = 0; i < 4; i++) {
 		size_t m = 0;
 		ck_assert_int_eq(smp__parse_index(bad[i], strlen(bad[i]), 0, 348, &v, &m, &cap, err,
-						  sizeof(err)), -EINVAL);
+						  sizeof(err)),
+				 -EINVAL);
 		ck_assert_msg(strstr(err, "line") != NULL, "message: %s", err);
 	}
 	free(v);
@@ -38,7 +40,8 @@ START_TEST(plan_coalesces_and_covers)
 	enum { N = 300 };
 	struct smp_idx_entry e[N];
 	for (int i = 0; i < N; i++)
-		e[i] = (struct smp_idx_entry){(uint32_t)(i / 100), 1000, (uint64_t)(i % 100) * 1000};
+		e[i] =
+		    (struct smp_idx_entry){(uint32_t)(i / 100), 1000, (uint64_t)(i % 100) * 1000};
 	struct smp_plan p;
 	ck_assert_int_eq(smp__plan_ranges(e, N, 42, &p), 0);
 	/*

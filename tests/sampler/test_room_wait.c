@@ -104,8 +104,8 @@ static void open_all(struct cmn_config *cfg, struct cfs_store **store, struct sm
 	ck_assert_int_eq(cmn_config_finish(cfg, err, sizeof(err)), 0);
 	struct cfs_store_opts so = {.dir = cache, .limit = limit};
 	ck_assert_msg(cfs_store_open(store, &so, err, sizeof(err)) == 0, "%s", err);
-	struct smp_sampler_opts o = {.cfg = cfg, .store = *store, .seed = 3, .stop_when_full = false,
-				     .room_wait_ms = 200};
+	struct smp_sampler_opts o = {
+	    .cfg = cfg, .store = *store, .seed = 3, .stop_when_full = false, .room_wait_ms = 200};
 	ck_assert_msg(smp_sampler_new(s, &o, err, sizeof(err)) == 0, "%s", err);
 }
 
@@ -115,7 +115,8 @@ static void start_http(void)
 	const char *srcdir = getenv("RC_SRCDIR");
 	char cmd[1024];
 	ck_assert_msg(srcdir != NULL, "RC_SRCDIR is not set (run through meson test)");
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/servers/faults.py start '%s' '%s/srv' --plan ok",
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/python3 %s/tests/servers/faults.py start '%s' '%s/srv' --plan ok",
 		 srcdir, src, root);
 	FILE *p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
@@ -147,7 +148,8 @@ static void waits_then_resumes(bool http)
 	pthread_t th;
 	ck_assert_int_eq(pthread_create(&th, NULL, run_main, &r), 0);
 	/* bounded wait for the sampler to find the cache full */
-	for (int i = 0; i < 200 && SMP_STAT_GET(smp_sampler_stats(s), budget_waits) == 0 && !r.done; i++)
+	for (int i = 0; i < 200 && SMP_STAT_GET(smp_sampler_stats(s), budget_waits) == 0 && !r.done;
+	     i++)
 		sleep_ms(50);
 	ck_assert_int_eq(r.done, 0);
 	ck_assert_uint_gt(SMP_STAT_GET(smp_sampler_stats(s), budget_waits), 0);
@@ -201,7 +203,8 @@ START_TEST(stop_while_waiting)
 	struct run r = {.s = s};
 	pthread_t th;
 	ck_assert_int_eq(pthread_create(&th, NULL, run_main, &r), 0);
-	for (int i = 0; i < 200 && SMP_STAT_GET(smp_sampler_stats(s), budget_waits) == 0 && !r.done; i++)
+	for (int i = 0; i < 200 && SMP_STAT_GET(smp_sampler_stats(s), budget_waits) == 0 && !r.done;
+	     i++)
 		sleep_ms(50);
 	ck_assert_uint_gt(SMP_STAT_GET(smp_sampler_stats(s), budget_waits), 0);
 	smp_sampler_stop(s);

@@ -14,15 +14,15 @@
 START_TEST(aws_get_object_example)
 {
 	struct smp_sigv4_req r = {
-		.method = "GET",
-		.canonical_uri = "/test.txt",
-		.canonical_query = "",
-		.host = "examplebucket.s3.amazonaws.com",
-		.range = "bytes=0-9",
-		.amz_date = "20130524T000000Z",
-		.region = "us-east-1",
-		.access_key = "AKIAIOSFODNN7EXAMPLE",
-		.secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+	    .method = "GET",
+	    .canonical_uri = "/test.txt",
+	    .canonical_query = "",
+	    .host = "examplebucket.s3.amazonaws.com",
+	    .range = "bytes=0-9",
+	    .amz_date = "20130524T000000Z",
+	    .region = "us-east-1",
+	    .access_key = "AKIAIOSFODNN7EXAMPLE",
+	    .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
 	};
 	char sig[65], sh[128];
 	ck_assert_int_eq(smp_sigv4_sign(&r, sig, sh, sizeof(sh)), 0);
@@ -35,14 +35,14 @@ END_TEST
 START_TEST(aws_list_objects_example)
 {
 	struct smp_sigv4_req r = {
-		.method = "GET",
-		.canonical_uri = "/",
-		.canonical_query = "max-keys=2&prefix=J",
-		.host = "examplebucket.s3.amazonaws.com",
-		.amz_date = "20130524T000000Z",
-		.region = "us-east-1",
-		.access_key = "AKIAIOSFODNN7EXAMPLE",
-		.secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+	    .method = "GET",
+	    .canonical_uri = "/",
+	    .canonical_query = "max-keys=2&prefix=J",
+	    .host = "examplebucket.s3.amazonaws.com",
+	    .amz_date = "20130524T000000Z",
+	    .region = "us-east-1",
+	    .access_key = "AKIAIOSFODNN7EXAMPLE",
+	    .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
 	};
 	char sig[65], sh[128];
 	ck_assert_int_eq(smp_sigv4_sign(&r, sig, sh, sizeof(sh)), 0);
@@ -54,10 +54,14 @@ END_TEST
 START_TEST(token_changes_signature)
 {
 	struct smp_sigv4_req r = {
-		.method = "GET", .canonical_uri = "/test.txt", .canonical_query = "",
-		.host = "examplebucket.s3.amazonaws.com", .amz_date = "20130524T000000Z",
-		.region = "us-east-1", .access_key = "AKIAIOSFODNN7EXAMPLE",
-		.secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+	    .method = "GET",
+	    .canonical_uri = "/test.txt",
+	    .canonical_query = "",
+	    .host = "examplebucket.s3.amazonaws.com",
+	    .amz_date = "20130524T000000Z",
+	    .region = "us-east-1",
+	    .access_key = "AKIAIOSFODNN7EXAMPLE",
+	    .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
 	};
 	char a[65], b[65], sh[128];
 	ck_assert_int_eq(smp_sigv4_sign(&r, a, sh, sizeof(sh)), 0);

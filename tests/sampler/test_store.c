@@ -48,12 +48,15 @@ END_TEST
 
 START_TEST(autoindex_json)
 {
-	const char *j = "[\n"
-			"{ \"name\":\"sub\", \"type\":\"directory\", \"mtime\":\"Sun, 22 Nov 2026 01:00:00 GMT\" },\n"
-			"{ \"name\":\"MANIFEST\", \"type\":\"file\", \"mtime\":\"x\", \"size\":5 },\n"
-			"{ \"name\":\"q\\\"uote \\u00e9.tfrecord\", \"type\":\"file\", \"mtime\":\"m\", \"size\":42 },\n"
-			"{ \"name\":\"..\", \"type\":\"directory\", \"mtime\":\"m\" }\n"
-			"]\n";
+	const char *j =
+	    "[\n"
+	    "{ \"name\":\"sub\", \"type\":\"directory\", \"mtime\":\"Sun, 22 Nov 2026 01:00:00 "
+	    "GMT\" },\n"
+	    "{ \"name\":\"MANIFEST\", \"type\":\"file\", \"mtime\":\"x\", \"size\":5 },\n"
+	    "{ \"name\":\"q\\\"uote \\u00e9.tfrecord\", \"type\":\"file\", \"mtime\":\"m\", "
+	    "\"size\":42 },\n"
+	    "{ \"name\":\"..\", \"type\":\"directory\", \"mtime\":\"m\" }\n"
+	    "]\n";
 	struct smp_listing l = {0};
 	struct smp_buf dirs = {.max = 1 << 20};
 	char err[256] = "";
@@ -68,7 +71,8 @@ START_TEST(autoindex_json)
 
 	const char *html = "<html>Index of /</html>";
 	struct smp_buf d2 = {.max = 1 << 20};
-	ck_assert_int_eq(smp__parse_autoindex(html, strlen(html), "", &l, &d2, err, sizeof(err)), -EPROTO);
+	ck_assert_int_eq(smp__parse_autoindex(html, strlen(html), "", &l, &d2, err, sizeof(err)),
+			 -EPROTO);
 	ck_assert_msg(strstr(err, "autoindex_format json") != NULL, "message: %s", err);
 	free(d2.p);
 }
@@ -105,7 +109,8 @@ END_TEST
 START_TEST(key_hash_stable)
 {
 	/* FNV-1a 64: the rank split must not change between releases */
-	ck_assert_uint_eq(smp_key_hash("abc"), 0xe71fa2190541574bull /* FNV-1a 64 reference value */);
+	ck_assert_uint_eq(smp_key_hash("abc"),
+			  0xe71fa2190541574bull /* FNV-1a 64 reference value */);
 	ck_assert_uint_eq(smp_key_hash(""), 0xcbf29ce484222325ull);
 }
 END_TEST
@@ -143,8 +148,11 @@ START_TEST(credentials_file_mode)
 	unsetenv("AWS_SECRET_ACCESS_KEY");
 	unsetenv("AWS_SESSION_TOKEN");
 	snprintf(path, sizeof(path), "%s/credentials", tmpdir);
-	write_file(path, "[default]\naws_access_key_id = AKIDTEST\naws_secret_access_key = SECRETSECRET\n", 0644);
-	struct smp_store_opts o = {.url = "s3://b/p/", .endpoint = "http://127.0.0.1:9", .credentials_file = path};
+	write_file(
+	    path, "[default]\naws_access_key_id = AKIDTEST\naws_secret_access_key = SECRETSECRET\n",
+	    0644);
+	struct smp_store_opts o = {
+	    .url = "s3://b/p/", .endpoint = "http://127.0.0.1:9", .credentials_file = path};
 	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), -EACCES);
 	ck_assert_msg(strstr(err, "chmod 600") != NULL, "message: %s", err);
 	ck_assert_msg(strstr(err, "SECRETSECRET") == NULL, "secret leaked: %s", err);
@@ -154,8 +162,11 @@ START_TEST(credentials_file_mode)
 	ck_assert_str_eq(s->secret_key, "SECRETSECRET");
 	smp_store_free(s);
 	/* a named profile */
-	write_file(path, "[default]\naws_access_key_id = A\naws_secret_access_key = B\n"
-			 "[train]\naws_access_key_id = C\naws_secret_access_key = D\naws_session_token = T\n", 0600);
+	write_file(
+	    path,
+	    "[default]\naws_access_key_id = A\naws_secret_access_key = B\n"
+	    "[train]\naws_access_key_id = C\naws_secret_access_key = D\naws_session_token = T\n",
+	    0600);
 	o.profile = "train";
 	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), 0);
 	ck_assert_str_eq(s->access_key, "C");
@@ -251,7 +262,8 @@ START_TEST(file_list_and_fetch)
 	ck_assert_int_eq(smp_fetch_new(&f, s, 2, 3, 1, err, sizeof(err)), 0);
 	struct sink a = {.fail_once_at = 7}, b = {.fail_once_at = -1};
 	struct smp_fetch_req ra = {.key = l.v[1].key, .size = 20, .ops = &sink_ops, .ctx = &a};
-	struct smp_fetch_req rb = {.key = l.v[1].key, .off = 5, .len = 4, .size = 20, .ops = &sink_ops, .ctx = &b};
+	struct smp_fetch_req rb = {
+	    .key = l.v[1].key, .off = 5, .len = 4, .size = 20, .ops = &sink_ops, .ctx = &b};
 	ck_assert_int_eq(smp_fetch_add(f, &ra), 0);
 	ck_assert_int_eq(smp_fetch_add(f, &rb), 0);
 	for (int i = 0; i < 200 && smp_fetch_pending(f); i++)
@@ -290,13 +302,13 @@ static Suite *suite(void)
 		const char *name;
 		const TTest *fn;
 	} tc[] = {
-		{"manifest", manifest_lines},
-		{"autoindex-json", autoindex_json},
-		{"retry-policy", retry_policy},
-		{"key-hash", key_hash_stable},
-		{"credentials-file", credentials_file_mode},
-		{"bad-urls", bad_urls},
-		{"file-list-fetch-resume", file_list_and_fetch},
+	    {"manifest", manifest_lines},
+	    {"autoindex-json", autoindex_json},
+	    {"retry-policy", retry_policy},
+	    {"key-hash", key_hash_stable},
+	    {"credentials-file", credentials_file_mode},
+	    {"bad-urls", bad_urls},
+	    {"file-list-fetch-resume", file_list_and_fetch},
 	};
 	for (size_t i = 0; i < sizeof(tc) / sizeof(tc[0]); i++) {
 		TCase *t = tcase_create(tc[i].name);
