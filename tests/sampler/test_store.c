@@ -190,6 +190,56 @@ START_TEST(bad_urls)
 }
 END_TEST
 
+START_TEST(s3_urls_and_headers)
+{
+	char err[512] = "", url[1024];
+	struct smp_store *s = NULL;
+	setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "SECRETEXAMPLEKEY", 1);
+	setenv("AWS_SESSION_TOKEN", "TOKEN+/=", 1);
+	/* AWS: virtual-hosted */
+	struct smp_store_opts o = {.url = "s3://bkt/train/", .region = "eu-west-1"};
+	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(smp_store_url(s, "a b/c+d=%\xc3\xa9", url, sizeof(url)), 0);
+	ck_assert_str_eq(url,
+			 "https://bkt.s3.eu-west-1.amazonaws.com/train/a%20b/c%2Bd%3D%25%C3%A9");
+	struct curl_slist *h = NULL;
+	ck_assert_int_eq(smp__s3_sign(s, "/train/x", "", "bytes=0-9", &h, err, sizeof(err)), 0);
+	int seen = 0;
+	for (struct curl_slist *i = h; i; i = i->next) {
+		ck_assert_msg(strstr(i->data, "SECRETEXAMPLEKEY") == NULL, "secret in a header: %s",
+			      i->data);
+		if (!strncmp(i->data, "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/",
+			     55)) {
+			ck_assert_msg(
+			    strstr(i->data, "/eu-west-1/s3/aws4_request, SignedHeaders=host;range;"
+					    "x-amz-content-sha256;x-amz-date;x-amz-security-token, "
+					    "Signature=") != NULL,
+			    "%s", i->data);
+			seen |= 1;
+		}
+		if (!strcmp(i->data, "Host: bkt.s3.eu-west-1.amazonaws.com"))
+			seen |= 2;
+		if (!strcmp(i->data, "Range: bytes=0-9"))
+			seen |= 4;
+		if (!strcmp(i->data, "x-amz-security-token: TOKEN+/="))
+			seen |= 8;
+	}
+	ck_assert_int_eq(seen, 15);
+	curl_slist_free_all(h);
+	smp_store_free(s);
+	/* an S3-compatible endpoint: path-style */
+	o.endpoint = "http://127.0.0.1:9000/";
+	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(smp_store_url(s, "k", url, sizeof(url)), 0);
+	ck_assert_str_eq(url, "http://127.0.0.1:9000/bkt/train/k");
+	smp_store_free(s);
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	unsetenv("AWS_SESSION_TOKEN");
+}
+END_TEST
+
 /* ---- file:// listing and the transfer engine ---- */
 
 struct sink {
@@ -308,6 +358,7 @@ static Suite *suite(void)
 	    {"key-hash", key_hash_stable},
 	    {"credentials-file", credentials_file_mode},
 	    {"bad-urls", bad_urls},
+	    {"s3-urls-and-headers", s3_urls_and_headers},
 	    {"file-list-fetch-resume", file_list_and_fetch},
 	};
 	for (size_t i = 0; i < sizeof(tc) / sizeof(tc[0]); i++) {
