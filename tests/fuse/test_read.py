@@ -62,6 +62,17 @@ def body(s):
     out = t.run("epoch", s.mnt, "show").stdout
     if not out.startswith("epoch %d: %d files, %d records" % (st["epoch"], len(names), len(got))):
         t.fail("epoch show: %r" % out)
+    # --watch redraws until interrupted, and exits 0 on SIGINT
+    import signal
+    import subprocess
+    import time
+    w = subprocess.Popen([t.RC, "status", s.mnt, "--watch"], stdout=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    w.send_signal(signal.SIGINT)
+    wout, _ = w.communicate(timeout=10)
+    t.eq(w.returncode, 0, "status --watch exit status after SIGINT")
+    if wout.count("epoch    %d" % st["epoch"]) < 2:
+        t.fail("status --watch did not redraw:\n%s" % wout)
     js = t.run("status", s.mnt, "--json").stdout
     import json
     t.eq(json.loads(js)["epoch"], st["epoch"], "status --json epoch")
