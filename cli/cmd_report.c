@@ -1,0 +1,584 @@
+/*
+ * cmd_report.c - `rollcache report`: the per-epoch table of a real run, read
+ * from the catalog of a cache directory.
+ *
+ *   rollcache report MOUNTPOINT|CACHE_DIR [--svg FILE] [--json]
+ *
+ * Given a mount point, the cache directory is taken from its
+ * .rollcache/stats ("cache_dir"); given a cache directory, its catalog.db is
+ * read directly.  The catalog is opened read-only (CFS_CATALOG_READONLY), so
+ * the report runs beside a live daemon: SQLite's WAL gives it a consistent
+ * snapshot without blocking the daemon's writes.
+ *
+ * What each figure is, and where it comes from (docs/eviction.md, "rollcache
+ * report"):
+ *   the `epochs` rows (written by the daemon at each boundary and counted
+ *   into by admissions, evictions and read statistics): the schedule entry
+ *   in force (limit, the admit budget granted at the boundary, policy),
+ *   resident files/records/bytes at the epoch's start (after the boundary's
+ *   evictions), admitted and evicted records/bytes, bytes read;
+ *   the `shards` rows (every file ever sealed, GONE ones included): the
+ *   counts of files admitted and evicted per epoch, files evicted before
+ *   anyone read them to the end, and `seen`.  The catalog keeps per file
+ *   how many times it was read to the end, not when, so `seen` at epoch E
+ *   is: records of the files admitted during epochs 0..E that have been
+ *   read to the end at least once by the time of the report.  A record the
+ *   sampler admitted twice (in two files) counts twice.  Its last value is
+ *   the distinct records served so far, at file granularity.
+ *   Resident at the end of E is what the boundary into E+1 found (its
+ *   resident at start plus what it evicted); for the current epoch, the
+ *   resident files now.
+ *
+ * Owns only reading and presentation; the catalog is cachefs/catalog.c's,
+ * the chart eviction/chart.c's.  Exit codes: 0 ok, 1 runtime failure
+ * (catalog unreadable, SVG not written), 2 usage (not a mount nor a cache).
+ */
+#include "cli/cmd.h"
+
+#include <stdio.h>
+
+#if defined(RC_HAVE_CACHEFS) && RC_HAVE_CACHEFS
+#include "cachefs/catalog.h"
+#include "common/units.h"
+#include "eviction/chart.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define STATS_MAX ((size_t)4 << 20) /* cap on .rollcache/stats */
+
+/* One line of the report (one epochs row). */
+struct rep_epoch {
+	uint32_t number;
+	bool started;
+	uint64_t limit, admit, min_uses;
+	char policy[16];
+	uint64_t start_files, start_records, start_bytes;
+	bool have_end;
+	uint64_t end_files, end_records, end_bytes;
+	uint64_t adm_files, adm_records, adm_bytes;
+	uint64_t ev_files, ev_records, ev_bytes;
+	uint64_t unread_files, unread_bytes; /* evicted with full_reads == 0 */
+	uint64_t seen_files, seen_records;   /* cumulative, see the file comment */
+	uint64_t read_bytes;
+};
+
+struct report {
+	char cache_dir[PATH_MAX];
+	struct rep_epoch *e;
+	size_t n;
+	struct cfs_resident now;
+	uint64_t files_total, files_read_full;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rollcache report MOUNTPOINT|CACHE_DIR [--svg FILE] [--json]\n\n"
+		"Prints the per-epoch table of a run from the catalog of its cache directory\n"
+		"(opened read-only: safe beside a running mount).  Columns:\n"
+		"  epoch, policy, limit, admit  the schedule entry in force; admit is the budget\n"
+		"                               granted at the boundary\n"
+		"  files, start, end            resident files at the epoch's start, resident\n"
+		"                               records at its start and at its end (the current\n"
+		"                               epoch: now)\n"
+		"  +files +records +bytes       admitted during the epoch\n"
+		"  -files -bytes                evicted at the boundary into the epoch\n"
+		"  unread                       of those, files nobody had read to the end\n"
+		"  seen                         records of the files admitted up to this epoch\n"
+		"                               that have been read to the end at least once\n"
+		"                               (by now; a record admitted twice counts twice):\n"
+		"                               the last line is the distinct records served\n"
+		"  read                         bytes read through the mount during the epoch\n"
+		"--json prints the same figures, exact, as one JSON object; --svg FILE draws\n"
+		"resident records, admitted records and seen records per epoch.\n"
+		"See docs/eviction.md.\n");
+}
+
+/* ---- finding the cache directory --------------------------------------- */
+
+/* Reads MP/.rollcache/stats into a malloc'd NUL-terminated *out (capped). */
+static int read_stats(const char *mp, char **out)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/.rollcache/stats", mp) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap);
+	int rc = buf ? 0 : -ENOMEM;
+	while (rc == 0) {
+		if (len + 1 >= cap) {
+			char *p = cap < STATS_MAX ? realloc(buf, cap * 2) : NULL;
+			if (!p) {
+				rc = cap < STATS_MAX ? -ENOMEM : -EFBIG;
+				break;
+			}
+			buf = p;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + len, cap - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			rc = -errno;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (rc != 0) {
+		free(buf);
+		return rc;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/*
+ * Copies the JSON string value of "key" in js into out (escapes \" \\ \/
+ * undone; a \u escape or an overlong value is refused).  Returns 0 or
+ * -ENOENT / -EINVAL.
+ */
+static int json_string(const char *js, const char *key, char *out, size_t outlen)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\": \"", key);
+	const char *p = strstr(js, pat);
+	if (!p)
+		return -ENOENT;
+	p += strlen(pat);
+	size_t o = 0;
+	for (; *p && *p != '"'; p++) {
+		char ch = *p;
+		if (ch == '\\') {
+			p++;
+			if (*p != '"' && *p != '\\' && *p != '/')
+				return -EINVAL;
+			ch = *p;
+		}
+		if (o + 1 >= outlen)
+			return -EINVAL;
+		out[o++] = ch;
+	}
+	if (*p != '"')
+		return -EINVAL;
+	out[o] = '\0';
+	return 0;
+}
+
+static bool is_file(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+		return false;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* MOUNTPOINT (its stats name the cache) or CACHE_DIR (has catalog.db).  Exit code. */
+static int find_cache_dir(const char *arg, char *out, size_t outlen)
+{
+	char *js = NULL;
+	if (read_stats(arg, &js) == 0) {
+		int rc = json_string(js, "cache_dir", out, outlen);
+		free(js);
+		if (rc != 0) {
+			fprintf(stderr,
+				"rollcache report: %s/.rollcache/stats names no cache_dir: give "
+				"the cache directory instead\n",
+				arg);
+			return 2;
+		}
+		return 0;
+	}
+	if (is_file(arg, "catalog.db")) {
+		if (snprintf(out, outlen, "%s", arg) >= (int)outlen) {
+			fprintf(stderr, "rollcache report: %s: path too long\n", arg);
+			return 2;
+		}
+		return 0;
+	}
+	fprintf(stderr,
+		"rollcache report: %s is neither a rollcache mount (no .rollcache/stats) nor a "
+		"cache directory (no catalog.db): give a mount point or its cache_dir\n",
+		arg);
+	return 2;
+}
+
+/* ---- gathering ----------------------------------------------------------- */
+
+static struct rep_epoch *find_epoch(struct report *r, int64_t number)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->e[i].number == number)
+			return &r->e[i];
+	return NULL;
+}
+
+/*
+ * Fills r from the catalog: one line per epochs row, per-file counts from
+ * every shards row.  Returns 0 or -errno (r->e freed by the caller).
+ */
+static int gather(struct cfs_catalog *c, struct report *r)
+{
+	struct cfs_epoch_row *rows = NULL;
+	struct cfs_shard_info *sh = NULL;
+	size_t nrows = 0, nsh = 0;
+	int rc = cfs_catalog_epochs_list(c, &rows, &nrows);
+	if (rc == 0)
+		rc = cfs_catalog_shards_list(c,
+					     (1u << CFS_SHARD_SEALED) | (1u << CFS_SHARD_EVICTING) |
+						 (1u << CFS_SHARD_GONE),
+					     &sh, &nsh);
+	if (rc == 0)
+		rc = cfs_catalog_resident(c, &r->now);
+	if (rc != 0)
+		goto out;
+	r->e = calloc(nrows ? nrows : 1, sizeof(*r->e));
+	if (!r->e) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	r->n = nrows;
+	int64_t last_started = -1;
+	for (size_t i = 0; i < nrows; i++) {
+		const struct cfs_epoch_row *w = &rows[i];
+		struct rep_epoch *e = &r->e[i];
+		e->number = w->number;
+		e->started = w->started_ms != 0;
+		e->limit = w->limit;
+		e->admit = w->admit;
+		e->min_uses = w->min_uses;
+		snprintf(e->policy, sizeof(e->policy), "%s", w->policy);
+		e->start_files = w->resident_files;
+		e->start_records = w->resident_records;
+		e->start_bytes = w->resident_bytes;
+		e->adm_records = w->admitted_records;
+		e->adm_bytes = w->admitted_bytes;
+		e->ev_records = w->evicted_records;
+		e->ev_bytes = w->evicted_bytes;
+		e->read_bytes = w->read_bytes;
+		if (e->started)
+			last_started = e->number;
+	}
+	for (size_t i = 0; i < nsh; i++) {
+		const struct cfs_shard_info *s = &sh[i];
+		struct rep_epoch *e = find_epoch(r, s->created_epoch);
+		if (e)
+			e->adm_files++;
+		e = s->evicted_epoch >= 0 ? find_epoch(r, s->evicted_epoch) : NULL;
+		if (e) {
+			e->ev_files++;
+			if (s->full_reads == 0) {
+				e->unread_files++;
+				e->unread_bytes += s->bytes;
+			}
+		}
+		r->files_total++;
+		if (s->full_reads == 0)
+			continue;
+		r->files_read_full++;
+		/* seen(E) counts it from its admission epoch on */
+		for (size_t j = 0; j < r->n; j++) {
+			if (r->e[j].number >= s->created_epoch) {
+				r->e[j].seen_files++;
+				r->e[j].seen_records += s->records;
+			}
+		}
+	}
+	/* end of E = what the boundary into E+1 found; the current epoch: now */
+	for (size_t i = 0; i < r->n; i++) {
+		struct rep_epoch *e = &r->e[i];
+		if (!e->started)
+			continue;
+		if ((int64_t)e->number == last_started) {
+			e->have_end = true;
+			e->end_files = r->now.files;
+			e->end_records = r->now.records;
+			e->end_bytes = r->now.bytes;
+			continue;
+		}
+		const struct rep_epoch *x = find_epoch(r, (int64_t)e->number + 1);
+		if (x && x->started) {
+			e->have_end = true;
+			e->end_files = x->start_files + x->ev_files;
+			e->end_records = x->start_records + x->ev_records;
+			e->end_bytes = x->start_bytes + x->ev_bytes;
+		}
+	}
+out:
+	free(rows);
+	cfs_shard_info_free(sh, nsh);
+	return rc;
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+static const char *sz(uint64_t v, char *buf, size_t len)
+{
+	return cmn_format_size(v, buf, len);
+}
+
+static void print_table(const struct report *r)
+{
+	char b[8][32];
+	printf("cache %s\n", r->cache_dir);
+	printf("%5s %-6s %10s %10s | %6s %9s %9s | %6s %9s %10s | %6s %10s %6s | %9s %10s\n",
+	       "epoch", "policy", "limit", "admit", "files", "start", "end", "+files",
+	       "+records", "+bytes", "-files", "-bytes", "unread", "seen", "read");
+	for (size_t i = 0; i < r->n; i++) {
+		const struct rep_epoch *e = &r->e[i];
+		char end[32];
+		if (e->have_end)
+			snprintf(end, sizeof(end), "%llu", (unsigned long long)e->end_records);
+		else
+			snprintf(end, sizeof(end), "-");
+		if (e->started)
+			printf("%5u %-6s %10s %10s | %6llu %9llu %9s", e->number,
+			       e->policy[0] ? e->policy : "-", sz(e->limit, b[0], 32),
+			       sz(e->admit, b[1], 32), (unsigned long long)e->start_files,
+			       (unsigned long long)e->start_records, end);
+		else
+			printf("%5u %-6s %10s %10s | %6s %9s %9s", e->number, "-", "-", "-", "-",
+			       "-", "-");
+		printf(" | %6llu %9llu %10s | %6llu %10s %6llu | %9llu %10s%s\n",
+		       (unsigned long long)e->adm_files, (unsigned long long)e->adm_records,
+		       sz(e->adm_bytes, b[2], 32), (unsigned long long)e->ev_files,
+		       sz(e->ev_bytes, b[3], 32), (unsigned long long)e->unread_files,
+		       (unsigned long long)e->seen_records, sz(e->read_bytes, b[4], 32),
+		       e->started ? "" : "  (not begun)");
+	}
+	uint64_t adm = 0, admb = 0, ev = 0, evb = 0, unread = 0, rd = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		adm += r->e[i].adm_records;
+		admb += r->e[i].adm_bytes;
+		ev += r->e[i].ev_records;
+		evb += r->e[i].ev_bytes;
+		unread += r->e[i].unread_files;
+		rd += r->e[i].read_bytes;
+	}
+	uint64_t seen = r->n ? r->e[r->n - 1].seen_records : 0;
+	printf("total: admitted %llu records (%s), evicted %llu records (%s, %llu files unread), "
+	       "resident now %llu files, %llu records (%s), read %s; seen %llu records "
+	       "(%llu of %llu files read to the end), seen/admitted %.2f\n",
+	       (unsigned long long)adm, sz(admb, b[5], 32), (unsigned long long)ev,
+	       sz(evb, b[6], 32), (unsigned long long)unread, (unsigned long long)r->now.files,
+	       (unsigned long long)r->now.records, sz(r->now.bytes, b[7], 32),
+	       sz(rd, b[0], 32), (unsigned long long)seen,
+	       (unsigned long long)r->files_read_full, (unsigned long long)r->files_total,
+	       adm ? (double)seen / (double)adm : 0.0);
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static void kv(const char *k, uint64_t v, bool comma)
+{
+	printf("\"%s\": %llu%s", k, (unsigned long long)v, comma ? ", " : "");
+}
+
+static void print_json(const struct report *r)
+{
+	printf("{\n  \"cache_dir\": ");
+	json_str(r->cache_dir);
+	printf(",\n  \"resident\": {");
+	kv("files", r->now.files, true);
+	kv("bytes", r->now.bytes, true);
+	kv("records", r->now.records, false);
+	printf("},\n  \"files_total\": %llu, \"files_read_full\": %llu,\n  \"epochs\": [",
+	       (unsigned long long)r->files_total, (unsigned long long)r->files_read_full);
+	for (size_t i = 0; i < r->n; i++) {
+		const struct rep_epoch *e = &r->e[i];
+		printf("%s\n    {", i ? "," : "");
+		kv("epoch", e->number, true);
+		printf("\"started\": %s, \"policy\": ", e->started ? "true" : "false");
+		json_str(e->policy);
+		printf(", ");
+		kv("limit", e->limit, true);
+		kv("admit", e->admit, true);
+		kv("min_uses", e->min_uses, true);
+		printf("\n     ");
+		kv("start_files", e->start_files, true);
+		kv("start_records", e->start_records, true);
+		kv("start_bytes", e->start_bytes, true);
+		if (e->have_end) {
+			kv("end_files", e->end_files, true);
+			kv("end_records", e->end_records, true);
+			kv("end_bytes", e->end_bytes, true);
+		} else {
+			printf("\"end_files\": null, \"end_records\": null, \"end_bytes\": null, ");
+		}
+		printf("\n     ");
+		kv("admitted_files", e->adm_files, true);
+		kv("admitted_records", e->adm_records, true);
+		kv("admitted_bytes", e->adm_bytes, true);
+		kv("evicted_files", e->ev_files, true);
+		kv("evicted_records", e->ev_records, true);
+		kv("evicted_bytes", e->ev_bytes, true);
+		kv("evicted_unread_files", e->unread_files, true);
+		kv("evicted_unread_bytes", e->unread_bytes, true);
+		printf("\n     ");
+		kv("seen_files", e->seen_files, true);
+		kv("seen_records", e->seen_records, true);
+		kv("read_bytes", e->read_bytes, false);
+		printf("}");
+	}
+	printf("\n  ]\n}\n");
+}
+
+/* Resident records at start, cumulative admitted records and seen records. */
+static int write_svg(const struct report *r, const char *path)
+{
+	int rc = -ENOMEM;
+	double *x = calloc(r->n ? r->n : 1, sizeof(double));
+	double *res = calloc(r->n ? r->n : 1, sizeof(double));
+	double *adm = calloc(r->n ? r->n : 1, sizeof(double));
+	double *seen = calloc(r->n ? r->n : 1, sizeof(double));
+	double *rd = calloc(r->n ? r->n : 1, sizeof(double));
+	FILE *f = NULL;
+	if (!x || !res || !adm || !seen || !rd) {
+		fprintf(stderr, "rollcache report: --svg %s: out of memory\n", path);
+		goto out;
+	}
+	double cum = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		const struct rep_epoch *e = &r->e[i];
+		cum += (double)e->adm_records;
+		x[i] = e->number;
+		res[i] = (double)e->start_records;
+		adm[i] = cum;
+		seen[i] = (double)e->seen_records;
+		rd[i] = (double)e->read_bytes / (1024.0 * 1024.0);
+	}
+	struct evc_series s[] = {
+	    {"resident records at the epoch's start", x, res, r->n, 0, EVC_SOLID, NULL},
+	    {"records admitted so far", x, adm, r->n, 0, EVC_DASHED, NULL},
+	    {"records seen (admitted by then, read to the end by now)", x, seen, r->n, 0,
+	     EVC_SOLID, NULL},
+	    {"MiB read during the epoch", x, rd, r->n, 1, EVC_DOTTED, NULL},
+	};
+	char title[PATH_MAX + 32];
+	snprintf(title, sizeof(title), "rollcache report: %s", r->cache_dir);
+	struct evc_chart c = {
+	    .title = title,
+	    .xlabel = "epoch",
+	    .ylabel_left = "records",
+	    .ylabel_right = "MiB read",
+	    .series = s,
+	    .n_series = sizeof(s) / sizeof(s[0]),
+	};
+	f = fopen(path, "w");
+	if (!f) {
+		rc = -errno;
+		fprintf(stderr, "rollcache report: --svg %s: %s\n", path, strerror(errno));
+		goto out;
+	}
+	rc = evc_chart_svg(f, &c);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -EIO;
+	if (rc != 0)
+		fprintf(stderr, "rollcache report: --svg %s: %s\n", path,
+			rc == -EINVAL ? "no epoch to draw" : strerror(-rc));
+out:
+	free(x);
+	free(res);
+	free(adm);
+	free(seen);
+	free(rd);
+	return rc;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	const char *arg = NULL, *svg = NULL;
+	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "--svg")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "rollcache report: --svg needs a FILE\n");
+				return 2;
+			}
+			svg = argv[++i];
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "rollcache report: unknown option `%s`; see --help\n",
+				argv[i]);
+			return 2;
+		} else if (!arg) {
+			arg = argv[i];
+		} else {
+			fprintf(stderr, "rollcache report: unexpected argument `%s`\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!arg) {
+		usage(stderr);
+		return 2;
+	}
+	struct report r = {0};
+	int ec = find_cache_dir(arg, r.cache_dir, sizeof(r.cache_dir));
+	if (ec != 0)
+		return ec;
+	char path[PATH_MAX + 16], err[512];
+	snprintf(path, sizeof(path), "%s/catalog.db", r.cache_dir);
+	struct cfs_catalog *c = NULL;
+	int rc = cfs_catalog_open(&c, path, CFS_CATALOG_READONLY, err, sizeof(err));
+	if (rc != 0) {
+		fprintf(stderr, "rollcache report: %s\n", err);
+		return 1;
+	}
+	rc = gather(c, &r);
+	cfs_catalog_close(c);
+	if (rc != 0) {
+		fprintf(stderr, "rollcache report: %s: reading the catalog: %s\n", path,
+			strerror(-rc));
+		free(r.e);
+		return 1;
+	}
+	if (json)
+		print_json(&r);
+	else
+		print_table(&r);
+	if (svg && write_svg(&r, svg) != 0)
+		ec = 1;
+	free(r.e);
+	return ec;
+}
+
+#else /* built without the catalog (-Dcatalog=disabled) */
+
+int cmd_report(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr, "rollcache report: this build has no catalog (configured with "
+			"-Dcatalog=disabled): rebuild with SQLite to read a cache directory\n");
+	return 1;
+}
+#endif

@@ -1,0 +1,335 @@
+#!/usr/bin/python3
+"""eviction-fuse-schedule: a three-part schedule on a real FUSE mount (issue 5).
+
+A `rollcache synth` dataset (file:// source, larger than every limit) is
+mounted with the schedule
+
+    [epoch 0-2] limit 768K  admit 384K  fifo   small, rolling window
+    [epoch 3-4] limit 1536K admit 512K  lru    larger
+    [epoch 5-]  limit 1M    admit 512K  none   frozen, and the limit shrinks
+
+and advanced through seven epochs with `rollcache epoch MNT next --wait`,
+reading every file of current/ through the mount in each epoch (in the lru
+epochs newest file first, so that lru and fifo pick different victims).
+
+Before each boundary the test waits until the samplers hold no reservation
+(their admit is used up), snapshots the catalog, and computes from the
+schedule, with its own model of DESIGN "Epochs" step 1 (docs/eviction.md,
+"The epoch boundary"), which files the boundary must evict, what resident
+bytes it leaves and what admit budget it grants.  Proves:
+  - the entry in force at each epoch (limit, policy) is the schedule's, in
+    the catalog and in stats JSON;
+  - the victims of each boundary are exactly the model's (fifo: oldest
+    admitted; lru: least recently read; none: nothing, then the shrunk limit
+    evicts in admission order), resident bytes at the start are what is left,
+    the granted admit is min(admit, limit - used) and 0 once `none` is full;
+  - admitted bytes per epoch <= the granted admit, disk use <= limit;
+  - stats JSON, the catalog (read with Python's sqlite3) and
+    `rollcache report --json` agree;
+  - a file held open across the boundary that evicts it keeps reading
+    byte-identical (same bytes as a full read before the boundary, valid
+    TFRecord framing, records of the source), its bytes count as draining
+    until close, and after close its backing file is deleted and the space
+    is freed.
+"""
+import hashlib
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuse"))
+import rcfuse as t  # noqa: E402
+
+K = 1024
+CACHE_LIMIT = 2048 * K
+SHARD = 128 * K
+# (first, last or None, limit, admit, policy)
+SCHEDULE = [
+    (0, 2, 768 * K, 384 * K, "fifo"),
+    (3, 4, 1536 * K, 512 * K, "lru"),
+    (5, None, 1024 * K, 512 * K, "none"),
+]
+EPOCHS = 7  # 0 .. 6
+HOLD_AT = 5  # the boundary whose first victim is held open across it
+
+
+def entry(e):
+    for first, last, limit, admit, policy in SCHEDULE:
+        if e >= first and (last is None or e <= last):
+            return {"limit": limit, "admit": admit, "policy": policy}
+    t.fail("no schedule entry for epoch %d" % e)
+
+
+def config_text():
+    out = ["[cache]", "limit = %d" % CACHE_LIMIT, "min_records = 1000000",
+           "[sampler]", "shard_size = %d" % SHARD, "connections = 2"]
+    for first, last, limit, admit, policy in SCHEDULE:
+        rng = "%d-%s" % (first, "" if last is None else last)
+        out += ["[epoch %s]" % rng, "limit = %d" % limit, "admit = %d" % admit,
+                "policy = %s" % policy]
+    return "\n".join(out) + "\n"
+
+
+def plan(ent, files, other, started):
+    """Model of evc_plan_boundary() for min_uses 0 and no pins.
+
+    files: catalog rows at the boundary (dicts); other: reserved + draining
+    bytes.  Returns (victim ids in order, used after, granted admit).
+    """
+    def fifo_key(f):
+        return (f["created_epoch"], f["id"])
+
+    def lru_key(f):
+        last = f["last_read_ms"] or started.get(f["created_epoch"], 0)
+        return (last, f["created_epoch"], f["id"])
+
+    order = sorted(files, key=lru_key if ent["policy"] == "lru" else fifo_key)
+    used = other + sum(f["bytes"] for f in files)
+    used_before = used
+    target = max(ent["limit"] - ent["admit"], 0)
+    victims = []
+    if ent["policy"] != "none":
+        for f in order:
+            if used <= target:
+                break
+            victims.append(f["id"])
+            used -= f["bytes"]
+    if used > ent["limit"]:  # a shrunk limit; none evicts in admission order
+        for f in order:
+            if used <= ent["limit"]:
+                break
+            if f["id"] not in victims:
+                victims.append(f["id"])
+                used -= f["bytes"]
+    room = max(ent["limit"] - used, 0)
+    if ent["policy"] == "none" and used_before >= ent["limit"]:
+        room = 0
+    return victims, used, min(room, ent["admit"])
+
+
+def sealed_files(s):
+    rows = s.catalog("SELECT id, bytes, records, created_epoch, last_read_ms, full_reads "
+                     "FROM shards WHERE state = 0 ORDER BY id")
+    keys = ("id", "bytes", "records", "created_epoch", "last_read_ms", "full_reads")
+    return [dict(zip(keys, r)) for r in rows]
+
+
+def epochs_rows(s):
+    cols = ("number", "started_ms", "admitted_bytes", "admitted_records", "evicted_bytes",
+            "evicted_records", "read_bytes", "limit_bytes", "admit_bytes", "policy",
+            "resident_files", "resident_bytes", "resident_records")
+    rows = s.catalog("SELECT %s FROM epochs ORDER BY number" % ", ".join(cols))
+    return {r[0]: dict(zip(cols, r)) for r in rows}
+
+
+def quiesce(s):
+    """Waits until the samplers are blocked on the budget (the epoch's admit
+    is used up) or done with their pass, and the disk figures stay put:
+    nothing more is sealed or reserved before the next boundary, which runs
+    before the budget grants anything new.  A writer may keep a reservation
+    for a half-filled shard; the boundary counts it (`other`), and so does
+    the model.  Returns the stats read then."""
+    last = [None, None]
+
+    def quiet():
+        st = s.stats()
+        prev, last[0], last[1] = last[1], st, st
+        sm, adm = st["sampler"], st["admission"]
+        blocked = sm["idle"] or adm["waiting_admit"] or adm["waiting_limit"]
+        return blocked and prev is not None and prev["disk"] == st["disk"]
+
+    try:
+        t.wait_for(lambda: (time.sleep(0.2), quiet())[1],
+                   "the samplers to stop admitting (admit used up)", timeout=60)
+    except AssertionError:
+        st = last[0] or {}
+        t.fail("epoch %s: samplers still admitting after 60 s: disk %s, admission %s, "
+               "sampler %s" % (st.get("epoch"), st.get("disk"), st.get("admission"),
+                               st.get("sampler")))
+    return last[0]
+
+
+def shard_path(s, fid):
+    return os.path.join(s.cache, "shards", "%d.tfrecord" % fid)
+
+
+def read_current(s, src_recs, newest_first):
+    """Reads every file of current/ through the mount, to the end."""
+    cur = os.path.join(s.mnt, "current")
+    names = os.listdir(cur)
+    ids = sorted((int(n[len("shard-"):-len(".tfrecord")]) for n in names),
+                 reverse=newest_first)
+    total = 0
+    for i in ids:
+        with open(os.path.join(cur, "shard-%d.tfrecord" % i), "rb") as f:
+            data = f.read()
+        total += len(data)
+        bad = [r for r in t.tfrecords(data) if r not in src_recs]
+        t.eq(len(bad), 0, "records of shard-%d not in the source" % i)
+        if newest_first:
+            time.sleep(0.02)  # distinct last-read ticks (coarse clock): a strict lru order
+    return ids, total
+
+
+def body(s):
+    s.synth(records=640, size="8K", shards=8)  # ~5.3 MB: larger than every limit
+    src_recs = set(t.read_records_dir(s.src))
+    cfg = s.config(config_text())
+    s.mount("file://%s/" % s.src, "--config", cfg)
+
+    held = None  # (file object, bytes read so far, full bytes, id)
+    report_lines = []
+    for e in range(EPOCHS):
+        st = s.stats()
+        t.eq(st["epoch"], e, "stats epoch")
+        ent = entry(e)
+        t.eq((st["schedule"]["limit"], st["schedule"]["policy"]),
+             (ent["limit"], ent["policy"]), "stats schedule entry in force at epoch %d" % e)
+        ids, nread = read_current(s, src_recs, newest_first=ent["policy"] == "lru")
+        t.eq(st["current"]["files"], len(ids), "stats current.files at epoch %d" % e)
+        if e + 1 == EPOCHS:
+            break
+
+        st = quiesce(s)
+        files = sealed_files(s)
+        rows = epochs_rows(s)
+        started = {n: r["started_ms"] for n, r in rows.items()}
+        nxt = entry(e + 1)
+        other = st["disk"]["reserved"] + st["disk"]["draining"]
+        t.eq(st["disk"]["sealed"], sum(f["bytes"] for f in files),
+             "stats sealed bytes vs catalog before boundary %d" % (e + 1))
+        want_victims, want_used, want_admit = plan(nxt, files, other, started)
+
+        if e + 1 == HOLD_AT:
+            t.eq(len(want_victims) > 0, True, "the shrink at %d evicts something" % HOLD_AT)
+            vid = want_victims[0]
+            path = os.path.join(s.mnt, "current", "shard-%d.tfrecord" % vid)
+            with open(path, "rb") as f:
+                full = f.read()
+            fh = open(path, "rb")
+            first = fh.read(len(full) // 2)
+            held = (fh, first, full, vid)
+            s.cleanups.insert(0, fh.close)
+
+        t.run("epoch", s.mnt, "next", "--wait", timeout=120)
+
+        rows = epochs_rows(s)
+        r = rows.get(e + 1)
+        if r is None or not r["started_ms"]:
+            t.fail("epoch %d has no started row in the catalog" % (e + 1))
+        got_victims = [x[0] for x in s.catalog(
+            "SELECT id FROM shards WHERE evicted_epoch = ? ORDER BY id", e + 1)]
+        t.eq(got_victims, sorted(want_victims),
+             "victims of boundary %d (%s)" % (e + 1, nxt["policy"]))
+        t.eq((r["limit_bytes"], r["policy"]), (nxt["limit"], nxt["policy"]),
+             "catalog entry of epoch %d" % (e + 1))
+        t.eq(r["resident_bytes"] + other, want_used, "resident bytes after boundary %d" % (e + 1))
+        t.eq(r["admit_bytes"], want_admit, "admit granted at boundary %d" % (e + 1))
+        evb = sum(f["bytes"] for f in files if f["id"] in want_victims)
+        t.eq(r["evicted_bytes"], evb, "evicted bytes of epoch %d" % (e + 1))
+        if r["resident_bytes"] + other > nxt["limit"]:
+            t.fail("epoch %d starts with %d bytes over its limit %d"
+                   % (e + 1, r["resident_bytes"] + other, nxt["limit"]))
+        report_lines.append((e + 1, nxt["policy"], len(got_victims), evb,
+                             r["resident_bytes"], r["admit_bytes"]))
+
+        if held and e + 1 == HOLD_AT:
+            fh, first, full, vid = held
+            state = s.catalog("SELECT state FROM shards WHERE id = ?", vid)[0][0]
+            t.eq(state, 1, "held file %d state after its eviction (1 = EVICTING)" % vid)
+            t.eq(os.path.exists(shard_path(s, vid)), True,
+                 "backing file of the held, evicted shard %d still on disk" % vid)
+            st = s.stats()
+            # the handle keeps epoch HOLD_AT-1 listed, and its snapshot keeps
+            # every victim it shows (invariant 3): they all drain at close
+            draining = st["disk"]["draining"]
+            if not len(full) <= draining <= evb:
+                t.fail("draining %d while held: expected between the held file (%d) "
+                       "and all the victims (%d)" % (draining, len(full), evb))
+            rest = fh.read()
+            t.eq(hashlib.sha256(first + rest).hexdigest(), hashlib.sha256(full).hexdigest(),
+                 "bytes of evicted shard %d read through the handle held across the "
+                 "boundary" % vid)
+            t.eq(len([x for x in t.tfrecords(first + rest) if x not in src_recs]), 0,
+                 "records of the held shard not in the source")
+            used_before_close = st["disk"]["used"]
+            fh.close()
+            s.cleanups.remove(fh.close)
+            held = None
+            t.wait_for(lambda: not any(os.path.exists(shard_path(s, x)) for x in got_victims),
+                       "the evicted shards %r to be deleted after the last close" % got_victims)
+            t.wait_for(lambda: s.stats()["disk"]["draining"] == 0, "draining to reach 0")
+            st = s.stats()
+            if st["disk"]["used"] > used_before_close - draining:
+                t.fail("space not freed at close: used %d before, %d after, %d were draining"
+                       % (used_before_close, st["disk"]["used"], draining))
+
+    # admitted bytes per epoch never above the budget granted at its boundary
+    st = quiesce(s)
+    rows = epochs_rows(s)
+    for n, r in rows.items():
+        if n > 0 and r["admitted_bytes"] > r["admit_bytes"]:
+            t.fail("epoch %d admitted %d bytes > granted admit %d"
+                   % (n, r["admitted_bytes"], r["admit_bytes"]))
+        if st["disk"]["peak"] > CACHE_LIMIT:
+            t.fail("disk peak %d > cache limit %d" % (st["disk"]["peak"], CACHE_LIMIT))
+
+    # stats JSON == catalog == rollcache report --json
+    files_all = s.catalog("SELECT id, state, bytes, records, created_epoch, evicted_epoch, "
+                          "full_reads FROM shards")
+    res = s.catalog("SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum(records), 0) "
+                    "FROM shards WHERE state = 0")[0]
+    t.eq((st["resident"]["files"], st["resident"]["bytes"], st["resident"]["records"]),
+         tuple(res), "stats resident vs catalog")
+    srows = {x["epoch"]: x for x in st["epochs"]}
+    t.eq(sorted(srows), sorted(rows), "epochs in stats vs catalog")
+    for n, r in rows.items():
+        x = srows[n]
+        for k_st, k_db in (("admitted_bytes", "admitted_bytes"),
+                           ("admitted_records", "admitted_records"),
+                           ("evicted_bytes", "evicted_bytes"),
+                           ("evicted_records", "evicted_records"), ("read_bytes", "read_bytes"),
+                           ("resident_files", "resident_files"),
+                           ("resident_bytes", "resident_bytes"),
+                           ("limit", "limit_bytes"), ("admit", "admit_bytes"),
+                           ("policy", "policy")):
+            t.eq(x[k_st], r[k_db], "epoch %d %s: stats vs catalog" % (n, k_st))
+
+    p = t.run("report", s.mnt, "--json", "--svg", os.path.join(s.root, "report.svg"))
+    rep = json.loads(p.stdout)
+    t.eq(rep["cache_dir"], os.path.realpath(s.cache), "report cache_dir (from stats)")
+    t.eq((rep["resident"]["files"], rep["resident"]["bytes"], rep["resident"]["records"]),
+         tuple(res), "report resident vs catalog")
+    with open(os.path.join(s.root, "report.svg")) as f:
+        if "<svg" not in f.read(4096):
+            t.fail("report --svg wrote no SVG")
+    seen = 0
+    for x in rep["epochs"]:
+        n = x["epoch"]
+        r = rows[n]
+        t.eq((x["admitted_bytes"], x["admitted_records"], x["evicted_bytes"],
+              x["evicted_records"], x["read_bytes"], x["start_files"], x["start_records"],
+              x["start_bytes"], x["limit"], x["admit"], x["policy"]),
+             (r["admitted_bytes"], r["admitted_records"], r["evicted_bytes"],
+              r["evicted_records"], r["read_bytes"], r["resident_files"],
+              r["resident_records"], r["resident_bytes"], r["limit_bytes"], r["admit_bytes"],
+              r["policy"]), "report epoch %d vs catalog" % n)
+        t.eq(x["admitted_files"], sum(1 for f in files_all if f[4] == n),
+             "report admitted files of epoch %d" % n)
+        t.eq(x["evicted_files"], sum(1 for f in files_all if f[5] == n),
+             "report evicted files of epoch %d" % n)
+        seen = sum(f[3] for f in files_all if f[6] > 0 and f[4] <= n)
+        t.eq(x["seen_records"], seen, "report seen records at epoch %d" % n)
+    # every file the mount showed was read to the end: nothing evicted unread
+    t.eq(sum(x["evicted_unread_files"] for x in rep["epochs"]), 0, "files evicted unread")
+    # the same report from the cache directory, beside the live daemon
+    p2 = t.run("report", s.cache, "--json")
+    t.eq(json.loads(p2.stdout)["epochs"], rep["epochs"], "report MOUNTPOINT vs CACHE_DIR")
+    print(t.run("report", s.mnt).stdout)
+    for line in report_lines:
+        print("boundary %d (%s): %d victims, %d bytes evicted, resident %d, admit %d" % line)
+    s.umount()
+
+
+t.main(body, "eviction-schedule")
