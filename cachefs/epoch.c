@@ -55,9 +55,12 @@
  *
  *   LIVE: listed by some snapshot, catalog SEALED.  EVICTED: the evictor
  *   chose it (catalog EVICTING, cfs_epochs_evict()); it stays readable, its
- *   bytes count as draining (invariant 4).  DELETING: no snapshot lists it
- *   and no handle is open (efile_maybe_gone()); the gone callback unlinks
- *   the backing file.  A later open of its inode gets ENOENT.
+ *   bytes count as draining (invariant 4).  DELETING: the current epoch does
+ *   not list it and no handle is open (efile_maybe_gone()); the gone
+ *   callback unlinks the backing file.  An old epoch still listed (held by
+ *   another open file) keeps showing its name, but opening it gets ENOENT:
+ *   invariant 3 protects a file while its epoch is current or a handle to
+ *   it is open, and deleting the rest keeps draining bytes to open files.
  * ---------------------------------------------------------------------
  */
 #include "cachefs/epoch.h"
@@ -152,16 +155,18 @@ void cfs_epochs_destroy(struct cfs_epochs *s)
  */
 static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)
 {
-	if (f->nopen || f->nepochs)
+	if (f->nopen)
 		return;
-	if (f->evicted && !f->deleted) {
+	/* invariant 3: never while its epoch is current or a handle is open */
+	if (f->evicted && !f->deleted && !f->in_current) {
 		f->deleted = true;
 		f->gone_busy = true;
 		f->gnext = s->gone_pending;
 		s->gone_pending = f;
 		return;
 	}
-	if (f->nlookup == 0 && !f->gone_busy) {
+	/* the struct: while a snapshot lists it or the kernel knows its inode */
+	if (!f->nepochs && f->nlookup == 0 && !f->gone_busy) {
 		hash_remove(s, f);
 		efile_free(f);
 	}
@@ -427,8 +432,13 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 		goto fail_locked;
 
 	/* Commit point: nothing below fails. */
-	for (size_t i = 0; i < n; i++)
+	if (s->current)
+		for (size_t i = 0; i < s->current->nfiles; i++)
+			s->current->files[i]->in_current = false;
+	for (size_t i = 0; i < n; i++) {
 		ep->files[i]->nepochs++;
+		ep->files[i]->in_current = true;
+	}
 	struct cfs_epoch **pp = &s->list;
 	while (*pp)
 		pp = &(*pp)->next;
@@ -452,8 +462,13 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 		bool still = false;
 		for (struct cfs_epoch *e = s->list; e; e = e->next)
 			still |= e->number == prev_number;
-		if (still && held)
-			*held = prev_number + 1;
+		if (still) {
+			/* held by an open evicted file: its other evicted files may go */
+			for (size_t i = 0; i < prev->nfiles; i++)
+				efile_maybe_gone(s, prev->files[i]);
+			if (held)
+				*held = prev_number + 1;
+		}
 	}
 	free(fresh);
 	unlock_and_run_gone(s);

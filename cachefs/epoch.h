@@ -71,6 +71,7 @@ struct cfs_efile {
 	uint32_t nopen;    /* open handles: the pin of invariant 3 */
 	uint32_t nepochs;  /* live snapshots listing this file */
 	bool evicted;      /* catalog says EVICTING: delete when unpinned */
+	bool in_current;   /* listed by the current epoch (never deleted then) */
 	bool deleted;      /* handed to `gone`: its backing file is being unlinked */
 	bool gone_busy;    /* in the gone chain: not freed until the callback ran */
 	struct cfs_efile *hnext; /* hash chain by id */

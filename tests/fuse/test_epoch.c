@@ -172,17 +172,19 @@ START_TEST(evicted_open_file_deleted_on_last_release)
 	ck_assert(cfs_epochs_held(&set, 1));
 	ck_assert_uint_eq(rec.ngone, 0); /* epoch 0 is current: invariant 3 */
 	ck_assert_int_eq(publish(1, NULL, 0), 0);
-	/* epoch 0 is held by the open evicted file: both files stay */
+	/* epoch 0 is held by the open evicted file 1; file 2 (not open) goes */
 	ck_assert_uint_eq(nlisted(), 2);
-	ck_assert_uint_eq(rec.ngone, 0);
+	ck_assert_uint_eq(rec.ngone, 1);
+	ck_assert_int_eq(rec.gone[0], 2);
 	cfs_efile_release(&set, f);
-	ck_assert_uint_eq(rec.ngone, 0); /* one handle left */
+	ck_assert_uint_eq(rec.ngone, 1); /* one handle left */
 	struct cfs_epochs_stat st;
 	cfs_epochs_stat(&set, &st);
-	ck_assert_uint_eq(st.draining_bytes, 200);
-	ck_assert_uint_eq(st.draining_files, 2);
+	ck_assert_uint_eq(st.draining_bytes, 100);
+	ck_assert_uint_eq(st.draining_files, 1);
 	cfs_efile_release(&set, f);
 	ck_assert_uint_eq(rec.ngone, 2);
+	ck_assert_int_eq(rec.gone[1], 1);
 	ck_assert_uint_eq(nlisted(), 1);
 	cfs_epochs_stat(&set, &st);
 	ck_assert_uint_eq(st.draining_bytes, 0);

@@ -52,21 +52,25 @@ def body(s):
         st = s.stats()
         t.eq(st["epoch"], e + 2, "epoch after two next")
         t.eq(os.readlink(cur), "epochs/%d" % (e + 2), "current link after two next")
-        if st["disk"]["draining"] < len(want):
-            t.fail("draining %d bytes < the open file's %d" % (st["disk"]["draining"], len(want)))
         got += f.read()
         t.eq(len(got), len(want), "bytes read from the evicted open file")
         if got != want:
             t.fail("the evicted open file's bytes changed")
         t.eq(os.pread(f.fileno(), 100, 10), want[10:110], "pread after E+2")
+        # invariant 3 protects the open file only: the other evicted files of
+        # epoch e (no longer current, not open) are gone, their bytes freed
         for o in others:
-            t.eq(os.path.exists(o), True, "file %s of the held epoch %d still on disk" % (o, e))
+            t.wait_for(lambda: not os.path.exists(o), "deletion of %s (evicted, not open)" % o)
+        t.eq(s.stats()["disk"]["draining"], len(want), "draining bytes: the open file only")
+        try:
+            open(os.path.join(s.mnt, "epochs", str(e), names[1]), "rb")
+            t.fail("opening a deleted file of the held epoch succeeded")
+        except FileNotFoundError:
+            pass
     finally:
         f.close()
     t.wait_for(lambda: not os.path.exists(backing), "the evicted file's deletion after close")
     t.wait_for(lambda: str(e) not in listed(s), "epoch %d to leave the view" % e)
-    for o in others:
-        t.wait_for(lambda: not os.path.exists(o), "deletion of %s" % o)
     t.eq(s.catalog("SELECT state FROM shards WHERE id = ?", ident), [(2,)],
          "catalog state after close (2 = GONE)")
     st = s.stats()
