@@ -335,8 +335,8 @@ static void print_table(const struct report *r)
 	char b[8][32];
 	printf("cache %s\n", r->cache_dir);
 	printf("%5s %-6s %10s %10s | %6s %9s %9s | %6s %9s %10s | %6s %10s %6s | %9s %10s\n",
-	       "epoch", "policy", "limit", "admit", "files", "start", "end", "+files",
-	       "+records", "+bytes", "-files", "-bytes", "unread", "seen", "read");
+	       "epoch", "policy", "limit", "admit", "files", "start", "end", "+files", "+records",
+	       "+bytes", "-files", "-bytes", "unread", "seen", "read");
 	for (size_t i = 0; i < r->n; i++) {
 		const struct rep_epoch *e = &r->e[i];
 		char end[32];
@@ -374,10 +374,9 @@ static void print_table(const struct report *r)
 	       "(%llu of %llu files read to the end), seen/admitted %.2f\n",
 	       (unsigned long long)adm, sz(admb, b[5], 32), (unsigned long long)ev,
 	       sz(evb, b[6], 32), (unsigned long long)unread, (unsigned long long)r->now.files,
-	       (unsigned long long)r->now.records, sz(r->now.bytes, b[7], 32),
-	       sz(rd, b[0], 32), (unsigned long long)seen,
-	       (unsigned long long)r->files_read_full, (unsigned long long)r->files_total,
-	       adm ? (double)seen / (double)adm : 0.0);
+	       (unsigned long long)r->now.records, sz(r->now.bytes, b[7], 32), sz(rd, b[0], 32),
+	       (unsigned long long)seen, (unsigned long long)r->files_read_full,
+	       (unsigned long long)r->files_total, adm ? (double)seen / (double)adm : 0.0);
 }
 
 static void json_str(const char *s)
@@ -475,8 +474,8 @@ static int write_svg(const struct report *r, const char *path)
 	struct evc_series s[] = {
 	    {"resident records at the epoch's start", x, res, r->n, 0, EVC_SOLID, NULL},
 	    {"records admitted so far", x, adm, r->n, 0, EVC_DASHED, NULL},
-	    {"records seen (admitted by then, read to the end by now)", x, seen, r->n, 0,
-	     EVC_SOLID, NULL},
+	    {"records seen (admitted by then, read to the end by now)", x, seen, r->n, 0, EVC_SOLID,
+	     NULL},
 	    {"MiB read during the epoch", x, rd, r->n, 1, EVC_DOTTED, NULL},
 	};
 	char title[PATH_MAX + 32];
