@@ -29,7 +29,7 @@ LIMIT = 3 << 20
 def sqlite(db, sql):
     sq = shutil.which("sqlite3")
     if not sq:
-        t.skip("the sqlite3 CLI is missing (apt-get install sqlite3)")
+        t.fail("the sqlite3 CLI is missing (apt-get install sqlite3; scripts/deps.sh)")
     p = subprocess.run([sq, "-readonly", "-json", db, sql], capture_output=True, text=True,
                        timeout=30)
     if p.returncode != 0:
@@ -60,7 +60,7 @@ def body(s):
     state = os.path.join(s.root, "nginx")
     p = subprocess.run([nginx, "start", s.src, state], capture_output=True, text=True, timeout=60)
     if p.returncode == 77:
-        t.skip(p.stdout.strip())
+        t.fail("nginx: %s (scripts/deps.sh installs nginx-light)" % p.stdout.strip())
     if p.returncode != 0:
         t.fail("nginx.sh start: %s %s" % (p.stdout, p.stderr))
     s.cleanups.append(lambda: subprocess.run([nginx, "stop", state], capture_output=True))
