@@ -29,7 +29,8 @@ def need_fuse():
     if not os.path.exists("/dev/fuse"):
         skip("/dev/fuse is missing: these tests need a real FUSE mount")
     if shutil.which("fusermount3") is None:
-        skip("fusermount3 is missing (apt-get install fuse3)")
+        print("FAIL: fusermount3 is missing (apt-get install fuse3)")
+        sys.exit(1)
 
 
 def fail(msg):
