@@ -9,6 +9,7 @@
 #include "feeder/cuda_i.h"
 
 #include <check.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,36 @@ START_TEST(test_device_copies)
 	ck_assert_int_eq(st.device, 0);
 	ck_assert_int_eq(st.pinned, 1);
 	ck_assert_uint_gt(st.h2d_bytes, 0);
+	/* a second epoch: slots are reused, so copies wait for their release */
+	ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+	size_t rows = 0;
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		rows += rc_batch_rows(b);
+		rc_batch_release(b);
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(rows, 150);
 	rc_feeder_close(f);
+	const char *mock = getenv("ROLLCACHE_CUDART");
+	if (mock && strstr(mock, "mock")) {
+		/* the stand-in runtime counts what the feeder did with the API */
+		void *h = dlopen(mock, RTLD_NOW | RTLD_NOLOAD);
+		ck_assert_ptr_nonnull(h);
+		long *(*counts)(void) = (long *(*)(void))dlsym(h, "mock_cudart_counts");
+		ck_assert_ptr_nonnull(counts);
+		long *c = counts();
+		/* host_allocs, host_frees, dev_allocs, dev_frees, h2d_async, h2d_bytes,
+		 * events_recorded, stream_waits, event_syncs, streams, streams_destroyed,
+		 * events, events_destroyed, bad_calls */
+		ck_assert_int_eq(c[13], 0);          /* no call with bad arguments */
+		ck_assert_int_eq(c[0], c[1]);        /* every pinned block freed */
+		ck_assert_int_eq(c[2], c[3]);        /* every device block freed */
+		ck_assert_int_eq(c[9], c[10]);       /* the copy stream destroyed */
+		ck_assert_int_eq(c[11], c[12]);      /* every event destroyed */
+		ck_assert_int_gt(c[7], 0);           /* copies waited for releases */
+		ck_assert_int_ge(c[8], 2 * 19);      /* one event sync per batch handed out */
+		dlclose(h);
+	}
 	free(xh);
 	char cmd[256];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
