@@ -5,25 +5,34 @@
  * Owns the inode space of the mount and the request handlers.  Does not own
  * the snapshots (epoch.c), the catalog or the stats text (daemon.c, through
  * struct cfs_fs_hooks).  Lookups and reads never query SQLite: names resolve
- * in the immutable sorted arrays of struct cfs_epoch and reads go to an fd
+ * in the immutable sorted trees of struct cfs_epoch and reads go to an fd
  * opened on the backing file at open().
  *
  * Inodes: 1..7 are the fixed nodes below; every other inode number is the
- * address of a struct cfs_efile or struct cfs_epoch, whose first field says
- * which (as passthrough_ll.c uses struct lo_inode addresses).  Lookup counts
- * are kept by epoch.c so an inode the kernel still knows is never freed.
- * Generation numbers are 0: addresses are reused only after the kernel
- * forgot the inode.
+ * address of a struct cfs_efile, cfs_epoch or cfs_edir, whose first field
+ * says which (as passthrough_ll.c uses struct lo_inode addresses).  Lookup
+ * counts are kept by epoch.c so an inode the kernel still knows is never
+ * freed.  Generation numbers are 0: addresses are reused only after the
+ * kernel forgot the inode.  One inode per file across epochs: a shard read
+ * in epoch E is still in the page cache when epoch E+1 reads it.
+ *
+ * Handles: fi->fh indexes a table (generation | slot), never a pointer, so a
+ * request racing a release cannot touch freed memory; each request holds a
+ * reference on its handle.
+ *
+ * Statistics: the read path only bumps atomics in the efile (epoch.c);
+ * daemon.c batches them into the catalog from another thread.
  *
  * Read-only: every call that would change something answers EROFS; the only
  * writable node is .rollcache/control.  Sealed files never change (DESIGN
  * invariant 1), hence long entry/attr timeouts and keep_cache.
  *
- * Limits: raw objects whose display names hold '/' are shown flat (see
- * docs/TODO-fuse.md); no xattrs (getxattr answers ENOSYS, set/remove EROFS);
- * no locks (the kernel's local locks apply).
+ * Limits: no xattrs (getxattr answers ENOSYS, set/remove EROFS); no locks
+ * (the kernel's local locks apply); no FUSE passthrough (libfuse 3.14), so
+ * every uncached byte crosses the daemon (docs/bench-fuse.md).
  *
- * Locking: none here beyond epoch.c's set->mu (taken inside its calls).
+ * Locking: fs->hmu protects the handle table and is a leaf; epoch.c's
+ * set->mu is taken inside its calls, never while holding hmu.
  * Every handler replies exactly once, through one exit label where it has
  * more than one way out.
  */
