@@ -130,14 +130,20 @@ def quiesce(s):
     before the budget grants anything new.  A writer may keep a reservation
     for a half-filled shard; the boundary counts it (`other`), and so does
     the model.  Returns the stats read then."""
-    last = [None, None]
+    last = [None]
+    calm = []  # consecutive blocked reads with the same disk figures
 
     def quiet():
         st = s.stats()
-        prev, last[0], last[1] = last[1], st, st
+        last[0] = st
         sm, adm = st["sampler"], st["admission"]
         blocked = sm["idle"] or adm["waiting_admit"] or adm["waiting_limit"]
-        return blocked and prev is not None and prev["disk"] == st["disk"]
+        key = (st["disk"], sm["bytes_admitted"])
+        if not blocked or (calm and calm[-1] != key):
+            calm.clear()
+        if blocked:
+            calm.append(key)
+        return len(calm) >= 3  # about 0.6 s: a shard queued for sealing is sealed
 
     try:
         t.wait_for(lambda: (time.sleep(0.2), quiet())[1],
