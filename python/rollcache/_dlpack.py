@@ -177,6 +177,9 @@ class View:
     def shape(self):
         return self._shape
 
+    def __len__(self):
+        return self._shape[0] if self._shape else 0
+
     @property
     def dtype(self):
         return _NP[self._dtype]
