@@ -51,21 +51,27 @@ static void usage(FILE *out)
 struct progress_ctx {
 	bool quiet, tty;
 	uint64_t limit;
+	uint64_t last_line_ms; /* not a terminal: one full line every 10 s */
 };
 
 static void on_progress(const struct smp_progress *p, const struct smp_stats *st, void *ctx)
 {
 	struct progress_ctx *pc = ctx;
 	char fill[32], lim[32];
-	if (pc->quiet || !pc->tty)
+	if (pc->quiet)
 		return;
+	if (!pc->tty) {
+		if (p->elapsed_ms < pc->last_line_ms + 10000)
+			return;
+		pc->last_line_ms = p->elapsed_ms;
+	}
 	double secs = p->elapsed_ms ? (double)p->elapsed_ms / 1000.0 : 1e-3;
 	fprintf(stderr,
-		"\ringest: %" PRIu64 "/%" PRIu64 " objects, %" PRIu64
-		" records, %.1f MB/s, %s / %s   ",
-		p->objects_done, p->objects_total, p->records, (double)p->fetched / 1e6 / secs,
-		cmn_format_size(p->bytes, fill, sizeof(fill)),
-		cmn_format_size(pc->limit, lim, sizeof(lim)));
+		"%singest: %" PRIu64 "/%" PRIu64 " objects, %" PRIu64
+		" records, %.1f MB/s, %s / %s%s",
+		pc->tty ? "\r" : "", p->objects_done, p->objects_total, p->records,
+		(double)p->fetched / 1e6 / secs, cmn_format_size(p->bytes, fill, sizeof(fill)),
+		cmn_format_size(pc->limit, lim, sizeof(lim)), pc->tty ? "   " : "\n");
 }
 
 static int write_stats(const char *path, const struct smp_stats *st, const struct smp_progress *p)
