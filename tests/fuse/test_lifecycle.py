@@ -123,5 +123,36 @@ def fstab(s):
         t.fail("bad -o limit: exit %d, stderr %r" % (p.returncode, p.stderr))
 
 
-modes = {"sigkill": sigkill, "sigterm": sigterm, "fstab": fstab}
+def errors(s):
+    """Failures come back from the daemonizing child as the parent's exit
+    status and one line on stderr naming what is wrong and what to do."""
+    prefill(s)
+    src = "file://%s/" % s.empty
+
+    def expect(code, words, *args):
+        p = t.run("mount", *args, check=False)
+        t.eq(p.returncode, code, "exit status of mount %s" % " ".join(map(str, args)))
+        line = p.stderr.strip()
+        t.eq(len(line.splitlines()), 1, "one line on stderr: %r" % line)
+        for w in words:
+            if w not in line:
+                t.fail("stderr %r lacks %r" % (line, w))
+
+    expect(2, ["limit"], src, s.mnt, "--cache-dir", s.cache)
+    expect(2, ["20X"], src, s.mnt, "--cache-dir", s.cache, "-o", "limit=20X")
+    expect(2, ["create the mount point"], src, os.path.join(s.root, "nope"),
+           "--cache-dir", s.cache, "--limit", "4M", "--shard-size", "64K")
+    pid = s.mount(src, "--limit", "4M", "--shard-size", "64K")
+    other = os.path.join(s.root, "mnt2")
+    os.makedirs(other)
+    # the cache is locked by the running daemon: the child reports it
+    expect(1, ["in use by pid %d" % pid], src, other, "--cache-dir", s.cache, "--limit", "4M",
+           "--shard-size", "64K")
+    t.eq(t.is_mounted(other), False, "a failed mount left a mount behind")
+    expect(1, ["already a mount point"], src, s.mnt, "--cache-dir",
+           os.path.join(s.root, "cache2"), "--limit", "4M", "--shard-size", "64K")
+    s.umount()
+
+
+modes = {"sigkill": sigkill, "sigterm": sigterm, "fstab": fstab, "errors": errors}
 t.main(modes[sys.argv[1]], sys.argv[1])
