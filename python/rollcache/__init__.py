@@ -11,7 +11,8 @@
 
 Reading, decoding, batching and the host-to-device copy run in native
 threads of librollcache (ctypes); batches arrive as DLPack capsules, turned
-into torch tensors (framework="torch"), numpy arrays ("numpy") or left as
+into torch tensors (framework="torch", the default when torch is already
+imported), numpy arrays ("numpy", the default otherwise) or left as
 rollcache.View objects that any DLPack consumer takes ("dlpack").  Ragged
 features (`ids:int64[]`, `name:bytes`) come as a (values, offsets) pair with
 batch + 1 offsets.  Python never parses a record.
@@ -21,6 +22,7 @@ array made from it is gone, so keep at most ring_slots batches alive (copy
 what you keep).
 """
 import ctypes
+import sys
 
 from . import _lib
 from ._dlpack import BatchHandle, FeederRef, View
@@ -55,11 +57,9 @@ def _parse_device(device):
 
 
 def _default_framework():
-    try:
-        import torch  # noqa: F401
-        return "torch"
-    except ImportError:
-        return "numpy"
+    # torch when the program already imported it (importing it here would
+    # cost seconds for a numpy user), else numpy
+    return "torch" if "torch" in sys.modules else "numpy"
 
 
 class Feeder:
@@ -68,7 +68,8 @@ class Feeder:
     path: a directory (e.g. MOUNTPOINT/current), a glob, a file, or a list of
     files.  schema: "name:dtype[shape],..." (docs/feeder.md).  device: "cpu"
     or "cuda:N".  format: "tfrecord" (GZIP auto-detected) or "raw".
-    framework: "torch", "numpy" or "dlpack" (default torch if importable).
+    framework: "torch", "numpy" or "dlpack" (default: torch if the program
+    imported it, else numpy).
     """
 
     def __init__(self, path, schema, batch_size, device="cpu", shuffle=False, seed=0,
