@@ -47,44 +47,43 @@ static int cmp_double(const void *a, const void *b)
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: rollcache bench feeder PATH --schema SPEC --batch N [options]\n"
-		"  PATH              directory, glob or file of TFRecord (or raw) files\n"
-		"  --schema SPEC     e.g. 'x:float32[1000000,3],y:int64[1]'\n"
-		"  --batch N         batch size\n"
-		"  --threads N       decoder threads (default 2)\n"
-		"  --readers N       reader threads (default 1)\n"
-		"  --slots N         ring slots (default 4)\n"
-		"  --shuffle         shuffle files and records (seed 1)\n"
-		"  --epochs N        measured epochs (default 1)\n"
-		"  --warmup N        epochs before measuring (default 1)\n"
-		"  --step-ms MS      consumer step per batch (default 0)\n"
-		"  --max-batches N   stop each epoch after N batches\n"
-		"  --device N        copy to CUDA device N (default host)\n"
-		"  --raw             raw fixed-size records\n"
-		"  --no-crc          skip payload CRC32C checks\n"
-		"  --read-size BYTES pread size (default 4 MiB)\n");
+	fprintf(out, "usage: rollcache bench feeder PATH --schema SPEC --batch N [options]\n"
+		     "  PATH              directory, glob or file of TFRecord (or raw) files\n"
+		     "  --schema SPEC     e.g. 'x:float32[1000000,3],y:int64[1]'\n"
+		     "  --batch N         batch size\n"
+		     "  --threads N       decoder threads (default 2)\n"
+		     "  --readers N       reader threads (default 1)\n"
+		     "  --slots N         ring slots (default 4)\n"
+		     "  --shuffle         shuffle files and records (seed 1)\n"
+		     "  --epochs N        measured epochs (default 1)\n"
+		     "  --warmup N        epochs before measuring (default 1)\n"
+		     "  --step-ms MS      consumer step per batch (default 0)\n"
+		     "  --max-batches N   stop each epoch after N batches\n"
+		     "  --device N        copy to CUDA device N (default host)\n"
+		     "  --raw             raw fixed-size records\n"
+		     "  --no-crc          skip payload CRC32C checks\n"
+		     "  --read-size BYTES pread size (default 4 MiB)\n");
 }
 
 int bench_feeder(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"schema", required_argument, NULL, 's'},
-		{"batch", required_argument, NULL, 'b'},
-		{"threads", required_argument, NULL, 't'},
-		{"readers", required_argument, NULL, 'r'},
-		{"slots", required_argument, NULL, 'S'},
-		{"shuffle", no_argument, NULL, 'x'},
-		{"epochs", required_argument, NULL, 'e'},
-		{"warmup", required_argument, NULL, 'w'},
-		{"step-ms", required_argument, NULL, 'p'},
-		{"max-batches", required_argument, NULL, 'm'},
-		{"device", required_argument, NULL, 'd'},
-		{"raw", no_argument, NULL, 'R'},
-		{"no-crc", no_argument, NULL, 'C'},
-		{"read-size", required_argument, NULL, 'z'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"schema", required_argument, NULL, 's'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"readers", required_argument, NULL, 'r'},
+	    {"slots", required_argument, NULL, 'S'},
+	    {"shuffle", no_argument, NULL, 'x'},
+	    {"epochs", required_argument, NULL, 'e'},
+	    {"warmup", required_argument, NULL, 'w'},
+	    {"step-ms", required_argument, NULL, 'p'},
+	    {"max-batches", required_argument, NULL, 'm'},
+	    {"device", required_argument, NULL, 'd'},
+	    {"raw", no_argument, NULL, 'R'},
+	    {"no-crc", no_argument, NULL, 'C'},
+	    {"read-size", required_argument, NULL, 'z'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct rc_feeder_opts o;
 	unsigned epochs = 1, warmup = 1;
@@ -97,22 +96,54 @@ int bench_feeder(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
-		case 's': o.schema = optarg; break;
-		case 'b': o.batch_size = strtoull(optarg, NULL, 10); break;
-		case 't': o.threads = (uint32_t)atoi(optarg); break;
-		case 'r': o.readers = (uint32_t)atoi(optarg); break;
-		case 'S': o.ring_slots = (uint32_t)atoi(optarg); break;
-		case 'x': o.shuffle = true; break;
-		case 'e': epochs = (unsigned)atoi(optarg); break;
-		case 'w': warmup = (unsigned)atoi(optarg); break;
-		case 'p': step_ms = atof(optarg); break;
-		case 'm': max_batches = strtoull(optarg, NULL, 10); break;
-		case 'd': o.device = atoi(optarg); break;
-		case 'R': o.format = RC_FORMAT_RAW; break;
-		case 'C': o.verify_crc = false; break;
-		case 'z': o.read_size = strtoull(optarg, NULL, 10); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 's':
+			o.schema = optarg;
+			break;
+		case 'b':
+			o.batch_size = strtoull(optarg, NULL, 10);
+			break;
+		case 't':
+			o.threads = (uint32_t)atoi(optarg);
+			break;
+		case 'r':
+			o.readers = (uint32_t)atoi(optarg);
+			break;
+		case 'S':
+			o.ring_slots = (uint32_t)atoi(optarg);
+			break;
+		case 'x':
+			o.shuffle = true;
+			break;
+		case 'e':
+			epochs = (unsigned)atoi(optarg);
+			break;
+		case 'w':
+			warmup = (unsigned)atoi(optarg);
+			break;
+		case 'p':
+			step_ms = atof(optarg);
+			break;
+		case 'm':
+			max_batches = strtoull(optarg, NULL, 10);
+			break;
+		case 'd':
+			o.device = atoi(optarg);
+			break;
+		case 'R':
+			o.format = RC_FORMAT_RAW;
+			break;
+		case 'C':
+			o.verify_crc = false;
+			break;
+		case 'z':
+			o.read_size = strtoull(optarg, NULL, 10);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc - 1 || !o.schema || !o.batch_size || epochs == 0) {
@@ -165,9 +196,10 @@ int bench_feeder(int argc, char **argv)
 				waits[nw++] = w;
 			}
 			if (step_ms > 0) {
-				struct timespec ts = {(time_t)(step_ms / 1000),
-						      (long)((step_ms - (double)(long)(step_ms / 1000) * 1000) *
-							     1e6)};
+				struct timespec ts = {
+				    (time_t)(step_ms / 1000),
+				    (long)((step_ms - (double)(long)(step_ms / 1000) * 1000) *
+					   1e6)};
 				nanosleep(&ts, NULL);
 			}
 			rc_batch_release(b);
@@ -210,20 +242,24 @@ int bench_feeder(int argc, char **argv)
 	printf("  %-28s %14" PRIu64 "\n", "records", recs);
 	printf("  %-28s %14.3f\n", "seconds", secs);
 	printf("  %-28s %14.0f\n", "records/s", secs > 0 ? (double)recs / secs : 0);
-	printf("  %-28s %14.1f\n", "MB/s (record payload)", secs > 0 ? (double)bytes / 1e6 / secs : 0);
+	printf("  %-28s %14.1f\n", "MB/s (record payload)",
+	       secs > 0 ? (double)bytes / 1e6 / secs : 0);
 	printf("  %-28s %14.1f\n", "MB/s (file reads)",
 	       secs > 0 ? (double)(s1.bytes_read - s0.bytes_read) / 1e6 / secs : 0);
 	printf("  %-28s %14.3f\n", "CPU-s per GB", gb > 0 ? cpu / gb : 0);
 	printf("  %-28s %14.3f\n", "wait mean ms/batch", mean * 1e3);
 	printf("  %-28s %14.3f\n", "wait p99 ms/batch", p99 * 1e3);
-	printf("  %-28s %14.3f\n", "wait 1st batch of epoch ms", first_n ? first_waits / first_n * 1e3 : 0);
+	printf("  %-28s %14.3f\n", "wait 1st batch of epoch ms",
+	       first_n ? first_waits / first_n * 1e3 : 0);
 	printf("  %-28s %14.3f\n", "wait mean ms, later batches",
 	       nw > first_n ? (mean * (double)nw - first_waits) / (double)(nw - first_n) * 1e3 : 0);
-	printf("  %-28s %14" PRIu64 "\n", "allocations (measured)", s1.allocations - s0.allocations);
+	printf("  %-28s %14" PRIu64 "\n", "allocations (measured)",
+	       s1.allocations - s0.allocations);
 	if (o.device >= 0) {
-		double h2d = s1.h2d_ns > s0.h2d_ns ? (double)(s1.h2d_bytes - s0.h2d_bytes) /
-							     ((double)(s1.h2d_ns - s0.h2d_ns) / 1e9) / 1e9
-						   : 0;
+		double h2d = s1.h2d_ns > s0.h2d_ns
+				 ? (double)(s1.h2d_bytes - s0.h2d_bytes) /
+				       ((double)(s1.h2d_ns - s0.h2d_ns) / 1e9) / 1e9
+				 : 0;
 		double peak = 0;
 		char perr[256] = "";
 		/* a plain pinned cudaMemcpy of one batch's bytes, same process, same run */

@@ -80,7 +80,7 @@ static void load(void)
 #define X(fn)                                                                                      \
 	*(void **)&cu.fn = dlsym(h, #fn);                                                          \
 	if (!cu.fn) {                                                                              \
-		snprintf(load_msg, sizeof load_msg, "libcudart lacks %s", #fn);                   \
+		snprintf(load_msg, sizeof load_msg, "libcudart lacks %s", #fn);                    \
 		return;                                                                            \
 	}
 	CUDA_FNS(X)
@@ -166,8 +166,8 @@ void fdr__cuda_stream_destroy(void *stream)
 int fdr__cuda_event_create(void **ev, int timing)
 {
 	cudaEvent_t e;
-	int rc = st(cu.cudaEventCreateWithFlags(&e, timing ? cudaEventDefault
-							    : cudaEventDisableTiming));
+	int rc =
+	    st(cu.cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
 	if (!rc)
 		*ev = e;
 	return rc;
@@ -274,24 +274,74 @@ int fdr__cuda_devices(int *n, char *err, size_t errlen)
 }
 
 #define NODEV(...) return -ENODEV
-int fdr__cuda_set_device(int device, int *prev) { NODEV(); }
-int fdr__cuda_host_alloc(void **p, size_t len) { NODEV(); }
-void fdr__cuda_host_free(void *p) {}
-int fdr__cuda_malloc(void **p, size_t len) { NODEV(); }
-void fdr__cuda_free(void *p) {}
-int fdr__cuda_stream_create(void **stream) { NODEV(); }
-void fdr__cuda_stream_destroy(void *stream) {}
-int fdr__cuda_event_create(void **ev, int timing) { NODEV(); }
-void fdr__cuda_event_destroy(void *ev) {}
-int fdr__cuda_event_record(void *ev, void *stream) { NODEV(); }
-int fdr__cuda_event_sync(void *ev) { NODEV(); }
-int fdr__cuda_event_elapsed_ms(void *start, void *end, float *ms) { NODEV(); }
-int fdr__cuda_stream_wait_event(void *stream, void *ev) { NODEV(); }
-int fdr__cuda_stream_sync(void *stream) { NODEV(); }
-int fdr__cuda_h2d_async(void *dst, const void *src, size_t len, void *stream) { NODEV(); }
-int fdr__cuda_h2d(void *dst, const void *src, size_t len) { NODEV(); }
-int fdr__cuda_d2h(void *dst, const void *src, size_t len) { NODEV(); }
-const char *fdr__cuda_last_error(void) { return "built without CUDA"; }
+int fdr__cuda_set_device(int device, int *prev)
+{
+	NODEV();
+}
+int fdr__cuda_host_alloc(void **p, size_t len)
+{
+	NODEV();
+}
+void fdr__cuda_host_free(void *p)
+{
+}
+int fdr__cuda_malloc(void **p, size_t len)
+{
+	NODEV();
+}
+void fdr__cuda_free(void *p)
+{
+}
+int fdr__cuda_stream_create(void **stream)
+{
+	NODEV();
+}
+void fdr__cuda_stream_destroy(void *stream)
+{
+}
+int fdr__cuda_event_create(void **ev, int timing)
+{
+	NODEV();
+}
+void fdr__cuda_event_destroy(void *ev)
+{
+}
+int fdr__cuda_event_record(void *ev, void *stream)
+{
+	NODEV();
+}
+int fdr__cuda_event_sync(void *ev)
+{
+	NODEV();
+}
+int fdr__cuda_event_elapsed_ms(void *start, void *end, float *ms)
+{
+	NODEV();
+}
+int fdr__cuda_stream_wait_event(void *stream, void *ev)
+{
+	NODEV();
+}
+int fdr__cuda_stream_sync(void *stream)
+{
+	NODEV();
+}
+int fdr__cuda_h2d_async(void *dst, const void *src, size_t len, void *stream)
+{
+	NODEV();
+}
+int fdr__cuda_h2d(void *dst, const void *src, size_t len)
+{
+	NODEV();
+}
+int fdr__cuda_d2h(void *dst, const void *src, size_t len)
+{
+	NODEV();
+}
+const char *fdr__cuda_last_error(void)
+{
+	return "built without CUDA";
+}
 int fdr__cuda_h2d_peak(int device, size_t len, int iters, double *gbps, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "built without CUDA");

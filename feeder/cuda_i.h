@@ -24,15 +24,16 @@
  */
 int fdr__cuda_devices(int *n, char *err, size_t errlen);
 
-/* Makes `device` current for the calling thread; returns the previous one in *prev (may be NULL). */
+/* Makes `device` current for the calling thread; returns the previous one in *prev (may be NULL).
+ */
 int fdr__cuda_set_device(int device, int *prev);
 
-int fdr__cuda_host_alloc(void **p, size_t len);  /* pinned, portable */
+int fdr__cuda_host_alloc(void **p, size_t len); /* pinned, portable */
 void fdr__cuda_host_free(void *p);
 int fdr__cuda_malloc(void **p, size_t len);
 void fdr__cuda_free(void *p);
 
-int fdr__cuda_stream_create(void **stream);      /* non-blocking stream */
+int fdr__cuda_stream_create(void **stream); /* non-blocking stream */
 void fdr__cuda_stream_destroy(void *stream);
 int fdr__cuda_event_create(void **ev, int timing);
 void fdr__cuda_event_destroy(void *ev);

@@ -217,9 +217,8 @@ static int ragged_grow(struct rc_feeder *f, struct fdr_ragged *rg, size_t need, 
 	cmn_log(CMN_LOG_DEBUG, "feeder: ragged values of '%s' grow to %zu bytes",
 		f->schema->feature[i].name, ncap);
 	size_t hwm = __atomic_load_n(&f->rag_hwm[i], __ATOMIC_RELAXED);
-	while (hwm < ncap &&
-	       !__atomic_compare_exchange_n(&f->rag_hwm[i], &hwm, ncap, false, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED))
+	while (hwm < ncap && !__atomic_compare_exchange_n(&f->rag_hwm[i], &hwm, ncap, false,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 	return 0;
 }
@@ -339,7 +338,8 @@ static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_
 		}
 		for (size_t i = 0; i < sc->n; i++)
 			if (!sc->feature[i].ragged)
-				s->fixed[i] = (uint8_t *)s->t[i].data + row * sc->feature[i].row_bytes;
+				s->fixed[i] =
+				    (uint8_t *)s->t[i].data + row * sc->feature[i].row_bytes;
 		if (f->o.format == RC_FORMAT_RAW) {
 			decode_raw(sc, rec, s->fixed);
 		} else {
@@ -492,10 +492,9 @@ static void *decoder_main(void *arg)
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
 		struct rc_batch *s = NULL;
-		while (!f->stop &&
-		       (f->paused || f->errs[f->pgen & 1].rc || f->advancing ||
-			(f->produced_all && !(f->prefetch && f->pgen == f->gen)) ||
-			(!f->produced_all && (f->assembling || !(s = free_slot(f))))))
+		while (!f->stop && (f->paused || f->errs[f->pgen & 1].rc || f->advancing ||
+				    (f->produced_all && !(f->prefetch && f->pgen == f->gen)) ||
+				    (!f->produced_all && (f->assembling || !(s = free_slot(f))))))
 			pthread_cond_wait(&f->cv, &f->mu);
 		if (f->stop)
 			break;
@@ -798,8 +797,8 @@ static int setup_cuda(struct rc_feeder *f, char *err, size_t errlen)
 	}
 	if (rc) {
 		snprintf(err, errlen, "%s%d: %s",
-			 f->o.device >= 0 ? "device cuda:" : "pinned memory, device ",
-			 f->o.device, why);
+			 f->o.device >= 0 ? "device cuda:" : "pinned memory, device ", f->o.device,
+			 why);
 		return rc;
 	}
 	int dev = f->o.device >= 0 ? f->o.device : 0;
@@ -883,7 +882,8 @@ static int slot_init(struct rc_feeder *f, struct rc_batch *s)
 			t->ndim = 1;
 			t->offsets = (int64_t *)(s->host + f->fixed_off[i]);
 			if (f->device >= 0)
-				t->device_offsets = (int64_t *)((uint8_t *)s->dev + f->fixed_off[i]);
+				t->device_offsets =
+				    (int64_t *)((uint8_t *)s->dev + f->fixed_off[i]);
 			rc = ragged_grow(f, &s->rag[i],
 					 f->B * (f->o.ragged_hint ? f->o.ragged_hint : 256), i);
 			if (rc)
@@ -902,7 +902,7 @@ static int slot_init(struct rc_feeder *f, struct rc_batch *s)
 }
 
 _Static_assert((int)CMN_DT_FLOAT32 == (int)RC_DT_FLOAT32 && (int)CMN_DT_INT64 == (int)RC_DT_INT64 &&
-		       (int)CMN_DT_UINT8 == (int)RC_DT_UINT8 && (int)CMN_DT_BYTES == (int)RC_DT_BYTES,
+		   (int)CMN_DT_UINT8 == (int)RC_DT_UINT8 && (int)CMN_DT_BYTES == (int)RC_DT_BYTES,
 	       "public and schema dtypes must agree");
 
 static char *dup_or_null(const char *s, bool *oom)
@@ -922,7 +922,8 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 	int rc;
 
 	if (!o || o->abi != RC_FEEDER_ABI) {
-		snprintf(err, errlen, "rc_feeder_opts: call rc_feeder_opts_init() first (abi %u, want %u)",
+		snprintf(err, errlen,
+			 "rc_feeder_opts: call rc_feeder_opts_init() first (abi %u, want %u)",
 			 o ? o->abi : 0, RC_FEEDER_ABI);
 		return NULL;
 	}
@@ -935,7 +936,8 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 		return NULL;
 	}
 	if (!o->path && (!o->paths || !o->n_paths)) {
-		snprintf(err, errlen, "no input: give a directory, a glob, a file or a list of files");
+		snprintf(err, errlen,
+			 "no input: give a directory, a glob, a file or a list of files");
 		return NULL;
 	}
 	uint32_t world = o->world_size ? o->world_size : 1;
@@ -1045,8 +1047,8 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 	for (size_t i = 0; i < warm && i < f->nchunks; i++) {
 		struct fdr_chunk *c = &f->chunks[i];
 		if (fdr__chunk_reserve(f, c, FDR_CHUNK_CAP(f), 0)) {
-			snprintf(err, errlen, "out of memory for %zu read chunks of %zu bytes", warm,
-				 FDR_CHUNK_CAP(f));
+			snprintf(err, errlen, "out of memory for %zu read chunks of %zu bytes",
+				 warm, FDR_CHUNK_CAP(f));
 			goto fail_free;
 		}
 		c->rec_cap = FDR_CHUNK_RECS(f);
@@ -1061,7 +1063,8 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 		if (rc) {
 			snprintf(err, errlen, "allocating %zu ring slots of %zu bytes%s: %s", f->S,
 				 f->block_len, f->pinned ? " (pinned)" : "",
-				 f->device >= 0 || f->pinned ? fdr__cuda_last_error() : strerror(-rc));
+				 f->device >= 0 || f->pinned ? fdr__cuda_last_error()
+							     : strerror(-rc));
 			goto fail_free;
 		}
 	}
@@ -1077,7 +1080,8 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 		goto fail_free;
 	}
 	for (size_t i = 0; i < nreaders + ndecoders; i++) {
-		rc = pthread_create(&f->threads[i], NULL, i < nreaders ? reader_main : decoder_main, f);
+		rc = pthread_create(&f->threads[i], NULL, i < nreaders ? reader_main : decoder_main,
+				    f);
 		if (rc) {
 			snprintf(err, errlen, "starting feeder threads: %s", strerror(rc));
 			rc_feeder_close(f);

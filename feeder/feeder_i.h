@@ -30,8 +30,8 @@ struct cmn_tfr_reader;
 
 /* A record inside a chunk's buffer. */
 struct fdr_rec {
-	uint64_t off;   /* payload offset in chunk->buf */
-	uint64_t len;   /* payload bytes */
+	uint64_t off;	/* payload offset in chunk->buf */
+	uint64_t len;	/* payload bytes */
 	uint64_t index; /* record index within its file (for messages) */
 };
 
@@ -40,9 +40,9 @@ struct fdr_chunk {
 	size_t cap;
 	struct fdr_rec *recs; /* [nrec]; pending ones are the last `remaining` */
 	size_t nrec, rec_cap;
-	uint32_t file;          /* index into feeder->files */
-	size_t remaining;       /* f->mu: records not yet taken by a batch */
-	size_t refs;            /* f->mu: records taken, not yet decoded */
+	uint32_t file;		/* index into feeder->files */
+	size_t remaining;	/* f->mu: records not yet taken by a batch */
+	size_t refs;		/* f->mu: records taken, not yet decoded */
 	struct fdr_chunk *next; /* f->mu: free list or lane queue */
 };
 
@@ -54,12 +54,12 @@ struct fdr_lane {
 	bool open;
 	int fd;
 	uint32_t cur_file;
-	uint64_t off;       /* next read offset (plain and raw) */
+	uint64_t off;	    /* next read offset (plain and raw) */
 	uint64_t rec_index; /* index of the next record in the file */
 	uint64_t fsize;
 	bool gz;
 	struct cmn_tfr_reader *tfr; /* gzip input */
-	const uint8_t *held;        /* gzip: a record read but not yet placed */
+	const uint8_t *held;	    /* gzip: a record read but not yet placed */
 	size_t held_len;
 	/* f->mu: */
 	struct fdr_chunk *qh, *qt; /* chunks read, not yet in the window */
@@ -76,8 +76,8 @@ struct fdr_pick {
 };
 
 struct fdr_ragged {
-	uint8_t *h; /* values, host */
-	void *d;    /* values, device */
+	uint8_t *h;		/* values, host */
+	void *d;		/* values, device */
 	size_t cap, dcap, used; /* bytes */
 };
 
@@ -86,20 +86,20 @@ enum fdr_slot_state { SLOT_FREE = 0, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 /* A slot is the batch the consumer holds: struct rc_batch is this. */
 struct rc_batch {
 	struct rc_feeder *f;
-	int state;      /* f->mu */
-	uint32_t gen;   /* f->mu: epoch generation it was filled for */
+	int state;	/* f->mu */
+	uint32_t gen;	/* f->mu: epoch generation it was filled for */
 	uint64_t index; /* f->mu: batch index within the epoch */
 	uint64_t epoch;
 	uint64_t rows;
 	struct fdr_pick *picks; /* [batch_size] */
-	char **files;           /* the file list its records came from (messages) */
-	uint8_t *host;          /* fixed features and offsets, one block */
+	char **files;		/* the file list its records came from (messages) */
+	uint8_t *host;		/* fixed features and offsets, one block */
 	void *dev;
-	struct fdr_ragged *rag;  /* [schema->n], used for ragged features */
-	struct rc_tensor *t;     /* [schema->n] */
-	void **fixed;            /* [schema->n] scratch for the decoder */
+	struct fdr_ragged *rag;		       /* [schema->n], used for ragged features */
+	struct rc_tensor *t;		       /* [schema->n] */
+	void **fixed;			       /* [schema->n] scratch for the decoder */
 	void *ev_done, *ev_start, *ev_release; /* CUDA events */
-	bool released_once;      /* ev_release was recorded at least once */
+	bool released_once;		       /* ev_release was recorded at least once */
 	uint64_t h2d_bytes;
 };
 
@@ -110,15 +110,15 @@ struct rc_feeder {
 	char **paths;
 	char *schema_str;
 	struct cmn_schema *schema;
-	size_t B;          /* batch size */
+	size_t B; /* batch size */
 	size_t nlanes, W, S, ra, nchunks;
 	size_t read_size;
 	size_t raw_size;   /* RC_FORMAT_RAW: bytes per record */
 	size_t *fixed_off; /* [n] offsets of fixed tensors / ragged offsets in a slot block */
 	size_t block_len;
-	int device;        /* -1 host */
+	int device; /* -1 host */
 	bool pinned;
-	void *stream;      /* copy stream */
+	void *stream; /* copy stream */
 	void *consumer_stream;
 	char control[4096]; /* MOUNT/.rollcache/control, "" if none */
 
@@ -135,17 +135,18 @@ struct rc_feeder {
 	 * (epoch `epoch`); the producer (readers, window, assembly) at `pgen`,
 	 * which is gen, or gen + 1 once it ran ahead into the next epoch.
 	 */
-	char **files; /* the producer's files, in its epoch's order (readers read it while active) */
+	char *
+	    *files; /* the producer's files, in its epoch's order (readers read it while active) */
 	size_t nfiles;
 	char **files_old; /* the previous list, kept while old_decoding > 0 */
 	size_t nfiles_old;
 	unsigned decoding, old_decoding; /* batches being decoded; of them, of an older pgen */
 	uint64_t epoch, pepoch;
 	uint32_t gen, pgen;
-	bool advancing;            /* a decoder lists the next epoch's files */
-	bool cons_done;            /* the consumer's epoch has cons_total batches ... */
+	bool advancing; /* a decoder lists the next epoch's files */
+	bool cons_done; /* the consumer's epoch has cons_total batches ... */
 	uint64_t cons_total;
-	bool ahead_done;           /* ... and the producer's epoch ahead, ahead_total */
+	bool ahead_done; /* ... and the producer's epoch ahead, ahead_total */
 	uint64_t ahead_total;
 	bool stop, paused;
 	unsigned active; /* workers working outside the lock */
@@ -169,7 +170,7 @@ struct rc_feeder {
 
 	/* statistics: atomics */
 	uint64_t st_records, st_batches, st_bytes_read, st_record_bytes, st_wait_ns, st_h2d_bytes,
-		st_h2d_ns, st_allocs;
+	    st_h2d_ns, st_allocs;
 };
 
 /* files.c */

@@ -14,10 +14,9 @@
  *
  * Capacity policy: the chunks a pipeline keeps in flight (window, lane
  * queues, two per batch being assembled or decoded) are allocated at open
- * with 1.25 * read_size bytes and max(64, read_size / 1024) record entries; a buffer grows (to the record size
- * rounded up to 1 MiB) only when one record does not fit, and a spare chunk
- * gets its buffer when it is first needed.  So allocations stop once the
- * largest record has been seen.
+ * with 1.25 * read_size bytes and max(64, read_size / 1024) record entries; a buffer grows (to the
+ * record size rounded up to 1 MiB) only when one record does not fit, and a spare chunk gets its
+ * buffer when it is first needed.  So allocations stop once the largest record has been seen.
  *
  * Locking: none here; the caller owns the lane (busy flag) and the chunk.
  */
@@ -179,7 +178,8 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 	if (f->o.format == RC_FORMAT_RAW) {
 		if (l->fsize % f->raw_size) {
 			snprintf(err, errlen,
-				 "%s: size %" PRIu64 " is not a multiple of the raw record size %zu "
+				 "%s: size %" PRIu64
+				 " is not a multiple of the raw record size %zu "
 				 "(the schema's fixed features)",
 				 name, l->fsize, f->raw_size);
 			lane_close_file(f, l);
@@ -196,11 +196,11 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 	}
 	if (l->gz) {
 		struct cmn_tfr_opts to = {
-			.max_record = CMN_TFR_DEFAULT_MAX_RECORD,
-			.read_size = f->read_size,
-			.skip_crc = !f->o.verify_crc,
-			.compression = CMN_TFR_GZIP,
-			.name = name,
+		    .max_record = CMN_TFR_DEFAULT_MAX_RECORD,
+		    .read_size = f->read_size,
+		    .skip_crc = !f->o.verify_crc,
+		    .compression = CMN_TFR_GZIP,
+		    .name = name,
 		};
 		rc = cmn_tfr_reader_open_fd(&l->tfr, l->fd, &to, err, errlen);
 		if (rc) {
@@ -236,8 +236,8 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 		uint64_t len;
 		rc = cmn_tfr_get_header(c->buf + pos, CMN_TFR_DEFAULT_MAX_RECORD, &len);
 		if (rc) {
-			snprintf(err, errlen, "%s: record %" PRIu64 " (offset %" PRIu64 "): %s", name,
-				 l->rec_index, l->off + pos,
+			snprintf(err, errlen, "%s: record %" PRIu64 " (offset %" PRIu64 "): %s",
+				 name, l->rec_index, l->off + pos,
 				 rc == -EMSGSIZE ? "length above the 256 MiB cap"
 						 : "length crc mismatch (corrupt framing)");
 			return rc;
@@ -369,7 +369,8 @@ static int fill_raw(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c
 		}
 	}
 	if ((size_t)n % f->raw_size) {
-		snprintf(err, errlen, "%s: record %" PRIu64 ": file ends inside the record (truncated)",
+		snprintf(err, errlen,
+			 "%s: record %" PRIu64 ": file ends inside the record (truncated)",
 			 f->files[l->cur_file], l->rec_index);
 		return -EPROTO;
 	}

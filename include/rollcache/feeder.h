@@ -65,7 +65,7 @@ enum rc_dtype {
 
 enum rc_format {
 	RC_FORMAT_TFRECORD = 0, /* tf.Example in TFRecord framing; GZIP auto-detected */
-	RC_FORMAT_RAW = 1,      /* files are concatenated fixed-size records */
+	RC_FORMAT_RAW = 1,	/* files are concatenated fixed-size records */
 };
 
 enum rc_compression {
@@ -79,31 +79,31 @@ enum rc_compression {
  * "default" as written next to them.  Strings are copied by rc_feeder_open.
  */
 struct rc_feeder_opts {
-	uint32_t abi;             /* RC_FEEDER_ABI (set by rc_feeder_opts_init) */
-	const char *path;         /* a directory, a glob, or one file (or NULL and paths) */
+	uint32_t abi;		  /* RC_FEEDER_ABI (set by rc_feeder_opts_init) */
+	const char *path;	  /* a directory, a glob, or one file (or NULL and paths) */
 	const char *const *paths; /* or a list of files, n_paths long */
 	size_t n_paths;
-	int32_t format;      /* enum rc_format; default tfrecord */
-	int32_t compression; /* enum rc_compression; default auto */
-	const char *schema;  /* required */
-	uint64_t batch_size; /* required, >= 1 */
-	bool shuffle;        /* per-epoch file order + record shuffle window */
-	bool drop_last;      /* drop a last batch smaller than batch_size */
-	bool verify_crc;     /* check payload CRC32C (default true) */
-	uint64_t seed;       /* shuffle seed; epoch e uses seed + e */
-	uint32_t rank;       /* this consumer's part of the files ... */
-	uint32_t world_size; /* ... file i (sorted) goes to rank i % world_size; 0 = 1 */
-	uint32_t threads;    /* decoder threads; 0: 2 */
-	uint32_t readers;    /* reader threads; 0: 1 */
-	uint32_t ring_slots; /* batches in flight; 0: 4 */
-	uint32_t shuffle_window; /* read chunks mixed by the shuffle; 0: 8 */
-	uint32_t interleave;     /* files read side by side; 0: 4 with shuffle, 1 without */
-	uint64_t read_size;      /* bytes per pread (one chunk); 0: 4 MiB */
-	uint64_t ragged_hint;    /* initial bytes per row for ragged values; 0: 256 */
-	int32_t device;          /* CUDA device ordinal, or -1: host memory only */
-	int32_t pin;             /* host slots pinned (cudaHostAlloc): -1 auto = when a CUDA device
-				  * exists, also in host mode; 0 never; 1 always (error without CUDA) */
-	void *consumer_stream;   /* cudaStream_t the consumer uses (NULL: legacy default) */
+	int32_t format;		  /* enum rc_format; default tfrecord */
+	int32_t compression;	  /* enum rc_compression; default auto */
+	const char *schema;	  /* required */
+	uint64_t batch_size;	  /* required, >= 1 */
+	bool shuffle;		  /* per-epoch file order + record shuffle window */
+	bool drop_last;		  /* drop a last batch smaller than batch_size */
+	bool verify_crc;	  /* check payload CRC32C (default true) */
+	uint64_t seed;		  /* shuffle seed; epoch e uses seed + e */
+	uint32_t rank;		  /* this consumer's part of the files ... */
+	uint32_t world_size;	  /* ... file i (sorted) goes to rank i % world_size; 0 = 1 */
+	uint32_t threads;	  /* decoder threads; 0: 2 */
+	uint32_t readers;	  /* reader threads; 0: 1 */
+	uint32_t ring_slots;	  /* batches in flight; 0: 4 */
+	uint32_t shuffle_window;  /* read chunks mixed by the shuffle; 0: 8 */
+	uint32_t interleave;	  /* files read side by side; 0: 4 with shuffle, 1 without */
+	uint64_t read_size;	  /* bytes per pread (one chunk); 0: 4 MiB */
+	uint64_t ragged_hint;	  /* initial bytes per row for ragged values; 0: 256 */
+	int32_t device;		  /* CUDA device ordinal, or -1: host memory only */
+	int32_t pin;		  /* host slots pinned (cudaHostAlloc): -1 auto = when a CUDA device
+				   * exists, also in host mode; 0 never; 1 always (error without CUDA) */
+	void *consumer_stream;	  /* cudaStream_t the consumer uses (NULL: legacy default) */
 	uint32_t busy_timeout_ms; /* next() waits this long for a held slot to come back; 0: 10 s */
 };
 
@@ -120,13 +120,13 @@ struct rc_tensor {
 	int32_t dtype; /* enum rc_dtype */
 	int32_t ndim;
 	int64_t shape[RC_TENSOR_MAX_DIMS];
-	void *data;            /* host (pinned when pinning) */
-	void *device_data;     /* device pointer or NULL */
-	uint64_t nbytes;       /* bytes of data */
-	int64_t *offsets;      /* ragged: rows + 1 host offsets; else NULL */
+	void *data;	   /* host (pinned when pinning) */
+	void *device_data; /* device pointer or NULL */
+	uint64_t nbytes;   /* bytes of data */
+	int64_t *offsets;  /* ragged: rows + 1 host offsets; else NULL */
 	int64_t *device_offsets;
-	int32_t device;        /* CUDA ordinal of device_data, -1 none */
-	int32_t ragged;        /* 1 for ragged / bytes */
+	int32_t device; /* CUDA ordinal of device_data, -1 none */
+	int32_t ragged; /* 1 for ragged / bytes */
 };
 
 struct rc_feeder;
@@ -188,17 +188,17 @@ RC_API const char *rc_feeder_error(const struct rc_feeder *f);
 
 /* Counters since open. */
 struct rc_feeder_stats {
-	uint64_t records;        /* records decoded into batches */
-	uint64_t batches;        /* batches handed out */
-	uint64_t bytes_read;     /* file bytes read (compressed size for gzip) */
-	uint64_t record_bytes;   /* payload bytes decoded */
-	uint64_t wait_ns;        /* consumer time blocked in rc_feeder_next */
-	uint64_t h2d_bytes;      /* bytes copied to the device */
-	uint64_t h2d_ns;         /* copy time measured by events (device mode) */
-	uint64_t allocations;    /* slot/chunk (re)allocations after open */
-	uint32_t files;          /* files in the current epoch for this rank */
-	int32_t device;          /* device in use, -1 host */
-	int32_t pinned;          /* 1 if host slots are pinned */
+	uint64_t records;      /* records decoded into batches */
+	uint64_t batches;      /* batches handed out */
+	uint64_t bytes_read;   /* file bytes read (compressed size for gzip) */
+	uint64_t record_bytes; /* payload bytes decoded */
+	uint64_t wait_ns;      /* consumer time blocked in rc_feeder_next */
+	uint64_t h2d_bytes;    /* bytes copied to the device */
+	uint64_t h2d_ns;       /* copy time measured by events (device mode) */
+	uint64_t allocations;  /* slot/chunk (re)allocations after open */
+	uint32_t files;	       /* files in the current epoch for this rank */
+	int32_t device;	       /* device in use, -1 host */
+	int32_t pinned;	       /* 1 if host slots are pinned */
 	uint32_t pad_;
 };
 RC_API void rc_feeder_stats(const struct rc_feeder *f, struct rc_feeder_stats *out);

@@ -111,7 +111,8 @@ static inline int gen_files(const char *dir, const char *spec, unsigned files, u
 				gen_values(ft, g, j, vals[j], n);
 				v[j] = (struct cmn_ex_values){.data = vals[j], .n = n};
 				if (raw) {
-					if (write(fd, vals[j], ft->row_bytes) != (ssize_t)ft->row_bytes)
+					if (write(fd, vals[j], ft->row_bytes) !=
+					    (ssize_t)ft->row_bytes)
 						rc = -EIO;
 				}
 			}

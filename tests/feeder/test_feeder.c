@@ -20,10 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SPEC "x:float32[2,3],y:int64,ids:int64[],name:bytes,m:uint8[5]"
+#define SPEC   "x:float32[2,3],y:int64,ids:int64[],name:bytes,m:uint8[5]"
 #define NFILES 5
-#define NREC 37
-#define TOTAL (NFILES * NREC)
+#define NREC   37
+#define TOTAL  (NFILES * NREC)
 
 static char tmpl[] = "/tmp/rc-feeder-test-XXXXXX";
 static char *dir;
@@ -37,15 +37,15 @@ static void rm_rf(const char *d)
 }
 
 /* A fresh sub-directory of the test's temp dir with generated files. */
-static char *make_data(const char *name, const char *spec, unsigned files, unsigned recs,
-		       int gzip, int raw, int skip_feature, uint64_t skip_g)
+static char *make_data(const char *name, const char *spec, unsigned files, unsigned recs, int gzip,
+		       int raw, int skip_feature, uint64_t skip_g)
 {
 	static char path[4200];
 	char err[512] = "";
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
-	int rc = gen_files(path, spec, files, recs, gzip, raw, skip_feature, skip_g, err,
-			   sizeof err);
+	int rc =
+	    gen_files(path, spec, files, recs, gzip, raw, skip_feature, skip_g, err, sizeof err);
 	ck_assert_msg(rc == 0, "gen_files: %s", err);
 	return path;
 }
@@ -330,9 +330,11 @@ START_TEST(test_raw)
 			seen[g]++;
 			ck_assert_int_eq(((const int64_t *)y->data)[r], gen_i64(g, 0, 0));
 			for (int e = 0; e < 6; e++)
-				ck_assert_float_eq(((const float *)x->data)[r * 6 + e], gen_f32(g, 1, e));
+				ck_assert_float_eq(((const float *)x->data)[r * 6 + e],
+						   gen_f32(g, 1, e));
 			for (int e = 0; e < 5; e++)
-				ck_assert_uint_eq(((const uint8_t *)m->data)[r * 5 + e], gen_u8(g, 2, e));
+				ck_assert_uint_eq(((const uint8_t *)m->data)[r * 5 + e],
+						  gen_u8(g, 2, e));
 		}
 		rc_batch_release(b);
 	}
@@ -781,8 +783,8 @@ START_TEST(test_real_testdata)
 	ck_assert_msg(td != NULL, "RC_TESTDATA not set (meson test sets it)");
 	char p1[4200], p2[4200];
 	snprintf(p1, sizeof p1, "%s/example__pytorch_data__example.tfrecord", td);
-	snprintf(p2, sizeof p2, "%s/example_gzip__tfx__penguin_Split-eval_data_tfrecord-00000-of-00001.gz",
-		 td);
+	snprintf(p2, sizeof p2,
+		 "%s/example_gzip__tfx__penguin_Split-eval_data_tfrecord-00000-of-00001.gz", td);
 	const char *spec = "x_int:int64[10],x_float:float32[10],x_byte:bytes";
 	struct rc_feeder_opts o;
 	char err[1024];
@@ -796,11 +798,13 @@ START_TEST(test_real_testdata)
 	int rc;
 	int64_t i = 0;
 	while ((rc = rc_feeder_next(f, &b)) == 1) {
-		const struct rc_tensor *xi = rc_batch_get(b, "x_int"), *xf = rc_batch_get(b, "x_float"),
+		const struct rc_tensor *xi = rc_batch_get(b, "x_int"),
+				       *xf = rc_batch_get(b, "x_float"),
 				       *xb = rc_batch_get(b, "x_byte");
 		for (size_t r = 0; r < rc_batch_rows(b); r++, i++) {
 			for (int j = 0; j < 10; j++) {
-				ck_assert_int_eq(((const int64_t *)xi->data)[r * 10 + j], 10 * (10 * i + j));
+				ck_assert_int_eq(((const int64_t *)xi->data)[r * 10 + j],
+						 10 * (10 * i + j));
 				ck_assert_float_eq(((const float *)xf->data)[r * 10 + j],
 						   (float)(10 * i + j));
 			}
@@ -821,7 +825,8 @@ START_TEST(test_real_testdata)
 	ck_assert_msg(f != NULL, "%s", err);
 	size_t n = 0;
 	while ((rc = rc_feeder_next(f, &b)) == 1) {
-		const struct rc_tensor *sp = rc_batch_get(b, "species"), *bm = rc_batch_get(b, "body_mass_g");
+		const struct rc_tensor *sp = rc_batch_get(b, "species"),
+				       *bm = rc_batch_get(b, "body_mass_g");
 		for (size_t r = 0; r < rc_batch_rows(b); r++, n++) {
 			ck_assert_int_ge(((const int64_t *)sp->data)[r], 0);
 			ck_assert_int_le(((const int64_t *)sp->data)[r], 2);
@@ -842,24 +847,24 @@ static Suite *feeder_suite(void)
 		const char *name;
 		const TTest *fn;
 	} cases[] = {
-		{"in_order", test_in_order},
-		{"shuffle_epochs", test_shuffle_epochs},
-		{"rank_split", test_rank_split},
-		{"drop_last", test_drop_last},
-		{"gzip", test_gzip},
-		{"raw", test_raw},
-		{"err_missing_feature", test_err_missing_feature},
-		{"err_wrong_type", test_err_wrong_type},
-		{"err_corrupt", test_err_corrupt},
-		{"err_open", test_err_open},
-		{"threads_release", test_threads_release},
-		{"epoch_abort_and_busy", test_epoch_abort_and_busy},
-		{"steady_state_no_alloc", test_steady_state_no_alloc},
-		{"control_advance", test_control_advance},
-		{"big_records_glob", test_big_records_glob},
-		{"real_testdata", test_real_testdata},
-		{"ragged_growth", test_ragged_growth},
-		{"prefetch_epoch", test_prefetch_epoch},
+	    {"in_order", test_in_order},
+	    {"shuffle_epochs", test_shuffle_epochs},
+	    {"rank_split", test_rank_split},
+	    {"drop_last", test_drop_last},
+	    {"gzip", test_gzip},
+	    {"raw", test_raw},
+	    {"err_missing_feature", test_err_missing_feature},
+	    {"err_wrong_type", test_err_wrong_type},
+	    {"err_corrupt", test_err_corrupt},
+	    {"err_open", test_err_open},
+	    {"threads_release", test_threads_release},
+	    {"epoch_abort_and_busy", test_epoch_abort_and_busy},
+	    {"steady_state_no_alloc", test_steady_state_no_alloc},
+	    {"control_advance", test_control_advance},
+	    {"big_records_glob", test_big_records_glob},
+	    {"real_testdata", test_real_testdata},
+	    {"ragged_growth", test_ragged_growth},
+	    {"prefetch_epoch", test_prefetch_epoch},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		TCase *tc = tcase_create(cases[i].name);

@@ -87,13 +87,13 @@ START_TEST(test_device_copies)
 		/* host_allocs, host_frees, dev_allocs, dev_frees, h2d_async, h2d_bytes,
 		 * events_recorded, stream_waits, event_syncs, streams, streams_destroyed,
 		 * events, events_destroyed, bad_calls */
-		ck_assert_int_eq(c[13], 0);          /* no call with bad arguments */
-		ck_assert_int_eq(c[0], c[1]);        /* every pinned block freed */
-		ck_assert_int_eq(c[2], c[3]);        /* every device block freed */
-		ck_assert_int_eq(c[9], c[10]);       /* the copy stream destroyed */
-		ck_assert_int_eq(c[11], c[12]);      /* every event destroyed */
-		ck_assert_int_gt(c[7], 0);           /* copies waited for releases */
-		ck_assert_int_ge(c[8], 2 * 19);      /* one event sync per batch handed out */
+		ck_assert_int_eq(c[13], 0);	/* no call with bad arguments */
+		ck_assert_int_eq(c[0], c[1]);	/* every pinned block freed */
+		ck_assert_int_eq(c[2], c[3]);	/* every device block freed */
+		ck_assert_int_eq(c[9], c[10]);	/* the copy stream destroyed */
+		ck_assert_int_eq(c[11], c[12]); /* every event destroyed */
+		ck_assert_int_gt(c[7], 0);	/* copies waited for releases */
+		ck_assert_int_ge(c[8], 2 * 19); /* one event sync per batch handed out */
 		dlclose(h);
 	}
 	free(xh);
