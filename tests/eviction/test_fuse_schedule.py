@@ -61,6 +61,12 @@ def entry(e):
     t.fail("no schedule entry for epoch %d" % e)
 
 
+def section(e):
+    for first, last, _, _, _ in SCHEDULE:
+        if e >= first and (last is None or e <= last):
+            return "%d-%s" % (first, "" if last is None else last)
+
+
 def config_text():
     out = ["[cache]", "limit = %d" % CACHE_LIMIT, "min_records = 1000000",
            "[sampler]", "shard_size = %d" % SHARD, "connections = 2"]
@@ -105,7 +111,16 @@ def plan(ent, files, other, started):
     room = max(ent["limit"] - used, 0)
     if ent["policy"] == "none" and used_before >= ent["limit"]:
         room = 0
-    return victims, used, min(room, ent["admit"])
+    admit = min(room, ent["admit"])
+    if admit == ent["admit"]:
+        reason = "ok"
+    elif used > ent["limit"]:
+        reason = "over_limit"
+    elif ent["policy"] == "none":
+        reason = "frozen"
+    else:
+        reason = "pinned"  # min_uses is 0: what holds the room is reserved/draining
+    return victims, used, admit, reason
 
 
 def sealed_files(s):
@@ -205,7 +220,7 @@ def body(s):
         other = st["disk"]["reserved"] + st["disk"]["draining"]
         t.eq(st["disk"]["sealed"], sum(f["bytes"] for f in files),
              "stats sealed bytes vs catalog before boundary %d" % (e + 1))
-        want_victims, want_used, want_admit = plan(nxt, files, other, started)
+        want_victims, want_used, want_admit, want_reason = plan(nxt, files, other, started)
 
         if e + 1 == HOLD_AT:
             t.eq(len(want_victims) > 0, True, "the shrink at %d evicts something" % HOLD_AT)
@@ -237,6 +252,15 @@ def body(s):
         if r["resident_bytes"] + other > nxt["limit"]:
             t.fail("epoch %d starts with %d bytes over its limit %d"
                    % (e + 1, r["resident_bytes"] + other, nxt["limit"]))
+        st = s.stats()
+        t.eq(st["last_boundary"]["reason"], want_reason, "stats reason of boundary %d (%s)"
+             % (e + 1, st["last_boundary"]["why"]))
+        t.eq(st["schedule"]["entry"].split("]")[0] + "]", "[epoch %s]" % section(e + 1),
+             "stats schedule entry after boundary %d" % (e + 1))
+        if want_reason != "ok":
+            status = t.run("status", s.mnt).stdout
+            if st["last_boundary"]["why"] not in status:
+                t.fail("rollcache status does not say why the admit was cut: %s" % status)
         report_lines.append((e + 1, nxt["policy"], len(got_victims), evb,
                              r["resident_bytes"], r["admit_bytes"]))
 
