@@ -173,9 +173,12 @@ RC_API void rc_batch_release(struct rc_batch *b);
 
 /*
  * Ends the current epoch (batches not yet handed out are dropped; batches
- * held stay valid until released), advances the cache when the files are in
- * a rollcache mount (writes "next" to MOUNT/.rollcache/control), lists the
- * files again and starts the next epoch, reshuffled with seed + epoch.
+ * held stay valid until released) and starts the next, reshuffled with
+ * seed + epoch.  When the files are in a rollcache mount it first advances
+ * the cache (writes "next" to MOUNT/.rollcache/control) and lists the files
+ * again.  Elsewhere the feeder already listed and started producing the
+ * next epoch when the current one's last record was drawn, so this call
+ * only switches to it (unless the current epoch is abandoned early).
  * Returns 0 or -errno (message: rc_feeder_error).
  */
 RC_API int rc_feeder_next_epoch(struct rc_feeder *f);
@@ -196,7 +199,7 @@ struct rc_feeder_stats {
 	uint64_t h2d_bytes;    /* bytes copied to the device */
 	uint64_t h2d_ns;       /* copy time measured by events (device mode) */
 	uint64_t allocations;  /* slot/chunk (re)allocations after open */
-	uint32_t files;	       /* files in the current epoch for this rank */
+	uint32_t files;	       /* files of the epoch being produced, this rank */
 	int32_t device;	       /* device in use, -1 host */
 	int32_t pinned;	       /* 1 if host slots are pinned */
 	uint32_t pad_;
