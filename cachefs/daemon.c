@@ -554,6 +554,28 @@ static void update_rates(struct daemon *d)
 	pthread_mutex_unlock(&d->mu);
 }
 
+/*
+ * advance = auto on an empty epoch (a new cache): "every file read" can
+ * never happen, so advance once min_records are resident, or once anything
+ * is and the samplers can add no more (pass over, or blocked on the budget).
+ */
+static bool auto_empty_ready(struct daemon *d)
+{
+	if (d->cfg->advance != CMN_ADVANCE_AUTO || atomic_load(&d->set.cur_nfiles) != 0)
+		return false;
+	struct cfs_resident r;
+	if (cfs_catalog_resident(d->cat, &r) != 0 || r.records == 0)
+		return false;
+	if (r.records >= d->cfg->min_records)
+		return true;
+	struct cfs_worker_stats ws = {0};
+	if (d->workers_started && d->o->workers->stats)
+		d->o->workers->stats(d->o->workers_ctx, &ws);
+	struct cfs_budget_stat bs;
+	cfs_budget_get(d->budget, &bs);
+	return !ws.present || ws.idle || bs.waiting_admit || bs.waiting_limit;
+}
+
 static void *epoch_main(void *arg)
 {
 	struct daemon *d = arg;
@@ -591,6 +613,10 @@ static void *epoch_main(void *arg)
 			pthread_mutex_unlock(&d->mu);
 			flush_stats(d);
 			update_rates(d);
+			if (auto_empty_ready(d)) {
+				cmn_log(CMN_LOG_INFO, "advance = auto: the epoch is empty and data arrived");
+				boundary(d, false, false, 0, err, sizeof(err));
+			}
 			pthread_mutex_lock(&d->mu);
 		}
 	}

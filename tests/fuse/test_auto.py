@@ -51,4 +51,17 @@ def body(s):
     s.umount()
 
 
-t.main(body, "auto")
+def fresh(s):
+    """A new cache starts with an empty epoch 0: with advance = auto the
+    daemon advances once the samplers have brought data and can add no more
+    (or min_records are resident), without anyone reading."""
+    s.synth(records=60, size="4K", shards=3)
+    s.mount("file://%s/" % s.src, "--limit", "4M", "--shard-size", "64K", "--advance", "auto")
+    t.eq(s.stats()["current"]["files"], 0, "files in epoch 0 of a new cache")
+    t.wait_for(lambda: s.stats()["current"]["records"] == 60, "epoch 1 with all 60 records",
+               timeout=30)
+    s.umount()
+
+
+import sys  # noqa: E402
+t.main(fresh if sys.argv[1:] == ["fresh"] else body, "auto")
