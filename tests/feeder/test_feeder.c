@@ -747,6 +747,39 @@ START_TEST(test_prefetch_epoch)
 }
 END_TEST
 
+static void tw_big_ring(struct rc_feeder_opts *o, void *arg)
+{
+	o->shuffle = true;
+	o->ring_slots = 8;
+}
+
+/* ---- abandoning an epoch after the producer already moved to the next ---- */
+START_TEST(test_abandon_after_prefetch)
+{
+	char *p = make_data("aband", SPEC, 2, 10, 0, 0, -1, 0); /* 20 records: 3 batches of 8 */
+	struct rc_feeder *f = open_f(p, SPEC, 8, tw_big_ring, NULL);
+	for (int round = 0; round < 3; round++) {
+		struct rc_batch *b;
+		ck_assert_int_eq(rc_feeder_next(f, &b), 1);
+		struct rc_feeder_stats st;
+		for (int k = 0; k < 500; k++) { /* the whole next epoch fits the ring */
+			rc_feeder_stats(f, &st);
+			if (st.records >= (uint64_t)(2 * round + 2) * 20)
+				break;
+			usleep(10000);
+		}
+		ck_assert_uint_ge(st.records, (uint64_t)(2 * round + 2) * 20);
+		ck_assert_int_eq(rc_feeder_next_epoch(f), 0); /* leaves 2 batches behind */
+		rc_batch_release(b);
+		unsigned seen[20] = {0};
+		ck_assert_uint_eq(read_epoch(f, seen, 20, NULL, 8, false), 20);
+		assert_once(seen, 20);
+		ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+	}
+	rc_feeder_close(f);
+}
+END_TEST
+
 /* ---- big records (larger than read_size) and a glob path ---- */
 START_TEST(test_big_records_glob)
 {
@@ -865,6 +898,7 @@ static Suite *feeder_suite(void)
 	    {"real_testdata", test_real_testdata},
 	    {"ragged_growth", test_ragged_growth},
 	    {"prefetch_epoch", test_prefetch_epoch},
+	    {"abandon_after_prefetch", test_abandon_after_prefetch},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		TCase *tc = tcase_create(cases[i].name);
