@@ -158,7 +158,7 @@ def quiesce(s):
             calm.clear()
         if blocked:
             calm.append(key)
-        return len(calm) >= 3  # about 0.6 s: a shard queued for sealing is sealed
+        return len(calm) >= 5  # about 1 s: a shard queued for sealing is sealed by then
 
     try:
         t.wait_for(lambda: (time.sleep(0.2), quiet())[1],
@@ -241,6 +241,9 @@ def body(s):
             t.fail("epoch %d has no started row in the catalog" % (e + 1))
         got_victims = [x[0] for x in s.catalog(
             "SELECT id FROM shards WHERE evicted_epoch = ? ORDER BY id", e + 1)]
+        t.eq(r["resident_files"] + len(got_victims), len(files),
+             "files the boundary into %d saw vs the snapshot taken before it (a mismatch "
+             "means a shard was sealed in between: the samplers were not quiet)" % (e + 1))
         t.eq(got_victims, sorted(want_victims),
              "victims of boundary %d (%s)" % (e + 1, nxt["policy"]))
         t.eq((r["limit_bytes"], r["policy"]), (nxt["limit"], nxt["policy"]),
