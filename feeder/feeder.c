@@ -1259,7 +1259,9 @@ void rc_feeder_stats(const struct rc_feeder *f, struct rc_feeder_stats *o)
 	o->h2d_bytes = __atomic_load_n(&f->st_h2d_bytes, __ATOMIC_RELAXED);
 	o->h2d_ns = __atomic_load_n(&f->st_h2d_ns, __ATOMIC_RELAXED);
 	o->allocations = __atomic_load_n(&f->st_allocs, __ATOMIC_RELAXED);
+	pthread_mutex_lock((pthread_mutex_t *)&f->mu); /* nfiles changes at an advance */
 	o->files = (uint32_t)f->nfiles;
+	pthread_mutex_unlock((pthread_mutex_t *)&f->mu);
 	o->device = f->device;
 	o->pinned = f->pinned;
 }
