@@ -68,24 +68,24 @@ struct daemon {
 	pthread_mutex_t flush_mu; /* serialises stats flushes */
 
 	pthread_mutex_t mu;
-	pthread_cond_t cv;        /* wakes the epoch thread */
-	pthread_cond_t done_cv;   /* a boundary finished */
-	bool stop;                /* protected by mu */
-	uint64_t adv_requested;   /* protected by mu: boundaries asked for (sequence) */
-	uint64_t adv_done;        /* protected by mu: boundaries finished */
-	uint64_t adv_wait_upto;   /* protected by mu: requests up to this one want "wait" */
-	int adv_rc;               /* protected by mu: result of the last boundary */
-	bool auto_pending;        /* protected by mu */
-	struct evc_plan last_plan;   /* protected by mu */
-	bool have_plan;              /* protected by mu */
-	char entry_desc[256];        /* protected by mu */
-	const struct evc_entry *entry; /* protected by mu: entry in force */
+	pthread_cond_t cv;		  /* wakes the epoch thread */
+	pthread_cond_t done_cv;		  /* a boundary finished */
+	bool stop;			  /* protected by mu */
+	uint64_t adv_requested;		  /* protected by mu: boundaries asked for (sequence) */
+	uint64_t adv_done;		  /* protected by mu: boundaries finished */
+	uint64_t adv_wait_upto;		  /* protected by mu: requests up to this one want "wait" */
+	int adv_rc;			  /* protected by mu: result of the last boundary */
+	bool auto_pending;		  /* protected by mu */
+	struct evc_plan last_plan;	  /* protected by mu */
+	bool have_plan;			  /* protected by mu */
+	char entry_desc[256];		  /* protected by mu */
+	const struct evc_entry *entry;	  /* protected by mu: entry in force */
 	uint64_t err_flush, err_boundary; /* protected by mu */
-	double ingest_bps, fetch_bps;     /* protected by mu */
+	double ingest_bps, fetch_bps;	  /* protected by mu */
 	uint64_t rate_bytes, rate_fetched; /* protected by mu */
-	uint32_t inval[64];                /* protected by mu: epochs to drop from the kernel */
-	size_t n_inval;                    /* protected by mu */
-	struct timespec rate_t;            /* protected by mu */
+	uint32_t inval[64];		   /* protected by mu: epochs to drop from the kernel */
+	size_t n_inval;			   /* protected by mu */
+	struct timespec rate_t;		   /* protected by mu */
 
 	/* scratch of one boundary; epoch thread (or start-up) only */
 	struct cfs_shard_info *snap;
@@ -234,8 +234,8 @@ static int publish(struct daemon *d, uint32_t number, char *err, size_t errlen)
 		return rc;
 	}
 	struct cfs_efile_in *in = calloc(d->nsnap ? d->nsnap : 1, sizeof(*in));
-	char (*names)[40] = calloc(d->nsnap ? d->nsnap : 1, sizeof(*names));
-	char (*paths)[64] = calloc(d->nsnap ? d->nsnap : 1, sizeof(*paths));
+	char(*names)[40] = calloc(d->nsnap ? d->nsnap : 1, sizeof(*names));
+	char(*paths)[64] = calloc(d->nsnap ? d->nsnap : 1, sizeof(*paths));
 	if (!in || !names || !paths) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "epoch %" PRIu32 ": out of memory", number);
@@ -253,13 +253,13 @@ static int publish(struct daemon *d, uint32_t number, char *err, size_t errlen)
 			goto out;
 		}
 		in[i] = (struct cfs_efile_in){
-			.id = si->id,
-			.kind = (int)si->kind,
-			.name = name,
-			.relpath = paths[i],
-			.bytes = si->bytes,
-			.records = si->records,
-			.created_epoch = si->created_epoch,
+		    .id = si->id,
+		    .kind = (int)si->kind,
+		    .name = name,
+		    .relpath = paths[i],
+		    .bytes = si->bytes,
+		    .records = si->records,
+		    .created_epoch = si->created_epoch,
 		};
 	}
 	rc = cfs_epochs_publish(&d->set, number, in, d->nsnap, now_ms(), NULL);
@@ -323,14 +323,14 @@ static int evict_step(struct daemon *d, uint32_t next, const struct evc_entry *e
 	for (size_t i = 0; i < n; i++) {
 		const struct cfs_shard_info *si = &d->snap[i];
 		sh[i] = (struct evc_shard){
-			.id = si->id,
-			.bytes = si->bytes,
-			.created = si->created_epoch,
-			.reads = si->reads,
-			.full_reads = si->full_reads,
-			.last_use = si->last_read_ms ? si->last_read_ms
-						     : started_ms_of(rows, nrows, si->created_epoch),
-			.pins = 0, /* a handle defers deletion, not eviction: see docs/mount.md */
+		    .id = si->id,
+		    .bytes = si->bytes,
+		    .created = si->created_epoch,
+		    .reads = si->reads,
+		    .full_reads = si->full_reads,
+		    .last_use = si->last_read_ms ? si->last_read_ms
+						 : started_ms_of(rows, nrows, si->created_epoch),
+		    .pins = 0, /* a handle defers deletion, not eviction: see docs/mount.md */
 		};
 		resident_bytes += si->bytes;
 		resident_records += si->records;
@@ -344,30 +344,31 @@ static int evict_step(struct daemon *d, uint32_t next, const struct evc_entry *e
 	}
 	if (startup) {
 		/* planned with admit 0 (evict only above the limit); now the real budget */
-		uint64_t room = plan->used_after < entry->limit ? entry->limit - plan->used_after : 0;
+		uint64_t room =
+		    plan->used_after < entry->limit ? entry->limit - plan->used_after : 0;
 		plan->admit = startup_admit < room ? startup_admit : room;
 	}
 	uint64_t ev_records = 0;
 	for (size_t i = 0; i < plan->n_victims; i++) {
 		const struct cfs_shard_info *si = &d->snap[victims[i]];
 		items[i] = (struct cfs_evict_item){
-			.id = si->id,
-			.kind = si->kind,
-			.bytes = si->bytes,
-			.open = cfs_epochs_held(&d->set, si->id),
+		    .id = si->id,
+		    .kind = si->kind,
+		    .bytes = si->bytes,
+		    .open = cfs_epochs_held(&d->set, si->id),
 		};
 		ids[i] = si->id;
 		ev_records += si->records;
 	}
 	struct cfs_epoch_row row = {
-		.number = next,
-		.started_ms = now_ms(),
-		.limit = entry->limit,
-		.admit = plan->admit,
-		.min_uses = entry->min_uses,
-		.resident_files = n - plan->n_victims,
-		.resident_bytes = resident_bytes - plan->evict_bytes,
-		.resident_records = resident_records - ev_records,
+	    .number = next,
+	    .started_ms = now_ms(),
+	    .limit = entry->limit,
+	    .admit = plan->admit,
+	    .min_uses = entry->min_uses,
+	    .resident_files = n - plan->n_victims,
+	    .resident_bytes = resident_bytes - plan->evict_bytes,
+	    .resident_records = resident_records - ev_records,
 	};
 	snprintf(row.policy, sizeof(row.policy), "%s", cmn_policy_name(entry->policy));
 
@@ -391,8 +392,9 @@ static int evict_step(struct daemon *d, uint32_t next, const struct evc_entry *e
 	cfs_epochs_evict(&d->set, ids, plan->n_victims);
 	if (plan->reason != EVC_REASON_OK)
 		cmn_log(CMN_LOG_WARN, "epoch %" PRIu32 ": %s", next, plan->why);
-	cmn_log(CMN_LOG_INFO, "epoch %" PRIu32 ": evicted %zu files (%" PRIu64 " bytes), admit %" PRIu64,
-		next, plan->n_victims, plan->evict_bytes, plan->admit);
+	cmn_log(CMN_LOG_INFO,
+		"epoch %" PRIu32 ": evicted %zu files (%" PRIu64 " bytes), admit %" PRIu64, next,
+		plan->n_victims, plan->evict_bytes, plan->admit);
 out:
 	free(sh);
 	free(victims);
@@ -454,8 +456,9 @@ static int wait_records(struct daemon *d)
 		else if (now - t0 > bound)
 			why = "the wait timed out";
 		if (why) {
-			cmn_log(CMN_LOG_WARN, "next wait: %" PRIu64 " of min_records %" PRIu64
-					      " resident; going ahead: %s",
+			cmn_log(CMN_LOG_WARN,
+				"next wait: %" PRIu64 " of min_records %" PRIu64
+				" resident; going ahead: %s",
 				r.records, d->cfg->min_records, why);
 			return 0;
 		}
@@ -614,7 +617,8 @@ static void *epoch_main(void *arg)
 			flush_stats(d);
 			update_rates(d);
 			if (auto_empty_ready(d)) {
-				cmn_log(CMN_LOG_INFO, "advance = auto: the epoch is empty and data arrived");
+				cmn_log(CMN_LOG_INFO,
+					"advance = auto: the epoch is empty and data arrived");
 				boundary(d, false, false, 0, err, sizeof(err));
 			}
 			pthread_mutex_lock(&d->mu);
@@ -779,9 +783,9 @@ static int render_hook(void *ctx, enum cfs_fs_text which, char **buf, size_t *le
 }
 
 static const struct cfs_fs_hooks fs_hooks = {
-	.render = render_hook,
-	.control = control_hook,
-	.space = space_hook,
+    .render = render_hook,
+    .control = control_hook,
+    .space = space_hook,
 };
 
 /* ---- start-up and shutdown ---------------------------------------------- */
@@ -852,16 +856,15 @@ int cfs_daemon_run(const struct cfs_daemon_opts *o, char *err, size_t errlen)
 		goto out;
 
 	struct cfs_fs_opts fo = {
-		.splice_read = o->splice_read,
-		.timeout = 86400.0,
-		.max_io = 1u << 20,
-		.max_readahead = 1u << 20,
-		.debug = o->debug,
-		.fsname = o->source,
-		.extra_opts = o->fuse_opts,
+	    .splice_read = o->splice_read,
+	    .timeout = 86400.0,
+	    .max_io = 1u << 20,
+	    .max_readahead = 1u << 20,
+	    .debug = o->debug,
+	    .fsname = o->source,
+	    .extra_opts = o->fuse_opts,
 	};
-	rc = cfs_fs_mount(&d->fs, o->mountpoint, &d->set, d->dirfd, &fs_hooks, d, &fo, err,
-			  errlen);
+	rc = cfs_fs_mount(&d->fs, o->mountpoint, &d->set, d->dirfd, &fs_hooks, d, &fo, err, errlen);
 	if (rc != 0)
 		goto out;
 	uint32_t ra = o->readahead_kib ? o->readahead_kib : 4096;

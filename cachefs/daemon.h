@@ -46,12 +46,12 @@ struct cfs_daemon_workers {
 
 struct cfs_daemon_opts {
 	const struct cmn_config *cfg; /* finished config; borrowed */
-	const char *mountpoint;       /* absolute */
-	const char *source;           /* shown as fsname and in stats */
-	bool debug;                   /* -d: libfuse tracing, foreground */
-	bool splice_read;             /* serve reads by splice (see docs/bench-fuse.md) */
-	uint32_t readahead_kib;       /* kernel readahead of the mount; 0: 4096 */
-	const char *fuse_opts;        /* pass-through mount options (allow_other, ...) or NULL */
+	const char *mountpoint;	      /* absolute */
+	const char *source;	      /* shown as fsname and in stats */
+	bool debug;		      /* -d: libfuse tracing, foreground */
+	bool splice_read;	      /* serve reads by splice (see docs/bench-fuse.md) */
+	uint32_t readahead_kib;	      /* kernel readahead of the mount; 0: 4096 */
+	const char *fuse_opts;	      /* pass-through mount options (allow_other, ...) or NULL */
 	uint64_t wait_timeout_ms;     /* bound of `next wait`; 0: 10 minutes */
 	const struct cfs_daemon_workers *workers; /* NULL: serve what the cache holds */
 	void *workers_ctx;

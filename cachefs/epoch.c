@@ -325,7 +325,8 @@ static int edir_build(struct cfs_epoch *ep, struct cfs_edir *dir, struct cfs_efi
 		sub->ep = ep;
 		sub->parent = dir == &ep->root ? NULL : dir;
 		sub->name = strndup(rest, clen);
-		if (!sub->name || dent_add(dir, &cap, (struct cfs_dent){.name = sub->name, .d = sub})) {
+		if (!sub->name ||
+		    dent_add(dir, &cap, (struct cfs_dent){.name = sub->name, .d = sub})) {
 			free(sub->name);
 			free(sub);
 			return -ENOMEM;
@@ -341,11 +342,14 @@ static int edir_build(struct cfs_epoch *ep, struct cfs_edir *dir, struct cfs_efi
 	size_t w = 0;
 	for (size_t i = 0; i < dir->nents; i++) {
 		if (w && strcmp(dir->ents[w - 1].name, dir->ents[i].name) == 0) {
-			struct cfs_dent *keep = dir->ents[w - 1].d ? &dir->ents[w - 1] : &dir->ents[i];
-			const struct cfs_dent *gone = keep == &dir->ents[i] ? &dir->ents[w - 1] : &dir->ents[i];
+			struct cfs_dent *keep =
+			    dir->ents[w - 1].d ? &dir->ents[w - 1] : &dir->ents[i];
+			const struct cfs_dent *gone =
+			    keep == &dir->ents[i] ? &dir->ents[w - 1] : &dir->ents[i];
 			if (gone->f)
-				cmn_log(CMN_LOG_WARN, "epoch %u: %s is also a directory: file hidden",
-					ep->number, gone->f->name);
+				cmn_log(CMN_LOG_WARN,
+					"epoch %u: %s is also a directory: file hidden", ep->number,
+					gone->f->name);
 			dir->ents[w - 1] = *keep;
 			continue;
 		}

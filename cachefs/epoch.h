@@ -33,9 +33,9 @@ struct cfs_edir;
 
 /* One entry of a directory inside an epoch: a file or a subdirectory. */
 struct cfs_dent {
-	const char *name;     /* last path component */
-	struct cfs_efile *f;  /* or NULL */
-	struct cfs_edir *d;   /* or NULL */
+	const char *name;    /* last path component */
+	struct cfs_efile *f; /* or NULL */
+	struct cfs_edir *d;  /* or NULL */
 };
 
 /*
@@ -47,11 +47,11 @@ struct cfs_dent {
  * kernel knows.
  */
 struct cfs_edir {
-	uint32_t node_type;   /* CFS_NODE_DIR */
-	struct cfs_epoch *ep; /* owner */
+	uint32_t node_type;	 /* CFS_NODE_DIR */
+	struct cfs_epoch *ep;	 /* owner */
 	struct cfs_edir *parent; /* NULL: the epoch directory itself */
-	char *name;           /* component, owned */
-	struct cfs_dent *ents; /* sorted by name, owned */
+	char *name;		 /* component, owned */
+	struct cfs_dent *ents;	 /* sorted by name, owned */
 	size_t nents;
 };
 
@@ -59,21 +59,21 @@ struct cfs_edir {
 struct cfs_efile {
 	uint32_t node_type; /* CFS_NODE_FILE; first field (inode -> type) */
 	int64_t id;
-	int kind;          /* enum cfs_kind */
-	char *name;        /* name in epochs/<E>/, owned */
-	char *relpath;     /* backing path relative to the cache dir, owned */
-	uint64_t bytes;    /* immutable (invariant 1) */
+	int kind;	/* enum cfs_kind */
+	char *name;	/* name in epochs/<E>/, owned */
+	char *relpath;	/* backing path relative to the cache dir, owned */
+	uint64_t bytes; /* immutable (invariant 1) */
 	uint64_t records;
 	uint32_t created_epoch;
 
 	/* protected by set->mu */
-	uint64_t nlookup;  /* kernel lookups not yet forgotten */
-	uint32_t nopen;    /* open handles: the pin of invariant 3 */
-	uint32_t nepochs;  /* live snapshots listing this file */
-	bool evicted;      /* catalog says EVICTING: delete when unpinned */
-	bool in_current;   /* listed by the current epoch (never deleted then) */
-	bool deleted;      /* handed to `gone`: its backing file is being unlinked */
-	bool gone_busy;    /* in the gone chain: not freed until the callback ran */
+	uint64_t nlookup;	 /* kernel lookups not yet forgotten */
+	uint32_t nopen;		 /* open handles: the pin of invariant 3 */
+	uint32_t nepochs;	 /* live snapshots listing this file */
+	bool evicted;		 /* catalog says EVICTING: delete when unpinned */
+	bool in_current;	 /* listed by the current epoch (never deleted then) */
+	bool deleted;		 /* handed to `gone`: its backing file is being unlinked */
+	bool gone_busy;		 /* in the gone chain: not freed until the callback ran */
 	struct cfs_efile *hnext; /* hash chain by id */
 	struct cfs_efile *gnext; /* gone chain */
 
@@ -88,18 +88,18 @@ struct cfs_efile {
 struct cfs_epoch {
 	uint32_t node_type; /* CFS_NODE_EPOCH */
 	uint32_t number;
-	char name[16];          /* decimal number */
+	char name[16];		  /* decimal number */
 	struct cfs_efile **files; /* every file, sorted by name; immutable after publish */
 	size_t nfiles;
-	struct cfs_edir root;     /* the epoch directory's entries (== files when no name has '/') */
+	struct cfs_edir root; /* the epoch directory's entries (== files when no name has '/') */
 	uint64_t bytes, records;
 	uint64_t started_ms;
 
 	/* protected by set->mu */
 	uint64_t nlookup;
 	uint32_t nopendir;
-	bool listed;         /* in set->list (visible under epochs/); files valid only then */
-	struct cfs_epoch *next;  /* protected by mu: set->list */
+	bool listed;		 /* in set->list (visible under epochs/); files valid only then */
+	struct cfs_epoch *next;	 /* protected by mu: set->list */
 	struct cfs_epoch *anext; /* protected by mu: set->all */
 
 	/* statistics, relaxed atomics */
@@ -126,30 +126,30 @@ typedef void (*cfs_gone_fn)(void *ctx, int64_t id, int kind, const char *relpath
 
 struct cfs_epochs {
 	pthread_mutex_t mu;
-	struct cfs_epoch *list;    /* protected by mu; listed epochs, ascending numbers */
-	struct cfs_epoch *all;     /* protected by mu; every epoch struct alive */
+	struct cfs_epoch *list;	   /* protected by mu; listed epochs, ascending numbers */
+	struct cfs_epoch *all;	   /* protected by mu; every epoch struct alive */
 	struct cfs_epoch *current; /* protected by mu; NULL before the first publish */
 	struct cfs_efile **hash;   /* protected by mu; by id */
 	size_t nbuckets;
-	size_t nfiles;             /* protected by mu; files alive in the hash */
-	uint64_t draining_bytes;   /* protected by mu; evicted, still on disk */
+	size_t nfiles;		 /* protected by mu; files alive in the hash */
+	uint64_t draining_bytes; /* protected by mu; evicted, still on disk */
 	cfs_gone_fn gone;
 	void *gone_ctx;
 	struct cfs_efile *gone_pending; /* protected by mu; chain via gnext */
 
 	/* epochs that left the view, reported after unlocking */
 #define CFS_RETIRED_MAX 16
-	uint32_t retired_numbers[CFS_RETIRED_MAX]; /* protected by mu */
-	size_t nretired;                           /* protected by mu */
+	uint32_t retired_numbers[CFS_RETIRED_MAX];   /* protected by mu */
+	size_t nretired;			     /* protected by mu */
 	void (*retired)(void *ctx, uint32_t number); /* may be NULL; no lock held */
 	void *retired_ctx;
 
 	/* the current epoch's read counters, for the read path without mu */
-	_Atomic uint32_t cur_number1;     /* current number + 1; 0: none */
+	_Atomic uint32_t cur_number1; /* current number + 1; 0: none */
 	_Atomic uint64_t cur_nfiles;
 	_Atomic uint64_t cur_read_bytes;
-	_Atomic uint64_t cur_full_files;  /* distinct files read to the end */
-	void (*all_read)(void *ctx);      /* cur_full_files reached cur_nfiles */
+	_Atomic uint64_t cur_full_files; /* distinct files read to the end */
+	void (*all_read)(void *ctx);	 /* cur_full_files reached cur_nfiles */
 	void *all_read_ctx;
 };
 
@@ -183,8 +183,9 @@ void cfs_epochs_destroy(struct cfs_epochs *s);
  * epoch leaves the list at once if nothing holds it; otherwise when its last
  * holder lets go.  *held (may be NULL) gets the previous epoch's number + 1
  * when it is still held (the caller then invalidates the kernel's entry for
- * it, outside any lock, so that cached-but-unused dentries let go), else 0.  Returns 0, -EINVAL (duplicate names or ids, number not
- * above the current one), or -ENOMEM; the set is unchanged on failure.
+ * it, outside any lock, so that cached-but-unused dentries let go), else 0.  Returns 0, -EINVAL
+ * (duplicate names or ids, number not above the current one), or -ENOMEM; the set is unchanged on
+ * failure.
  */
 int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_efile_in *in,
 		       size_t n, uint64_t started_ms, uint32_t *held);

@@ -80,20 +80,20 @@ _Static_assert(sizeof(fuse_ino_t) >= sizeof(uintptr_t), "inode numbers are node 
 enum hkind { HK_FILE = 1, HK_TEXT = 2, HK_DIR = 3 };
 
 struct hslot {
-	void *h;        /* NULL when free */
+	void *h; /* NULL when free */
 	enum hkind kind;
 	uint32_t gen;
-	uint32_t refs;  /* 1 for the open + 1 per request in progress */
-	bool closing;   /* released: destroyed when refs reaches 0 */
+	uint32_t refs; /* 1 for the open + 1 per request in progress */
+	bool closing;  /* released: destroyed when refs reaches 0 */
 	uint32_t next_free;
 };
 
 struct cfs_fs {
 	struct fuse_session *se;
-	pthread_mutex_t hmu;     /* protects the handle table below */
-	struct hslot *slots;     /* protected by hmu */
-	uint32_t nslots;         /* protected by hmu */
-	uint32_t free_head;      /* protected by hmu: slot + 1, 0 = none */
+	pthread_mutex_t hmu; /* protects the handle table below */
+	struct hslot *slots; /* protected by hmu */
+	uint32_t nslots;     /* protected by hmu */
+	uint32_t free_head;  /* protected by hmu: slot + 1, 0 = none */
 	struct cfs_epochs *set;
 	int dirfd;
 	struct cfs_fs_hooks hooks;
@@ -101,7 +101,7 @@ struct cfs_fs {
 	struct cfs_fs_opts opts;
 	bool mounted;
 	bool signals;
-	bool accounting; /* false while tearing down: no statistics from forced releases */
+	bool accounting;    /* false while tearing down: no statistics from forced releases */
 	struct timespec t0; /* times shown on every node */
 	uid_t uid;
 	gid_t gid;
@@ -112,8 +112,8 @@ struct fs_handle {
 	struct cfs_efile *f;
 	int fd;
 	_Atomic bool read_once; /* first read counted */
-	bool end_done;          /* a read to the end was counted (races are benign: counted once) */
-	pthread_mutex_t mu;     /* protects end_done */
+	bool end_done;		/* a read to the end was counted (races are benign: counted once) */
+	pthread_mutex_t mu;	/* protects end_done */
 };
 
 /* An open stats or metrics text. */
@@ -387,7 +387,8 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			struct cfs_dent e;
 			if (cfs_edir_lookup(fs->set, dir, name, &e) != 0)
 				break;
-			reply_entry(req, fs, e.f ? (fuse_ino_t)(uintptr_t)e.f : (fuse_ino_t)(uintptr_t)e.d,
+			reply_entry(req, fs,
+				    e.f ? (fuse_ino_t)(uintptr_t)e.f : (fuse_ino_t)(uintptr_t)e.d,
 				    tmo);
 			return;
 		}
@@ -942,8 +943,8 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct stat st;
 		if (!dir_entry(fs, ino, d, i, &name, namebuf, sizeof(namebuf), &st))
 			break;
-		size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st,
-						(off_t)(i + 1));
+		size_t need =
+		    fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)(i + 1));
 		if (need > size - used)
 			break;
 		used += need;
@@ -983,41 +984,41 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 }
 
 static const struct fuse_lowlevel_ops fs_ops = {
-	.init = fs_init,
-	.lookup = fs_lookup,
-	.forget = fs_forget,
-	.forget_multi = fs_forget_multi,
-	.getattr = fs_getattr,
-	.setattr = fs_setattr,
-	.readlink = fs_readlink,
-	.mknod = fs_mknod,
-	.mkdir = fs_mkdir,
-	.unlink = fs_unlink,
-	.rmdir = fs_unlink,
-	.symlink = fs_symlink,
-	.rename = fs_rename,
-	.link = fs_link,
-	.open = fs_open,
-	.read = fs_read,
-	.write = fs_write,
-	.release = fs_release,
-	.opendir = fs_opendir,
-	.readdir = fs_readdir,
-	.releasedir = fs_releasedir,
-	.statfs = fs_statfs,
-	.setxattr = fs_setxattr,
-	.removexattr = fs_removexattr,
-	.access = fs_access,
-	.create = fs_create,
-	.fallocate = fs_fallocate,
+    .init = fs_init,
+    .lookup = fs_lookup,
+    .forget = fs_forget,
+    .forget_multi = fs_forget_multi,
+    .getattr = fs_getattr,
+    .setattr = fs_setattr,
+    .readlink = fs_readlink,
+    .mknod = fs_mknod,
+    .mkdir = fs_mkdir,
+    .unlink = fs_unlink,
+    .rmdir = fs_unlink,
+    .symlink = fs_symlink,
+    .rename = fs_rename,
+    .link = fs_link,
+    .open = fs_open,
+    .read = fs_read,
+    .write = fs_write,
+    .release = fs_release,
+    .opendir = fs_opendir,
+    .readdir = fs_readdir,
+    .releasedir = fs_releasedir,
+    .statfs = fs_statfs,
+    .setxattr = fs_setxattr,
+    .removexattr = fs_removexattr,
+    .access = fs_access,
+    .create = fs_create,
+    .fallocate = fs_fallocate,
 };
 
 __attribute__((format(printf, 2, 0))) static void fuse_log_to_cmn(enum fuse_log_level level,
-								   const char *fmt, va_list ap)
+								  const char *fmt, va_list ap)
 {
-	enum cmn_log_level l = level <= FUSE_LOG_ERR       ? CMN_LOG_ERROR
+	enum cmn_log_level l = level <= FUSE_LOG_ERR	   ? CMN_LOG_ERROR
 			       : level <= FUSE_LOG_WARNING ? CMN_LOG_WARN
-			       : level <= FUSE_LOG_INFO    ? CMN_LOG_INFO
+			       : level <= FUSE_LOG_INFO	   ? CMN_LOG_INFO
 							   : CMN_LOG_DEBUG;
 	char line[1024];
 	vsnprintf(line, sizeof(line), fmt, ap);
@@ -1101,15 +1102,17 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 	fs->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
 	if (!fs->se) {
 		rc = -EINVAL;
-		snprintf(err, errlen, "cannot start a FUSE session with options '%s' (see the log)", o);
+		snprintf(err, errlen, "cannot start a FUSE session with options '%s' (see the log)",
+			 o);
 		goto fail;
 	}
 	if (fuse_session_mount(fs->se, mountpoint) != 0) {
 		rc = -EIO;
-		snprintf(err, errlen,
-			 "cannot mount on %s: is it an existing empty directory, is /dev/fuse there, "
-			 "and is it not mounted already?",
-			 mountpoint);
+		snprintf(
+		    err, errlen,
+		    "cannot mount on %s: is it an existing empty directory, is /dev/fuse there, "
+		    "and is it not mounted already?",
+		    mountpoint);
 		goto fail;
 	}
 	fs->mounted = true;

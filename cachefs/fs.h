@@ -37,13 +37,13 @@ struct cfs_fs_hooks {
 };
 
 struct cfs_fs_opts {
-	bool splice_read;       /* fuse_reply_data from the backing fd (else pread + reply_buf) */
-	double timeout;         /* entry/attr timeout of sealed files and dirs, seconds */
-	uint32_t max_io;        /* max_write / max pages per request, bytes */
+	bool splice_read;	/* fuse_reply_data from the backing fd (else pread + reply_buf) */
+	double timeout;		/* entry/attr timeout of sealed files and dirs, seconds */
+	uint32_t max_io;	/* max_write / max pages per request, bytes */
 	uint32_t max_readahead; /* bytes asked of the kernel */
-	uint32_t threads;       /* max worker threads (0: libfuse default) */
-	bool debug;             /* -d: libfuse request tracing */
-	const char *fsname;     /* shown in /proc/mounts, e.g. the source URL */
+	uint32_t threads;	/* max worker threads (0: libfuse default) */
+	bool debug;		/* -d: libfuse request tracing */
+	const char *fsname;	/* shown in /proc/mounts, e.g. the source URL */
 	const char *extra_opts; /* mount options passed through (allow_other, ...), or NULL */
 };
 

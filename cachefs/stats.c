@@ -210,7 +210,8 @@ void cfs_stats_metrics(const struct cfs_stats_view *v, struct cfs_sbuf *b)
 	metric(b, "resident_files", "gauge", "Sealed resident files.", (double)v->resident.files);
 	metric(b, "resident_records", "gauge", "Records in sealed resident files.",
 	       (double)v->resident.records);
-	metric(b, "current_files", "gauge", "Files in the current epoch.", (double)v->current_files);
+	metric(b, "current_files", "gauge", "Files in the current epoch.",
+	       (double)v->current_files);
 	metric(b, "current_records", "gauge", "Records in the current epoch.",
 	       (double)v->current_records);
 	metric(b, "min_records", "gauge", "Records `epoch next --wait` waits for.",

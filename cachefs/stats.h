@@ -20,22 +20,23 @@
 struct cfs_sbuf {
 	char *p;
 	size_t len, cap, max; /* max: hard cap on len (0: 16 MiB) */
-	bool failed;          /* an append did not fit or allocation failed */
+	bool failed;	      /* an append did not fit or allocation failed */
 };
 
-void cfs_sbuf_printf(struct cfs_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cfs_sbuf_printf(struct cfs_sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Appends s as a JSON string literal (quotes and escapes included). */
 void cfs_sbuf_json_str(struct cfs_sbuf *b, const char *s);
 void cfs_sbuf_free(struct cfs_sbuf *b);
 
 /* Sampler counters as the stats texts show them (a copy of smp_stats). */
 struct cfs_worker_stats {
-	bool present;       /* samplers configured and running */
-	bool idle;          /* the current pass ended: no more data is coming this epoch */
+	bool present; /* samplers configured and running */
+	bool idle;    /* the current pass ended: no more data is coming this epoch */
 	uint64_t requests, retries, http_4xx, http_408_429, http_5xx, timeouts, net_errors;
 	uint64_t truncated, bad_records, failed_objects, objects_done;
 	uint64_t bytes_fetched, records_admitted, bytes_admitted, budget_waits;
-	double ingest_bps;  /* admitted bytes/s over the last few seconds */
+	double ingest_bps; /* admitted bytes/s over the last few seconds */
 	double fetch_bps;
 };
 

@@ -25,8 +25,8 @@
  *
  * Direct figures read the backing files with the same pattern and the same
  * cache state.  Each figure is the median of 3 runs, mount and direct
- * alternating (the machine may be shared).  Prints one table (MB/s and ratio mount/direct) on stdout.
- * Needs permission to mount FUSE; the mount is always unmounted.
+ * alternating (the machine may be shared).  Prints one table (MB/s and ratio mount/direct) on
+ * stdout. Needs permission to mount FUSE; the mount is always unmounted.
  */
 #include "cli/cmd.h"
 #include "rc_config.h"
@@ -53,7 +53,7 @@
 #include <unistd.h>
 
 #define REC_PAYLOAD ((size_t)1 << 20)
-#define MAX_FILES 64
+#define MAX_FILES   64
 
 struct bench {
 	char dir[1024], cache[1100], empty[1100], mnt[1100], exe[PATH_MAX];
@@ -109,7 +109,8 @@ static int make_cache(struct bench *b)
 			rc = cfs_shard_writer_reserve(w, rec, 10000);
 			if (rc == 0)
 				rc = cfs_shard_writer_append(w, payload, REC_PAYLOAD,
-							     cmn_crc32c(0, payload, REC_PAYLOAD), 0, 0);
+							     cmn_crc32c(0, payload, REC_PAYLOAD), 0,
+							     0);
 		}
 		if (rc) {
 			cfs_shard_writer_abort(w);
@@ -146,11 +147,12 @@ static int do_mount(struct bench *b, bool splice)
 {
 	char src[1200], lim[32];
 	snprintf(src, sizeof(src), "file://%s/", b->empty);
-	snprintf(lim, sizeof(lim), "%" PRIu64, (uint64_t)b->nfiles * (b->size + (4u << 20)) + (64u << 20));
-	const char *argv[] = {b->exe,       "mount", src, b->mnt,       "--cache-dir", b->cache,
-			      "--limit",    lim,     "-o",
-			      splice ? "splice_read" : "no_splice_read",
-			      NULL};
+	snprintf(lim, sizeof(lim), "%" PRIu64,
+		 (uint64_t)b->nfiles * (b->size + (4u << 20)) + (64u << 20));
+	const char *argv[] = {
+	    b->exe,   "mount",	 src, b->mnt, "--cache-dir",
+	    b->cache, "--limit", lim, "-o",   splice ? "splice_read" : "no_splice_read",
+	    NULL};
 	int rc = run_self(argv);
 	if (rc == 0)
 		b->mounted = true;
@@ -281,13 +283,14 @@ static void row(const char *what, double mnt, double direct, const char *target)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
-		     "                            [--modes pread,splice] [--keep]\n"
-		     "  --dir DIR   scratch directory (default: a new /tmp/rollcache-bench-fuse.*)\n"
-		     "  --files N   shards to read (default 4)\n"
-		     "  --size SIZE bytes per shard (default 64M)\n"
-		     "  --ops N     random reads per pattern (default 4000)\n"
-		     "  --modes     daemon read modes to measure (default pread,splice)\n");
+	fprintf(out,
+		"usage: rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
+		"                            [--modes pread,splice] [--keep]\n"
+		"  --dir DIR   scratch directory (default: a new /tmp/rollcache-bench-fuse.*)\n"
+		"  --files N   shards to read (default 4)\n"
+		"  --size SIZE bytes per shard (default 64M)\n"
+		"  --ops N     random reads per pattern (default 4000)\n"
+		"  --modes     daemon read modes to measure (default pread,splice)\n");
 }
 
 int bench_fuse(int argc, char **argv)
@@ -332,8 +335,10 @@ int bench_fuse(int argc, char **argv)
 		}
 	}
 	if (b.nfiles < 1 || b.nfiles > MAX_FILES || b.size < (4u << 20) || b.ops < 1) {
-		fprintf(stderr, "rollcache bench fuse: expected 1..%d files of at least 4M and --ops >= 1\n",
-			MAX_FILES);
+		fprintf(
+		    stderr,
+		    "rollcache bench fuse: expected 1..%d files of at least 4M and --ops >= 1\n",
+		    MAX_FILES);
 		return 2;
 	}
 	ssize_t n = readlink("/proc/self/exe", b.exe, sizeof(b.exe) - 1);
@@ -370,11 +375,13 @@ int bench_fuse(int argc, char **argv)
 		goto out;
 	char sz[32];
 	printf("rollcache bench fuse: %d files of %s, 1 MiB records, %" PRIu64 " random reads per "
-	       "pattern, in %s\n", b.nfiles, cmn_format_size(b.bytes[0], sz, sizeof(sz)), b.ops, b.dir);
+	       "pattern, in %s\n",
+	       b.nfiles, cmn_format_size(b.bytes[0], sz, sizeof(sz)), b.ops, b.dir);
 	printf("%-26s %10s %10s %8s  %s\n", "pattern (MB/s)", "mount", "direct", "ratio", "target");
 	for (const char *m = modes; *m;) {
 		bool splice = !strncmp(m, "splice", 6);
-		printf("-- daemon read mode: %s\n", splice ? "splice (fuse_reply_data, FUSE_BUF_IS_FD)"
+		printf("-- daemon read mode: %s\n", splice
+							? "splice (fuse_reply_data, FUSE_BUF_IS_FD)"
 							: "pread + fuse_reply_buf");
 		if (do_mount(&b, splice) != 0)
 			goto out;
@@ -388,7 +395,8 @@ int bench_fuse(int argc, char **argv)
 			mv[r] = seq_read(&b, true);
 		}
 		row("seq 1M, cold", median(mv), median(dv), ">= 0.80x");
-		for (int r = 0; r < REPS; r++) { /* daemon path: backing warm, mount's cache dropped */
+		for (int r = 0; r < REPS;
+		     r++) { /* daemon path: backing warm, mount's cache dropped */
 			dv[r] = seq_read(&b, false);
 			drop(&b, true);
 			mv[r] = seq_read(&b, true);

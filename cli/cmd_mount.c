@@ -70,48 +70,48 @@ struct mount_args {
 	char fuse_opts[1024]; /* passed to the kernel mount */
 	char err[512];
 	bool failed;
-	bool splice; /* -o splice_read: serve reads by splice */
+	bool splice;		/* -o splice_read: serve reads by splice */
 	uint32_t readahead_kib; /* -o readahead_kb=N */
 };
 
 enum { KEY_IGNORE = 1, KEY_PASS = 2, KEY_SPLICE = 3, KEY_NOSPLICE = 4, KEY_READAHEAD = 5 };
 
 static const struct fuse_opt mount_opt_spec[] = {
-	/* generic mount(8)/fstab options: meaningless here */
-	FUSE_OPT_KEY("rw", KEY_IGNORE),
-	FUSE_OPT_KEY("ro", KEY_IGNORE), /* always read-only, except .rollcache/control */
-	FUSE_OPT_KEY("dev", KEY_IGNORE),
-	FUSE_OPT_KEY("nodev", KEY_IGNORE),
-	FUSE_OPT_KEY("suid", KEY_IGNORE),
-	FUSE_OPT_KEY("nosuid", KEY_IGNORE),
-	FUSE_OPT_KEY("exec", KEY_IGNORE),
-	FUSE_OPT_KEY("noexec", KEY_IGNORE),
-	FUSE_OPT_KEY("auto", KEY_IGNORE),
-	FUSE_OPT_KEY("noauto", KEY_IGNORE),
-	FUSE_OPT_KEY("user", KEY_IGNORE),
-	FUSE_OPT_KEY("users", KEY_IGNORE),
-	FUSE_OPT_KEY("nouser", KEY_IGNORE),
-	FUSE_OPT_KEY("nofail", KEY_IGNORE),
-	FUSE_OPT_KEY("_netdev", KEY_IGNORE),
-	FUSE_OPT_KEY("defaults", KEY_IGNORE),
-	FUSE_OPT_KEY("async", KEY_IGNORE),
-	FUSE_OPT_KEY("sync", KEY_IGNORE),
-	FUSE_OPT_KEY("atime", KEY_IGNORE),
-	FUSE_OPT_KEY("noatime", KEY_IGNORE),
-	FUSE_OPT_KEY("relatime", KEY_IGNORE),
-	FUSE_OPT_KEY("comment=", KEY_IGNORE), /* prefix match: comment=... */
-	FUSE_OPT_KEY("subtype=", KEY_IGNORE),
-	FUSE_OPT_KEY("fsname=", KEY_IGNORE),
-	/* FUSE mount options for the kernel */
-	FUSE_OPT_KEY("allow_other", KEY_PASS),
-	FUSE_OPT_KEY("allow_root", KEY_PASS),
-	FUSE_OPT_KEY("auto_unmount", KEY_PASS),
-	FUSE_OPT_KEY("max_read=", KEY_IGNORE), /* ours is 1 MiB; a second value would conflict */
-	/* ours */
-	FUSE_OPT_KEY("splice_read", KEY_SPLICE),
-	FUSE_OPT_KEY("no_splice_read", KEY_NOSPLICE),
-	FUSE_OPT_KEY("readahead_kb=", KEY_READAHEAD),
-	FUSE_OPT_END,
+    /* generic mount(8)/fstab options: meaningless here */
+    FUSE_OPT_KEY("rw", KEY_IGNORE),
+    FUSE_OPT_KEY("ro", KEY_IGNORE), /* always read-only, except .rollcache/control */
+    FUSE_OPT_KEY("dev", KEY_IGNORE),
+    FUSE_OPT_KEY("nodev", KEY_IGNORE),
+    FUSE_OPT_KEY("suid", KEY_IGNORE),
+    FUSE_OPT_KEY("nosuid", KEY_IGNORE),
+    FUSE_OPT_KEY("exec", KEY_IGNORE),
+    FUSE_OPT_KEY("noexec", KEY_IGNORE),
+    FUSE_OPT_KEY("auto", KEY_IGNORE),
+    FUSE_OPT_KEY("noauto", KEY_IGNORE),
+    FUSE_OPT_KEY("user", KEY_IGNORE),
+    FUSE_OPT_KEY("users", KEY_IGNORE),
+    FUSE_OPT_KEY("nouser", KEY_IGNORE),
+    FUSE_OPT_KEY("nofail", KEY_IGNORE),
+    FUSE_OPT_KEY("_netdev", KEY_IGNORE),
+    FUSE_OPT_KEY("defaults", KEY_IGNORE),
+    FUSE_OPT_KEY("async", KEY_IGNORE),
+    FUSE_OPT_KEY("sync", KEY_IGNORE),
+    FUSE_OPT_KEY("atime", KEY_IGNORE),
+    FUSE_OPT_KEY("noatime", KEY_IGNORE),
+    FUSE_OPT_KEY("relatime", KEY_IGNORE),
+    FUSE_OPT_KEY("comment=", KEY_IGNORE), /* prefix match: comment=... */
+    FUSE_OPT_KEY("subtype=", KEY_IGNORE),
+    FUSE_OPT_KEY("fsname=", KEY_IGNORE),
+    /* FUSE mount options for the kernel */
+    FUSE_OPT_KEY("allow_other", KEY_PASS),
+    FUSE_OPT_KEY("allow_root", KEY_PASS),
+    FUSE_OPT_KEY("auto_unmount", KEY_PASS),
+    FUSE_OPT_KEY("max_read=", KEY_IGNORE), /* ours is 1 MiB; a second value would conflict */
+    /* ours */
+    FUSE_OPT_KEY("splice_read", KEY_SPLICE),
+    FUSE_OPT_KEY("no_splice_read", KEY_NOSPLICE),
+    FUSE_OPT_KEY("readahead_kb=", KEY_READAHEAD),
+    FUSE_OPT_END,
 };
 
 static int append_opt(char *buf, size_t len, const char *opt)
@@ -277,21 +277,33 @@ struct workers {
 	bool running;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct smp_sampler *s;          /* protected by mu: the running pass, or NULL */
-	uint32_t epoch;                 /* protected by mu: epoch to sample for */
-	bool stop;                      /* protected by mu */
-	bool paused;                    /* protected by mu: a boundary is in progress */
-	bool busy;                      /* protected by mu: a pass is between new and free */
-	bool idle;                      /* protected by mu: the pass of `epoch` ended */
-	struct cfs_worker_stats total;  /* protected by mu: finished passes */
+	struct smp_sampler *s;	       /* protected by mu: the running pass, or NULL */
+	uint32_t epoch;		       /* protected by mu: epoch to sample for */
+	bool stop;		       /* protected by mu */
+	bool paused;		       /* protected by mu: a boundary is in progress */
+	bool busy;		       /* protected by mu: a pass is between new and free */
+	bool idle;		       /* protected by mu: the pass of `epoch` ended */
+	struct cfs_worker_stats total; /* protected by mu: finished passes */
 };
 
 static void add_stats(struct cfs_worker_stats *o, const struct smp_stats *st)
 {
 #define C(f) o->f += SMP_STAT_GET(st, f)
-	C(requests); C(retries); C(http_4xx); C(http_408_429); C(http_5xx); C(timeouts);
-	C(net_errors); C(truncated); C(bad_records); C(failed_objects); C(objects_done);
-	C(bytes_fetched); C(records_admitted); C(bytes_admitted); C(budget_waits);
+	C(requests);
+	C(retries);
+	C(http_4xx);
+	C(http_408_429);
+	C(http_5xx);
+	C(timeouts);
+	C(net_errors);
+	C(truncated);
+	C(bad_records);
+	C(failed_objects);
+	C(objects_done);
+	C(bytes_fetched);
+	C(records_admitted);
+	C(bytes_admitted);
+	C(budget_waits);
 #undef C
 }
 
@@ -299,11 +311,11 @@ static int new_sampler(struct workers *w, uint32_t epoch, struct smp_sampler **o
 		       size_t errlen)
 {
 	struct smp_sampler_opts so = {
-		.cfg = w->cfg,
-		.store = w->store,
-		.seed = 1 + (uint64_t)epoch,
-		.stop_when_full = false,
-		.room_wait_ms = 500, /* bounded waits: a boundary's stop is seen soon */
+	    .cfg = w->cfg,
+	    .store = w->store,
+	    .seed = 1 + (uint64_t)epoch,
+	    .stop_when_full = false,
+	    .room_wait_ms = 500, /* bounded waits: a boundary's stop is seen soon */
 	};
 	return smp_sampler_new(out, &so, err, errlen);
 }
@@ -434,11 +446,11 @@ static void workers_stop(void *ctx)
 }
 
 static const struct cfs_daemon_workers sampler_workers = {
-	.start = workers_start,
-	.pause = workers_pause,
-	.new_epoch = workers_new_epoch,
-	.stats = workers_stats,
-	.stop = workers_stop,
+    .start = workers_start,
+    .pause = workers_pause,
+    .new_epoch = workers_new_epoch,
+    .stats = workers_stats,
+    .stop = workers_stop,
 };
 #endif
 
@@ -519,8 +531,10 @@ static int wait_ready(int fd, pid_t child)
 			buf[--n] = '\0';
 		fprintf(stderr, "rollcache mount: %s\n", buf);
 	} else {
-		fprintf(stderr, "rollcache mount: the daemon exited during start-up (status %d); "
-				"run with -f to see why\n", status);
+		fprintf(stderr,
+			"rollcache mount: the daemon exited during start-up (status %d); "
+			"run with -f to see why\n",
+			status);
 	}
 	return 1;
 }
@@ -558,7 +572,9 @@ int cmd_mount(int argc, char **argv)
 		} else if (!strcmp(a, "-o") || !strncmp(a, "-o", 2)) {
 			const char *v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v) {
-				fprintf(stderr, "rollcache mount: -o needs options, such as -o limit=20G\n");
+				fprintf(
+				    stderr,
+				    "rollcache mount: -o needs options, such as -o limit=20G\n");
 				goto out;
 			}
 			if (parse_o(&ma, v) != 0) {
@@ -612,8 +628,10 @@ int cmd_mount(int argc, char **argv)
 	}
 	char fstype[64];
 	if (is_mount_point(mp_abs, fstype, sizeof(fstype))) {
-		fprintf(stderr, "rollcache mount: %s is already a mount point (%s): unmount it first "
-				"(rollcache umount %s)\n", mp_abs, fstype, mp_abs);
+		fprintf(stderr,
+			"rollcache mount: %s is already a mount point (%s): unmount it first "
+			"(rollcache umount %s)\n",
+			mp_abs, fstype, mp_abs);
 		ret = 1;
 		goto out;
 	}
@@ -673,17 +691,17 @@ int cmd_mount(int argc, char **argv)
 	void *wctx = NULL;
 #endif
 	struct cfs_daemon_opts o = {
-		.cfg = &cfg,
-		.mountpoint = mp_abs,
-		.source = src_copy,
-		.debug = debug,
-		.splice_read = ma.splice,
-		.readahead_kib = ma.readahead_kib,
-		.fuse_opts = ma.fuse_opts,
-		.workers = wk,
-		.workers_ctx = wctx,
-		.on_ready = on_ready,
-		.on_ready_ctx = &rc_ready,
+	    .cfg = &cfg,
+	    .mountpoint = mp_abs,
+	    .source = src_copy,
+	    .debug = debug,
+	    .splice_read = ma.splice,
+	    .readahead_kib = ma.readahead_kib,
+	    .fuse_opts = ma.fuse_opts,
+	    .workers = wk,
+	    .workers_ctx = wctx,
+	    .on_ready = on_ready,
+	    .on_ready_ctx = &rc_ready,
 	};
 	int rc = cfs_daemon_run(&o, err, sizeof(err));
 	if (rc != 0) {
@@ -788,7 +806,8 @@ static void json_str(const char *text, const char *key, char *out, size_t len)
 static int mp_error(const char *cmd, const char *mp, int rc)
 {
 	if (rc == -ENOENT)
-		fprintf(stderr, "rollcache %s: %s is not a rollcache mount (no .rollcache/)\n", cmd, mp);
+		fprintf(stderr, "rollcache %s: %s is not a rollcache mount (no .rollcache/)\n", cmd,
+			mp);
 	else if (rc == -ENOTCONN)
 		fprintf(stderr, "rollcache %s: %s: the daemon is gone; run `rollcache umount %s`\n",
 			cmd, mp, mp);
@@ -847,7 +866,8 @@ int cmd_umount(int argc, char **argv)
 	const char *lazy[] = {"fusermount3", "-u", "-z", mp, NULL};
 	if (run_fusermount(plain) != 0) {
 		if (run_fusermount(lazy) != 0 && umount2(mp, MNT_DETACH) != 0) {
-			fprintf(stderr, "rollcache umount: %s: cannot unmount (%s): is it mounted?\n", mp,
+			fprintf(stderr,
+				"rollcache umount: %s: cannot unmount (%s): is it mounted?\n", mp,
 				strerror(errno));
 			return 1;
 		}
@@ -859,7 +879,8 @@ int cmd_umount(int argc, char **argv)
 			nanosleep(&ts, NULL);
 		}
 		if (pid_alive(pid)) {
-			fprintf(stderr, "rollcache umount: daemon pid %d still running after 30 s\n",
+			fprintf(stderr,
+				"rollcache umount: daemon pid %d still running after 30 s\n",
 				(int)pid);
 			return 1;
 		}
@@ -955,10 +976,12 @@ int cmd_epoch(int argc, char **argv)
 		if (!wait || __atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
 			continue;
 		if (read_text(mp, "metrics", &m) == 0) {
-			fprintf(stderr, "%swaiting for min_records: %.0f / %.0f records resident, %.1f MB/s%s",
-				tty ? "\r" : "", metric_get(m, "resident_records"),
-				metric_get(m, "min_records"),
-				metric_get(m, "ingest_bytes_per_second") / 1e6, tty ? "   " : "\n");
+			fprintf(
+			    stderr,
+			    "%swaiting for min_records: %.0f / %.0f records resident, %.1f MB/s%s",
+			    tty ? "\r" : "", metric_get(m, "resident_records"),
+			    metric_get(m, "min_records"),
+			    metric_get(m, "ingest_bytes_per_second") / 1e6, tty ? "   " : "\n");
 			shown = true;
 			free(m);
 		}
@@ -1015,7 +1038,8 @@ static int status_once(const char *mp, bool json, bool clear)
 	if (clear)
 		fputs("\033[H\033[J", stdout);
 	printf("rollcache %s on %s\n", source, mp);
-	printf("epoch    %.0f (advance %s, policy %s)\n", metric_get(text, "epoch"), advance, policy);
+	printf("epoch    %.0f (advance %s, policy %s)\n", metric_get(text, "epoch"), advance,
+	       policy);
 	printf("disk     [%s] %s / %s (%.0f%%), draining %s\n", bar,
 	       cmn_format_size((uint64_t)used, b1, sizeof(b1)),
 	       cmn_format_size((uint64_t)limit, b2, sizeof(b2)), frac * 100,
@@ -1078,8 +1102,10 @@ int cmd_status(int argc, char **argv)
 
 static int no_fuse(const char *cmd)
 {
-	fprintf(stderr, "rollcache %s: this build has no FUSE support (install libfuse3-dev and "
-			"rebuild)\n", cmd);
+	fprintf(stderr,
+		"rollcache %s: this build has no FUSE support (install libfuse3-dev and "
+		"rebuild)\n",
+		cmd);
 	return 1;
 }
 

@@ -69,8 +69,12 @@ static int publish(uint32_t number, const int64_t *ids, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		snprintf(names[i], sizeof(names[i]), "shard-%lld.tfrecord", (long long)ids[i]);
 		snprintf(paths[i], sizeof(paths[i]), "shards/%lld.tfrecord", (long long)ids[i]);
-		in[i] = (struct cfs_efile_in){.id = ids[i], .name = names[i], .relpath = paths[i],
-					      .bytes = 100, .records = 10, .created_epoch = 0};
+		in[i] = (struct cfs_efile_in){.id = ids[i],
+					      .name = names[i],
+					      .relpath = paths[i],
+					      .bytes = 100,
+					      .records = 10,
+					      .created_epoch = 0};
 	}
 	return cfs_epochs_publish(&set, number, in, n, 0, NULL);
 }
@@ -246,8 +250,8 @@ START_TEST(tree_of_nested_names)
 	char paths[6][32];
 	for (int i = 0; i < 6; i++) {
 		snprintf(paths[i], sizeof(paths[i]), "objects/%d", i + 1);
-		in[i] = (struct cfs_efile_in){.id = i + 1, .name = names[i], .relpath = paths[i],
-					      .bytes = 1, .records = 1};
+		in[i] = (struct cfs_efile_in){
+		    .id = i + 1, .name = names[i], .relpath = paths[i], .bytes = 1, .records = 1};
 	}
 	ck_assert_int_eq(cfs_epochs_publish(&set, 0, in, 6, 0, NULL), 0);
 	struct cfs_epoch *ep = cfs_epochs_lookup(&set, 0);
@@ -272,7 +276,7 @@ START_TEST(tree_of_nested_names)
 	ck_assert_int_eq(cfs_edir_lookup(&set, b.d, "e", &c), -ENOENT);
 	/* directory lookups count on the epoch: it outlives the view while known */
 	ck_assert_uint_eq(ep->nlookup, 3); /* cfs_epochs_lookup + a + b */
-	cfs_epoch_forget(&set, ep, 1); /* the cfs_epochs_lookup() above */
+	cfs_epoch_forget(&set, ep, 1);	   /* the cfs_epochs_lookup() above */
 	ck_assert_int_eq(publish(1, NULL, 0), 0);
 	ck_assert_uint_eq(nlisted(), 1);
 	ck_assert_int_eq(cfs_edir_lookup(&set, b.d, "c", &c), -ENOENT); /* left the view */
@@ -322,15 +326,17 @@ static Suite *epoch_suite(void)
 		const char *name;
 		const TTest *fn;
 	} cases[] = {
-		{"snapshot_is_fixed_and_sorted", snapshot_is_fixed_and_sorted},
-		{"shared_file_across_epochs", shared_file_across_epochs},
-		{"old_epoch_leaves_when_unheld", old_epoch_leaves_when_unheld},
-		{"dir_handle_holds_old_epoch", dir_handle_holds_old_epoch},
-		{"evicted_open_file_deleted_on_last_release", evicted_open_file_deleted_on_last_release},
-		{"evicted_unheld_file_deleted_at_next_epoch", evicted_unheld_file_deleted_at_next_epoch},
-		{"read_accounting_and_all_read", read_accounting_and_all_read},
-		{"tree_of_nested_names", tree_of_nested_names},
-		{"stats_json_escapes_and_metrics", stats_json_escapes_and_metrics},
+	    {"snapshot_is_fixed_and_sorted", snapshot_is_fixed_and_sorted},
+	    {"shared_file_across_epochs", shared_file_across_epochs},
+	    {"old_epoch_leaves_when_unheld", old_epoch_leaves_when_unheld},
+	    {"dir_handle_holds_old_epoch", dir_handle_holds_old_epoch},
+	    {"evicted_open_file_deleted_on_last_release",
+	     evicted_open_file_deleted_on_last_release},
+	    {"evicted_unheld_file_deleted_at_next_epoch",
+	     evicted_unheld_file_deleted_at_next_epoch},
+	    {"read_accounting_and_all_read", read_accounting_and_all_read},
+	    {"tree_of_nested_names", tree_of_nested_names},
+	    {"stats_json_escapes_and_metrics", stats_json_escapes_and_metrics},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);
