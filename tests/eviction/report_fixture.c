@@ -15,6 +15,8 @@
  *            (file 1 then deleted: GONE; file 2 still EVICTING); file 3
  *            read to the end twice (300 bytes); file 4 (80 B, 4 records)
  *            admitted, never read.
+ *   epoch 3  never begun: file 5 (60 B, 2 records) counted into it (as a
+ *            sampler or `ingest` does before the boundary that begins it).
  * Exit 0, or 1 with the failing step on stderr.
  */
 #include "cachefs/catalog.h"
@@ -113,6 +115,7 @@ int main(int argc, char **argv)
 	};
 	STEP("stats 2", cfs_catalog_shards_add_stats(c, d2, 1, 2));
 	STEP("insert 4", insert(c, 4, 80, 4, 2));
+	STEP("insert 5", insert(c, 5, 60, 2, 3));
 	ec = 0;
 out:
 	cfs_catalog_close(c);

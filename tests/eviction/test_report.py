@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """eviction-report-cli: `rollcache report` on a catalog written through the
-catalog API (report_fixture.c, a crafted three-epoch run) - no daemon.
+catalog API (report_fixture.c, a crafted run of three epochs and one not begun) - no daemon.
 
 Proves, against the figures the fixture wrote (and Python's sqlite3 reading
 the same file as an independent oracle):
@@ -58,11 +58,18 @@ WANT = {
             seen_files=2, seen_records=3, read_bytes=150),
     2: dict(started=True, policy="none", limit=900, admit=0,
             start_files=1, start_records=1, start_bytes=150,
-            end_files=2, end_records=5, end_bytes=230,
+            end_files=3, end_records=7, end_bytes=290,  # the current epoch: now
             admitted_files=1, admitted_records=4, admitted_bytes=80,
             evicted_files=2, evicted_records=5, evicted_bytes=300,
             evicted_unread_files=1, evicted_unread_bytes=200,
             seen_files=2, seen_records=3, read_bytes=300),
+    3: dict(started=False, policy="", limit=0, admit=0,
+            start_files=0, start_records=0, start_bytes=0,
+            end_files=None, end_records=None, end_bytes=None,
+            admitted_files=1, admitted_records=2, admitted_bytes=60,
+            evicted_files=0, evicted_records=0, evicted_bytes=0,
+            evicted_unread_files=0, evicted_unread_bytes=0,
+            seen_files=2, seen_records=3, read_bytes=0),
 }
 
 
@@ -82,9 +89,9 @@ def main():
         eq(p.returncode, 0, "report --json exit (%s)" % p.stderr.strip())
         rep = json.loads(p.stdout)
         eq(rep["cache_dir"], cache, "cache_dir")
-        eq(rep["resident"], {"files": 2, "bytes": 230, "records": 5}, "resident now")
-        eq((rep["files_total"], rep["files_read_full"]), (4, 2), "files total / read to the end")
-        eq([e["epoch"] for e in rep["epochs"]], [0, 1, 2], "epochs")
+        eq(rep["resident"], {"files": 3, "bytes": 290, "records": 7}, "resident now")
+        eq((rep["files_total"], rep["files_read_full"]), (5, 2), "files total / read to the end")
+        eq([e["epoch"] for e in rep["epochs"]], [0, 1, 2, 3], "epochs")
         for e in rep["epochs"]:
             got = {k: e[k] for k in WANT[e["epoch"]]}
             eq(got, WANT[e["epoch"]], "epoch %d" % e["epoch"])
@@ -108,13 +115,15 @@ def main():
         eq(p.returncode, 0, "report (table) exit")
         lines = p.stdout.splitlines()
         body = [ln for ln in lines if ln.strip()[:1].isdigit()]
-        eq(len(body), 3, "table lines (%s)" % p.stdout)
-        eq(body[2].split()[:2], ["2", "none"], "last table line")
+        eq(len(body), 4, "table lines (%s)" % p.stdout)
+        eq(body[2].split()[:2], ["2", "none"], "epoch 2 table line")
+        if not body[3].endswith("(not begun)"):
+            fail("epoch 3 table line does not say it was not begun: %s" % body[3])
         total = [ln for ln in lines if ln.startswith("total:")]
         eq(len(total), 1, "total line")
-        for frag in ("admitted 10 records", "evicted 5 records", "1 files unread",
-                     "resident now 2 files, 5 records", "seen 3 records",
-                     "(2 of 4 files read to the end)", "seen/admitted 0.30"):
+        for frag in ("admitted 12 records", "evicted 5 records", "1 files unread",
+                     "resident now 3 files, 7 records", "seen 3 records",
+                     "(2 of 5 files read to the end)", "seen/admitted 0.25"):
             if frag not in total[0]:
                 fail("total line lacks %r: %s" % (frag, total[0]))
 
