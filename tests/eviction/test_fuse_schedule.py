@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""eviction-fuse-schedule: a three-part schedule on a real FUSE mount (issue 5).
+"""eviction-fuse-schedule, eviction-fuse-min-uses: the schedule on a real FUSE
+mount (issue 5).  Argument: the mode, `schedule` (default) or `min-uses`.
 
 A `rollcache synth` dataset (file:// source, larger than every limit) is
 mounted with the schedule
@@ -31,6 +32,13 @@ bytes it leaves and what admit budget it grants.  Proves:
     TFRecord framing, records of the source), its bytes count as draining
     until close, and after close its backing file is deleted and the space
     is freed.
+
+Mode `min-uses` runs one entry, `[epoch 0-] limit 768K admit 512K fifo
+min_uses 2`, over five epochs: files read fewer than twice cannot make room,
+so the boundaries cut the admit budget (reason `min_uses`, said in stats and
+`rollcache status`) without stopping the epoch, and once the oldest files
+were read twice they go and the full admit comes back (no deadlock, issue 5
+item 4), each boundary again exactly as the model says.
 """
 import hashlib
 import json
@@ -44,25 +52,35 @@ import rcfuse as t  # noqa: E402
 K = 1024
 CACHE_LIMIT = 2048 * K
 SHARD = 128 * K
-# (first, last or None, limit, admit, policy)
-SCHEDULE = [
-    (0, 2, 768 * K, 384 * K, "fifo"),
-    (3, 4, 1536 * K, 512 * K, "lru"),
-    (5, None, 1024 * K, 512 * K, "none"),
-]
-EPOCHS = 7  # 0 .. 6
-HOLD_AT = 5  # the boundary whose first victim is held open across it
+MODE = sys.argv[1] if len(sys.argv) > 1 else "schedule"
+if MODE == "schedule":
+    # (first, last or None, limit, admit, policy, min_uses)
+    SCHEDULE = [
+        (0, 2, 768 * K, 384 * K, "fifo", 0),
+        (3, 4, 1536 * K, 512 * K, "lru", 0),
+        (5, None, 1024 * K, 512 * K, "none", 0),
+    ]
+    EPOCHS = 7  # 0 .. 6
+    HOLD_AT = 5  # the boundary whose first victim is held open across it
+elif MODE == "min-uses":
+    # admit more than limit - admit can free while files are read fewer than
+    # min_uses times: the budget is cut (no deadlock), then flows again
+    SCHEDULE = [(0, None, 768 * K, 512 * K, "fifo", 2)]
+    EPOCHS = 5
+    HOLD_AT = None
+else:
+    t.fail("unknown mode %s (schedule | min-uses)" % MODE)
 
 
 def entry(e):
-    for first, last, limit, admit, policy in SCHEDULE:
+    for first, last, limit, admit, policy, min_uses in SCHEDULE:
         if e >= first and (last is None or e <= last):
-            return {"limit": limit, "admit": admit, "policy": policy}
+            return {"limit": limit, "admit": admit, "policy": policy, "min_uses": min_uses}
     t.fail("no schedule entry for epoch %d" % e)
 
 
 def section(e):
-    for first, last, _, _, _ in SCHEDULE:
+    for first, last, _, _, _, _ in SCHEDULE:
         if e >= first and (last is None or e <= last):
             return "%d-%s" % (first, "" if last is None else last)
 
@@ -70,18 +88,19 @@ def section(e):
 def config_text():
     out = ["[cache]", "limit = %d" % CACHE_LIMIT, "min_records = 1000000",
            "[sampler]", "shard_size = %d" % SHARD, "connections = 2"]
-    for first, last, limit, admit, policy in SCHEDULE:
+    for first, last, limit, admit, policy, min_uses in SCHEDULE:
         rng = "%d-%s" % (first, "" if last is None else last)
         out += ["[epoch %s]" % rng, "limit = %d" % limit, "admit = %d" % admit,
-                "policy = %s" % policy]
+                "policy = %s" % policy, "min_uses = %d" % min_uses]
     return "\n".join(out) + "\n"
 
 
 def plan(ent, files, other, started):
-    """Model of evc_plan_boundary() for min_uses 0 and no pins.
+    """Model of evc_plan_boundary() (no pins: open handles defer deletion,
+    not eviction).
 
     files: catalog rows at the boundary (dicts); other: reserved + draining
-    bytes.  Returns (victim ids in order, used after, granted admit).
+    bytes.  Returns (victim ids in order, used after, granted admit, reason).
     """
     def fifo_key(f):
         return (f["created_epoch"], f["id"])
@@ -95,13 +114,15 @@ def plan(ent, files, other, started):
     used_before = used
     target = max(ent["limit"] - ent["admit"], 0)
     victims = []
-    if ent["policy"] != "none":
+    if ent["policy"] != "none":  # soft phase: the policy, above min_uses only
         for f in order:
             if used <= target:
                 break
+            if f["full_reads"] < ent["min_uses"]:
+                continue
             victims.append(f["id"])
             used -= f["bytes"]
-    if used > ent["limit"]:  # a shrunk limit; none evicts in admission order
+    if used > ent["limit"]:  # hard phase: a shrunk limit; none evicts in admission order
         for f in order:
             if used <= ent["limit"]:
                 break
@@ -112,14 +133,18 @@ def plan(ent, files, other, started):
     if ent["policy"] == "none" and used_before >= ent["limit"]:
         room = 0
     admit = min(room, ent["admit"])
+    held_min_uses = sum(f["bytes"] for f in files
+                        if f["id"] not in victims and f["full_reads"] < ent["min_uses"])
     if admit == ent["admit"]:
-        reason = "ok"
+        reason = "ok"  # (limit_forced needs min_uses shards in a hard phase: not staged)
     elif used > ent["limit"]:
         reason = "over_limit"
     elif ent["policy"] == "none":
         reason = "frozen"
+    elif held_min_uses >= other:
+        reason = "min_uses"
     else:
-        reason = "pinned"  # min_uses is 0: what holds the room is reserved/draining
+        reason = "pinned"  # what holds the room is reserved/draining bytes
     return victims, used, admit, reason
 
 
@@ -205,8 +230,9 @@ def body(s):
         st = s.stats()
         t.eq(st["epoch"], e, "stats epoch")
         ent = entry(e)
-        t.eq((st["schedule"]["limit"], st["schedule"]["policy"]),
-             (ent["limit"], ent["policy"]), "stats schedule entry in force at epoch %d" % e)
+        t.eq((st["schedule"]["limit"], st["schedule"]["policy"], st["schedule"]["min_uses"]),
+             (ent["limit"], ent["policy"], ent["min_uses"]),
+             "stats schedule entry in force at epoch %d" % e)
         ids, nread = read_current(s, src_recs, newest_first=ent["policy"] == "lru")
         t.eq(st["current"]["files"], len(ids), "stats current.files at epoch %d" % e)
         if e + 1 == EPOCHS:
@@ -265,7 +291,7 @@ def body(s):
             if st["last_boundary"]["why"] not in status:
                 t.fail("rollcache status does not say why the admit was cut: %s" % status)
         report_lines.append((e + 1, nxt["policy"], len(got_victims), evb,
-                             r["resident_bytes"], r["admit_bytes"]))
+                             r["resident_bytes"], r["admit_bytes"], want_reason))
 
         if held and e + 1 == HOLD_AT:
             fh, first, full, vid = held
@@ -361,8 +387,17 @@ def body(s):
     t.eq(json.loads(p2.stdout)["epochs"], rep["epochs"], "report MOUNTPOINT vs CACHE_DIR")
     print(t.run("report", s.mnt).stdout)
     for line in report_lines:
-        print("boundary %d (%s): %d victims, %d bytes evicted, resident %d, admit %d" % line)
+        print("boundary %d (%s): %d victims, %d bytes evicted, resident %d, admit %d, %s"
+              % line)
+    reasons = [line[-1] for line in report_lines]
+    if MODE == "min-uses":
+        # the budget was cut by min_uses, and fresh data came again later
+        if "min_uses" not in reasons or "ok" not in reasons[reasons.index("min_uses"):]:
+            t.fail("expected a min_uses cut followed by a full admit: %r" % reasons)
+    else:
+        if "frozen" not in reasons:
+            t.fail("expected none to freeze: %r" % reasons)
     s.umount()
 
 
-t.main(body, "eviction-schedule")
+t.main(body, "eviction-" + MODE)
