@@ -486,6 +486,7 @@ static int boundary(struct daemon *d, bool wait, bool startup, uint32_t first, c
 	const struct evc_entry *entry = evc_schedule_at(&d->sch, next);
 	struct evc_entry e = *entry;
 	struct evc_plan plan;
+	bool paused = false;
 
 	if (!startup)
 		flush_stats(d); /* the evictor sees every read so far */
@@ -494,7 +495,8 @@ static int boundary(struct daemon *d, bool wait, bool startup, uint32_t first, c
 	int rc = evict_step(d, next, &e, entry->admit, startup, &plan, err, errlen);
 	if (rc != 0)
 		goto fail;
-	if (d->workers_started && d->o->workers->pause)
+	paused = d->workers_started && d->o->workers->pause;
+	if (paused)
 		d->o->workers->pause(d->o->workers_ctx);
 	cfs_budget_set_limit(d->budget, entry->limit);
 	cfs_budget_new_epoch(d->budget, plan.admit);
@@ -526,6 +528,8 @@ static int boundary(struct daemon *d, bool wait, bool startup, uint32_t first, c
 		d->o->workers->new_epoch(d->o->workers_ctx, next);
 	return 0;
 fail:
+	if (paused && !wait && d->o->workers->new_epoch)
+		d->o->workers->new_epoch(d->o->workers_ctx, next); /* never leave them paused */
 	pthread_mutex_lock(&d->mu);
 	d->err_boundary++;
 	pthread_mutex_unlock(&d->mu);
@@ -874,17 +878,16 @@ int cfs_daemon_run(const struct cfs_daemon_opts *o, char *err, size_t errlen)
 			o->mountpoint, strerror(-rrc));
 	cmn_log(CMN_LOG_INFO, "mounted %s on %s (cache %s, epoch %" PRIu32 ")", o->source,
 		o->mountpoint, cfs_store_dir(d->store), first);
-	if (o->on_ready)
-		o->on_ready(o->on_ready_ctx);
 
 	/* Threads other than main never take SIGINT/SIGTERM/SIGHUP. */
 	sigset_t old;
 	block_signals(&old);
 	if (o->workers && o->workers->start) {
-		rc = o->workers->start(o->workers_ctx, d->store, first, err, errlen);
+		char werr[512];
+		rc = o->workers->start(o->workers_ctx, d->store, first, werr, sizeof(werr));
 		if (rc != 0) {
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
-			cmn_log(CMN_LOG_ERROR, "samplers: %s", err);
+			snprintf(err, errlen, "samplers: %s", werr);
 			goto out;
 		}
 		d->workers_started = true;
@@ -897,6 +900,9 @@ int cfs_daemon_run(const struct cfs_daemon_opts *o, char *err, size_t errlen)
 		goto out;
 	}
 	d->have_thread = true;
+	/* Up, samplers included: a failure above reached the caller as an error. */
+	if (o->on_ready)
+		o->on_ready(o->on_ready_ctx);
 
 	rc = cfs_fs_loop(d->fs);
 	if (rc != 0)
