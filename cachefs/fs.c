@@ -47,6 +47,7 @@
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1135,6 +1136,17 @@ fail:
 
 int cfs_fs_loop(struct cfs_fs *fs)
 {
+	/*
+	 * libfuse leaves a signal alone when it is ignored, and a shell starts
+	 * background jobs with SIGINT ignored: SIGINT and SIGTERM must unmount
+	 * cleanly however we were started (SIGHUP stays ignored under nohup).
+	 */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGTERM, &dfl, NULL);
 	if (fuse_set_signal_handlers(fs->se) == 0)
 		fs->signals = true;
 	struct fuse_loop_config *cfg = fuse_loop_cfg_create();

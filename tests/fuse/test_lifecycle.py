@@ -65,6 +65,29 @@ def sigkill(s):
     remount_same(s, before)
 
 
+def sigint(s):
+    """-f in the foreground, started the way a shell starts a background job
+    (SIGINT ignored): SIGINT still unmounts cleanly and the daemon exits 0."""
+    prefill(s)
+    p = subprocess.Popen([t.RC, "mount", "file://%s/" % s.empty, s.mnt, "--cache-dir", s.cache,
+                          "--limit", "4M", "--shard-size", "64K", "-f"],
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+                         stderr=subprocess.PIPE, text=True)
+    s.pids.append(p.pid)
+    s.mounts.append(s.mnt)
+    t.wait_for(lambda: os.path.exists(os.path.join(s.mnt, "current")), "the -f mount", timeout=20)
+    before = snapshot(s.mnt)
+    p.send_signal(signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        t.fail("the daemon did not exit on SIGINT")
+    t.eq(p.returncode, 0, "exit status after SIGINT (stderr %r)" % err)
+    t.eq(t.is_mounted(s.mnt), False, "mounted after SIGINT")
+    s.mounts.remove(s.mnt)
+    remount_same(s, before)
+
+
 def sigterm(s):
     prefill(s)
     pid = s.mount("file://%s/" % s.empty, "--limit", "4M", "--shard-size", "64K")
@@ -154,5 +177,5 @@ def errors(s):
     s.umount()
 
 
-modes = {"sigkill": sigkill, "sigterm": sigterm, "fstab": fstab, "errors": errors}
+modes = {"sigkill": sigkill, "sigterm": sigterm, "sigint": sigint, "fstab": fstab, "errors": errors}
 t.main(modes[sys.argv[1]], sys.argv[1])
