@@ -218,11 +218,19 @@ static int find_cache_dir(const char *arg, char *out, size_t outlen)
 
 /* ---- gathering ----------------------------------------------------------- */
 
+/* The line of epoch `number`, or NULL; r->e is ordered by number. */
 static struct rep_epoch *find_epoch(struct report *r, int64_t number)
 {
-	for (size_t i = 0; i < r->n; i++)
-		if (r->e[i].number == number)
-			return &r->e[i];
+	size_t lo = 0, hi = r->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if ((int64_t)r->e[mid].number == number)
+			return &r->e[mid];
+		if ((int64_t)r->e[mid].number < number)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return NULL;
 }
 
@@ -289,13 +297,16 @@ static int gather(struct cfs_catalog *c, struct report *r)
 		if (s->full_reads == 0)
 			continue;
 		r->files_read_full++;
-		/* seen(E) counts it from its admission epoch on */
-		for (size_t j = 0; j < r->n; j++) {
-			if (r->e[j].number >= s->created_epoch) {
-				r->e[j].seen_files++;
-				r->e[j].seen_records += s->records;
-			}
+		/* seen(E) counts it from its admission epoch on: summed below */
+		e = find_epoch(r, s->created_epoch);
+		if (e) {
+			e->seen_files++;
+			e->seen_records += s->records;
 		}
+	}
+	for (size_t i = 1; i < r->n; i++) { /* rows are ordered by number */
+		r->e[i].seen_files += r->e[i - 1].seen_files;
+		r->e[i].seen_records += r->e[i - 1].seen_records;
 	}
 	/* end of E = what the boundary into E+1 found; the current epoch: now */
 	for (size_t i = 0; i < r->n; i++) {
