@@ -114,6 +114,9 @@ class Feeder:
         self.framework = framework or _default_framework()
         if self.framework not in ("torch", "numpy", "dlpack"):
             raise ValueError("framework %r: expected torch, numpy or dlpack" % (framework,))
+        if self.framework == "numpy" and o.device >= 0:
+            raise ValueError("framework 'numpy' holds host arrays only: use device='cpu', "
+                             "or framework='torch' / 'dlpack' for %s" % (device,))
         err = ctypes.create_string_buffer(1024)
         self._opts = o
         self._f = L.rc_feeder_open(ctypes.byref(o), err, len(err))
