@@ -267,6 +267,7 @@ struct cfs_catalog {
 	sqlite3_stmt *stmt[S__COUNT]; /* protected by mu; NULL until first use */
 	int depth;		      /* protected by mu: 0, or open transaction levels */
 	bool explicit_txn;	      /* protected by mu: cfs_catalog_begin() is open */
+	bool read_txn;		      /* protected by mu: cfs_catalog_read_begin() is open */
 	bool readonly;		      /* set at open */
 	int found_version;	      /* set at open */
 	char *path;		      /* set at open */
@@ -664,6 +665,38 @@ void cfs_catalog_rollback(struct cfs_catalog *c)
 		return;
 	c->explicit_txn = false;
 	txn_end(c, -ECANCELED);
+	unlock(c);
+}
+
+/*
+ * The snapshot is taken by the first read after BEGIN and kept until
+ * COMMIT; depth 1 makes cfs_catalog_begin() refuse meanwhile, and
+ * explicit_txn stays false so commit/rollback refuse too.
+ */
+int cfs_catalog_read_begin(struct cfs_catalog *c)
+{
+	lock(c);
+	if (c->depth != 0) {
+		unlock(c);
+		return -EINVAL;
+	}
+	int rc = exec(c, "BEGIN DEFERRED");
+	if (rc < 0) {
+		unlock(c);
+		return rc;
+	}
+	c->depth = 1;
+	c->read_txn = true;
+	return 0; /* mu stays held until read_end */
+}
+
+void cfs_catalog_read_end(struct cfs_catalog *c)
+{
+	if (!c->read_txn)
+		return;
+	c->read_txn = false;
+	c->depth = 0;
+	exec(c, "COMMIT");
 	unlock(c);
 }
 

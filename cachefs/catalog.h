@@ -99,6 +99,17 @@ int cfs_catalog_begin(struct cfs_catalog *c);
 int cfs_catalog_commit(struct cfs_catalog *c); /* on failure: rolled back */
 void cfs_catalog_rollback(struct cfs_catalog *c);
 
+/*
+ * A read snapshot (added for `rollcache report`): BEGIN (deferred), so that
+ * every read on c until cfs_catalog_read_end() sees one state of the
+ * database, while a writer on another handle goes on (WAL).  Allowed on a
+ * CFS_CATALOG_READONLY handle.  Holds c's mutex until read_end on the same
+ * thread; no nesting with itself or cfs_catalog_begin() (-EINVAL), and only
+ * reads in between.  Returns 0 or -errno (no snapshot open then).
+ */
+int cfs_catalog_read_begin(struct cfs_catalog *c);
+void cfs_catalog_read_end(struct cfs_catalog *c); /* ends a read_begin; else no-op */
+
 /* ---- sources and objects --------------------------------------------- */
 
 /* Gets the id of source `url`, creating its row.  Returns 0 or -errno. */

@@ -7,8 +7,9 @@
  * Given a mount point, the cache directory is taken from its
  * .rollcache/stats ("cache_dir"); given a cache directory, its catalog.db is
  * read directly.  The catalog is opened read-only (CFS_CATALOG_READONLY), so
- * the report runs beside a live daemon: SQLite's WAL gives it a consistent
- * snapshot without blocking the daemon's writes.
+ * the report runs beside a live daemon: its three queries run in one read
+ * transaction (cfs_catalog_read_begin), so under WAL they see one state of
+ * the catalog without blocking the daemon's writes.
  *
  * What each figure is, and where it comes from (docs/eviction.md, "rollcache
  * report"):
@@ -243,7 +244,10 @@ static int gather(struct cfs_catalog *c, struct report *r)
 	struct cfs_epoch_row *rows = NULL;
 	struct cfs_shard_info *sh = NULL;
 	size_t nrows = 0, nsh = 0;
-	int rc = cfs_catalog_epochs_list(c, &rows, &nrows);
+	int rc = cfs_catalog_read_begin(c); /* one state, even while a boundary commits */
+	if (rc != 0)
+		return rc;
+	rc = cfs_catalog_epochs_list(c, &rows, &nrows);
 	if (rc == 0)
 		rc = cfs_catalog_shards_list(c,
 					     (1u << CFS_SHARD_SEALED) | (1u << CFS_SHARD_EVICTING) |
@@ -251,6 +255,7 @@ static int gather(struct cfs_catalog *c, struct report *r)
 					     &sh, &nsh);
 	if (rc == 0)
 		rc = cfs_catalog_resident(c, &r->now);
+	cfs_catalog_read_end(c);
 	if (rc != 0)
 		goto out;
 	r->e = calloc(nrows ? nrows : 1, sizeof(*r->e));
