@@ -4,10 +4,16 @@
  * Owns only the table of subcommands; each lives in its own cmd_*.c.  A
  * subcommand whose source is not built in this configuration (for example
  * `mount` without libfuse) is still listed and says what is missing.
+ *
+ * mount(8) compatibility: for `mount -t fuse.rollcache` and fstab lines,
+ * /sbin/mount.fuse3 runs `rollcache SOURCE MOUNTPOINT -o OPTS`, and a
+ * `mount.rollcache` or `mount.fuse.rollcache` link to this binary is run as
+ * `mount.rollcache SOURCE MOUNTPOINT -o OPTS`.  Both mean `rollcache mount`.
  */
 #include "cli/cmd.h"
 #include "rc_config.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -88,8 +94,30 @@ static void usage(FILE *out)
 		     "`rollcache --version` prints the version.\n");
 }
 
+/* True when argv is a mount helper's `[rollcache] SOURCE MOUNTPOINT ...`. */
+static bool is_mount_helper_argv(int argc, char **argv)
+{
+	const char *slash = strrchr(argv[0], '/');
+	const char *base = slash ? slash + 1 : argv[0];
+
+	if (strcmp(base, "mount.rollcache") == 0 || strcmp(base, "mount.fuse.rollcache") == 0)
+		return true;
+	/* A subcommand name never contains "://" nor starts with '/'. */
+	return argc >= 3 && (strstr(argv[1], "://") != NULL || argv[1][0] == '/');
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 1 && is_mount_helper_argv(argc, argv)) {
+		/* cmd_mount ignores argv[0]: hand it SOURCE MOUNTPOINT [-o ...] as is. */
+		cmd_fn mount_fn = CMD_MOUNT;
+		if (!mount_fn) {
+			fprintf(stderr, "rollcache: this build has no FUSE support "
+					"(install libfuse3-dev and rebuild)\n");
+			return 1;
+		}
+		return mount_fn(argc, argv);
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

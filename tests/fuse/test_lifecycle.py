@@ -110,14 +110,12 @@ def fstab(s):
     helper = "/sbin/mount.fuse3"
     if not os.path.exists(helper):
         t.fail("/sbin/mount.fuse3 is missing (apt-get install fuse3)")
-    # mount.fuse3 runs `rollcache SOURCE MOUNTPOINT -o OPTS` through $PATH;
-    # until cli/main.c dispatches that source-first form (docs/TODO-fuse.md),
-    # a shim named rollcache forwards it to `rollcache mount`.
+    # mount.fuse3 runs `rollcache SOURCE MOUNTPOINT -o OPTS` through $PATH:
+    # put the binary under test first in $PATH under its plain name, so
+    # main()'s source-first dispatch is what runs.
     shim_dir = os.path.join(s.root, "bin")
     os.makedirs(shim_dir)
-    with open(os.path.join(shim_dir, "rollcache"), "w") as f:
-        f.write("#!/bin/sh\nexec %s mount \"$@\"\n" % t.RC)
-    os.chmod(os.path.join(shim_dir, "rollcache"), 0o755)
+    os.symlink(t.RC, os.path.join(shim_dir, "rollcache"))
     env = dict(os.environ, PATH=shim_dir + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
     opts = ("rw,nofail,_netdev,noauto,x-systemd.automount,cache_dir=%s,limit=4M,"
             "shard_size=64K,min_records=10" % s.cache)
