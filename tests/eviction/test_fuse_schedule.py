@@ -267,9 +267,14 @@ def body(s):
             t.fail("epoch %d has no started row in the catalog" % (e + 1))
         got_victims = [x[0] for x in s.catalog(
             "SELECT id FROM shards WHERE evicted_epoch = ? ORDER BY id", e + 1)]
-        t.eq(r["resident_files"] + len(got_victims), len(files),
-             "files the boundary into %d saw vs the snapshot taken before it (a mismatch "
-             "means a shard was sealed in between: the samplers were not quiet)" % (e + 1))
+        if r["resident_files"] + len(got_victims) != len(files):
+            snap = set(f["id"] for f in files)
+            late = s.catalog("SELECT id, created_epoch, bytes, state FROM shards ORDER BY id")
+            t.fail("the boundary into %d saw %d files, the snapshot before it %d: sealed "
+                   "in between (the samplers were not quiet)? new rows (id, created, bytes, "
+                   "state): %r; stats before: %s; row: %r"
+                   % (e + 1, r["resident_files"] + len(got_victims), len(files),
+                      [x for x in late if x[0] not in snap], json.dumps(st), r))
         t.eq(got_victims, sorted(want_victims),
              "victims of boundary %d (%s)" % (e + 1, nxt["policy"]))
         t.eq((r["limit_bytes"], r["policy"]), (nxt["limit"], nxt["policy"]),
