@@ -305,8 +305,9 @@ def body(s):
             t.eq(os.path.exists(shard_path(s, vid)), True,
                  "backing file of the held, evicted shard %d still on disk" % vid)
             st = s.stats()
-            # the handle keeps epoch HOLD_AT-1 listed, and its snapshot keeps
-            # every victim it shows (invariant 3): they all drain at close
+            # the held file drains until close (invariant 3); the other victims
+            # may be deleted at once, or (while the handle keeps the old epoch
+            # listed) drain with it: both keep invariant 3
             draining = st["disk"]["draining"]
             if not len(full) <= draining <= evb:
                 t.fail("draining %d while held: expected between the held file (%d) "
@@ -317,6 +318,8 @@ def body(s):
                  "boundary" % vid)
             t.eq(len([x for x in t.tfrecords(first + rest) if x not in src_recs]), 0,
                  "records of the held shard not in the source")
+            print("held shard %d (%d bytes) across boundary %d: draining %d bytes of %d "
+                  "evicted while held" % (vid, len(full), HOLD_AT, draining, evb))
             used_before_close = st["disk"]["used"]
             fh.close()
             s.cleanups.remove(fh.close)
