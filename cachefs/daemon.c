@@ -90,6 +90,7 @@ struct daemon {
 	/* scratch of one boundary; epoch thread (or start-up) only */
 	struct cfs_shard_info *snap;
 	size_t nsnap;
+	struct cfs_epoch_row row; /* the epoch row evict_step() wrote; publish() completes it */
 };
 
 static uint64_t now_ms(void)
@@ -262,9 +263,27 @@ static int publish(struct daemon *d, uint32_t number, char *err, size_t errlen)
 		    .created_epoch = si->created_epoch,
 		};
 	}
-	rc = cfs_epochs_publish(&d->set, number, in, d->nsnap, now_ms(), NULL);
+	uint64_t started = now_ms();
+	rc = cfs_epochs_publish(&d->set, number, in, d->nsnap, started, NULL);
 	if (rc != 0) {
 		snprintf(err, errlen, "epoch %" PRIu32 ": snapshot: %s", number, strerror(-rc));
+		goto out;
+	}
+	/*
+	 * The epoch starts with this snapshot (step 3), after any wait for
+	 * min_records (step 2): its row records what the snapshot holds.
+	 */
+	d->row.number = number;
+	d->row.started_ms = started;
+	d->row.resident_files = d->nsnap;
+	d->row.resident_bytes = d->row.resident_records = 0;
+	for (size_t i = 0; i < d->nsnap; i++) {
+		d->row.resident_bytes += d->snap[i].bytes;
+		d->row.resident_records += d->snap[i].records;
+	}
+	rc = cfs_catalog_epoch_begin(d->cat, &d->row);
+	if (rc != 0) {
+		snprintf(err, errlen, "epoch %" PRIu32 ": catalog: %s", number, strerror(-rc));
 		goto out;
 	}
 	inval_retired(d);
@@ -371,6 +390,7 @@ static int evict_step(struct daemon *d, uint32_t next, const struct evc_entry *e
 	    .resident_records = resident_records - ev_records,
 	};
 	snprintf(row.policy, sizeof(row.policy), "%s", cmn_policy_name(entry->policy));
+	d->row = row; /* publish() rewrites started_ms and resident_* at the snapshot */
 
 	rc = cfs_catalog_begin(d->cat);
 	if (rc == 0 && plan->n_victims)

@@ -267,25 +267,35 @@ def body(s):
             t.fail("epoch %d has no started row in the catalog" % (e + 1))
         got_victims = [x[0] for x in s.catalog(
             "SELECT id FROM shards WHERE evicted_epoch = ? ORDER BY id", e + 1)]
-        if r["resident_files"] + len(got_victims) != len(files):
-            snap = set(f["id"] for f in files)
-            late = s.catalog("SELECT id, created_epoch, bytes, state FROM shards ORDER BY id")
-            t.fail("the boundary into %d saw %d files, the snapshot before it %d: sealed "
-                   "in between (the samplers were not quiet)? new rows (id, created, bytes, "
-                   "state): %r; stats before: %s; row: %r"
-                   % (e + 1, r["resident_files"] + len(got_victims), len(files),
-                      [x for x in late if x[0] not in snap], json.dumps(st), r))
+        # The row records the epoch's snapshot (DESIGN "Epochs" step 3): what
+        # eviction kept of the files before it, plus what the samplers sealed
+        # since: the shard in progress before the boundary (its bytes were in
+        # `other` as reserved; created e) and what they admitted for e + 1
+        # while `--wait` waited for min_records (step 2).
+        before = set(f["id"] for f in files)
+        kept = before - set(got_victims)
+        listed = set(int(n[len("shard-"):-len(".tfrecord")])
+                     for n in os.listdir(os.path.join(s.mnt, "current")))
+        created = dict(s.catalog("SELECT id, created_epoch FROM shards"))
+        late = sorted(i for i in listed - kept)
+        if not kept <= listed or any(created.get(i) not in (e, e + 1) for i in late):
+            t.fail("epoch %d lists %r: expected the kept files %r plus files sealed "
+                   "since (created %d or %d); created epochs: %r; stats before: %s"
+                   % (e + 1, sorted(listed), sorted(kept), e, e + 1,
+                      {i: created.get(i) for i in late}, json.dumps(st)))
+        t.eq(r["resident_files"], len(listed), "catalog resident files of epoch %d" % (e + 1))
+        kept_bytes = sum(f["bytes"] for f in files if f["id"] in kept)
         t.eq(got_victims, sorted(want_victims),
              "victims of boundary %d (%s)" % (e + 1, nxt["policy"]))
         t.eq((r["limit_bytes"], r["policy"]), (nxt["limit"], nxt["policy"]),
              "catalog entry of epoch %d" % (e + 1))
-        t.eq(r["resident_bytes"] + other, want_used, "resident bytes after boundary %d" % (e + 1))
+        t.eq(kept_bytes + other, want_used, "resident bytes after boundary %d" % (e + 1))
         t.eq(r["admit_bytes"], want_admit, "admit granted at boundary %d" % (e + 1))
         evb = sum(f["bytes"] for f in files if f["id"] in want_victims)
         t.eq(r["evicted_bytes"], evb, "evicted bytes of epoch %d" % (e + 1))
-        if r["resident_bytes"] + other > nxt["limit"]:
+        if kept_bytes + other > nxt["limit"]:
             t.fail("epoch %d starts with %d bytes over its limit %d"
-                   % (e + 1, r["resident_bytes"] + other, nxt["limit"]))
+                   % (e + 1, kept_bytes + other, nxt["limit"]))
         st = s.stats()
         t.eq(st["last_boundary"]["reason"], want_reason, "stats reason of boundary %d (%s)"
              % (e + 1, st["last_boundary"]["why"]))
@@ -296,7 +306,7 @@ def body(s):
             if st["last_boundary"]["why"] not in status:
                 t.fail("rollcache status does not say why the admit was cut: %s" % status)
         report_lines.append((e + 1, nxt["policy"], len(got_victims), evb,
-                             r["resident_bytes"], r["admit_bytes"], want_reason))
+                             kept_bytes, r["admit_bytes"], want_reason))
 
         if held and e + 1 == HOLD_AT:
             fh, first, full, vid = held
