@@ -11,6 +11,9 @@
  * that cache.  One curl run first warms the server's page cache and is not
  * counted.  The table shows the median round.  CPU time: getrusage of this
  * process for the ingest (it runs in-process), of the child for curl.
+ * The like-for-like peer is curl writing files on the cache's filesystem:
+ * an ingest stores every byte too; curl to /dev/null is the network path
+ * alone (docs/bench-sampler.md).
  * s3:// sources get no curl column (curl would need the secret on its
  * command line).
  */
@@ -312,6 +315,9 @@ int bench_sampler(int argc, char **argv)
 		printf("  ingest / curl throughput: %.2fx (to /dev/null), %.2fx (to files, same "
 		       "disk)\n",
 		       imbs / cmbs, imbs / fmbs);
+		printf("  ingest / curl CPU-s per GB: %.2fx (to /dev/null), %.2fx (to files, same "
+		       "disk)\n",
+		       ic[rounds / 2] / cc[rounds / 2], ic[rounds / 2] / fc[rounds / 2]);
 	} else {
 		printf("  curl baseline: not run (s3:// source, or curl failed)\n");
 	}
