@@ -160,8 +160,18 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 
 	/* 3. the admit budget. */
 	uint64_t room = sub0(s->limit, used);
-	if (s->policy == CMN_POLICY_NONE && out->used_before >= s->limit)
-		room = 0; /* frozen once full, even after a shrunk limit evicted */
+	/*
+	 * none freezes once full, even after a shrunk limit evicted.  "Full"
+	 * means no room for one more file of the largest size resident: a
+	 * smaller grant would only trickle in a partial shard each epoch.
+	 */
+	uint64_t largest = 0;
+	for (size_t i = 0; i < n; i++)
+		if (shards[i].bytes > largest)
+			largest = shards[i].bytes;
+	if (s->policy == CMN_POLICY_NONE &&
+	    (out->used_before >= s->limit || sub0(s->limit, out->used_before) < largest))
+		room = 0;
 	out->admit = room < s->admit ? room : s->admit;
 	if (out->admit == s->admit)
 		out->reason = out->n_forced ? EVC_REASON_LIMIT_FORCED : EVC_REASON_OK;

@@ -130,8 +130,10 @@ def plan(ent, files, other, started):
                 victims.append(f["id"])
                 used -= f["bytes"]
     room = max(ent["limit"] - used, 0)
-    if ent["policy"] == "none" and used_before >= ent["limit"]:
-        room = 0
+    largest = max([f["bytes"] for f in files] or [0])
+    if ent["policy"] == "none" and (used_before >= ent["limit"]
+                                    or ent["limit"] - used_before < largest):
+        room = 0  # full: no room for one more file of the largest size
     admit = min(room, ent["admit"])
     held_min_uses = sum(f["bytes"] for f in files
                         if f["id"] not in victims and f["full_reads"] < ent["min_uses"])

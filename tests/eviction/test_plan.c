@@ -158,10 +158,16 @@ START_TEST(none_freezes)
 	struct evc_plan p;
 	size_t v[2];
 	/* Not yet full: admit what fits, evict nothing. */
-	struct evc_entry e = entry(16 * G, 8 * G, CMN_POLICY_NONE, 0);
+	struct evc_entry e = entry(18 * G, 8 * G, CMN_POLICY_NONE, 0);
 	ck_assert_int_eq(evc_plan_boundary(&e, 1, s, 2, 0, v, &p), 0);
 	ck_assert_uint_eq(p.n_victims, 0);
-	ck_assert_uint_eq(p.admit, 4 * G);
+	ck_assert_uint_eq(p.admit, 6 * G);
+	ck_assert_int_eq(p.reason, EVC_REASON_FROZEN);
+	/* Room for less than one more file of the largest size: full. */
+	struct evc_entry h = entry(16 * G, 8 * G, CMN_POLICY_NONE, 0);
+	ck_assert_int_eq(evc_plan_boundary(&h, 1, s, 2, 0, v, &p), 0);
+	ck_assert_uint_eq(p.n_victims, 0);
+	ck_assert_uint_eq(p.admit, 0);
 	ck_assert_int_eq(p.reason, EVC_REASON_FROZEN);
 	/* Full: admit nothing. */
 	struct evc_entry f = entry(12 * G, 8 * G, CMN_POLICY_NONE, 0);
@@ -348,11 +354,16 @@ static void one_case(uint64_t seed)
 						      (long long)s[v[i]].id);
 	}
 
-	/* P6 */
+	/* P6: none evicts nothing below the limit and admits nothing once full
+	 * (no room for one more file of the largest resident size). */
 	if (e.policy == CMN_POLICY_NONE) {
+		uint64_t largest = 0;
+		for (size_t i = 0; i < n; i++)
+			if (s[i].bytes > largest)
+				largest = s[i].bytes;
 		if (total + other <= e.limit)
 			ck_assert_uint_eq(p.n_victims, 0);
-		if (total + other >= e.limit)
+		if (total + other >= e.limit || e.limit - total - other < largest)
 			ck_assert_uint_eq(p.admit, 0);
 		else
 			ck_assert_uint_eq(p.admit, e.admit < e.limit - total - other
