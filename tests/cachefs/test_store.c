@@ -226,7 +226,9 @@ START_TEST(newer_schema_refused)
 	cfs_store_close(s);
 	snprintf(path, sizeof(path), "%s/catalog.db", dir);
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
+	char newer[64];
+	snprintf(newer, sizeof(newer), "PRAGMA user_version = %d", CFS_SCHEMA_VERSION + 1);
+	ck_assert_int_eq(sqlite3_exec(db, newer, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	s = NULL;
 	ck_assert_int_eq(cfs_store_open(&s, &o, err, sizeof(err)), -EPROTONOSUPPORT);
