@@ -8,11 +8,12 @@ cd "$(dirname "$0")/.."
 PKGS=(
   # build
   gcc meson ninja-build pkg-config
-  zlib1g-dev libsqlite3-dev libinih-dev libfuse3-dev libcurl4-openssl-dev libexpat1-dev
+  zlib1g-dev libsqlite3-dev libinih-dev libfuse3-dev libcurl4-openssl-dev libexpat1-dev libssl-dev
   # tests and tools
   check fuse3 sqlite3 valgrind clang libclang-rt-14-dev
   nginx-light
   python3 python3-numpy python3-protobuf protobuf-compiler
+  python3-torch   # DLPack consumer tests and the PyTorch DataLoader peer (bench/)
 )
 
 missing=()
