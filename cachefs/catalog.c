@@ -806,6 +806,23 @@ static int obj_set(struct cfs_catalog *c, enum stmt_id sid, int64_t id, int64_t 
 }
 
 /*
+ * Makes room for element `cnt` of a doubling array of `elem`-byte elements.
+ * Returns 0, or -ENOMEM with *arr and *cap unchanged (the caller frees).
+ */
+static int grow_array(void **arr, size_t *cap, size_t cnt, size_t elem)
+{
+	if (cnt < *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 64;
+	void *na = realloc(*arr, ncap * elem);
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
+/*
  * The idea: read the source's current rows in one query, sort them and the
  * listing by key, and walk both in step (a merge join), so a listing of N
  * keys costs one query plus N small statements in one transaction.
@@ -853,16 +870,10 @@ int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
 	}
 	sqlite3_bind_int64(st, 1, source_id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (ncur == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct cur_obj *nc = realloc(cur, ncap * sizeof(*cur));
-			if (!nc) {
-				rc = -ENOMEM;
-				sqlite3_reset(st);
-				goto out;
-			}
-			cur = nc;
-			cap = ncap;
+		if (grow_array((void **)&cur, &cap, ncur, sizeof(*cur)) != 0) {
+			rc = -ENOMEM;
+			sqlite3_reset(st);
+			goto out;
 		}
 		struct cur_obj *o = &cur[ncur];
 		const char *et = (const char *)sqlite3_column_text(st, 3);
@@ -980,15 +991,9 @@ int cfs_catalog_objects_list(struct cfs_catalog *c, int64_t source_id, unsigned 
 	sqlite3_bind_int64(st, 1, source_id);
 	sqlite3_bind_int64(st, 2, state_mask);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct cfs_object_info *na = realloc(arr, ncap * sizeof(*arr));
-			if (!na) {
+		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
 				oom = true;
-				break;
-			}
-			arr = na;
-			cap = ncap;
+			break;
 		}
 		struct cfs_object_info *o = &arr[cnt++];
 		o->id = sqlite3_column_int64(st, 0);
@@ -1206,15 +1211,9 @@ int cfs_catalog_shards_list(struct cfs_catalog *c, unsigned state_mask, struct c
 	}
 	sqlite3_bind_int64(st, 1, state_mask);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct cfs_shard_info *na = realloc(arr, ncap * sizeof(*arr));
-			if (!na) {
+		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
 				e = -ENOMEM;
-				break;
-			}
-			arr = na;
-			cap = ncap;
+			break;
 		}
 		e = read_shard_row(st, &arr[cnt++]);
 		if (e < 0)
@@ -1407,16 +1406,10 @@ static int collect_ids(struct cfs_catalog *c, sqlite3_stmt *st, int64_t **out, s
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			int64_t *na = realloc(arr, ncap * sizeof(*arr));
-			if (!na) {
-				sqlite3_reset(st);
-				free(arr);
-				return -ENOMEM;
-			}
-			arr = na;
-			cap = ncap;
+		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
+			sqlite3_reset(st);
+			free(arr);
+			return -ENOMEM;
 		}
 		arr[cnt++] = sqlite3_column_int64(st, 0);
 	}
@@ -1457,15 +1450,9 @@ int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample 
 	}
 	sqlite3_bind_int64(st, 1, id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct cfs_sample *na = realloc(arr, ncap * sizeof(*arr));
-			if (!na) {
+		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
 				rc = SQLITE_NOMEM;
-				break;
-			}
-			arr = na;
-			cap = ncap;
+			break;
 		}
 		struct cfs_sample *s = &arr[cnt++];
 		s->offset = (uint64_t)sqlite3_column_int64(st, 0);
@@ -1554,15 +1541,9 @@ int cfs_catalog_epochs_list(struct cfs_catalog *c, struct cfs_epoch_row **out, s
 		return -EIO;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			struct cfs_epoch_row *na = realloc(arr, ncap * sizeof(*arr));
-			if (!na) {
+		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
 				rc = SQLITE_NOMEM;
-				break;
-			}
-			arr = na;
-			cap = ncap;
+			break;
 		}
 		struct cfs_epoch_row *e = &arr[cnt++];
 		const unsigned char *pol = sqlite3_column_text(st, 9);
