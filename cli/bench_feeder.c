@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_s(void)
 {
@@ -51,7 +52,7 @@ static void usage(FILE *out)
 		     "  PATH              directory, glob or file of TFRecord (or raw) files\n"
 		     "  --schema SPEC     e.g. 'x:float32[1000000,3],y:int64[1]'\n"
 		     "  --batch N         batch size\n"
-		     "  --threads N       decoder threads (default 2)\n"
+		     "  --threads N       decoder threads (default 2; 1 with 2 CPUs)\n"
 		     "  --readers N       reader threads (default 1)\n"
 		     "  --slots N         ring slots (default 4)\n"
 		     "  --shuffle         shuffle files and records (seed 1)\n"
@@ -239,10 +240,17 @@ int bench_feeder(int argc, char **argv)
 	double p99 = nw ? waits[(size_t)((double)(nw - 1) * 0.99)] : 0;
 	double gb = (double)bytes / 1e9;
 
+	char thr[32];
+	if (o.threads)
+		snprintf(thr, sizeof thr, "%u", o.threads);
+	else
+		snprintf(thr, sizeof thr, "default (%s)",
+			 sysconf(_SC_NPROCESSORS_ONLN) < (long)(o.readers ? o.readers : 1) + 2 ? "1"
+												: "2");
 	printf("rollcache bench feeder: %s\n", o.path);
-	printf("  schema %s, batch %" PRIu64 ", threads %u, readers %u, slots %u, shuffle %s, "
+	printf("  schema %s, batch %" PRIu64 ", threads %s, readers %u, slots %u, shuffle %s, "
 	       "crc %s, device %s, step %.0f ms, %u warm-up + %u measured epoch(s)\n",
-	       o.schema, o.batch_size, o.threads ? o.threads : 2, o.readers ? o.readers : 1,
+	       o.schema, o.batch_size, thr, o.readers ? o.readers : 1,
 	       o.ring_slots ? o.ring_slots : 4, o.shuffle ? "yes" : "no",
 	       o.verify_crc ? "yes" : "no", o.device >= 0 ? "cuda" : "host", step_ms, warmup,
 	       epochs);

@@ -634,7 +634,7 @@ int cmn_ex_iter_next(struct cmn_ex_iter *it, struct cmn_ex_feature *f, char *err
 	struct ctx c = {it->buf_, err, errlen};
 	if (it->state_ == IT_FAILED)
 		return bad(&c, it->p_, "iteration already failed");
-	const uint8_t *entry, *eend;
+	const uint8_t *entry = NULL, *eend = NULL;
 	int rc = next_entry(&c, &it->p_, it->end_, &it->feats_p_, &it->feats_end_, &entry, &eend);
 	if (rc == 1) {
 		rc = entry_key(&c, entry, eend, &f->name, &f->name_len);
@@ -822,7 +822,7 @@ int cmn_ex_decode(const struct cmn_schema *s, const void *buf, size_t len,
 	/* Pass 1: the last entry of each schema feature. */
 	const uint8_t *p = buf, *end = p + len, *fp = NULL, *fend = NULL;
 	for (;;) {
-		const uint8_t *entry, *eend, *name;
+		const uint8_t *entry = NULL, *eend = NULL, *name;
 		size_t name_len;
 		int rc = next_entry(&c, &p, end, &fp, &fend, &entry, &eend);
 		if (rc < 0)

@@ -35,9 +35,14 @@
  *  - a slot's device buffers are not overwritten before the consumer's
  *    stream passed the point where it released the slot (ev_release).
  *
- * Locking: one mutex f->mu and one condition f->cv (broadcast on every
- * state change; a handful of threads).  It protects the fields marked f->mu
- * in feeder_i.h.  Reading, decoding and CUDA calls run without it.
+ * Locking: one mutex f->mu and three conditions under it, one per kind of
+ * waiter: f->cv_rd (readers: a free chunk, room in a lane queue), f->cv_dec
+ * (decoders: a free slot, the end of an assembly, a chunk for the window,
+ * old_decoding during an advance) and f->cv (the consumer: a ready slot, a
+ * release when the ring is full, active == 0 for a pause, the end of an
+ * advance).  Every state change broadcasts the conditions of the waiters
+ * it may concern (wake()); when in doubt, all three.  f->mu protects the
+ * fields marked f->mu in feeder_i.h.  Reading, decoding and CUDA calls run without it.
  * rc_feeder_next_epoch pauses the workers (paused, then waits for
  * active == 0) before it touches lanes and files.  Statistics are atomics.
  * f->copy_mu only serialises the enqueueing of one slot's device copies; it
@@ -64,6 +69,25 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Whom a state change may concern: readers, decoders, the consumer. */
+enum { WAKE_RD = 1, WAKE_DEC = 2, WAKE_CONS = 4, WAKE_ALL = 7 };
+
+/*
+ * Wakes the threads waiting on the conditions in `who`; f->mu held.  Each
+ * kind of thread waits on its own condition, so that a chunk queued by a
+ * reader does not also wake the consumer, and a batch made ready does not
+ * wake the reader: most broadcasts find no waiter and cost no system call.
+ */
+static void wake(struct rc_feeder *f, unsigned who)
+{
+	if (who & WAKE_RD)
+		pthread_cond_broadcast(&f->cv_rd);
+	if (who & WAKE_DEC)
+		pthread_cond_broadcast(&f->cv_dec);
+	if (who & WAKE_CONS)
+		pthread_cond_broadcast(&f->cv);
 }
 
 static size_t align64(size_t n)
@@ -121,7 +145,8 @@ static bool lane_exhausted(const struct fdr_lane *l)
  * Tops the window up to W chunks, taking the lanes in round-robin order.
  * Returns 1 when records can be picked (window full, or all lanes
  * exhausted with records left), 0 when the epoch's records are all taken,
- * -EAGAIN when paused or stopping, or the epoch's error.  May wait on f->cv.
+ * -EAGAIN when paused or stopping, or the epoch's error.  May wait on
+ * f->cv_dec.
  */
 static int window_topup(struct rc_feeder *f)
 {
@@ -144,7 +169,7 @@ static int window_topup(struct rc_feeder *f)
 				c->remaining = c->nrec;
 				f->win[f->nwin++] = c;
 				f->win_pending += c->nrec;
-				pthread_cond_broadcast(&f->cv);
+				wake(f, WAKE_RD); /* the lane's queue has room */
 			} else if (lane_exhausted(l)) {
 				if (l->err_rc) {
 					/* the lane's read failed here in the chunk order */
@@ -160,8 +185,8 @@ static int window_topup(struct rc_feeder *f)
 		}
 		if (f->nwin == f->W || f->lanes_done == f->nlanes)
 			return f->win_pending > 0 ? 1 : 0;
-		pthread_cond_broadcast(&f->cv); /* lane queues shrank: readers may go on */
-		pthread_cond_wait(&f->cv, &f->mu);
+		wake(f, WAKE_RD); /* lane queues shrank: readers may go on */
+		pthread_cond_wait(&f->cv_dec, &f->mu);
 	}
 }
 
@@ -328,9 +353,12 @@ static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_
 	for (size_t row = 0; row < s->rows; row++) {
 		const struct fdr_pick *p = &s->picks[row];
 		const uint8_t *rec = p->c->buf + p->r.off;
-		if (row + 1 < s->rows) {
+		if (f->o.shuffle && row + 1 < s->rows) {
 			/* shuffled records are scattered over the window: start the
-			 * next record's first cache lines (its tags) on their way */
+			 * next record's first cache lines (its tags) on their way.
+			 * (In order, records are contiguous and the hardware
+			 * prefetcher does this; the loop only stalled on full fill
+			 * buffers there.) */
 			const struct fdr_pick *q = &s->picks[row + 1];
 			const uint8_t *nx = q->c->buf + q->r.off;
 			for (size_t k = 0; k < 4096 && k < q->r.len; k += 64)
@@ -412,7 +440,7 @@ static void *reader_main(void *arg)
 		struct fdr_lane *l = NULL;
 		while (!f->stop &&
 		       (f->paused || f->errs[f->pgen & 1].rc || !(l = reader_pick_lane(f))))
-			pthread_cond_wait(&f->cv, &f->mu);
+			pthread_cond_wait(&f->cv_rd, &f->mu);
 		if (f->stop)
 			break;
 		struct fdr_chunk *c = f->free_chunks;
@@ -442,7 +470,9 @@ static void *reader_main(void *arg)
 			l->qt = c;
 			l->qn++;
 		}
-		pthread_cond_broadcast(&f->cv);
+		/* the window waits for lanes; other readers for the lane and
+		 * free chunks; a pause (the consumer) for active == 0 */
+		wake(f, WAKE_DEC | WAKE_RD | (f->paused || f->stop ? WAKE_CONS : 0));
 	}
 	pthread_mutex_unlock(&f->mu);
 	return NULL;
@@ -495,7 +525,7 @@ static void *decoder_main(void *arg)
 		while (!f->stop && (f->paused || f->errs[f->pgen & 1].rc || f->advancing ||
 				    (f->produced_all && !(f->prefetch && f->pgen == f->gen)) ||
 				    (!f->produced_all && (f->assembling || !(s = free_slot(f))))))
-			pthread_cond_wait(&f->cv, &f->mu);
+			pthread_cond_wait(&f->cv_dec, &f->mu);
 		if (f->stop)
 			break;
 		if (f->produced_all) {
@@ -523,18 +553,19 @@ static void *decoder_main(void *arg)
 			if (rc == 0)
 				production_done(f, f->next_batch);
 			f->active--;
-			pthread_cond_broadcast(&f->cv);
+			wake(f, WAKE_ALL);
 			continue;
 		}
 		if (rc == 0) /* a last, short batch */
 			production_done(f, f->next_batch + 1);
+		/* the next assembly may start; the end of production concerns all */
 		s->rows = rows;
 		s->index = f->next_batch++;
 		s->epoch = f->pepoch;
 		s->gen = gen;
 		s->files = f->files;
 		f->decoding++;
-		pthread_cond_broadcast(&f->cv);
+		wake(f, rc == 0 ? WAKE_ALL : WAKE_DEC);
 		pthread_mutex_unlock(&f->mu);
 
 		rc = slot_decode(f, s, err, sizeof err);
@@ -551,7 +582,11 @@ static void *decoder_main(void *arg)
 		} else {
 			s->state = SLOT_READY;
 		}
-		pthread_cond_broadcast(&f->cv);
+		/* the consumer: a ready slot (or active == 0 for a pause); readers:
+		 * chunks the batch freed; decoders only when a slot came free, an
+		 * error stops them, or an advance waits for old_decoding */
+		wake(f, WAKE_CONS | WAKE_RD |
+			    (s->state == SLOT_FREE || f->advancing || f->paused ? WAKE_DEC : 0));
 	}
 	pthread_mutex_unlock(&f->mu);
 	return NULL;
@@ -563,7 +598,7 @@ static void *decoder_main(void *arg)
 static void pause_workers(struct rc_feeder *f)
 {
 	f->paused = true;
-	pthread_cond_broadcast(&f->cv);
+	wake(f, WAKE_ALL);
 	while (f->active)
 		pthread_cond_wait(&f->cv, &f->mu);
 }
@@ -665,7 +700,7 @@ static void producer_advance(struct rc_feeder *f)
 	pthread_mutex_lock(&f->mu);
 	/* the list before the current one may still name records being decoded */
 	while (f->old_decoding > 0 && !f->stop)
-		pthread_cond_wait(&f->cv, &f->mu);
+		pthread_cond_wait(&f->cv_dec, &f->mu);
 	if (f->stop) {
 		fdr__files_free(files, n);
 	} else {
@@ -688,7 +723,7 @@ static void producer_advance(struct rc_feeder *f)
 	}
 	f->advancing = false;
 	f->active--;
-	pthread_cond_broadcast(&f->cv);
+	wake(f, WAKE_ALL);
 }
 
 /* The consumer moves to the epoch the producer runs ahead on; f->mu held. */
@@ -704,7 +739,7 @@ static void consumer_switch(struct rc_feeder *f)
 		if (f->slots[i].state == SLOT_READY && f->slots[i].gen != f->gen)
 			f->slots[i].state = SLOT_FREE;
 	f->errs[(f->gen + 1) & 1].rc = 0; /* the epoch left behind */
-	pthread_cond_broadcast(&f->cv);
+	wake(f, WAKE_ALL);
 }
 
 /* Closes every lane's file; workers paused. */
@@ -738,7 +773,7 @@ int rc_feeder_next_epoch(struct rc_feeder *f)
 		f->epoch = f->pepoch;
 		epoch_reset(f);
 		f->paused = false;
-		pthread_cond_broadcast(&f->cv);
+		wake(f, WAKE_ALL);
 		pthread_mutex_unlock(&f->mu);
 		return 0;
 	}
@@ -762,7 +797,7 @@ int rc_feeder_next_epoch(struct rc_feeder *f)
 	if (rc)
 		set_error(f, rc, err, f->gen, 0);
 	f->paused = false;
-	pthread_cond_broadcast(&f->cv);
+	wake(f, WAKE_ALL);
 	pthread_mutex_unlock(&f->mu);
 	return rc;
 }
@@ -905,6 +940,19 @@ _Static_assert((int)CMN_DT_FLOAT32 == (int)RC_DT_FLOAT32 && (int)CMN_DT_INT64 ==
 		   (int)CMN_DT_UINT8 == (int)RC_DT_UINT8 && (int)CMN_DT_BYTES == (int)RC_DT_BYTES,
 	       "public and schema dtypes must agree");
 
+/*
+ * Decoder threads when the options say 0: two, but no more than the CPUs
+ * left beside the readers (at least one), so that readers, decoders and the
+ * consumer do not outnumber the cores and pay for context switches.
+ */
+static size_t default_decoders(size_t nreaders)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu <= 0 || (size_t)ncpu >= nreaders + 2)
+		return 2;
+	return 1;
+}
+
 static char *dup_or_null(const char *s, bool *oom)
 {
 	if (!s)
@@ -957,6 +1005,8 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_mutex_init(&f->copy_mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
+	pthread_cond_init(&f->cv_rd, NULL);
+	pthread_cond_init(&f->cv_dec, NULL);
 	f->device = -1;
 	f->o = *o;
 	f->o.world_size = world;
@@ -1042,7 +1092,8 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 	for (size_t i = 0; i < f->o.interleave; i++)
 		f->lanes[i].fd = -1;
 	/* the chunks normally in flight get their buffers now (see reader.c) */
-	size_t ndecoders = o->threads ? o->threads : 2;
+	size_t nreaders = o->readers ? o->readers : 1;
+	size_t ndecoders = o->threads ? o->threads : default_decoders(nreaders);
 	size_t warm = f->W + f->o.interleave * f->ra + 2 * (ndecoders + 1) + 1;
 	for (size_t i = 0; i < warm && i < f->nchunks; i++) {
 		struct fdr_chunk *c = &f->chunks[i];
@@ -1073,7 +1124,6 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 	epoch_reset(f);
 	f->st_allocs = 0; /* count from here: steady state */
 
-	size_t nreaders = o->readers ? o->readers : 1;
 	f->threads = calloc(nreaders + ndecoders, sizeof *f->threads);
 	if (!f->threads) {
 		snprintf(err, errlen, "out of memory");
@@ -1159,7 +1209,7 @@ int rc_feeder_next(struct rc_feeder *f, struct rc_batch **out)
 		busy_deadline = false;
 		pthread_cond_wait(&f->cv, &f->mu);
 	}
-	pthread_cond_broadcast(&f->cv);
+	/* taking a slot concerns no other thread: no wake-up */
 	pthread_mutex_unlock(&f->mu);
 
 	if (s && f->device >= 0) {
@@ -1234,7 +1284,7 @@ void rc_batch_release(struct rc_batch *b)
 	}
 	pthread_mutex_lock(&f->mu);
 	b->state = SLOT_FREE;
-	pthread_cond_broadcast(&f->cv);
+	wake(f, WAKE_DEC | WAKE_CONS); /* a free slot; a consumer held up by a full ring */
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -1273,7 +1323,7 @@ void rc_feeder_close(struct rc_feeder *f)
 	if (f->threads) {
 		pthread_mutex_lock(&f->mu);
 		f->stop = true;
-		pthread_cond_broadcast(&f->cv);
+		wake(f, WAKE_ALL);
 		pthread_mutex_unlock(&f->mu);
 		for (size_t i = 0; i < f->nthreads; i++)
 			pthread_join(f->threads[i], NULL);
@@ -1313,5 +1363,7 @@ void rc_feeder_close(struct rc_feeder *f)
 	pthread_mutex_destroy(&f->mu);
 	pthread_mutex_destroy(&f->copy_mu);
 	pthread_cond_destroy(&f->cv);
+	pthread_cond_destroy(&f->cv_rd);
+	pthread_cond_destroy(&f->cv_dec);
 	free(f);
 }

@@ -124,7 +124,9 @@ struct rc_feeder {
 
 	pthread_mutex_t mu;
 	pthread_mutex_t copy_mu; /* enqueueing a slot's device copies (never with mu) */
-	pthread_cond_t cv;
+	pthread_cond_t cv;     /* the consumer waits here (feeder.c, Locking) */
+	pthread_cond_t cv_rd;  /* readers wait here */
+	pthread_cond_t cv_dec; /* decoders wait here */
 	pthread_t *threads;
 	size_t nthreads, nreaders;
 

@@ -93,7 +93,7 @@ struct rc_feeder_opts {
 	uint64_t seed;		  /* shuffle seed; epoch e uses seed + e */
 	uint32_t rank;		  /* this consumer's part of the files ... */
 	uint32_t world_size;	  /* ... file i (sorted) goes to rank i % world_size; 0 = 1 */
-	uint32_t threads;	  /* decoder threads; 0: 2 */
+	uint32_t threads;	  /* decoder threads; 0: 2 (1 on a machine with 2 CPUs) */
 	uint32_t readers;	  /* reader threads; 0: 1 */
 	uint32_t ring_slots;	  /* batches in flight; 0: 4 */
 	uint32_t shuffle_window;  /* read chunks mixed by the shuffle; 0: 8 */
