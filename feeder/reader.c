@@ -34,10 +34,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define MIB ((size_t)1 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/*
+ * Memory for read chunks and (unpinned) slots: buffers of 1 MiB or more
+ * are 2 MiB-aligned, rounded up to 2 MiB and advised for transparent huge
+ * pages.  The decoders read records scattered over the whole window (32 MB
+ * with the shuffle defaults) and the kernel copies every read into these
+ * pages: with 4 KiB pages most of those touches miss the TLB, which costs
+ * a two-level page walk in a VM.  *len is raised to the size allocated.
+ * Release with free().  NULL when out of memory.
+ */
+static void *big_alloc(size_t *len)
+{
+	if (*len < MIB)
+		return malloc(*len);
+	size_t n = (*len + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	void *p = aligned_alloc(HUGE_PAGE, n);
+	if (!p)
+		return NULL;
+	(void)madvise(p, n, MADV_HUGEPAGE); /* a hint: ignored where THP is off */
+	*len = n;
+	return p;
+}
 
 int fdr__mem_alloc(struct rc_feeder *f, void **p, size_t len)
 {
@@ -48,7 +72,7 @@ int fdr__mem_alloc(struct rc_feeder *f, void **p, size_t len)
 		return fdr__cuda_host_alloc(p, len);
 	}
 	len = (len + 4095) & ~(size_t)4095;
-	*p = aligned_alloc(4096, len);
+	*p = len >= MIB ? big_alloc(&len) : aligned_alloc(4096, len);
 	return *p ? 0 : -ENOMEM;
 }
 
@@ -69,7 +93,7 @@ int fdr__chunk_reserve(struct rc_feeder *f, struct fdr_chunk *c, size_t need, si
 	if (c->cap >= need)
 		return 0;
 	size_t ncap = need < FDR_CHUNK_CAP(f) ? FDR_CHUNK_CAP(f) : (need + MIB - 1) & ~(MIB - 1);
-	uint8_t *nb = malloc(ncap);
+	uint8_t *nb = big_alloc(&ncap);
 	if (!nb)
 		return -ENOMEM;
 	if (keep)
