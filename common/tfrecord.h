@@ -140,6 +140,20 @@ int cmn_tfr_push_new(struct cmn_tfr_push **out, const struct cmn_tfr_opts *opts,
  */
 int cmn_tfr_push_feed(struct cmn_tfr_push *p, const void *data, size_t len);
 
+/*
+ * Inside a record callback only: when rec->data lies in the decoder's own
+ * gathering buffer (a record cut by chunk boundaries - with libcurl, whose
+ * write callback gets at most 16 KiB at a time, every record above that),
+ * hands that buffer to the caller instead of leaving the caller to copy the
+ * record out: *buf (malloc'd, the caller frees it with free()) and *cap
+ * (its size); rec->data points inside it.  `spare` (malloc'd, spare_cap
+ * bytes, or NULL) becomes the decoder's next gathering buffer and is owned
+ * by the decoder from then on.  Returns 0, or -ENOENT when rec->data points
+ * into the caller's chunk (nothing changes; spare stays the caller's).
+ */
+int cmn_tfr_push_take(struct cmn_tfr_push *p, void *spare, size_t spare_cap, void **buf,
+		      size_t *cap);
+
 /* Declares end of stream: returns 0, or -EPROTO if it ends inside a record. */
 int cmn_tfr_push_finish(struct cmn_tfr_push *p);
 

@@ -4,7 +4,9 @@
  * Owns the front end for network bodies: the caller feeds whatever chunks the
  * transfer delivers; every complete record is handed to a callback.  Records
  * that lie whole inside a chunk are handed out in place (zero copy); only a
- * record cut by a chunk boundary is gathered in p->pend.  The framing itself
+ * record cut by a chunk boundary is gathered in p->pend, and the callback
+ * may take that buffer over (cmn_tfr_push_take) rather than copy the record
+ * out again.  The framing itself
  * is tfr__step() of tfrecord.c, so this decoder and the pull readers accept
  * and reject exactly the same streams.  GZIP input is inflated first
  * (tfrecord_gzip.c) into p->zout, then framed the same way.
@@ -43,6 +45,7 @@ struct cmn_tfr_push {
 	uint8_t *pend; /* the partial record; see invariants */
 	size_t pend_len, pend_cap;
 	uint64_t off;  /* stream offset of the record being gathered */
+	bool in_pend_cb; /* the callback runs on a record in p->pend (cmn_tfr_push_take) */
 	int dead;      /* sticky error, 0 if none */
 };
 
@@ -154,7 +157,9 @@ static int feed_plain(struct cmn_tfr_push *p, const uint8_t *data, size_t len)
 			if (rc != 1 && rc != -EBADMSG)
 				return rc;
 			p->pend_len = 0;
+			p->in_pend_cb = true;
 			rc = deliver(p, rc, &rec, need);
+			p->in_pend_cb = false;
 			if (rc)
 				return rc;
 			continue;
@@ -235,6 +240,19 @@ fail:
 	return rc;
 }
 
+int cmn_tfr_push_take(struct cmn_tfr_push *p, void *spare, size_t spare_cap, void **buf,
+		      size_t *cap)
+{
+	if (!p->in_pend_cb || !p->pend)
+		return -ENOENT;
+	*buf = p->pend;
+	*cap = p->pend_cap;
+	p->pend = spare;
+	p->pend_cap = spare ? spare_cap : 0;
+	p->in_pend_cb = false; /* one take per record */
+	return 0;
+}
+
 int cmn_tfr_push_finish(struct cmn_tfr_push *p)
 {
 	int rc = 0;
@@ -269,6 +287,7 @@ void cmn_tfr_push_reset(struct cmn_tfr_push *p)
 	p->magic_len = 0;
 	p->pend_len = 0;
 	p->off = 0;
+	p->in_pend_cb = false;
 	p->dead = 0;
 	p->core.records = 0;
 	p->core.bad = 0;

@@ -363,7 +363,21 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 	    .object_id = o->object_id,
 	    .object_offset = o->base + rec->offset,
 	};
-	int rc = smp_shuffle_add(s->shuf, &r, write_record, s);
+	/*
+	 * A record cut by chunk boundaries (with libcurl every record above
+	 * 16 KiB) was gathered by the decoder: the shuffle buffer takes that
+	 * buffer over, with a spare from its pool in exchange, instead of
+	 * copying the record once more.
+	 */
+	size_t spare_cap, bcap;
+	void *spare = smp_shuffle_spare(s->shuf, CMN_TFR_OVERHEAD + rec->len, &spare_cap), *blk;
+	int rc;
+	if (cmn_tfr_push_take(o->push, spare, spare_cap, &blk, &bcap) == 0) {
+		rc = smp_shuffle_add_block(s->shuf, &r, blk, bcap, write_record, s);
+	} else {
+		free(spare);
+		rc = smp_shuffle_add(s->shuf, &r, write_record, s);
+	}
 	if (rc)
 		return rc == -EAGAIN ? -EIO : rc;
 	o->delivered++;

@@ -1,8 +1,10 @@
 /*
  * shuffle.c - the bounded shuffle buffer (see shuffle.h).
  *
- * Records are stored as one block each; removal swaps the chosen slot with
- * the last one, so taking a random record is O(1).  Blocks of records that
+ * Records are stored as one block each (a record's data may start inside
+ * its block: blocks taken over from the push decoder begin with the
+ * record's header); removal swaps the chosen slot with the last one, so
+ * taking a random record is O(1).  Blocks of records that
  * left are kept in a small pool (POOL_BLOCKS blocks, POOL_BYTES bytes) and
  * reused for records of similar size: in steady state every record in means
  * one out, and recycling the block avoids a malloc/free pair that glibc
@@ -24,7 +26,8 @@ struct block {
 };
 
 struct smp_shuffle {
-	struct smp_rec *v; /* data pointers owned */
+	struct smp_rec *v; /* data points inside vblock[i] */
+	uint8_t **vblock;  /* [cap]: each record's block (owned) */
 	size_t *vcap;	   /* [cap]: capacity of each record's block */
 	size_t n, cap;
 	size_t bytes, max_bytes;
@@ -36,15 +39,9 @@ struct smp_shuffle {
 /* A block of at least len bytes, from the pool when one fits without wasting half. */
 static uint8_t *block_get(struct smp_shuffle *b, size_t len, size_t *cap)
 {
-	for (size_t i = 0; i < b->npool; i++) {
-		if (b->pool[i].cap >= len && b->pool[i].cap / 2 <= len) {
-			uint8_t *p = b->pool[i].p;
-			*cap = b->pool[i].cap;
-			b->pool_bytes -= *cap;
-			b->pool[i] = b->pool[--b->npool];
-			return p;
-		}
-	}
+	uint8_t *p = smp_shuffle_spare(b, len, cap);
+	if (p)
+		return p;
 	*cap = len ? len : 1;
 	return malloc(*cap);
 }
@@ -83,10 +80,11 @@ void smp_shuffle_free(struct smp_shuffle *b)
 	if (!b)
 		return;
 	for (size_t i = 0; i < b->n; i++)
-		free((void *)b->v[i].data);
+		free(b->vblock[i]);
 	for (size_t i = 0; i < b->npool; i++)
 		free(b->pool[i].p);
 	free(b->v);
+	free(b->vblock);
 	free(b->vcap);
 	free(b);
 }
@@ -100,35 +98,44 @@ static int pop_one(struct smp_shuffle *b, smp_rec_sink sink, void *ctx)
 	if (rc)
 		return rc;
 	size_t rcap = b->vcap[i];
+	uint8_t *blk = b->vblock[i];
 	b->v[i] = b->v[b->n - 1];
+	b->vblock[i] = b->vblock[b->n - 1];
 	b->vcap[i] = b->vcap[b->n - 1];
 	b->n--;
 	b->bytes -= r.len;
-	block_put(b, (uint8_t *)r.data, rcap);
+	block_put(b, blk, rcap);
 	return 0;
 }
 
-int smp_shuffle_add(struct smp_shuffle *b, const struct smp_rec *r, smp_rec_sink sink, void *ctx)
+/* Room for one more record in the arrays.  0 or -ENOMEM. */
+static int grow(struct smp_shuffle *b)
 {
-	if (b->n == b->cap) {
-		size_t nc = b->cap ? b->cap * 2 : 1024;
-		struct smp_rec *nv = realloc(b->v, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		b->v = nv;
-		size_t *nvc = realloc(b->vcap, nc * sizeof(*nvc));
-		if (!nvc)
-			return -ENOMEM;
-		b->vcap = nvc;
-		b->cap = nc;
-	}
-	size_t bcap;
-	uint8_t *copy = block_get(b, r->len, &bcap);
-	if (!copy)
+	if (b->n < b->cap)
+		return 0;
+	size_t nc = b->cap ? b->cap * 2 : 1024;
+	struct smp_rec *nv = realloc(b->v, nc * sizeof(*nv));
+	if (!nv)
 		return -ENOMEM;
-	memcpy(copy, r->data, r->len);
+	b->v = nv;
+	uint8_t **nb = realloc(b->vblock, nc * sizeof(*nb));
+	if (!nb)
+		return -ENOMEM;
+	b->vblock = nb;
+	size_t *nvc = realloc(b->vcap, nc * sizeof(*nvc));
+	if (!nvc)
+		return -ENOMEM;
+	b->vcap = nvc;
+	b->cap = nc;
+	return 0;
+}
+
+/* Stores r (data inside block) and sheds records while over the caps. */
+static int insert(struct smp_shuffle *b, const struct smp_rec *r, uint8_t *block, size_t bcap,
+		  smp_rec_sink sink, void *ctx)
+{
 	b->v[b->n] = *r;
-	b->v[b->n].data = copy;
+	b->vblock[b->n] = block;
 	b->vcap[b->n] = bcap;
 	b->n++;
 	b->bytes += r->len;
@@ -140,6 +147,45 @@ int smp_shuffle_add(struct smp_shuffle *b, const struct smp_rec *r, smp_rec_sink
 			return rc;
 	}
 	return 0;
+}
+
+int smp_shuffle_add(struct smp_shuffle *b, const struct smp_rec *r, smp_rec_sink sink, void *ctx)
+{
+	if (grow(b))
+		return -ENOMEM;
+	size_t bcap;
+	uint8_t *copy = block_get(b, r->len, &bcap);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, r->data, r->len);
+	struct smp_rec c = *r;
+	c.data = copy;
+	return insert(b, &c, copy, bcap, sink, ctx);
+}
+
+int smp_shuffle_add_block(struct smp_shuffle *b, const struct smp_rec *r, void *block, size_t cap,
+			  smp_rec_sink sink, void *ctx)
+{
+	if (grow(b)) {
+		free(block);
+		return -ENOMEM;
+	}
+	return insert(b, r, block, cap, sink, ctx);
+}
+
+void *smp_shuffle_spare(struct smp_shuffle *b, size_t len, size_t *cap)
+{
+	for (size_t i = 0; i < b->npool; i++) {
+		if (b->pool[i].cap >= len && b->pool[i].cap / 2 <= len) {
+			uint8_t *p = b->pool[i].p;
+			*cap = b->pool[i].cap;
+			b->pool_bytes -= *cap;
+			b->pool[i] = b->pool[--b->npool];
+			return p;
+		}
+	}
+	*cap = 0;
+	return NULL;
 }
 
 int smp_shuffle_shed(struct smp_shuffle *b, smp_rec_sink sink, void *ctx)

@@ -1,7 +1,8 @@
 /*
  * shuffle.h - a bounded shuffle buffer of records (private to sampler/).
  *
- * Records from several objects read at once are copied in; once the buffer
+ * Records from several objects read at once are copied in (or their blocks
+ * taken over: smp_shuffle_add_block); once the buffer
  * holds more than its byte cap, records leave in uniformly random order
  * through a sink callback.  This interleaves objects inside each shard the
  * way tf.data's shuffle buffer would, with memory bounded by the cap plus one
@@ -39,6 +40,22 @@ void smp_shuffle_free(struct smp_shuffle *b);
  * error: the buffer stays over its cap until smp_shuffle_shed().
  */
 int smp_shuffle_add(struct smp_shuffle *b, const struct smp_rec *r, smp_rec_sink sink, void *ctx);
+
+/*
+ * Like smp_shuffle_add, but r->data lies inside `block` (malloc'd, cap
+ * bytes), which the buffer takes over instead of copying the record: it is
+ * reused for later records or freed.  The buffer owns block whatever the
+ * return (on -ENOMEM it is freed).
+ */
+int smp_shuffle_add_block(struct smp_shuffle *b, const struct smp_rec *r, void *block, size_t cap,
+			  smp_rec_sink sink, void *ctx);
+
+/*
+ * A free block of at least len bytes from the reuse pool, or NULL when none
+ * fits; *cap gets its size.  The caller owns it (free() or hand it back
+ * inside smp_shuffle_add_block).
+ */
+void *smp_shuffle_spare(struct smp_shuffle *b, size_t len, size_t *cap);
 
 /* Hands random records to sink until the buffer is within its caps again. */
 int smp_shuffle_shed(struct smp_shuffle *b, smp_rec_sink sink, void *ctx);
