@@ -151,6 +151,7 @@ struct rc_feeder {
 	bool ahead_done; /* ... and the producer's epoch ahead, ahead_total */
 	uint64_t ahead_total;
 	bool stop, paused;
+	unsigned wake_pending; /* WAKE_* owed once the assembly lets go of f->mu (feeder.c) */
 	unsigned active; /* workers working outside the lock */
 	struct fdr_chunk *chunks, *free_chunks;
 	struct fdr_lane *lanes;
