@@ -24,9 +24,9 @@
  *                   and warm.
  *
  * Direct figures read the backing files with the same pattern and the same
- * cache state.  Each figure is the median of 3 runs, mount and direct
- * alternating (the machine may be shared).  Prints one table (MB/s and ratio mount/direct) on
- * stdout. Needs permission to mount FUSE; the mount is always unmounted.
+ * cache state.  Each figure is the median of 3 runs (--reps), mount and
+ * direct alternating (the machine may be shared).  Prints one table (MB/s and ratio mount/direct)
+ * on stdout. Needs permission to mount FUSE; the mount is always unmounted.
  */
 #include "cli/cmd.h"
 #include "rc_config.h"
@@ -261,7 +261,8 @@ static double rand_read(const struct bench *b, bool mount, size_t bs, uint64_t o
 	return rate;
 }
 
-#define REPS 3
+#define REPS_MAX 15
+static int reps = 3; /* runs per figure (--reps), odd: the median is one of them */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -271,8 +272,8 @@ static int cmp_double(const void *a, const void *b)
 
 static double median(double *v)
 {
-	qsort(v, REPS, sizeof(*v), cmp_double);
-	return v[REPS / 2];
+	qsort(v, (size_t)reps, sizeof(*v), cmp_double);
+	return v[reps / 2];
 }
 
 static void row(const char *what, double mnt, double direct, const char *target)
@@ -285,12 +286,13 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
-		"                            [--modes pread,splice] [--keep]\n"
+		"                            [--modes pread,splice] [--reps N] [--keep]\n"
 		"  --dir DIR   scratch directory (default: a new /tmp/rollcache-bench-fuse.*)\n"
 		"  --files N   shards to read (default 4)\n"
 		"  --size SIZE bytes per shard (default 64M)\n"
 		"  --ops N     random reads per pattern (default 4000)\n"
-		"  --modes     daemon read modes to measure (default pread,splice)\n");
+		"  --modes     daemon read modes to measure (default pread,splice)\n"
+		"  --reps N    runs per figure, the median is shown (odd, 1..15; default 3)\n");
 }
 
 int bench_fuse(int argc, char **argv)
@@ -326,6 +328,9 @@ int bench_fuse(int argc, char **argv)
 		} else if (v && !strcmp(a, "--ops")) {
 			b.ops = strtoull(v, NULL, 10);
 			i++;
+		} else if (v && !strcmp(a, "--reps")) {
+			reps = atoi(v);
+			i++;
 		} else if (v && !strcmp(a, "--modes")) {
 			modes = v;
 			i++;
@@ -333,6 +338,12 @@ int bench_fuse(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (reps < 1 || reps > REPS_MAX || reps % 2 == 0) {
+		fprintf(stderr,
+			"rollcache bench fuse: --reps %d: expected an odd count from 1 to %d\n",
+			reps, REPS_MAX);
+		return 2;
 	}
 	if (b.nfiles < 1 || b.nfiles > MAX_FILES || b.size < (4u << 20) || b.ops < 1) {
 		fprintf(
@@ -386,8 +397,8 @@ int bench_fuse(int argc, char **argv)
 		if (do_mount(&b, splice) != 0)
 			goto out;
 		/* each figure: the median of `reps` runs, mount and direct alternating */
-		double mv[REPS], dv[REPS];
-		for (int r = 0; r < REPS; r++) { /* all cold: both page caches dropped */
+		double mv[REPS_MAX], dv[REPS_MAX];
+		for (int r = 0; r < reps; r++) { /* all cold: both page caches dropped */
 			drop(&b, false);
 			dv[r] = seq_read(&b, false);
 			drop(&b, false);
@@ -395,7 +406,7 @@ int bench_fuse(int argc, char **argv)
 			mv[r] = seq_read(&b, true);
 		}
 		row("seq 1M, cold", median(mv), median(dv), ">= 0.80x");
-		for (int r = 0; r < REPS;
+		for (int r = 0; r < reps;
 		     r++) { /* daemon path: backing warm, mount's cache dropped */
 			dv[r] = seq_read(&b, false);
 			drop(&b, true);
@@ -403,7 +414,7 @@ int bench_fuse(int argc, char **argv)
 		}
 		row("seq 1M, daemon (FUSE cold)", median(mv), median(dv), "");
 		seq_read(&b, true);
-		for (int r = 0; r < REPS; r++) { /* warm: both cached */
+		for (int r = 0; r < reps; r++) { /* warm: both cached */
 			mv[r] = seq_read(&b, true);
 			dv[r] = seq_read(&b, false);
 		}
@@ -412,7 +423,7 @@ int bench_fuse(int argc, char **argv)
 		for (size_t k = 0; k < 2; k++) {
 			char label[64];
 			uint64_t ops = sizes[k] == 4096 ? b.ops : b.ops / 4 + 1;
-			for (int r = 0; r < REPS; r++) {
+			for (int r = 0; r < reps; r++) {
 				drop(&b, false);
 				dv[r] = rand_read(&b, false, sizes[k], ops);
 				drop(&b, false);
@@ -422,7 +433,7 @@ int bench_fuse(int argc, char **argv)
 			snprintf(label, sizeof(label), "rand %zuK, cold", sizes[k] / 1024);
 			row(label, median(mv), median(dv), sizes[k] == 4096 ? ">= 0.50x" : "");
 			seq_read(&b, false);
-			for (int r = 0; r < REPS; r++) {
+			for (int r = 0; r < reps; r++) {
 				drop(&b, true); /* daemon path: backing warm */
 				mv[r] = rand_read(&b, true, sizes[k], ops);
 				dv[r] = rand_read(&b, false, sizes[k], ops);
@@ -430,7 +441,7 @@ int bench_fuse(int argc, char **argv)
 			snprintf(label, sizeof(label), "rand %zuK, daemon", sizes[k] / 1024);
 			row(label, median(mv), median(dv), "");
 			seq_read(&b, true); /* warm the mount's cache */
-			for (int r = 0; r < REPS; r++) {
+			for (int r = 0; r < reps; r++) {
 				mv[r] = rand_read(&b, true, sizes[k], ops);
 				dv[r] = rand_read(&b, false, sizes[k], ops);
 			}
