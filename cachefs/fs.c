@@ -6,7 +6,8 @@
  * the snapshots (epoch.c), the catalog or the stats text (daemon.c, through
  * struct cfs_fs_hooks).  Lookups and reads never query SQLite: names resolve
  * in the immutable sorted trees of struct cfs_epoch and reads go to an fd
- * opened on the backing file at open().
+ * opened on the backing file at the handle's first read (a warm open, served
+ * from the kernel's page cache, costs no syscall beyond its reply).
  *
  * Inodes: 1..7 are the fixed nodes below; every other inode number is the
  * address of a struct cfs_efile, cfs_epoch or cfs_edir, whose first field
@@ -27,9 +28,17 @@
  * writable node is .rollcache/control.  Sealed files never change (DESIGN
  * invariant 1), hence long entry/attr timeouts and keep_cache.
  *
+ * Backing reads: each file handle classifies its reads as sequential or
+ * random (pattern_note()); sequential handles read the backing file ahead
+ * with readahead(2) after replying, random ones switch it to
+ * POSIX_FADV_RANDOM.  No allocation on the read path (one buffer per worker
+ * thread).
+ *
  * Limits: no xattrs (getxattr answers ENOSYS, set/remove EROFS); no locks
  * (the kernel's local locks apply); no FUSE passthrough (libfuse 3.14), so
- * every uncached byte crosses the daemon (docs/bench-fuse.md).
+ * every uncached byte crosses the daemon (docs/bench-fuse.md); splice_read
+ * falls back to a copy inside libfuse 3.14 for requests above 64 KiB
+ * (docs/bench-fuse.md, "splice vs pread").
  *
  * Locking: fs->hmu protects the handle table and is a leaf; epoch.c's
  * set->mu is taken inside its calls, never while holding hmu.
@@ -48,6 +57,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,13 +118,35 @@ struct cfs_fs {
 	gid_t gid;
 };
 
+/*
+ * Backing-file access hints (docs/bench-fuse.md).  A read is "near" when it
+ * starts within RA_NEAR of where the handle's previous read ended (the
+ * kernel's async readahead requests may arrive slightly out of order);
+ * SEQ_STREAK near reads in a row make a handle sequential, RAND_STREAK far
+ * ones random.  A sequential handle keeps the backing file's page cache
+ * filled up to RA_WINDOW past its reads (readahead(2) in RA_CHUNK calls: the
+ * kernel caps one call at the device's max I/O size), so the disk works
+ * while the FUSE round trips go on; a random one gets POSIX_FADV_RANDOM so
+ * that 4 KiB requests read 4 KiB from the disk.
+ */
+#define RA_NEAR	    ((uint64_t)2 << 20)
+#define RA_WINDOW   ((uint64_t)8 << 20)
+#define RA_CHUNK    ((uint64_t)1 << 20)
+#define SEQ_STREAK  4
+#define RAND_STREAK 3
+
 /* An open sealed file. */
 struct fs_handle {
 	struct cfs_efile *f;
-	int fd;
+	_Atomic int fd;		/* backing fd; -1 until the first read (warm opens never need it) */
 	_Atomic bool read_once; /* first read counted */
 	bool end_done;		/* a read to the end was counted (races are benign: counted once) */
-	pthread_mutex_t mu;	/* protects end_done */
+	pthread_mutex_t mu;	/* protects end_done and the opening of fd */
+	/* access pattern: hints updated by concurrent reads without a lock */
+	_Atomic uint64_t next_off; /* end of the latest read */
+	_Atomic uint64_t ra_end;   /* backing readahead issued up to here */
+	_Atomic int streak;	   /* > 0: near reads in a row; < 0: far reads in a row */
+	_Atomic bool random;	   /* POSIX_FADV_RANDOM is in force on fd */
 };
 
 /* An open stats or metrics text. */
@@ -592,22 +624,19 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		err = -rc;
 		goto out;
 	}
+	/*
+	 * The backing file is opened at the first read that reaches the daemon:
+	 * with keep_cache a warm open is served from the page cache and never
+	 * needs it.  The pin above keeps the file on disk until release.
+	 */
 	struct fs_handle *h = calloc(1, sizeof(*h));
-	int fd = openat(fs->dirfd, f->relpath, O_RDONLY | O_CLOEXEC | O_NOATIME);
-	if (fd < 0 && errno == EPERM)
-		fd = openat(fs->dirfd, f->relpath, O_RDONLY | O_CLOEXEC);
-	if (!h || fd < 0) {
-		err = !h ? ENOMEM : errno;
-		cmn_log(CMN_LOG_ERROR, "open %s: %s", f->relpath, strerror(err));
-		if (fd >= 0)
-			close(fd);
-		free(h);
+	if (!h) {
+		err = ENOMEM;
 		cfs_efile_release(fs->set, f);
 		goto out;
 	}
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL); /* shards are read front to back */
 	h->f = f;
-	h->fd = fd;
+	atomic_init(&h->fd, -1);
 	pthread_mutex_init(&h->mu, NULL);
 	fi->fh = handle_add(fs, HK_FILE, h);
 	if (!fi->fh) {
@@ -654,6 +683,83 @@ static char *read_buffer(struct cfs_fs *fs, size_t len)
 	return buf;
 }
 
+/*
+ * The handle's backing fd, opened on first use (POSIX_FADV_SEQUENTIAL:
+ * shards are read front to back).  Returns the fd or -errno; any thread.
+ */
+static int backing_fd(struct cfs_fs *fs, struct fs_handle *h)
+{
+	int fd = atomic_load_explicit(&h->fd, memory_order_acquire);
+	if (fd >= 0)
+		return fd;
+	pthread_mutex_lock(&h->mu);
+	fd = atomic_load_explicit(&h->fd, memory_order_relaxed);
+	if (fd < 0) {
+		fd = openat(fs->dirfd, h->f->relpath, O_RDONLY | O_CLOEXEC | O_NOATIME);
+		if (fd < 0 && errno == EPERM)
+			fd = openat(fs->dirfd, h->f->relpath, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			fd = -errno;
+			cmn_log(CMN_LOG_ERROR, "open %s: %s", h->f->relpath, strerror(-fd));
+		} else {
+			posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+			atomic_store_explicit(&h->fd, fd, memory_order_release);
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	return fd;
+}
+
+/*
+ * Notes a read of [off, off + len) in the handle's access pattern, switches
+ * the backing fd's advice when the pattern changed, and returns in *ra_off,
+ * *ra_len the backing range to read ahead after the reply (*ra_len 0: none).
+ * Costs a few relaxed atomics; a syscall only on a change of pattern.
+ */
+static void pattern_note(struct fs_handle *h, int fd, uint64_t off, uint64_t len, uint64_t *ra_off,
+			 uint64_t *ra_len)
+{
+	uint64_t prev = atomic_exchange_explicit(&h->next_off, off + len, memory_order_relaxed);
+	bool near = off + RA_NEAR >= prev && off <= prev + RA_NEAR;
+	int st = atomic_load_explicit(&h->streak, memory_order_relaxed);
+	st = near ? (st > 0 ? st + 1 : 1) : (st < 0 ? st - 1 : -1);
+	if (st > 1000 || st < -1000)
+		st /= 2;
+	atomic_store_explicit(&h->streak, st, memory_order_relaxed);
+	*ra_len = 0;
+	bool random = atomic_load_explicit(&h->random, memory_order_relaxed);
+	if (st <= -RAND_STREAK && !random) {
+		atomic_store_explicit(&h->random, true, memory_order_relaxed);
+		posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	} else if (st >= SEQ_STREAK && random) {
+		atomic_store_explicit(&h->random, false, memory_order_relaxed);
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	}
+	if (st < SEQ_STREAK)
+		return;
+	uint64_t end = off + len, bytes = h->f->bytes;
+	uint64_t ra = atomic_load_explicit(&h->ra_end, memory_order_relaxed);
+	if (end + RA_WINDOW / 2 <= ra || ra >= bytes)
+		return; /* still far enough ahead */
+	uint64_t from = ra > end ? ra : end;
+	uint64_t to = end + RA_WINDOW < bytes ? end + RA_WINDOW : bytes;
+	if (to <= from || !atomic_compare_exchange_strong_explicit(
+			      &h->ra_end, &ra, to, memory_order_relaxed, memory_order_relaxed))
+		return; /* another read of this handle took it */
+	*ra_off = from;
+	*ra_len = to - from;
+}
+
+/* Asks the kernel to read [off, off + len) of fd into the page cache. */
+static void backing_readahead(int fd, uint64_t off, uint64_t len)
+{
+	for (uint64_t o = off; o < off + len; o += RA_CHUNK) {
+		uint64_t n = off + len - o < RA_CHUNK ? off + len - o : RA_CHUNK;
+		if (readahead(fd, (off_t)o, (size_t)n) != 0)
+			return;
+	}
+}
+
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -682,12 +788,20 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	uint64_t len = 0;
 	if ((uint64_t)off < f->bytes)
 		len = f->bytes - (uint64_t)off < size ? f->bytes - (uint64_t)off : size;
+	int fd = backing_fd(fs, h);
+	if (fd < 0) {
+		err = -fd;
+		goto out;
+	}
 	bool first = !atomic_exchange_explicit(&h->read_once, true, memory_order_relaxed);
+	uint64_t ra_off = 0, ra_len = 0;
+	if (len)
+		pattern_note(h, fd, (uint64_t)off, len, &ra_off, &ra_len);
 
 	if (fs->opts.splice_read) {
 		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
 		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		bv.buf[0].fd = h->fd;
+		bv.buf[0].fd = fd;
 		bv.buf[0].pos = off;
 		pthread_mutex_lock(&h->mu);
 		cfs_efile_account(fs->set, f, (uint64_t)off, len, first, &h->end_done);
@@ -695,8 +809,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		int rc = fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 		if (rc != 0 && rc != -ENOENT) /* -ENOENT: the request was interrupted */
 			cmn_log(CMN_LOG_WARN, "read %s: reply: %s", f->relpath, strerror(-rc));
-		handle_put(fs, fi->fh, false);
-		return;
+		goto done;
 	}
 	buf = read_buffer(fs, len);
 	if (!buf) {
@@ -705,7 +818,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	size_t got = 0;
 	while (got < len) {
-		ssize_t r = pread(h->fd, buf + got, len - got, off + (off_t)got);
+		ssize_t r = pread(fd, buf + got, len - got, off + (off_t)got);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -720,6 +833,10 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	cfs_efile_account(fs->set, f, (uint64_t)off, got, first, &h->end_done);
 	pthread_mutex_unlock(&h->mu);
 	fuse_reply_buf(req, buf, got);
+done:
+	/* after the reply: the reader goes on while the disk reads ahead */
+	if (ra_len)
+		backing_readahead(fd, ra_off, ra_len);
 	handle_put(fs, fi->fh, false);
 	return;
 out:
@@ -769,7 +886,9 @@ static void handle_destroy(struct cfs_fs *fs, enum hkind kind, void *p)
 		struct cfs_efile *f = h->f;
 		if (!atomic_load(&h->read_once) && fs->accounting)
 			cfs_efile_account_cached(fs->set, f); /* all from the page cache */
-		close(h->fd);
+		int fd = atomic_load(&h->fd);
+		if (fd >= 0)
+			close(fd);
 		pthread_mutex_destroy(&h->mu);
 		free(h);
 		cfs_efile_release(fs->set, f); /* may complete an eviction (invariant 3) */
@@ -1054,6 +1173,33 @@ static void escape_opt(const char *in, char *out, size_t len)
 	out[o] = '\0';
 }
 
+/*
+ * The largest request (bytes, whole pages) that libfuse 3.14 can answer by
+ * splice: fuse_send_data_iov() needs a pipe of the reply plus three pages
+ * and falls back to a copy through a fresh buffer when F_SETPIPE_SZ refuses
+ * that, i.e. above /proc/sys/fs/pipe-max-size without CAP_SYS_RESOURCE.
+ * Returns `want` when it fits.
+ */
+static uint32_t splice_max_io(uint32_t want)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned long pipe_max = 1u << 20;
+	FILE *f = fopen("/proc/sys/fs/pipe-max-size", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &pipe_max) != 1)
+			pipe_max = 1u << 20;
+		fclose(f);
+	}
+	if (page <= 0)
+		page = 4096;
+	unsigned long cap =
+	    pipe_max > 4ul * (unsigned long)page ? pipe_max - 4ul * (unsigned long)page : 0;
+	cap -= cap % (unsigned long)page;
+	if (cap < 64ul * 1024)
+		cap = 64ul * 1024;
+	return !want || want <= cap ? want : (uint32_t)cap;
+}
+
 int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs *set,
 		 int cache_dirfd, const struct cfs_fs_hooks *hooks, void *hooks_ctx,
 		 const struct cfs_fs_opts *opts, char *err, size_t errlen)
@@ -1072,6 +1218,8 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 	fs->hooks = *hooks;
 	fs->hooks_ctx = hooks_ctx;
 	fs->opts = *opts;
+	if (opts->splice_read)
+		fs->opts.max_io = splice_max_io(opts->max_io);
 	fs->uid = getuid();
 	fs->gid = getgid();
 	clock_gettime(CLOCK_REALTIME, &fs->t0);
@@ -1083,8 +1231,8 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 	rc = opt_add(o, sizeof(o), kv);
 	if (rc == 0)
 		rc = opt_add(o, sizeof(o), "subtype=rollcache");
-	if (rc == 0 && opts->max_io) {
-		snprintf(kv, sizeof(kv), "max_read=%" PRIu32, opts->max_io);
+	if (rc == 0 && fs->opts.max_io) {
+		snprintf(kv, sizeof(kv), "max_read=%" PRIu32, fs->opts.max_io);
 		rc = opt_add(o, sizeof(o), kv);
 	}
 	if (rc == 0 && opts->extra_opts && opts->extra_opts[0])
