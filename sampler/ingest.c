@@ -375,7 +375,7 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 	if (cmn_tfr_push_take(o->push, spare, spare_cap, &blk, &bcap) == 0) {
 		rc = smp_shuffle_add_block(s->shuf, &r, blk, bcap, write_record, s);
 	} else {
-		free(spare);
+		smp_shuffle_unspare(s->shuf, spare, spare_cap); /* the record is in the chunk */
 		rc = smp_shuffle_add(s->shuf, &r, write_record, s);
 	}
 	if (rc)

@@ -188,6 +188,12 @@ void *smp_shuffle_spare(struct smp_shuffle *b, size_t len, size_t *cap)
 	return NULL;
 }
 
+void smp_shuffle_unspare(struct smp_shuffle *b, void *block, size_t cap)
+{
+	if (block)
+		block_put(b, block, cap);
+}
+
 int smp_shuffle_shed(struct smp_shuffle *b, smp_rec_sink sink, void *ctx)
 {
 	while (b->n > 1 && (b->bytes > b->max_bytes || b->n > SMP_SHUFFLE_MAX_RECORDS)) {

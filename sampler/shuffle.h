@@ -57,6 +57,9 @@ int smp_shuffle_add_block(struct smp_shuffle *b, const struct smp_rec *r, void *
  */
 void *smp_shuffle_spare(struct smp_shuffle *b, size_t len, size_t *cap);
 
+/* Gives back a block from smp_shuffle_spare() that was not used.  NULL is ignored. */
+void smp_shuffle_unspare(struct smp_shuffle *b, void *block, size_t cap);
+
 /* Hands random records to sink until the buffer is within its caps again. */
 int smp_shuffle_shed(struct smp_shuffle *b, smp_rec_sink sink, void *ctx);
 
