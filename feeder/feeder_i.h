@@ -195,8 +195,9 @@ uint64_t fdr__rng_below(uint64_t *s, uint64_t n);
  */
 int fdr__lane_fill(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
 		   size_t errlen);
-/* A chunk's usual capacity: a read plus room to complete a cut record. */
-#define FDR_CHUNK_CAP(f) ((f)->read_size + (f)->read_size / 4)
+/* A chunk's usual capacity: a read, room to complete a cut record, and the
+ * up to 4 KiB a plain read is shifted by to be page-aligned (reader.c). */
+#define FDR_CHUNK_CAP(f) ((f)->read_size + (f)->read_size / 4 + 4096)
 /* Initial record table of a chunk. */
 #define FDR_CHUNK_RECS(f) ((f)->read_size / 1024 > 64 ? (f)->read_size / 1024 : 64)
 /* Grows chunk c's buffer to `need` bytes, keeping `keep`.  0 or -ENOMEM. */
