@@ -44,9 +44,9 @@ struct cmn_tfr_push {
 
 	uint8_t *pend; /* the partial record; see invariants */
 	size_t pend_len, pend_cap;
-	uint64_t off;  /* stream offset of the record being gathered */
+	uint64_t off;	 /* stream offset of the record being gathered */
 	bool in_pend_cb; /* the callback runs on a record in p->pend (cmn_tfr_push_take) */
-	int dead;      /* sticky error, 0 if none */
+	int dead;	 /* sticky error, 0 if none */
 };
 
 int cmn_tfr_push_new(struct cmn_tfr_push **out, const struct cmn_tfr_opts *opts,
@@ -115,8 +115,7 @@ static int pend_reserve(struct cmn_tfr_push *p, size_t need)
  * Acts on one tfr__step() outcome for a whole record of `size` bytes:
  * calls back, or counts a skipped bad record.  Returns 0 or the error.
  */
-static int deliver(struct cmn_tfr_push *p, int step, const struct cmn_tfr_record *rec,
-		   size_t size)
+static int deliver(struct cmn_tfr_push *p, int step, const struct cmn_tfr_record *rec, size_t size)
 {
 	if (step == 1) {
 		int rc = p->cb ? p->cb(rec, p->ctx) : 0;

@@ -47,7 +47,8 @@ int cmn_tfr_writer_open(struct cmn_tfr_writer **out, int fd, size_t buf_size, ch
 		w->buf = malloc(buf_size);
 	if (!w || !w->buf) {
 		free(w);
-		snprintf(err, errlen, "tfrecord writer: out of memory for a %zu-byte buffer", buf_size);
+		snprintf(err, errlen, "tfrecord writer: out of memory for a %zu-byte buffer",
+			 buf_size);
 		return -ENOMEM;
 	}
 	w->fd = fd;
