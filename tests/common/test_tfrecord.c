@@ -587,6 +587,79 @@ START_TEST(test_push_stop_and_reset)
 }
 END_TEST
 
+/*
+ * cmn_tfr_push_take: a record gathered across chunks is handed over in the
+ * decoder's own buffer (no copy), stays valid after later feeds, and the
+ * spare becomes the next gathering buffer; a record inside one chunk is
+ * -ENOENT and changes nothing.
+ */
+struct take_ctx {
+	struct cmn_tfr_push *p;
+	const struct stream *s;
+	size_t seen;
+	size_t taken, in_chunk;
+	void *bufs[RES_MAX];
+	const uint8_t *data[RES_MAX];
+};
+
+static int take_cb(const struct cmn_tfr_record *rec, void *ctx)
+{
+	struct take_ctx *c = ctx;
+	size_t i = c->seen++;
+	void *buf = NULL;
+	size_t cap = 0;
+	void *spare = malloc(64);
+
+	ck_assert_ptr_nonnull(spare);
+	ck_assert_uint_eq(rec->len, c->s->rlen[i]);
+	int rc = cmn_tfr_push_take(c->p, spare, 64, &buf, &cap);
+	if (rc == -ENOENT) {
+		free(spare); /* still the caller's */
+		ck_assert_ptr_null(buf);
+		c->in_chunk++;
+		ck_assert_uint_eq(fnv1a(rec->data, rec->len), c->s->hash[i]);
+		return 0;
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert((const uint8_t *)rec->data >= (const uint8_t *)buf &&
+		  (const uint8_t *)rec->data + rec->len <= (const uint8_t *)buf + cap);
+	c->bufs[c->taken] = buf;
+	c->data[i] = rec->data;
+	c->taken++;
+	return 0;
+}
+
+START_TEST(test_push_take)
+{
+	static const size_t sizes[] = {10, 5000, 20, 3000, 7, 40000, 3};
+	const size_t n = sizeof(sizes) / sizeof(sizes[0]);
+	struct stream s;
+	struct take_ctx c = {0};
+	char err[128];
+
+	build(&s, sizes, n, 0);
+	c.s = &s;
+	ck_assert_int_eq(cmn_tfr_push_new(&c.p, NULL, take_cb, &c, err, sizeof(err)), 0);
+	for (size_t off = 0; off < s.len; off += 1000) {
+		size_t k = s.len - off < 1000 ? s.len - off : 1000;
+		ck_assert_int_eq(cmn_tfr_push_feed(c.p, s.data + off, k), 0);
+	}
+	ck_assert_int_eq(cmn_tfr_push_finish(c.p), 0);
+	ck_assert_uint_eq(c.seen, n);
+	ck_assert_uint_ge(c.taken, 3);    /* 5000, 3000 and 40000 span chunks */
+	ck_assert_uint_ge(c.in_chunk, 1); /* the small ones fit inside one */
+	/* taken records are intact after every later feed */
+	for (size_t i = 0; i < n; i++)
+		if (c.data[i])
+			ck_assert_uint_eq(fnv1a(c.data[i], s.rlen[i]), s.hash[i]);
+	for (size_t i = 0; i < c.taken; i++)
+		free(c.bufs[i]);
+	cmn_tfr_push_free(c.p);
+	free(s.data);
+}
+END_TEST
+
 /* The push decoder buffers at most one partial record. */
 START_TEST(test_push_cap)
 {
@@ -644,6 +717,7 @@ static Suite *tfr_suite(void)
 	ADD("tfrecord_random_damage_front_ends_agree", test_random_damage_front_ends_agree);
 	ADD("tfrecord_push_stop_and_reset", test_push_stop_and_reset);
 	ADD("tfrecord_push_cap", test_push_cap);
+	ADD("tfrecord_push_take_hands_over_gathered_records", test_push_take);
 	ADD("tfrecord_writer_errors", test_writer_errors);
 #undef ADD
 	return s;
