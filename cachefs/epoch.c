@@ -423,7 +423,8 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 		ep->records += f->records;
 	}
 	ep->nfiles = n;
-	qsort(ep->files, n, sizeof(*ep->files), cmp_name);
+	if (n > 1) /* qsort(NULL, 0) is undefined: an empty epoch */
+		qsort(ep->files, n, sizeof(*ep->files), cmp_name);
 	for (size_t i = 1; i < n; i++) {
 		if (ep->files[i - 1] == ep->files[i] ||
 		    strcmp(ep->files[i - 1]->name, ep->files[i]->name) == 0) {

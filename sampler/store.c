@@ -691,7 +691,8 @@ int smp_store_list(struct smp_store *s, struct smp_listing *l, char *err, size_t
 		smp_listing_free(l);
 		return rc;
 	}
-	qsort(l->v, l->n, sizeof(l->v[0]), cmp_obj);
+	if (l->n > 1) /* qsort(NULL, 0) is undefined: an empty listing */
+		qsort(l->v, l->n, sizeof(l->v[0]), cmp_obj);
 	/* A key listed twice (MANIFEST duplicates) is one object. */
 	size_t w = 0;
 	for (size_t i = 0; i < l->n; i++) {

@@ -110,9 +110,6 @@ class Scratch:
         self.mnt = os.path.join(self.root, "mnt")
         for d in (self.src, self.empty, self.mnt):
             os.makedirs(d)
-        # "empty" sources hold one 0-byte object: sampler/store.c qsorts a
-        # NULL array for an empty listing, which UBSan aborts (reported).
-        open(os.path.join(self.empty, "none.tfrecord"), "wb").close()
         self.pids = []
         self.mounts = []
         if os.environ.get("RC_UNDER_ASAN"):
