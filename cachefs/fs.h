@@ -37,7 +37,8 @@ struct cfs_fs_hooks {
 };
 
 struct cfs_fs_opts {
-	bool splice_read;	/* fuse_reply_data from the backing fd (else pread + reply_buf) */
+	bool splice_read;	/* fuse_reply_data from the backing fd (else pread + reply_buf);
+				   max_io is then capped to what fits a pipe (fs.c splice_max_io) */
 	double timeout;		/* entry/attr timeout of sealed files and dirs, seconds */
 	uint32_t max_io;	/* max_write / max pages per request, bytes */
 	uint32_t max_readahead; /* bytes asked of the kernel */
