@@ -452,7 +452,7 @@ static int read_user_version(struct cfs_catalog *c, int *v)
 /* Runs the missing migrations in one transaction.  mu held or not shared yet. */
 static int migrate(struct cfs_catalog *c, char *err, size_t errlen)
 {
-	int v, rc;
+	int v = 0, rc;
 	char sql[128];
 
 	rc = exec(c, "BEGIN IMMEDIATE");

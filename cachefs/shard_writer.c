@@ -87,7 +87,7 @@ static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum c
 int cfs_shard_writer_open(struct cfs_shard_writer **out, struct cfs_store *s, uint32_t epoch,
 			  char *err, size_t errlen)
 {
-	struct cfs_shard_writer *w;
+	struct cfs_shard_writer *w = NULL;
 	int rc = writer_new(&w, s, CFS_KIND_TFRECORD, epoch, err, errlen);
 
 	if (rc < 0)
@@ -104,7 +104,7 @@ int cfs_shard_writer_open(struct cfs_shard_writer **out, struct cfs_store *s, ui
 int cfs_raw_writer_open(struct cfs_shard_writer **out, struct cfs_store *s, uint32_t epoch,
 			int64_t object_id, const char *key, char *err, size_t errlen)
 {
-	struct cfs_shard_writer *w;
+	struct cfs_shard_writer *w = NULL;
 	int rc;
 
 	if (!key) {

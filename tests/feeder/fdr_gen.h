@@ -92,7 +92,11 @@ static inline int gen_files(const char *dir, const char *spec, unsigned files, u
 		vals[j] = malloc(s->feature[j].ragged ? 64 : s->feature[j].row_bytes);
 	for (unsigned k = 0; k < files && !rc; k++) {
 		char path[4096];
-		snprintf(path, sizeof path, "%s/part-%05u.%s", dir, k, raw ? "raw" : "tfrecord");
+		if (snprintf(path, sizeof path, "%s/part-%05u.%s", dir, k,
+			     raw ? "raw" : "tfrecord") >= (int)sizeof path) {
+			rc = -ENAMETOOLONG;
+			break;
+		}
 		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0) {
 			rc = -errno;

@@ -64,7 +64,7 @@ static void teardown(void)
 /* Publishes epoch `number` of files with ids[0..n). */
 static int publish(uint32_t number, const int64_t *ids, size_t n)
 {
-	struct cfs_efile_in in[16];
+	struct cfs_efile_in in[16] = {0};
 	char names[16][32], paths[16][32];
 	for (size_t i = 0; i < n; i++) {
 		snprintf(names[i], sizeof(names[i]), "shard-%lld.tfrecord", (long long)ids[i]);
