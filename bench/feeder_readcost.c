@@ -7,13 +7,14 @@
  * feeder's reader does, minus framing and CRC), or by mmap(MAP_POPULATE)
  * and munmap of each window (the alternative in docs/TODO-feeder.md), and
  * prints user + system CPU seconds per GB.  Run it on warm files (run it
- * twice; the first may read from disk).  Not built by meson:
+ * twice; the first may read from disk).  Built as build/bench/feeder_readcost:
  *
- *   cc -O2 -Wall -Wextra -Werror -o /tmp/readcost bench/feeder_readcost.c
- *   /tmp/readcost DATA/dense pread 4194304
- *   /tmp/readcost DATA/dense mmap 4194304
+ *   build/bench/feeder_readcost DATA/dense pread 4194304
+ *   build/bench/feeder_readcost DATA/dense mmap 4194304
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
