@@ -43,11 +43,14 @@ struct command {
 #endif
 #ifdef HAVE_CMD_MOUNT
 #define CMD_MOUNT cmd_mount
+#else
+#define CMD_MOUNT NULL
+#endif
+#ifdef HAVE_CMD_CONTROL
 #define CMD_UMOUNT cmd_umount
 #define CMD_EPOCH cmd_epoch
 #define CMD_STATUS cmd_status
 #else
-#define CMD_MOUNT NULL
 #define CMD_UMOUNT NULL
 #define CMD_EPOCH NULL
 #define CMD_STATUS NULL

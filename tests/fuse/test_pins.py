@@ -71,8 +71,10 @@ def body(s):
         f.close()
     t.wait_for(lambda: not os.path.exists(backing), "the evicted file's deletion after close")
     t.wait_for(lambda: str(e) not in listed(s), "epoch %d to leave the view" % e)
-    t.eq(s.catalog("SELECT state FROM shards WHERE id = ?", ident), [(2,)],
-         "catalog state after close (2 = GONE)")
+    # the release reaches the daemon after close() returns; the file goes
+    # first, then its row: wait (bounded) for the row too
+    t.wait_for(lambda: s.catalog("SELECT state FROM shards WHERE id = ?", ident) == [(2,)],
+               "catalog state GONE (2) after close")
     st = s.stats()
     t.eq(st["disk"]["draining"], 0, "draining bytes after close")
     t.eq(st["disk"]["sealed"], 0, "sealed bytes after evicting everything")
