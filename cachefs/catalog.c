@@ -992,7 +992,7 @@ int cfs_catalog_objects_list(struct cfs_catalog *c, int64_t source_id, unsigned 
 	sqlite3_bind_int64(st, 2, state_mask);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
-				oom = true;
+			oom = true;
 			break;
 		}
 		struct cfs_object_info *o = &arr[cnt++];
@@ -1212,7 +1212,7 @@ int cfs_catalog_shards_list(struct cfs_catalog *c, unsigned state_mask, struct c
 	sqlite3_bind_int64(st, 1, state_mask);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
-				e = -ENOMEM;
+			e = -ENOMEM;
 			break;
 		}
 		e = read_shard_row(st, &arr[cnt++]);
@@ -1451,7 +1451,7 @@ int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample 
 	sqlite3_bind_int64(st, 1, id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
-				rc = SQLITE_NOMEM;
+			rc = SQLITE_NOMEM;
 			break;
 		}
 		struct cfs_sample *s = &arr[cnt++];
@@ -1542,7 +1542,7 @@ int cfs_catalog_epochs_list(struct cfs_catalog *c, struct cfs_epoch_row **out, s
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
-				rc = SQLITE_NOMEM;
+			rc = SQLITE_NOMEM;
 			break;
 		}
 		struct cfs_epoch_row *e = &arr[cnt++];
