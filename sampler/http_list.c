@@ -20,16 +20,6 @@
 
 #include "sampler/sigv4.h"
 
-/* Copies src into dst (capacity n > 0), truncating. */
-static void copy_str(char *dst, size_t n, const char *src)
-{
-	size_t l = strlen(src);
-	if (l >= n)
-		l = n - 1;
-	memcpy(dst, src, l);
-	dst[l] = '\0';
-}
-
 /* ---- MANIFEST ------------------------------------------------------------ */
 
 int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, char *err,
@@ -234,9 +224,9 @@ static int jobject(struct jp *j, struct entry *e)
 				memcpy(e->name, v, (size_t)n + 1);
 				e->namelen = n;
 			} else if (!strcmp(k, "type")) {
-				copy_str(e->type, sizeof(e->type), v);
+				smp__copy_str(e->type, sizeof(e->type), v);
 			} else if (!strcmp(k, "mtime")) {
-				copy_str(e->mtime, sizeof(e->mtime), v);
+				smp__copy_str(e->mtime, sizeof(e->mtime), v);
 			}
 		} else {
 			char *ne;
@@ -379,7 +369,7 @@ int smp__http_list(struct smp_store *s, struct smp_listing *l, char *err, size_t
 		}
 		snprintf(url, sizeof(url), "%s%s", s->base, enc);
 		char relcopy[SMP_KEY_MAX + 2];
-		copy_str(relcopy, sizeof(relcopy), rel);
+		smp__copy_str(relcopy, sizeof(relcopy), rel);
 		next += rl + 1;
 		rc = smp__get_small(s, url, NULL, NULL, NULL, &b, err, errlen);
 		if (rc)

@@ -26,16 +26,6 @@
 
 #define TEXT_CAP 4096
 
-/* Copies src into dst (capacity n > 0), truncating. */
-static void copy_str(char *dst, size_t n, const char *src)
-{
-	size_t l = strlen(src);
-	if (l >= n)
-		l = n - 1;
-	memcpy(dst, src, l);
-	dst[l] = '\0';
-}
-
 int smp__s3_url(struct smp_store *s, const char *key, char *out, size_t outlen, char *canon,
 		size_t canonlen)
 {
@@ -236,7 +226,7 @@ static void on_end(void *ud, const XML_Char *name)
 			c->size = strtoull(c->text, NULL, 10);
 			break;
 		case F_ETAG:
-			copy_str(c->etag, sizeof(c->etag), c->text);
+			smp__copy_str(c->etag, sizeof(c->etag), c->text);
 			break;
 		case F_TRUNC:
 			c->truncated = !strcmp(c->text, "true");
@@ -245,7 +235,7 @@ static void on_end(void *ud, const XML_Char *name)
 			memcpy(c->token, c->text, c->tlen + 1);
 			break;
 		case F_CODE:
-			copy_str(c->code, sizeof(c->code), c->text);
+			smp__copy_str(c->code, sizeof(c->code), c->text);
 			break;
 		default:
 			break;

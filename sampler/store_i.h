@@ -6,6 +6,18 @@
 
 #include "sampler/store.h"
 
+#include <string.h>
+
+/* Copies src into dst (capacity n > 0), truncating; always NUL-terminates. */
+static inline void smp__copy_str(char *dst, size_t n, const char *src)
+{
+	size_t l = strlen(src);
+	if (l >= n)
+		l = n - 1;
+	memcpy(dst, src, l);
+	dst[l] = '\0';
+}
+
 struct smp_store {
 	enum smp_scheme scheme;
 	char *base;	   /* file: "/abs/dir/"; http: "http://h/p/"; s3: endpoint "http://h:p" */
