@@ -29,6 +29,7 @@
  * on stdout. Needs permission to mount FUSE; the mount is always unmounted.
  */
 #include "cli/cmd.h"
+#include "cli/util.h"
 #include "rc_config.h"
 
 #include <stdio.h>
@@ -48,7 +49,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,22 +127,6 @@ static int make_cache(struct bench *b)
 	return payload ? rc : -ENOMEM;
 }
 
-static int run_self(const char *const argv[])
-{
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
-}
-
 static int do_mount(struct bench *b, bool splice)
 {
 	char src[1200], lim[32];
@@ -153,7 +137,7 @@ static int do_mount(struct bench *b, bool splice)
 	    b->exe,   "mount",	 src, b->mnt, "--cache-dir",
 	    b->cache, "--limit", lim, "-o",   splice ? "splice_read" : "no_splice_read",
 	    NULL};
-	int rc = run_self(argv);
+	int rc = cli_run(argv, false, NULL);
 	if (rc == 0)
 		b->mounted = true;
 	else
@@ -166,7 +150,7 @@ static void do_umount(struct bench *b)
 	if (!b->mounted)
 		return;
 	const char *argv[] = {b->exe, "umount", b->mnt, NULL};
-	run_self(argv);
+	cli_run(argv, false, NULL);
 	b->mounted = false;
 }
 

@@ -18,6 +18,7 @@
  * command line).
  */
 #include "cli/cmd.h"
+#include "cli/util.h"
 #include "rc_config.h"
 
 #if RC_HAVE_SAMPLER_INGEST
@@ -31,7 +32,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,19 +82,12 @@ static int run_curl(const char *cfg, unsigned conns, double *wall, double *cpu)
 {
 	char par[16];
 	snprintf(par, sizeof(par), "%u", conns);
+	const char *const argv[] = {"curl", "--silent", "--no-progress-meter", "--show-error", "--fail",
+				    "--parallel", "--parallel-max", par, "--config", cfg, NULL};
 	double c0 = cpu_s(RUSAGE_CHILDREN), t0 = now_s();
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		execlp("curl", "curl", "--silent", "--no-progress-meter", "--show-error", "--fail",
-		       "--parallel", "--parallel-max", par, "--config", cfg, (char *)NULL);
-		_exit(127);
-	}
-	int status = 0;
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "rollcache bench sampler: curl failed (status %d)\n",
-			WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	int status = -1;
+	if (cli_run(argv, false, &status) != 0) {
+		fprintf(stderr, "rollcache bench sampler: curl failed (status %d)\n", status);
 		return -1;
 	}
 	*wall = now_s() - t0;

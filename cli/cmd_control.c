@@ -12,7 +12,7 @@
  * and link nothing of the daemon: any build can drive any mount.
  */
 #include "cli/cmd.h"
-#include "cli/paths.h"
+#include "cli/util.h"
 #include "common/units.h"
 
 #include <errno.h>
@@ -27,7 +27,6 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,25 +120,6 @@ static int mp_error(const char *cmd, const char *mp, int rc)
 
 /* ---- umount ---------------------------------------------------------------- */
 
-static int run_fusermount(const char *const argv[])
-{
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int nul = open("/dev/null", O_WRONLY);
-		if (nul >= 0)
-			dup2(nul, 2);
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
-}
-
 static bool pid_alive(pid_t pid)
 {
 	return kill(pid, 0) == 0 || errno == EPERM;
@@ -167,8 +147,8 @@ int cmd_umount(int argc, char **argv)
 	}
 	const char *plain[] = {"fusermount3", "-u", mp, NULL};
 	const char *lazy[] = {"fusermount3", "-u", "-z", mp, NULL};
-	if (run_fusermount(plain) != 0) {
-		if (run_fusermount(lazy) != 0 && umount2(mp, MNT_DETACH) != 0) {
+	if (cli_run(plain, true, NULL) != 0) {
+		if (cli_run(lazy, true, NULL) != 0 && umount2(mp, MNT_DETACH) != 0) {
 			fprintf(stderr,
 				"rollcache umount: %s: cannot unmount (%s): is it mounted?\n", mp,
 				strerror(errno));

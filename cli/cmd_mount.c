@@ -21,7 +21,7 @@
  * commands that talk to a running daemon are in cmd_control.c.
  */
 #include "cli/cmd.h"
-#include "cli/paths.h"
+#include "cli/util.h"
 #include "rc_config.h"
 
 #include <errno.h>
