@@ -57,28 +57,16 @@ int cmn_tfr_writer_open(struct cmn_tfr_writer **out, int fd, size_t buf_size, ch
 	return 0;
 }
 
-/* write(2) all of it, retrying short writes and EINTR.  Returns 0 or -errno. */
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (k == 0)
-			return -EIO;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* writev(2) all of iov[0..n), retrying short writes and EINTR; iov is consumed. */
 static int writev_all(int fd, struct iovec *iov, int n)
 {
-	while (n > 0) {
+	for (;;) {
+		while (n > 0 && iov->iov_len == 0) { /* nothing to write there */
+			iov++;
+			n--;
+		}
+		if (n == 0)
+			break;
 		ssize_t k = writev(fd, iov, n);
 		if (k < 0) {
 			if (errno == EINTR)
@@ -98,6 +86,13 @@ static int writev_all(int fd, struct iovec *iov, int n)
 		}
 	}
 	return 0;
+}
+
+/* write(2) all of it, retrying short writes and EINTR.  Returns 0 or -errno. */
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	struct iovec v = {.iov_base = (void *)p, .iov_len = n};
+	return writev_all(fd, &v, 1);
 }
 
 int cmn_tfr_writer_flush(struct cmn_tfr_writer *w)
