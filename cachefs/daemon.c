@@ -750,6 +750,13 @@ static int render_hook(void *ctx, enum cfs_fs_text which, char **buf, size_t *le
 	cfs_epochs_stat(&d->set, &es);
 	v.epochs_listed = es.epochs_listed;
 	v.open_handles = es.open_handles;
+	if (d->fs) {
+		struct cfs_fs_pt_stats pt;
+		cfs_fs_passthrough(d->fs, &pt);
+		v.passthrough = pt.enabled;
+		v.passthrough_opens = pt.opens;
+		v.passthrough_refused = pt.refused;
+	}
 	v.draining_files = es.draining_files;
 	struct cfs_epoch *ep = cfs_epochs_lookup_current(&d->set);
 	if (ep) {
@@ -881,6 +888,7 @@ int cfs_daemon_run(const struct cfs_daemon_opts *o, char *err, size_t errlen)
 
 	struct cfs_fs_opts fo = {
 	    .splice_read = o->splice_read,
+	    .passthrough = o->passthrough,
 	    .timeout = 86400.0,
 	    .max_io = 1u << 20,
 	    .max_readahead = 1u << 20,

@@ -50,6 +50,7 @@ struct cfs_daemon_opts {
 	const char *source;	      /* shown as fsname and in stats */
 	bool debug;		      /* -d: libfuse tracing, foreground */
 	bool splice_read;	      /* serve reads by splice (see docs/bench-fuse.md) */
+	bool passthrough;	      /* FUSE passthrough for files served once (fs.c) */
 	uint32_t readahead_kib;	      /* kernel readahead of the mount; 0: 4096 */
 	const char *fuse_opts;	      /* pass-through mount options (allow_other, ...) or NULL */
 	uint64_t wait_timeout_ms;     /* bound of `next wait`; 0: 10 minutes */

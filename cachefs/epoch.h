@@ -82,6 +82,14 @@ struct cfs_efile {
 	_Atomic uint64_t last_read_ms;
 	_Atomic uint32_t full_epoch; /* last epoch (+1) in which it was read to the end */
 	_Atomic bool served_full;    /* the daemon has served its last byte at least once */
+
+	/*
+	 * The kernel's io mode of the inode (fs.c, under its iomu): open
+	 * handles served by the daemon, or passed through to the backing file
+	 * (one backing fd and id for all of them); never both at once.
+	 */
+	uint32_t io_daemon, io_pt;
+	int pt_fd, pt_id; /* valid while io_pt > 0 */
 };
 
 /* One epoch: an immutable, sorted list of files. */

@@ -34,11 +34,15 @@
  * POSIX_FADV_RANDOM.  No allocation on the read path (one buffer per worker
  * thread).
  *
+ * Passthrough (passthrough.c, kernel >= 6.9, CAP_SYS_ADMIN): once the daemon
+ * has served a file to its last byte, later opens hand its reads to the
+ * kernel, which serves them from the backing file (io_mode_enter()).  The
+ * first pass of a file in a mount's life still crosses the daemon, so the
+ * read statistics see it; a passthrough handle is counted as a cached one.
+ *
  * Limits: no xattrs (getxattr answers ENOSYS, set/remove EROFS); no locks
- * (the kernel's local locks apply); no FUSE passthrough (libfuse 3.14), so
- * every uncached byte crosses the daemon (docs/bench-fuse.md); splice_read
- * falls back to a copy inside libfuse 3.14 for requests above 64 KiB
- * (docs/bench-fuse.md, "splice vs pread").
+ * (the kernel's local locks apply); splice_read is capped to what fits a
+ * pipe (docs/bench-fuse.md, "splice vs pread").
  *
  * Locking: fs->hmu protects the handle table and is a leaf; epoch.c's
  * set->mu is taken inside its calls, never while holding hmu.
@@ -49,6 +53,7 @@
 
 #include "cachefs/fs.h"
 
+#include "cachefs/passthrough.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -116,6 +121,12 @@ struct cfs_fs {
 	struct timespec t0; /* times shown on every node */
 	uid_t uid;
 	gid_t gid;
+	struct cfs_pt *pt;	     /* NULL: -o no_passthrough */
+	int devfd;		     /* the session's /dev/fuse fd; -1 once it is closed */
+	pthread_mutex_t iomu;	     /* protects the io_* and pt_* fields of every efile */
+	bool pt_broken;		     /* protected by iomu: backing ids refused, stop trying */
+	_Atomic uint64_t pt_opens;   /* handles passed through */
+	_Atomic uint64_t pt_refused; /* backing files the kernel refused */
 };
 
 /*
@@ -147,6 +158,7 @@ struct fs_handle {
 	_Atomic uint64_t ra_end;   /* backing readahead issued up to here */
 	_Atomic int streak;	   /* > 0: near reads in a row; < 0: far reads in a row */
 	_Atomic bool random;	   /* POSIX_FADV_RANDOM is in force on fd */
+	bool pt;		   /* protected by fs->iomu: reads passed through (io_mode_enter) */
 };
 
 /* An open stats or metrics text. */
@@ -564,6 +576,100 @@ static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 
 /* ---- files ------------------------------------------------------------ */
 
+/* Logs why a backing file was refused; stops trying when it will never work. */
+static void pt_refused(struct cfs_fs *fs, const struct cfs_efile *f, int rc)
+{
+	atomic_fetch_add_explicit(&fs->pt_refused, 1, memory_order_relaxed);
+	if (rc == -EPERM || rc == -ENOTTY || rc == -EOPNOTSUPP || rc == -EINVAL) {
+		fs->pt_broken = true;
+		cmn_log(CMN_LOG_WARN,
+			"FUSE passthrough refused (%s%s): the daemon serves every read; "
+			"-o no_passthrough silences this",
+			strerror(-rc), rc == -EPERM ? ", it needs CAP_SYS_ADMIN" : "");
+	} else {
+		cmn_log(CMN_LOG_INFO, "FUSE passthrough refused for %s (%s): the daemon serves it",
+			f->relpath, strerror(-rc));
+	}
+}
+
+/*
+ * Chooses who serves the new handle's reads and counts it in the inode's io
+ * mode.  Passthrough when the kernel accepted it at INIT, the daemon has
+ * served the file to its last byte before (so the statistics saw a full
+ * read; a passthrough handle then counts as a handle served from the page
+ * cache does, handle_destroy()) and no daemon-served handle of the file is
+ * open: the kernel keeps one io mode per inode and fails an open that
+ * mixes them with EIO.  Returns the backing id (> 0) to put in the OPEN
+ * reply, or 0: the daemon serves it.
+ */
+static int io_mode_enter(struct cfs_fs *fs, struct fs_handle *h)
+{
+	struct cfs_efile *f = h->f;
+	int id = 0;
+	pthread_mutex_lock(&fs->iomu);
+	bool pt = f->io_pt > 0 ||
+		  (cfs_pt_enabled(fs->pt) && !fs->pt_broken && f->io_daemon == 0 &&
+		   atomic_load_explicit(&f->served_full, memory_order_relaxed));
+	if (pt && f->io_pt == 0) {
+		int fd = openat(fs->dirfd, f->relpath, O_RDONLY | O_CLOEXEC);
+		int rc = fd < 0 ? -errno : cfs_pt_backing_open(fs->pt, fs->devfd, fd);
+		if (rc > 0) {
+			f->pt_fd = fd;
+			f->pt_id = rc;
+		} else {
+			if (fd >= 0)
+				close(fd);
+			pt_refused(fs, f, rc);
+			pt = false;
+		}
+	}
+	if (pt) {
+		f->io_pt++;
+		h->pt = true;
+		id = f->pt_id;
+		atomic_fetch_add_explicit(&fs->pt_opens, 1, memory_order_relaxed);
+	} else {
+		f->io_daemon++;
+	}
+	pthread_mutex_unlock(&fs->iomu);
+	return id;
+}
+
+/* Drops a passthrough count; the last one gives the backing id and fd back.  iomu held. */
+static void io_pt_put(struct cfs_fs *fs, struct cfs_efile *f)
+{
+	if (--f->io_pt > 0)
+		return;
+	if (fs->devfd >= 0) /* else the ids died with the connection */
+		cfs_pt_backing_close(fs->pt, fs->devfd, f->pt_id);
+	close(f->pt_fd);
+	f->pt_fd = -1;
+	f->pt_id = 0;
+}
+
+/* The handle's OPEN reply left without passthrough: count it as daemon-served. */
+static void io_mode_demote(struct cfs_fs *fs, struct fs_handle *h)
+{
+	pthread_mutex_lock(&fs->iomu);
+	if (h->pt) {
+		io_pt_put(fs, h->f);
+		h->pt = false;
+		h->f->io_daemon++;
+	}
+	pthread_mutex_unlock(&fs->iomu);
+}
+
+/* The handle was released: the kernel has already left its io mode. */
+static void io_mode_leave(struct cfs_fs *fs, struct fs_handle *h)
+{
+	pthread_mutex_lock(&fs->iomu);
+	if (h->pt)
+		io_pt_put(fs, h->f);
+	else
+		h->f->io_daemon--;
+	pthread_mutex_unlock(&fs->iomu);
+}
+
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cfs_fs *fs = fs_of(req);
@@ -607,7 +713,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			goto out;
 		}
 		fi->direct_io = 1; /* size is known only now */
-		fuse_reply_open(req, fi);
+		if (fuse_reply_open(req, fi) == -ENOENT)
+			handle_put(fs, fi->fh, true); /* interrupted: no release will come */
 		return;
 	}
 	if (!is_node(ino)) {
@@ -638,15 +745,32 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->f = f;
 	atomic_init(&h->fd, -1);
 	pthread_mutex_init(&h->mu, NULL);
+	int id = io_mode_enter(fs, h); /* undone by handle_destroy() */
 	fi->fh = handle_add(fs, HK_FILE, h);
 	if (!fi->fh) {
 		handle_destroy(fs, HK_FILE, h);
 		err = ENOMEM;
 		goto out;
 	}
-	fi->keep_cache = 1; /* sealed: the page cache is never stale (invariant 1) */
+	/*
+	 * Sealed files never change (invariant 1): the page cache is never
+	 * stale.  The kernel refuses keep_cache with passthrough (there is no
+	 * FUSE page cache to keep; the open drops what it held).
+	 */
+	fi->keep_cache = id == 0;
 	fi->noflush = 1;
-	fuse_reply_open(req, fi);
+	if (id > 0) {
+		handle_get(fs, fi->fh, HK_FILE); /* h outlives a release racing the reply */
+		cfs_pt_arm(id, fi->fh);
+	}
+	int sent = fuse_reply_open(req, fi);
+	if (id > 0) {
+		if (!cfs_pt_disarm())
+			io_mode_demote(fs, h); /* sent without passthrough, or not at all */
+		handle_put(fs, fi->fh, false);
+	}
+	if (sent == -ENOENT) /* the open was interrupted: no release will come */
+		handle_put(fs, fi->fh, true);
 	return;
 out:
 	fuse_reply_err(req, err);
@@ -885,10 +1009,11 @@ static void handle_destroy(struct cfs_fs *fs, enum hkind kind, void *p)
 		struct fs_handle *h = p;
 		struct cfs_efile *f = h->f;
 		if (!atomic_load(&h->read_once) && fs->accounting)
-			cfs_efile_account_cached(fs->set, f); /* all from the page cache */
+			cfs_efile_account_cached(fs->set, f); /* page cache or passthrough */
 		int fd = atomic_load(&h->fd);
 		if (fd >= 0)
 			close(fd);
+		io_mode_leave(fs, h);
 		pthread_mutex_destroy(&h->mu);
 		free(h);
 		cfs_efile_release(fs->set, f); /* may complete an eviction (invariant 3) */
@@ -1200,6 +1325,21 @@ static uint32_t splice_max_io(uint32_t want)
 	return !want || want <= cap ? want : (uint32_t)cap;
 }
 
+/* libfuse's custom I/O (fuse_session_custom_io): passthrough.c sees every message. */
+static ssize_t fs_io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	struct cfs_fs *fs = userdata;
+	return cfs_pt_read(fs->pt, fd, buf, len);
+}
+
+static ssize_t fs_io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct cfs_fs *fs = userdata;
+	return cfs_pt_writev(fs->pt, fd, iov, count);
+}
+
+static const struct fuse_custom_io fs_io = {.read = fs_io_read, .writev = fs_io_writev};
+
 int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs *set,
 		 int cache_dirfd, const struct cfs_fs_hooks *hooks, void *hooks_ctx,
 		 const struct cfs_fs_opts *opts, char *err, size_t errlen)
@@ -1213,6 +1353,8 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 	if (!fs)
 		goto fail;
 	pthread_mutex_init(&fs->hmu, NULL);
+	pthread_mutex_init(&fs->iomu, NULL);
+	fs->devfd = -1;
 	fs->set = set;
 	fs->dirfd = cache_dirfd;
 	fs->hooks = *hooks;
@@ -1265,6 +1407,16 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 		goto fail;
 	}
 	fs->mounted = true;
+	fs->devfd = fuse_session_fd(fs->se);
+	if (opts->passthrough) {
+		/* the same fd, read and written through passthrough.c from now on */
+		fs->pt = cfs_pt_new(true);
+		if (!fs->pt || fuse_session_custom_io(fs->se, &fs_io, fs->devfd) != 0) {
+			rc = -ENOMEM;
+			snprintf(err, errlen, "cannot set up FUSE passthrough (out of memory)");
+			goto fail;
+		}
+	}
 	fs->accounting = true;
 	fuse_opt_free_args(&args);
 	*out = fs;
@@ -1274,10 +1426,15 @@ fail_msg:
 	snprintf(err, errlen, "out of memory");
 fail:
 	fuse_opt_free_args(&args);
+	if (fs && fs->mounted)
+		fuse_session_unmount(fs->se);
 	if (fs && fs->se)
 		fuse_session_destroy(fs->se);
-	if (fs)
+	if (fs) {
 		pthread_mutex_destroy(&fs->hmu);
+		pthread_mutex_destroy(&fs->iomu);
+		cfs_pt_free(fs->pt);
+	}
 	free(fs);
 	return rc;
 }
@@ -1321,6 +1478,13 @@ void cfs_fs_exit(struct cfs_fs *fs)
 bool cfs_fs_exited(struct cfs_fs *fs)
 {
 	return fuse_session_exited(fs->se) != 0;
+}
+
+void cfs_fs_passthrough(const struct cfs_fs *fs, struct cfs_fs_pt_stats *st)
+{
+	st->enabled = cfs_pt_enabled(fs->pt);
+	st->opens = atomic_load_explicit(&fs->pt_opens, memory_order_relaxed);
+	st->refused = atomic_load_explicit(&fs->pt_refused, memory_order_relaxed);
 }
 
 void cfs_fs_epoch_retired(struct cfs_fs *fs, uint32_t number)
@@ -1385,6 +1549,7 @@ void cfs_fs_free(struct cfs_fs *fs)
 	if (fs->mounted)
 		fuse_session_unmount(fs->se);
 	fuse_session_destroy(fs->se);
+	fs->devfd = -1;
 	/* handles the kernel never released (unmount with files open) */
 	fs->accounting = false;
 	for (uint32_t i = 0; i < fs->nslots; i++)
@@ -1392,5 +1557,7 @@ void cfs_fs_free(struct cfs_fs *fs)
 			handle_destroy(fs, fs->slots[i].kind, fs->slots[i].h);
 	free(fs->slots);
 	pthread_mutex_destroy(&fs->hmu);
+	pthread_mutex_destroy(&fs->iomu);
+	cfs_pt_free(fs->pt);
 	free(fs);
 }

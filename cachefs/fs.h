@@ -37,6 +37,7 @@ struct cfs_fs_hooks {
 };
 
 struct cfs_fs_opts {
+	bool passthrough;	/* hand reads of files served once to the kernel (fs.c io_mode_enter) */
 	bool splice_read;	/* fuse_reply_data from the backing fd (else pread + reply_buf);
 				   max_io is then capped to what fits a pipe (fs.c splice_max_io) */
 	double timeout;		/* entry/attr timeout of sealed files and dirs, seconds */
@@ -71,6 +72,15 @@ void cfs_fs_exit(struct cfs_fs *fs);
 
 /* Whether the loop was asked to end (signal, unmount, cfs_fs_exit). */
 bool cfs_fs_exited(struct cfs_fs *fs);
+
+/* FUSE passthrough as it went (fs.c io_mode_enter()). */
+struct cfs_fs_pt_stats {
+	bool enabled;	  /* the kernel accepted it at INIT */
+	uint64_t opens;	  /* handles passed through so far */
+	uint64_t refused; /* backing files the kernel refused */
+};
+
+void cfs_fs_passthrough(const struct cfs_fs *fs, struct cfs_fs_pt_stats *st);
 
 /*
  * Tells the kernel to drop its cached entry epochs/<number> (after the

@@ -72,6 +72,11 @@ static void kv_u64(struct cfs_sbuf *b, const char *k, uint64_t v, bool comma)
 	cfs_sbuf_printf(b, "\"%s\": %llu%s", k, (unsigned long long)v, comma ? ", " : "");
 }
 
+static void kv_bool(struct cfs_sbuf *b, const char *k, bool v, bool comma)
+{
+	cfs_sbuf_printf(b, "\"%s\": %s%s", k, v ? "true" : "false", comma ? ", " : "");
+}
+
 static void kv_str(struct cfs_sbuf *b, const char *k, const char *v, bool comma)
 {
 	cfs_sbuf_printf(b, "\"%s\": ", k);
@@ -122,7 +127,10 @@ void cfs_stats_json(const struct cfs_stats_view *v, struct cfs_sbuf *b)
 	kv_u64(b, "files_read_full", v->current_files_read_full, false);
 	cfs_sbuf_printf(b, "},\n  \"view\": {");
 	kv_u64(b, "epochs_listed", v->epochs_listed, true);
-	kv_u64(b, "open_handles", v->open_handles, false);
+	kv_u64(b, "open_handles", v->open_handles, true);
+	kv_bool(b, "passthrough", v->passthrough, true);
+	kv_u64(b, "passthrough_opens", v->passthrough_opens, true);
+	kv_u64(b, "passthrough_refused", v->passthrough_refused, false);
 	cfs_sbuf_printf(b, "},\n  \"schedule\": {");
 	kv_str(b, "entry", v->schedule, true);
 	kv_str(b, "policy", v->policy, true);
@@ -229,6 +237,10 @@ void cfs_stats_metrics(const struct cfs_stats_view *v, struct cfs_sbuf *b)
 	       (double)v->open_handles);
 	metric(b, "epochs_listed", "gauge", "Epoch directories still listed.",
 	       (double)v->epochs_listed);
+	metric(b, "passthrough", "gauge", "1 when the kernel serves reads of files served once.",
+	       v->passthrough ? 1.0 : 0.0);
+	metric(b, "passthrough_opens_total", "counter", "Open handles passed through to the kernel.",
+	       (double)v->passthrough_opens);
 	metric(b, "ingest_bytes_per_second", "gauge", "Admitted bytes per second, recent.",
 	       s->ingest_bps);
 	metric(b, "sampler_bytes_admitted_total", "counter", "Bytes admitted by the samplers.",

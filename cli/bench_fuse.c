@@ -3,13 +3,17 @@
  * against direct reads of the same backing files, in the same run.
  *
  *   rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]
- *                        [--modes pread,splice] [--keep]
+ *                        [--modes passthrough,pread,splice] [--keep]
  *
  * Builds a cache of N sealed shards of SIZE bytes (random 1 MiB records
  * through cachefs/shard_writer.h, so the files are real sealed shards),
- * mounts it once per read mode of the daemon (pread + fuse_reply_buf, or
- * splice via fuse_reply_data with FUSE_BUF_IS_FD), and measures, each on
- * the same files:
+ * mounts it once per mode and measures on the same files.
+ *
+ * Modes: `passthrough` is the default mount (the daemon serves a file's
+ * first pass by pread, later opens are passed through to the backing file
+ * by the kernel); `pread` and `splice` mount with -o no_passthrough, so the
+ * daemon serves every uncached read, by pread + fuse_reply_buf or by splice
+ * (fuse_reply_data with FUSE_BUF_IS_FD).  In those two modes:
  *
  *   seq 1M cold     1 MiB reads, file by file; backing files and the
  *                   mount's files dropped from the page cache (posix_fadvise
@@ -22,6 +26,10 @@
  *   seq 1M warm     both page caches warm (keep_cache: no daemon involved);
  *   rand 4K/64K     random preads at 4 KiB-aligned offsets, cold (as above)
  *                   and warm.
+ * In passthrough mode: seq cold on a fresh mount (the first pass: the
+ * daemon), then seq cold, seq warm, rand cold and warm once every file was
+ * served (passed through); the opens passed through are printed from
+ * .rollcache/stats after the rows.
  *
  * Direct figures read the backing files with the same pattern and the same
  * cache state.  Each figure is the median of 3 runs (--reps), mount and
@@ -127,16 +135,22 @@ static int make_cache(struct bench *b)
 	return payload ? rc : -ENOMEM;
 }
 
-static int do_mount(struct bench *b, bool splice)
+enum mode { MODE_PASSTHROUGH, MODE_PREAD, MODE_SPLICE };
+
+static int do_mount(struct bench *b, enum mode mode)
 {
+	static const char *const opts[] = {
+	    [MODE_PASSTHROUGH] = "no_splice_read,passthrough",
+	    [MODE_PREAD] = "no_splice_read,no_passthrough",
+	    [MODE_SPLICE] = "splice_read,no_passthrough",
+	};
 	char src[1200], lim[32];
 	snprintf(src, sizeof(src), "file://%s/", b->empty);
 	snprintf(lim, sizeof(lim), "%" PRIu64,
 		 (uint64_t)b->nfiles * (b->size + (4u << 20)) + (64u << 20));
 	const char *argv[] = {
 	    b->exe,   "mount",	 src, b->mnt, "--cache-dir",
-	    b->cache, "--limit", lim, "-o",   splice ? "splice_read" : "no_splice_read",
-	    NULL};
+	    b->cache, "--limit", lim, "-o",   opts[mode], NULL};
 	int rc = cli_run(argv, false, NULL);
 	if (rc == 0)
 		b->mounted = true;
@@ -266,16 +280,142 @@ static void row(const char *what, double mnt, double direct, const char *target)
 	       target);
 }
 
+/* One cold sequential figure: both page caches dropped, direct then mount. */
+static void seq_cold(struct bench *b, double *mv, double *dv, int r)
+{
+	drop(b, false);
+	dv[r] = seq_read(b, false);
+	drop(b, false);
+	drop(b, true);
+	mv[r] = seq_read(b, true);
+}
+
+/* Random cold and warm rows of one request size. */
+static void rand_rows(struct bench *b, size_t bs, bool daemon_row)
+{
+	double mv[REPS_MAX], dv[REPS_MAX];
+	char label[64];
+	uint64_t ops = bs == 4096 ? b->ops : b->ops / 4 + 1;
+	for (int r = 0; r < reps; r++) {
+		drop(b, false);
+		dv[r] = rand_read(b, false, bs, ops);
+		drop(b, false);
+		drop(b, true);
+		mv[r] = rand_read(b, true, bs, ops);
+	}
+	snprintf(label, sizeof(label), "rand %zuK, cold", bs / 1024);
+	row(label, median(mv), median(dv), bs == 4096 ? ">= 0.50x" : "");
+	if (daemon_row) {
+		seq_read(b, false);
+		for (int r = 0; r < reps; r++) {
+			drop(b, true); /* daemon path: backing warm */
+			mv[r] = rand_read(b, true, bs, ops);
+			dv[r] = rand_read(b, false, bs, ops);
+		}
+		snprintf(label, sizeof(label), "rand %zuK, daemon", bs / 1024);
+		row(label, median(mv), median(dv), "");
+	}
+	seq_read(b, true); /* warm the mount's cache */
+	seq_read(b, false);
+	for (int r = 0; r < reps; r++) {
+		mv[r] = rand_read(b, true, bs, ops);
+		dv[r] = rand_read(b, false, bs, ops);
+	}
+	snprintf(label, sizeof(label), "rand %zuK, warm", bs / 1024);
+	row(label, median(mv), median(dv), "");
+}
+
+/* -o no_passthrough: the daemon serves every read the page cache misses. */
+static int run_daemon(struct bench *b, enum mode mode)
+{
+	double mv[REPS_MAX], dv[REPS_MAX];
+	printf("-- mode %s: no passthrough, the daemon serves reads by %s\n",
+	       mode == MODE_SPLICE ? "splice" : "pread",
+	       mode == MODE_SPLICE ? "splice (fuse_reply_data, FUSE_BUF_IS_FD)"
+				   : "pread + fuse_reply_buf");
+	if (do_mount(b, mode) != 0)
+		return -1;
+	/* each figure: the median of `reps` runs, mount and direct alternating */
+	for (int r = 0; r < reps; r++)
+		seq_cold(b, mv, dv, r);
+	row("seq 1M, cold", median(mv), median(dv), ">= 0.80x");
+	for (int r = 0; r < reps; r++) { /* daemon path: backing warm, mount's cache dropped */
+		dv[r] = seq_read(b, false);
+		drop(b, true);
+		mv[r] = seq_read(b, true);
+	}
+	row("seq 1M, daemon (FUSE cold)", median(mv), median(dv), "");
+	seq_read(b, true);
+	for (int r = 0; r < reps; r++) { /* warm: both cached */
+		mv[r] = seq_read(b, true);
+		dv[r] = seq_read(b, false);
+	}
+	row("seq 1M, warm", median(mv), median(dv), ">= 0.95x");
+	rand_rows(b, 4096, true);
+	rand_rows(b, 65536, true);
+	return 0;
+}
+
+/* Reads "passthrough" and "passthrough_opens" from the mount's stats file. */
+static void print_passthrough(const struct bench *b)
+{
+	char p[PATH_MAX], text[8192];
+	snprintf(p, sizeof(p), "%s/.rollcache/stats", b->mnt);
+	int fd = open(p, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	const char *on = strstr(text, "\"passthrough\": true");
+	const char *opens = strstr(text, "\"passthrough_opens\": ");
+	if (!on)
+		printf("   passthrough was not accepted (kernel < 6.9 or no CAP_SYS_ADMIN): "
+		       "the daemon served every read\n");
+	else
+		printf("   opens passed through to the kernel: %llu\n",
+		       opens ? strtoull(opens + strlen("\"passthrough_opens\": "), NULL, 10) : 0ull);
+}
+
+/* The default mount: first pass through the daemon, later opens passed through. */
+static int run_passthrough(struct bench *b)
+{
+	double mv[REPS_MAX], dv[REPS_MAX];
+	printf("-- mode passthrough (the default): first pass by the daemon (pread), "
+	       "later opens passed through\n");
+	for (int r = 0; r < reps; r++) { /* a fresh mount each: every file's first pass */
+		if (r > 0)
+			do_umount(b);
+		if (do_mount(b, MODE_PASSTHROUGH) != 0)
+			return -1;
+		seq_cold(b, mv, dv, r);
+	}
+	row("seq 1M, cold, first pass", median(mv), median(dv), ">= 0.80x");
+	for (int r = 0; r < reps; r++)
+		seq_cold(b, mv, dv, r);
+	row("seq 1M, cold, served once", median(mv), median(dv), ">= 0.80x");
+	seq_read(b, true);
+	seq_read(b, false);
+	for (int r = 0; r < reps; r++) {
+		mv[r] = seq_read(b, true);
+		dv[r] = seq_read(b, false);
+	}
+	row("seq 1M, warm", median(mv), median(dv), ">= 0.95x");
+	rand_rows(b, 4096, false);
+	rand_rows(b, 65536, false);
+	print_passthrough(b);
+	return 0;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
-		"                            [--modes pread,splice] [--reps N] [--keep]\n"
+		"                            [--modes passthrough,pread,splice] [--reps N] [--keep]\n"
 		"  --dir DIR   scratch directory (default: a new /tmp/rollcache-bench-fuse.*)\n"
 		"  --files N   shards to read (default 4)\n"
 		"  --size SIZE bytes per shard (default 64M)\n"
 		"  --ops N     random reads per pattern (default 4000)\n"
-		"  --modes     daemon read modes to measure (default pread,splice)\n"
+		"  --modes     mount modes to measure (default passthrough,pread)\n"
 		"  --reps N    runs per figure, the median is shown (odd, 1..15; default 3)\n");
 }
 
@@ -283,7 +423,7 @@ int bench_fuse(int argc, char **argv)
 {
 	struct bench b;
 	char err[256];
-	const char *modes = "pread,splice", *dir = NULL;
+	const char *modes = "passthrough,pread", *dir = NULL;
 	bool keep = false;
 	memset(&b, 0, sizeof(b));
 	b.nfiles = 4;
@@ -374,67 +514,28 @@ int bench_fuse(int argc, char **argv)
 	       b.nfiles, cmn_format_size(b.bytes[0], sz, sizeof(sz)), b.ops, b.dir);
 	printf("%-26s %10s %10s %8s  %s\n", "pattern (MB/s)", "mount", "direct", "ratio", "target");
 	for (const char *m = modes; *m;) {
-		bool splice = !strncmp(m, "splice", 6);
-		printf("-- daemon read mode: %s\n", splice
-							? "splice (fuse_reply_data, FUSE_BUF_IS_FD)"
-							: "pread + fuse_reply_buf");
-		if (do_mount(&b, splice) != 0)
+		size_t len = strcspn(m, ",");
+		enum mode mode;
+		if (len == 11 && !strncmp(m, "passthrough", len))
+			mode = MODE_PASSTHROUGH;
+		else if (len == 5 && !strncmp(m, "pread", len))
+			mode = MODE_PREAD;
+		else if (len == 6 && !strncmp(m, "splice", len))
+			mode = MODE_SPLICE;
+		else {
+			fprintf(stderr,
+				"rollcache bench fuse: --modes: unknown mode '%.*s' "
+				"(expected passthrough, pread or splice)\n",
+				(int)len, m);
 			goto out;
-		/* each figure: the median of `reps` runs, mount and direct alternating */
-		double mv[REPS_MAX], dv[REPS_MAX];
-		for (int r = 0; r < reps; r++) { /* all cold: both page caches dropped */
-			drop(&b, false);
-			dv[r] = seq_read(&b, false);
-			drop(&b, false);
-			drop(&b, true);
-			mv[r] = seq_read(&b, true);
 		}
-		row("seq 1M, cold", median(mv), median(dv), ">= 0.80x");
-		for (int r = 0; r < reps;
-		     r++) { /* daemon path: backing warm, mount's cache dropped */
-			dv[r] = seq_read(&b, false);
-			drop(&b, true);
-			mv[r] = seq_read(&b, true);
-		}
-		row("seq 1M, daemon (FUSE cold)", median(mv), median(dv), "");
-		seq_read(&b, true);
-		for (int r = 0; r < reps; r++) { /* warm: both cached */
-			mv[r] = seq_read(&b, true);
-			dv[r] = seq_read(&b, false);
-		}
-		row("seq 1M, warm", median(mv), median(dv), ">= 0.95x");
-		static const size_t sizes[] = {4096, 65536};
-		for (size_t k = 0; k < 2; k++) {
-			char label[64];
-			uint64_t ops = sizes[k] == 4096 ? b.ops : b.ops / 4 + 1;
-			for (int r = 0; r < reps; r++) {
-				drop(&b, false);
-				dv[r] = rand_read(&b, false, sizes[k], ops);
-				drop(&b, false);
-				drop(&b, true);
-				mv[r] = rand_read(&b, true, sizes[k], ops);
-			}
-			snprintf(label, sizeof(label), "rand %zuK, cold", sizes[k] / 1024);
-			row(label, median(mv), median(dv), sizes[k] == 4096 ? ">= 0.50x" : "");
-			seq_read(&b, false);
-			for (int r = 0; r < reps; r++) {
-				drop(&b, true); /* daemon path: backing warm */
-				mv[r] = rand_read(&b, true, sizes[k], ops);
-				dv[r] = rand_read(&b, false, sizes[k], ops);
-			}
-			snprintf(label, sizeof(label), "rand %zuK, daemon", sizes[k] / 1024);
-			row(label, median(mv), median(dv), "");
-			seq_read(&b, true); /* warm the mount's cache */
-			for (int r = 0; r < reps; r++) {
-				mv[r] = rand_read(&b, true, sizes[k], ops);
-				dv[r] = rand_read(&b, false, sizes[k], ops);
-			}
-			snprintf(label, sizeof(label), "rand %zuK, warm", sizes[k] / 1024);
-			row(label, median(mv), median(dv), "");
-		}
+		int rc = mode == MODE_PASSTHROUGH ? run_passthrough(&b) : run_daemon(&b, mode);
 		do_umount(&b);
-		const char *comma = strchr(m, ',');
-		m = comma ? comma + 1 : m + strlen(m);
+		if (rc != 0)
+			goto out;
+		m += len;
+		if (*m == ',')
+			m++;
 	}
 	ret = 0;
 out:

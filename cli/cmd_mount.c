@@ -66,10 +66,19 @@ struct mount_args {
 	char err[512];
 	bool failed;
 	bool splice;		/* -o splice_read: serve reads by splice */
+	bool no_passthrough;	/* -o no_passthrough: the daemon serves every read */
 	uint32_t readahead_kib; /* -o readahead_kb=N */
 };
 
-enum { KEY_IGNORE = 1, KEY_PASS = 2, KEY_SPLICE = 3, KEY_NOSPLICE = 4, KEY_READAHEAD = 5 };
+enum {
+	KEY_IGNORE = 1,
+	KEY_PASS = 2,
+	KEY_SPLICE = 3,
+	KEY_NOSPLICE = 4,
+	KEY_READAHEAD = 5,
+	KEY_PT = 6,
+	KEY_NOPT = 7,
+};
 
 static const struct fuse_opt mount_opt_spec[] = {
     /* generic mount(8)/fstab options: meaningless here */
@@ -105,6 +114,8 @@ static const struct fuse_opt mount_opt_spec[] = {
     /* ours */
     FUSE_OPT_KEY("splice_read", KEY_SPLICE),
     FUSE_OPT_KEY("no_splice_read", KEY_NOSPLICE),
+    FUSE_OPT_KEY("passthrough", KEY_PT),
+    FUSE_OPT_KEY("no_passthrough", KEY_NOPT),
     FUSE_OPT_KEY("readahead_kb=", KEY_READAHEAD),
     FUSE_OPT_END,
 };
@@ -136,6 +147,12 @@ static int mount_opt_proc(void *data, const char *arg, int key, struct fuse_args
 		return 0;
 	case KEY_NOSPLICE:
 		ma->splice = false;
+		return 0;
+	case KEY_PT:
+		ma->no_passthrough = false;
+		return 0;
+	case KEY_NOPT:
+		ma->no_passthrough = true;
 		return 0;
 	case KEY_READAHEAD: {
 		char *end;
@@ -677,6 +694,7 @@ int cmd_mount(int argc, char **argv)
 	    .source = src_copy,
 	    .debug = debug,
 	    .splice_read = ma.splice,
+	    .passthrough = !ma.no_passthrough,
 	    .readahead_kib = ma.readahead_kib,
 	    .fuse_opts = ma.fuse_opts,
 	    .workers = wk,
