@@ -627,7 +627,6 @@ static int io_mode_enter(struct cfs_fs *fs, struct fs_handle *h)
 		f->io_pt++;
 		h->pt = true;
 		id = f->pt_id;
-		atomic_fetch_add_explicit(&fs->pt_opens, 1, memory_order_relaxed);
 	} else {
 		f->io_daemon++;
 	}
@@ -761,12 +760,16 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->noflush = 1;
 	if (id > 0) {
 		handle_get(fs, fi->fh, HK_FILE); /* h outlives a release racing the reply */
+		/* counted before the reply: the opener may read the stats at once */
+		atomic_fetch_add_explicit(&fs->pt_opens, 1, memory_order_relaxed);
 		cfs_pt_arm(id, fi->fh);
 	}
 	int sent = fuse_reply_open(req, fi);
 	if (id > 0) {
-		if (!cfs_pt_disarm())
-			io_mode_demote(fs, h); /* sent without passthrough, or not at all */
+		if (!cfs_pt_disarm()) { /* sent without passthrough, or not at all */
+			atomic_fetch_sub_explicit(&fs->pt_opens, 1, memory_order_relaxed);
+			io_mode_demote(fs, h);
+		}
 		handle_put(fs, fi->fh, false);
 	}
 	if (sent == -ENOENT) /* the open was interrupted: no release will come */
