@@ -124,7 +124,7 @@ struct cfs_fs {
 	struct cfs_pt *pt;	     /* NULL: -o no_passthrough */
 	int devfd;		     /* the session's /dev/fuse fd; -1 once it is closed */
 	pthread_mutex_t iomu;	     /* protects the io_* and pt_* fields of every efile */
-	bool pt_broken;		     /* protected by iomu: backing ids refused, stop trying */
+	_Atomic bool pt_broken;	     /* backing ids refused for good: stop trying */
 	_Atomic uint64_t pt_opens;   /* handles passed through */
 	_Atomic uint64_t pt_refused; /* backing files the kernel refused */
 };
@@ -576,12 +576,19 @@ static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 
 /* ---- files ------------------------------------------------------------ */
 
+/* Whether new opens may be passed through at all. */
+static bool pt_usable(const struct cfs_fs *fs)
+{
+	return cfs_pt_enabled(fs->pt) &&
+	       !atomic_load_explicit(&fs->pt_broken, memory_order_relaxed);
+}
+
 /* Logs why a backing file was refused; stops trying when it will never work. */
 static void pt_refused(struct cfs_fs *fs, const struct cfs_efile *f, int rc)
 {
 	atomic_fetch_add_explicit(&fs->pt_refused, 1, memory_order_relaxed);
 	if (rc == -EPERM || rc == -ENOTTY || rc == -EOPNOTSUPP || rc == -EINVAL) {
-		fs->pt_broken = true;
+		atomic_store_explicit(&fs->pt_broken, true, memory_order_relaxed);
 		cmn_log(CMN_LOG_WARN,
 			"FUSE passthrough refused (%s%s): the daemon serves every read; "
 			"-o no_passthrough silences this",
@@ -607,9 +614,8 @@ static int io_mode_enter(struct cfs_fs *fs, struct fs_handle *h)
 	struct cfs_efile *f = h->f;
 	int id = 0;
 	pthread_mutex_lock(&fs->iomu);
-	bool pt = f->io_pt > 0 ||
-		  (cfs_pt_enabled(fs->pt) && !fs->pt_broken && f->io_daemon == 0 &&
-		   atomic_load_explicit(&f->served_full, memory_order_relaxed));
+	bool pt = f->io_pt > 0 || (pt_usable(fs) && f->io_daemon == 0 &&
+				   atomic_load_explicit(&f->served_full, memory_order_relaxed));
 	if (pt && f->io_pt == 0) {
 		int fd = openat(fs->dirfd, f->relpath, O_RDONLY | O_CLOEXEC);
 		int rc = fd < 0 ? -errno : cfs_pt_backing_open(fs->pt, fs->devfd, fd);
@@ -1485,7 +1491,7 @@ bool cfs_fs_exited(struct cfs_fs *fs)
 
 void cfs_fs_passthrough(const struct cfs_fs *fs, struct cfs_fs_pt_stats *st)
 {
-	st->enabled = cfs_pt_enabled(fs->pt);
+	st->enabled = pt_usable(fs);
 	st->opens = atomic_load_explicit(&fs->pt_opens, memory_order_relaxed);
 	st->refused = atomic_load_explicit(&fs->pt_refused, memory_order_relaxed);
 }

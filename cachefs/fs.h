@@ -37,11 +37,11 @@ struct cfs_fs_hooks {
 };
 
 struct cfs_fs_opts {
-	bool passthrough;	/* hand reads of files served once to the kernel (fs.c io_mode_enter) */
-	bool splice_read;	/* fuse_reply_data from the backing fd (else pread + reply_buf);
-				   max_io is then capped to what fits a pipe (fs.c splice_max_io) */
-	double timeout;		/* entry/attr timeout of sealed files and dirs, seconds */
-	uint32_t max_io;	/* max_write / max pages per request, bytes */
+	bool passthrough; /* hand reads of files served once to the kernel (fs.c io_mode_enter) */
+	bool splice_read; /* fuse_reply_data from the backing fd (else pread + reply_buf);
+			     max_io is then capped to what fits a pipe (fs.c splice_max_io) */
+	double timeout;	  /* entry/attr timeout of sealed files and dirs, seconds */
+	uint32_t max_io;  /* max_write / max pages per request, bytes */
 	uint32_t max_readahead; /* bytes asked of the kernel */
 	uint32_t threads;	/* max worker threads (0: libfuse default) */
 	bool debug;		/* -d: libfuse request tracing */
@@ -75,7 +75,8 @@ bool cfs_fs_exited(struct cfs_fs *fs);
 
 /* FUSE passthrough as it went (fs.c io_mode_enter()). */
 struct cfs_fs_pt_stats {
-	bool enabled;	  /* the kernel accepted it at INIT */
+	bool enabled;	  /* the kernel accepted it at INIT and has not refused a backing file
+			     for good (EPERM: no CAP_SYS_ADMIN) */
 	uint64_t opens;	  /* handles passed through so far */
 	uint64_t refused; /* backing files the kernel refused */
 };

@@ -36,7 +36,7 @@ struct pt_backing_map {
 	uint64_t padding;
 };
 
-#define PT_IOC_BACKING_OPEN _IOW(229, 1, struct pt_backing_map)
+#define PT_IOC_BACKING_OPEN  _IOW(229, 1, struct pt_backing_map)
 #define PT_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
 
 _Static_assert(sizeof(struct fuse_in_header) == 40, "FUSE request header");
@@ -150,7 +150,8 @@ ssize_t cfs_pt_writev(struct cfs_pt *pt, int fd, const struct iovec *iov, int co
 {
 	bool armed = tl_open.armed;
 	uint64_t init_unique = atomic_load_explicit(&pt->init_unique, memory_order_acquire);
-	if ((!armed && !init_unique) || count < 1 || iov[0].iov_len != sizeof(struct fuse_out_header))
+	if ((!armed && !init_unique) || count < 1 ||
+	    iov[0].iov_len != sizeof(struct fuse_out_header))
 		return writev(fd, iov, count);
 
 	struct fuse_out_header out;

@@ -80,8 +80,8 @@ bool cfs_pt_disarm(void);
  * messages without the kernel headers of 6.9+.
  */
 #define CFS_PT_FLAGS2_PASSTHROUGH (1u << 5) /* FUSE_PASSTHROUGH is bit 37: flags2 bit 5 */
-#define CFS_PT_FOPEN_PASSTHROUGH (1u << 7)
-#define CFS_PT_INIT_EXT (1u << 30)
-#define CFS_PT_MAX_STACK_DEPTH 2
+#define CFS_PT_FOPEN_PASSTHROUGH  (1u << 7)
+#define CFS_PT_INIT_EXT		  (1u << 30)
+#define CFS_PT_MAX_STACK_DEPTH	  2
 
 #endif

@@ -239,8 +239,8 @@ void cfs_stats_metrics(const struct cfs_stats_view *v, struct cfs_sbuf *b)
 	       (double)v->epochs_listed);
 	metric(b, "passthrough", "gauge", "1 when the kernel serves reads of files served once.",
 	       v->passthrough ? 1.0 : 0.0);
-	metric(b, "passthrough_opens_total", "counter", "Open handles passed through to the kernel.",
-	       (double)v->passthrough_opens);
+	metric(b, "passthrough_opens_total", "counter",
+	       "Open handles passed through to the kernel.", (double)v->passthrough_opens);
 	metric(b, "ingest_bytes_per_second", "gauge", "Admitted bytes per second, recent.",
 	       s->ingest_bps);
 	metric(b, "sampler_bytes_admitted_total", "counter", "Bytes admitted by the samplers.",

@@ -148,9 +148,8 @@ static int do_mount(struct bench *b, enum mode mode)
 	snprintf(src, sizeof(src), "file://%s/", b->empty);
 	snprintf(lim, sizeof(lim), "%" PRIu64,
 		 (uint64_t)b->nfiles * (b->size + (4u << 20)) + (64u << 20));
-	const char *argv[] = {
-	    b->exe,   "mount",	 src, b->mnt, "--cache-dir",
-	    b->cache, "--limit", lim, "-o",   opts[mode], NULL};
+	const char *argv[] = {b->exe,	 "mount", src,	b->mnt,	    "--cache-dir", b->cache,
+			      "--limit", lim,	  "-o", opts[mode], NULL};
 	int rc = cli_run(argv, false, NULL);
 	if (rc == 0)
 		b->mounted = true;
@@ -373,7 +372,8 @@ static void print_passthrough(const struct bench *b)
 		       "the daemon served every read\n");
 	else
 		printf("   opens passed through to the kernel: %llu\n",
-		       opens ? strtoull(opens + strlen("\"passthrough_opens\": "), NULL, 10) : 0ull);
+		       opens ? strtoull(opens + strlen("\"passthrough_opens\": "), NULL, 10)
+			     : 0ull);
 }
 
 /* The default mount: first pass through the daemon, later opens passed through. */
@@ -408,15 +408,16 @@ static int run_passthrough(struct bench *b)
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
-		"                            [--modes passthrough,pread,splice] [--reps N] [--keep]\n"
-		"  --dir DIR   scratch directory (default: a new /tmp/rollcache-bench-fuse.*)\n"
-		"  --files N   shards to read (default 4)\n"
-		"  --size SIZE bytes per shard (default 64M)\n"
-		"  --ops N     random reads per pattern (default 4000)\n"
-		"  --modes     mount modes to measure (default passthrough,pread)\n"
-		"  --reps N    runs per figure, the median is shown (odd, 1..15; default 3)\n");
+	fprintf(
+	    out,
+	    "usage: rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
+	    "                            [--modes passthrough,pread,splice] [--reps N] [--keep]\n"
+	    "  --dir DIR   scratch directory (default: a new /tmp/rollcache-bench-fuse.*)\n"
+	    "  --files N   shards to read (default 4)\n"
+	    "  --size SIZE bytes per shard (default 64M)\n"
+	    "  --ops N     random reads per pattern (default 4000)\n"
+	    "  --modes     mount modes to measure (default passthrough,pread)\n"
+	    "  --reps N    runs per figure, the median is shown (odd, 1..15; default 3)\n");
 }
 
 int bench_fuse(int argc, char **argv)

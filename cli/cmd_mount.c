@@ -15,7 +15,8 @@
  * _netdev, noauto, user, defaults, x-*, ...) are accepted and ignored, FUSE
  * options (allow_other, allow_root, auto_unmount, max_read=) pass through to
  * the kernel mount, and every other k=v is a configuration key (common/
- * config.h), so fstab lines of type fuse.rollcache work.
+ * config.h), so fstab lines of type fuse.rollcache work.  Ours: splice_read,
+ * no_splice_read, passthrough, no_passthrough, readahead_kb=N.
  *
  * The samplers run as the daemon's workers (one pass per epoch).  The
  * commands that talk to a running daemon are in cmd_control.c.
@@ -56,7 +57,6 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
-
 
 /* ---- -o parsing (fuse_opt) ------------------------------------------- */
 
@@ -464,6 +464,8 @@ static void mount_usage(FILE *out)
 		"  -d          foreground with FUSE request tracing\n"
 		"  -o k=v,...  configuration keys (limit=20G,cache_dir=/var/cache/rc,...), FUSE\n"
 		"              options (allow_other, auto_unmount) and fstab options (ignored)\n"
+		"              no_passthrough: the daemon serves every read (default: files it\n"
+		"              served once are passed through to the kernel where it can)\n"
 		"See docs/mount.md.\n");
 }
 

@@ -15,7 +15,15 @@ exact).  Exits 77 only when the kernel cannot do passthrough (< 6.9, no
 CONFIG_FUSE_PASSTHROUGH, or not root); where it can, the mount must use it.
 
 off: -o no_passthrough.  The same reads all reach the daemon.
+
+userns: the daemon runs in a user namespace (`unshare -Urm`: root there, but
+no CAP_SYS_ADMIN where it counts), so the kernel accepts passthrough at INIT
+and then refuses the backing file (EPERM): that first refusal turns
+passthrough off for the mount, every read is served by the daemon and
+nothing fails.  Exits 77 only where user namespaces are not available.
 """
+import json
+import shutil
 import gzip
 import mmap
 import os
@@ -188,4 +196,65 @@ def body(s):
         subprocess.run(["umount", s.cache], check=True)
 
 
-t.main(body, "passthrough")
+# Runs inside `unshare -Urm`: mounts, reads A twice, prints stats, unmounts.
+USERNS_SCRIPT = r'''
+import json, os, subprocess, sys, time
+rc, src, mnt, cache, cfg, a = sys.argv[1:7]
+p = subprocess.run([rc, "mount", src, mnt, "--cache-dir", cache, "--config", cfg],
+                   capture_output=True, text=True)
+if p.returncode:
+    sys.exit("mount in the user namespace: " + p.stderr)
+def st():
+    with open(os.path.join(mnt, ".rollcache", "stats")) as f:
+        return json.load(f)
+def settle():
+    for _ in range(200):
+        if st()["view"]["open_handles"] == 0:
+            return
+        time.sleep(0.05)
+try:
+    out = []
+    with open(os.path.join(mnt, a), "rb") as f:
+        out.append(f.read().hex())
+    settle()
+    fd = os.open(os.path.join(mnt, a), os.O_RDONLY)  # the refused passthrough open
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    settle()
+    with open(os.path.join(mnt, a), "rb") as f:
+        out.append(f.read().hex())
+    print(json.dumps({"reads": out, "stats": st()}))
+finally:
+    subprocess.run([rc, "umount", mnt])
+'''
+
+
+def body_userns(s):
+    ns = ["unshare", "-Urm", "--propagation", "private"]
+    if shutil.which("unshare") is None or subprocess.run(ns + ["true"]).returncode != 0:
+        t.skip("user namespaces are not available here (unshare -Urm failed)")
+    s.synth(records=24, size="64K", shards=3)
+    cfg = s.config("[cache]\nlimit = 8M\n[sampler]\nshard_size = 512K\n")
+    t.run("ingest", "file://%s/" % s.src, "--cache-dir", s.cache, "--config", cfg)
+    names = sorted(os.listdir(os.path.join(s.cache, "shards")))
+    want = read_all(os.path.join(s.cache, "shards", names[0]))
+    p = subprocess.run(ns + ["/usr/bin/python3", "-c", USERNS_SCRIPT, t.RC,
+                             "file://%s/" % s.empty, s.mnt, s.cache, cfg,
+                             os.path.join("current", "shard-" + names[0])],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        t.fail("mount and reads in a user namespace: exit %d: %s"
+               % (p.returncode, p.stderr))
+    r = json.loads(p.stdout)
+    s.pids.append(r["stats"]["pid"])  # no pid namespace: the same pid out here
+    for i, h in enumerate(r["reads"]):
+        t.eq(bytes.fromhex(h), want, "read %d in the user namespace" % (i + 1))
+    v = r["stats"]["view"]
+    if os.geteuid() == 0 and kernel_cannot() is None:
+        t.eq(v["passthrough_refused"], 1, "backing files refused (EPERM), then no more tries")
+    t.eq(v["passthrough"], False, "passthrough after the refusal")
+    t.eq(v["passthrough_opens"], 0, "opens passed through")
+    t.eq(r["stats"]["current"]["read_bytes"], 2 * len(want), "bytes the daemon served")
+
+
+t.main(body_userns if sys.argv[1] == "userns" else body, "passthrough")
