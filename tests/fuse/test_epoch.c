@@ -299,9 +299,13 @@ START_TEST(stats_json_escapes_and_metrics)
 	v.limit = 1000;
 	v.sealed = 400;
 	v.draining = 100;
+	v.passthrough = true;
+	v.passthrough_opens = 3;
 	struct cfs_sbuf b = {0};
 	cfs_stats_json(&v, &b);
 	ck_assert(!b.failed);
+	ck_assert_ptr_nonnull(strstr(
+	    b.p, "\"passthrough\": true, \"passthrough_opens\": 3, \"passthrough_refused\": 0}"));
 	ck_assert_ptr_nonnull(strstr(b.p, "\"source\": \"file:///a \\\"b\\\"\\u000a\""));
 	ck_assert_ptr_nonnull(strstr(b.p, "\"epoch\": 7,"));
 	ck_assert_ptr_nonnull(strstr(b.p, "\"used\": 500,"));
@@ -310,6 +314,8 @@ START_TEST(stats_json_escapes_and_metrics)
 	ck_assert(!b.failed);
 	ck_assert_ptr_nonnull(strstr(b.p, "\nrollcache_used_bytes 500\n"));
 	ck_assert_ptr_nonnull(strstr(b.p, "# TYPE rollcache_epoch gauge\nrollcache_epoch 7\n"));
+	ck_assert_ptr_nonnull(strstr(b.p, "\nrollcache_passthrough 1\n"));
+	ck_assert_ptr_nonnull(strstr(b.p, "\nrollcache_passthrough_opens_total 3\n"));
 	cfs_sbuf_free(&b);
 	/* the cap holds */
 	struct cfs_sbuf small = {.max = 64};
