@@ -226,6 +226,20 @@ static int seal_flush(struct smp_sampler *s)
  * exactly what is needed; waits for room unless stop_when_full.  Returns 0,
  * -ENOSPC (full, stop_when_full), -EFBIG (can never fit), -ECANCELED.
  */
+/* Opens the sampler's shard writer if it has none. */
+static int open_shard(struct smp_sampler *s)
+{
+	char err[512];
+	if (s->w)
+		return 0;
+	int rc = cfs_shard_writer_open(&s->w, s->cstore, s->epoch, err, sizeof(err));
+	if (rc) {
+		cmn_log(CMN_LOG_ERROR, "%s", err);
+		return fail_local(s, rc, "opening a shard");
+	}
+	return 0;
+}
+
 static int get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t need,
 		    uint64_t ahead, bool may_block)
 {
@@ -254,6 +268,22 @@ static int get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t 
 		smp_fetch_hold(s->fetch, true);
 		return -EWOULDBLOCK;
 	}
+	/*
+	 * About to sleep for room, perhaps until the next epoch boundary: seal
+	 * what the current shard holds first, so that its records are in the
+	 * next snapshot instead of waiting, unsealed, with the sampler.
+	 */
+	if (w == s->w && cfs_shard_writer_records(w) > 0) {
+		rc = seal_current(s);
+		if (rc == 0)
+			rc = open_shard(s);
+		if (rc)
+			return rc;
+		w = s->w;
+		room = cfs_shard_writer_room(w);
+		if (room >= need)
+			return 0;
+	}
 	SMP_STAT_ADD(&s->stats, budget_waits, 1);
 	/* sleeps on the budget's condition variable; re-waits until stopped */
 	while (!atomic_load(&s->stop)) {
@@ -268,7 +298,6 @@ static int get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t 
 static int write_record(const struct smp_rec *r, void *ctx)
 {
 	struct smp_sampler *s = ctx;
-	char err[512];
 	uint64_t need = cfs_shard_writer_record_bytes(r->len);
 	int rc;
 
@@ -280,13 +309,9 @@ static int write_record(const struct smp_rec *r, void *ctx)
 		if (rc)
 			return rc;
 	}
-	if (!s->w) {
-		rc = cfs_shard_writer_open(&s->w, s->cstore, s->epoch, err, sizeof(err));
-		if (rc) {
-			cmn_log(CMN_LOG_ERROR, "%s", err);
-			return fail_local(s, rc, "opening a shard");
-		}
-	}
+	rc = open_shard(s);
+	if (rc)
+		return rc;
 	uint64_t left = s->cfg->shard_size > cfs_shard_writer_bytes(s->w)
 			    ? s->cfg->shard_size - cfs_shard_writer_bytes(s->w)
 			    : 0;
