@@ -1419,7 +1419,7 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 	fs->devfd = fuse_session_fd(fs->se);
 	if (opts->passthrough) {
 		/* the same fd, read and written through passthrough.c from now on */
-		fs->pt = cfs_pt_new(true);
+		fs->pt = cfs_pt_new();
 		if (!fs->pt || fuse_session_custom_io(fs->se, &fs_io, fs->devfd) != 0) {
 			rc = -ENOMEM;
 			snprintf(err, errlen, "cannot set up FUSE passthrough (out of memory)");

@@ -45,7 +45,6 @@ _Static_assert(sizeof(struct fuse_init_out) == 64, "FUSE INIT reply (7.36+)");
 _Static_assert(sizeof(struct fuse_open_out) == 16, "FUSE OPEN reply");
 
 struct cfs_pt {
-	bool want;
 	_Atomic uint64_t init_unique; /* the INIT request's unique while its reply is due; 0 else */
 	_Atomic bool offered;	      /* the kernel's INIT offered passthrough */
 	_Atomic bool enabled;	      /* our INIT reply accepted it */
@@ -58,12 +57,9 @@ static _Thread_local struct {
 	uint64_t fh;
 } tl_open;
 
-struct cfs_pt *cfs_pt_new(bool want)
+struct cfs_pt *cfs_pt_new(void)
 {
-	struct cfs_pt *pt = calloc(1, sizeof(*pt));
-	if (pt)
-		pt->want = want;
-	return pt;
+	return calloc(1, sizeof(struct cfs_pt));
 }
 
 void cfs_pt_free(struct cfs_pt *pt)
@@ -79,7 +75,7 @@ bool cfs_pt_enabled(const struct cfs_pt *pt)
 ssize_t cfs_pt_read(struct cfs_pt *pt, int fd, void *buf, size_t len)
 {
 	ssize_t n = read(fd, buf, len);
-	if (n < (ssize_t)sizeof(struct fuse_in_header) || !pt->want)
+	if (n < (ssize_t)sizeof(struct fuse_in_header))
 		return n;
 	struct fuse_in_header in;
 	memcpy(&in, buf, sizeof(in));

@@ -36,10 +36,10 @@
 struct cfs_pt;
 
 /*
- * A new passthrough state.  `want` false: every message passes unchanged and
- * cfs_pt_enabled() stays false.  NULL when out of memory.
+ * A new passthrough state, to be installed as the session's custom I/O
+ * (-o no_passthrough installs none).  NULL when out of memory.
  */
-struct cfs_pt *cfs_pt_new(bool want);
+struct cfs_pt *cfs_pt_new(void);
 
 /* Frees it (backing ids die with the FUSE connection).  NULL is ignored. */
 void cfs_pt_free(struct cfs_pt *pt);

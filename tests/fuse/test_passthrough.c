@@ -107,7 +107,7 @@ static void send_reply(struct cfs_pt *pt, const void *msg, size_t len, int piece
 
 static struct cfs_pt *enabled_pt(void)
 {
-	struct cfs_pt *pt = cfs_pt_new(true);
+	struct cfs_pt *pt = cfs_pt_new();
 	ck_assert_ptr_nonnull(pt);
 	feed_init(pt, 1, FUSE_INIT_EXT | FUSE_ASYNC_READ, CFS_PT_FLAGS2_PASSTHROUGH);
 	struct init_reply r = make_init_reply(1, FUSE_ASYNC_READ), back;
@@ -118,7 +118,7 @@ static struct cfs_pt *enabled_pt(void)
 
 START_TEST(init_accepted)
 {
-	struct cfs_pt *pt = cfs_pt_new(true);
+	struct cfs_pt *pt = cfs_pt_new();
 	ck_assert(!cfs_pt_enabled(pt));
 	feed_init(pt, 42, FUSE_INIT_EXT | FUSE_ASYNC_READ, CFS_PT_FLAGS2_PASSTHROUGH);
 	ck_assert(!cfs_pt_enabled(pt)); /* not before our reply left */
@@ -144,20 +144,16 @@ START_TEST(init_left_alone)
 {
 	struct {
 		const char *why;
-		bool want;
 		uint32_t kflags, kflags2, reply_flags;
 		int32_t error;
 	} c[] = {
-	    {"not offered", true, FUSE_INIT_EXT, 0, 0, 0},
-	    {"no INIT_EXT from the kernel", true, 0, CFS_PT_FLAGS2_PASSTHROUGH, 0, 0},
-	    {"not wanted (-o no_passthrough)", false, FUSE_INIT_EXT, CFS_PT_FLAGS2_PASSTHROUGH, 0,
-	     0},
-	    {"writeback cache", true, FUSE_INIT_EXT, CFS_PT_FLAGS2_PASSTHROUGH,
-	     FUSE_WRITEBACK_CACHE, 0},
-	    {"error reply", true, FUSE_INIT_EXT, CFS_PT_FLAGS2_PASSTHROUGH, 0, -EPROTO},
+	    {"not offered", FUSE_INIT_EXT, 0, 0, 0},
+	    {"no INIT_EXT from the kernel", 0, CFS_PT_FLAGS2_PASSTHROUGH, 0, 0},
+	    {"writeback cache", FUSE_INIT_EXT, CFS_PT_FLAGS2_PASSTHROUGH, FUSE_WRITEBACK_CACHE, 0},
+	    {"error reply", FUSE_INIT_EXT, CFS_PT_FLAGS2_PASSTHROUGH, 0, -EPROTO},
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		struct cfs_pt *pt = cfs_pt_new(c[i].want);
+		struct cfs_pt *pt = cfs_pt_new();
 		feed_init(pt, 7, c[i].kflags, c[i].kflags2);
 		struct init_reply r = make_init_reply(7, c[i].reply_flags), back;
 		size_t len = sizeof(r);
@@ -176,7 +172,7 @@ END_TEST
 START_TEST(init_reply_only)
 {
 	/* replies that are not the INIT reply pass unchanged even while it is due */
-	struct cfs_pt *pt = cfs_pt_new(true);
+	struct cfs_pt *pt = cfs_pt_new();
 	feed_init(pt, 5, FUSE_INIT_EXT, CFS_PT_FLAGS2_PASSTHROUGH);
 	struct init_reply other = make_init_reply(6, 0), back;
 	send_reply(pt, &other, sizeof(other), 2, &back);
@@ -188,7 +184,7 @@ END_TEST
 
 START_TEST(init_write_fails)
 {
-	struct cfs_pt *pt = cfs_pt_new(true);
+	struct cfs_pt *pt = cfs_pt_new();
 	feed_init(pt, 3, FUSE_INIT_EXT, CFS_PT_FLAGS2_PASSTHROUGH);
 	struct init_reply r = make_init_reply(3, 0);
 	struct iovec iov[2] = {{&r.h, sizeof(r.h)}, {&r.out, sizeof(r.out)}};
@@ -300,7 +296,7 @@ END_TEST
 
 START_TEST(backing_needs_enabled)
 {
-	struct cfs_pt *pt = cfs_pt_new(true);
+	struct cfs_pt *pt = cfs_pt_new();
 	ck_assert_int_eq(cfs_pt_backing_open(pt, 0, 0), -EOPNOTSUPP);
 	cfs_pt_free(pt);
 	ck_assert(!cfs_pt_enabled(NULL));
