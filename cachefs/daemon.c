@@ -269,6 +269,8 @@ static int publish(struct daemon *d, uint32_t number, char *err, size_t errlen)
 		snprintf(err, errlen, "epoch %" PRIu32 ": snapshot: %s", number, strerror(-rc));
 		goto out;
 	}
+	if (d->fs) /* the kernel caches the `current` link: it points elsewhere now */
+		cfs_fs_current_changed(d->fs);
 	/*
 	 * The epoch starts with this snapshot (step 3), after any wait for
 	 * min_records (step 2): its row records what the snapshot holds.

@@ -1225,6 +1225,13 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	/*
+	 * `current` is read at every open through it: let the kernel keep its
+	 * text (one READLINK round trip less per open); the daemon drops it at
+	 * each switch (cfs_fs_current_changed()).
+	 */
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 	/* sealed files never change (invariant 1): no size checks before cached reads */
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
@@ -1494,6 +1501,14 @@ void cfs_fs_passthrough(const struct cfs_fs *fs, struct cfs_fs_pt_stats *st)
 	st->enabled = pt_usable(fs);
 	st->opens = atomic_load_explicit(&fs->pt_opens, memory_order_relaxed);
 	st->refused = atomic_load_explicit(&fs->pt_refused, memory_order_relaxed);
+}
+
+void cfs_fs_current_changed(struct cfs_fs *fs)
+{
+	int rc = fuse_lowlevel_notify_inval_inode(fs->se, INO_CURRENT, 0, 0);
+	if (rc != 0 && rc != -ENOENT) /* -ENOENT: the kernel has not looked it up */
+		cmn_log(CMN_LOG_WARN, "dropping the kernel's cached 'current' link: %s",
+			strerror(-rc));
 }
 
 void cfs_fs_epoch_retired(struct cfs_fs *fs, uint32_t number)

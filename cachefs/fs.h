@@ -84,6 +84,13 @@ struct cfs_fs_pt_stats {
 void cfs_fs_passthrough(const struct cfs_fs *fs, struct cfs_fs_pt_stats *st);
 
 /*
+ * Tells the kernel that `current` points to another epoch (its cached link
+ * text is dropped).  Call after publishing an epoch, from a thread that is
+ * not serving a FUSE request.
+ */
+void cfs_fs_current_changed(struct cfs_fs *fs);
+
+/*
  * Tells the kernel to drop its cached entry epochs/<number> (after the
  * epoch stopped being current), so that the directory leaves once unused.
  * Call from a thread that is not serving a FUSE request, holding no lock.
