@@ -33,7 +33,8 @@
  *
  * Direct figures read the backing files with the same pattern and the same
  * cache state.  Each figure is the median of 3 runs (--reps), mount and
- * direct alternating, warm pairs in alternating order (the machine may be
+ * direct alternating, warm pairs in alternating order and over about 1 GiB
+ * each (a warm pass of the default files takes 15-30 ms; the machine may be
  * shared).  Prints one table (MB/s and ratio mount/direct)
  * on stdout. Needs permission to mount FUSE; the mount is always unmounted.
  */
@@ -190,14 +191,14 @@ static void drop(const struct bench *b, bool mount)
 }
 
 /* Sequential 1 MiB reads of every file; returns MB/s (0 on error). */
-static double seq_read(const struct bench *b, bool mount)
+static double seq_read_passes(const struct bench *b, bool mount, int passes)
 {
 	char p[PATH_MAX];
 	char *buf = malloc(1 << 20);
 	uint64_t total = 0;
 	double t0 = now_s();
-	for (int i = 0; i < b->nfiles && buf; i++) {
-		path_of(b, mount, i, p, sizeof(p));
+	for (int i = 0; i < b->nfiles * passes && buf; i++) {
+		path_of(b, mount, i % b->nfiles, p, sizeof(p));
 		int fd = open(p, O_RDONLY);
 		if (fd < 0)
 			goto fail;
@@ -220,6 +221,11 @@ fail:
 	fprintf(stderr, "rollcache bench fuse: %s: %s\n", p, strerror(errno));
 	free(buf);
 	return 0;
+}
+
+static double seq_read(const struct bench *b, bool mount)
+{
+	return seq_read_passes(b, mount, 1);
 }
 
 /* `ops` random preads of `bs` bytes at 4 KiB-aligned offsets; MB/s. */
@@ -286,12 +292,17 @@ static void row(const char *what, double mnt, double direct, const char *target)
  */
 static void seq_warm(struct bench *b, double *mv, double *dv, int r)
 {
+	/* a warm pass takes milliseconds: read about 1 GiB per figure */
+	uint64_t all = 0;
+	for (int i = 0; i < b->nfiles; i++)
+		all += b->bytes[i];
+	int passes = all && all < ((uint64_t)1 << 30) ? (int)(((uint64_t)1 << 30) / all) : 1;
 	if (r % 2) {
-		dv[r] = seq_read(b, false);
-		mv[r] = seq_read(b, true);
+		dv[r] = seq_read_passes(b, false, passes);
+		mv[r] = seq_read_passes(b, true, passes);
 	} else {
-		mv[r] = seq_read(b, true);
-		dv[r] = seq_read(b, false);
+		mv[r] = seq_read_passes(b, true, passes);
+		dv[r] = seq_read_passes(b, false, passes);
 	}
 }
 
