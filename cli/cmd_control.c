@@ -334,6 +334,11 @@ static int status_once(const char *mp, bool json, bool clear)
 	printf("current  %.0f files, %.0f records; %.0f records resident; %.0f open handles\n",
 	       metric_get(text, "current_files"), metric_get(text, "current_records"),
 	       metric_get(text, "resident_records"), metric_get(text, "open_handles"));
+	char b6[32];
+	bool pt = metric_get(text, "passthrough") > 0;
+	printf("reads    %s this epoch; passthrough %s (%.0f opens passed through)\n",
+	       cmn_format_size((uint64_t)metric_get(text, "epoch_read_bytes"), b6, sizeof(b6)),
+	       pt ? "on" : "off", metric_get(text, "passthrough_opens_total"));
 	printf("errors   %.0f%s%s\n", metric_get(text, "errors_total"), why[0] ? "; " : "", why);
 	fflush(stdout);
 	free(text);

@@ -126,6 +126,10 @@ def body(s):
     t.eq(read_bytes(), len(want[0]), "bytes the daemon served for the first pass")
     t.eq(opens(), 0, "opens passed through before any file was served")
     settle()
+    line = [ln for ln in t.run("status", s.mnt).stdout.splitlines() if ln.startswith("reads")]
+    t.eq([ln.split("; ", 1)[-1] for ln in line],
+         ["passthrough %s (0 opens passed through)" % ("on" if on else "off")],
+         "`rollcache status`, line 'reads'")
 
     # the second pass: passed through (on) or served by the daemon again (off)
     if not on:
