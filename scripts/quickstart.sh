@@ -87,6 +87,12 @@ for e in range(1, 7):
           f"{mb(st['disk']['used']):>8.1f} {rate:>9.0f}  {st['schedule']['entry']}")
 print("admitted/evicted: bytes that entered/left the cache during the previous epoch;")
 print("disk stays within the limit of the schedule entry in force (invariant 4).")
+v = st["view"]
+if v.get("passthrough"):
+    print(f"reads: {v['passthrough_opens']} opens were passed through to the kernel (FUSE "
+          "passthrough: files the daemon had served once are read from the local disk directly)")
+else:
+    print("reads: every read was served by the daemon (FUSE passthrough needs Linux >= 6.9 and root)")
 PY
 
 echo "== 5. the native feeder (librollcache, host mode here) reads the current epoch through the mount"
