@@ -752,6 +752,7 @@ static int render_hook(void *ctx, enum cfs_fs_text which, char **buf, size_t *le
 	cfs_epochs_stat(&d->set, &es);
 	v.epochs_listed = es.epochs_listed;
 	v.open_handles = es.open_handles;
+	v.draining_files = es.draining_files;
 	if (d->fs) {
 		struct cfs_fs_pt_stats pt;
 		cfs_fs_passthrough(d->fs, &pt);
@@ -759,7 +760,6 @@ static int render_hook(void *ctx, enum cfs_fs_text which, char **buf, size_t *le
 		v.passthrough_opens = pt.opens;
 		v.passthrough_refused = pt.refused;
 	}
-	v.draining_files = es.draining_files;
 	struct cfs_epoch *ep = cfs_epochs_lookup_current(&d->set);
 	if (ep) {
 		v.current_files = ep->nfiles;

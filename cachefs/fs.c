@@ -646,7 +646,7 @@ static void io_pt_put(struct cfs_fs *fs, struct cfs_efile *f)
 	if (--f->io_pt > 0)
 		return;
 	if (fs->devfd >= 0) /* else the ids died with the connection */
-		cfs_pt_backing_close(fs->pt, fs->devfd, f->pt_id);
+		cfs_pt_backing_close(fs->devfd, f->pt_id);
 	close(f->pt_fd);
 	f->pt_fd = -1;
 	f->pt_id = 0;

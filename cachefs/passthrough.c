@@ -189,9 +189,8 @@ int cfs_pt_backing_open(struct cfs_pt *pt, int dev_fd, int backing_fd)
 	return id > 0 ? id : -EINVAL; /* ids start at 1 */
 }
 
-void cfs_pt_backing_close(struct cfs_pt *pt, int dev_fd, int backing_id)
+void cfs_pt_backing_close(int dev_fd, int backing_id)
 {
-	(void)pt;
 	uint32_t id = (uint32_t)backing_id;
 	if (backing_id > 0 && ioctl(dev_fd, PT_IOC_BACKING_CLOSE, &id) != 0 && errno != ENODEV)
 		cmn_log(CMN_LOG_WARN, "FUSE passthrough: closing backing id %d: %s", backing_id,

@@ -64,7 +64,7 @@ bool cfs_pt_enabled(const struct cfs_pt *pt);
 int cfs_pt_backing_open(struct cfs_pt *pt, int dev_fd, int backing_fd);
 
 /* Drops a backing id (the kernel keeps the file while handles use it). */
-void cfs_pt_backing_close(struct cfs_pt *pt, int dev_fd, int backing_id);
+void cfs_pt_backing_close(int dev_fd, int backing_id);
 
 /*
  * Arms this thread's next OPEN reply: if it answers success with file handle

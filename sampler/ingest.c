@@ -221,11 +221,6 @@ static int seal_flush(struct smp_sampler *s)
 	return err;
 }
 
-/*
- * Gets `need` bytes of room in writer w: a chunk ahead when possible, else
- * exactly what is needed; waits for room unless stop_when_full.  Returns 0,
- * -ENOSPC (full, stop_when_full), -EFBIG (can never fit), -ECANCELED.
- */
 /* Opens the sampler's shard writer if it has none. */
 static int open_shard(struct smp_sampler *s)
 {
@@ -240,6 +235,13 @@ static int open_shard(struct smp_sampler *s)
 	return 0;
 }
 
+/*
+ * Gets `need` bytes of room in writer w: a chunk ahead when possible, else
+ * exactly what is needed; waits for room unless stop_when_full.  Before it
+ * sleeps it seals the sampler's partial shard, so w may then be replaced
+ * by a new writer: callers go on with s->w.  Returns 0, -ENOSPC (full,
+ * stop_when_full), -EFBIG (can never fit), -ECANCELED.
+ */
 static int get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t need,
 		    uint64_t ahead, bool may_block)
 {
