@@ -22,6 +22,7 @@
  * No shared state, no locking: a config is built by one thread.
  */
 #include "common/config.h"
+#include "common/file.h"
 
 #include "common/units.h"
 
@@ -668,12 +669,10 @@ static int handle_key(void *user, const char *section, const char *name, const c
 	return 0;
 }
 
-/* Reads a whole (small) file.  Returns 0 and a malloc'd NUL-terminated text, or -errno. */
+/* Reads a whole (small) config file.  Returns 0 and a malloc'd NUL-terminated text, or -errno. */
 static int slurp(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
 {
 	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	int rc;
 
@@ -687,38 +686,12 @@ static int slurp(const char *path, char **out, size_t *outlen, char *err, size_t
 		rc = -EINVAL;
 		goto out;
 	}
-	if ((uint64_t)st.st_size > CONFIG_FILE_MAX) {
-		snprintf(err, errlen, "%s: %" PRIu64 " bytes is too big for a config file (max 1 MiB)",
-			 path, (uint64_t)st.st_size);
-		rc = -EFBIG;
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		rc = -ENOMEM;
-		goto out;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "%s: read failed: %s", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	*out = buf;
-	*outlen = got;
-	buf = NULL;
-	rc = 0;
+	rc = cmn_read_fd_capped(fd, CONFIG_FILE_MAX, out, outlen);
+	if (rc == -EFBIG)
+		snprintf(err, errlen, "%s: too big for a config file (max 1 MiB)", path);
+	else if (rc != 0)
+		snprintf(err, errlen, "%s: read failed: %s", path, strerror(-rc));
 out:
-	free(buf);
 	close(fd);
 	return rc;
 }

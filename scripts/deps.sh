@@ -9,8 +9,9 @@ PKGS=(
   # build
   gcc meson ninja-build pkg-config
   zlib1g-dev libsqlite3-dev libinih-dev libfuse3-dev libcurl4-openssl-dev libexpat1-dev libssl-dev
+  libjansson-dev   # JSON: nginx listings, the CLI reading a mount's stats
   # tests and tools
-  check fuse3 sqlite3 valgrind clang libclang-rt-14-dev
+  check fuse3 sqlite3 valgrind clang libclang-rt-14-dev clang-format
   nginx-light
   python3 python3-numpy python3-protobuf protobuf-compiler
   python3-torch   # DLPack consumer tests and the PyTorch DataLoader peer (bench/)
