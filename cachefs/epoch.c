@@ -4,15 +4,17 @@
  * Owns the list of live epochs, the files they show, and the counts that pin
  * those files (open handles, snapshots, kernel lookups).  Does not choose
  * victims (eviction/ does), does not touch SQL (catalog.c does, called by
- * daemon.c) and does not delete files itself: it hands each evicted file
- * whose last pin went away to the `gone` callback.
+ * daemon/) and does not unlink by itself: each evicted file whose last pin
+ * went away goes to cfs_store_release_evicted() (store.c), on the thread
+ * that dropped the pin.  It never calls up into the daemon: what the daemon
+ * must act on is posted as CFS_EV_* bits to its events object.
  *
  * Invariants: DESIGN 3 (a file in a live epoch is never deleted while the
  * epoch is current or a handle to it is open), DESIGN 4 (evicted-but-open
  * bytes are counted as draining until the callback deleted them).
  * Locking: s->mu protects the list, the hash and every count marked so in
- * epoch.h; it is a leaf lock: never held while calling the gone callback,
- * all_read, the catalog or libfuse.  The read path takes no lock at all.
+ * epoch.h; it is a leaf lock: never held while calling the store, posting
+ * events, the catalog or libfuse.  The read path takes no lock at all.
  *
  * ---------------------------------------------------------------------
  * Design note
@@ -65,6 +67,9 @@
  */
 #include "cachefs/epoch.h"
 
+#include "cachefs/store.h"
+#include "common/clock.h"
+#include "common/events.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -84,15 +89,15 @@ static size_t hash_id(int64_t id)
 	return (size_t)(x >> 50) & (HASH_BUCKETS - 1);
 }
 
-int cfs_epochs_init(struct cfs_epochs *s, cfs_gone_fn gone, void *ctx)
+int cfs_epochs_init(struct cfs_epochs *s, struct cfs_store *store, struct cmn_events *events)
 {
 	memset(s, 0, sizeof(*s));
 	s->hash = calloc(HASH_BUCKETS, sizeof(*s->hash));
 	if (!s->hash)
 		return -ENOMEM;
 	s->nbuckets = HASH_BUCKETS;
-	s->gone = gone;
-	s->gone_ctx = ctx;
+	s->store = store;
+	s->events = events;
 	pthread_mutex_init(&s->mu, NULL);
 	return 0;
 }
@@ -172,32 +177,57 @@ static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)
 	}
 }
 
-/* Takes the gone chain under mu; runs the callbacks after unlocking. */
+/* Deletes an evicted file whose last pin went away (invariant 3); no lock held. */
+static void delete_gone(struct cfs_epochs *s, const struct cfs_efile *f)
+{
+	if (!s->store)
+		return;
+	int rc = cfs_store_release_evicted(s->store, (enum cfs_kind)f->kind, f->id, f->bytes);
+	if (rc != 0)
+		cmn_log(CMN_LOG_WARN, "delete evicted %s: %s (start-up reconciliation retries)",
+			f->relpath, strerror(-rc));
+	else
+		cmn_log(CMN_LOG_DEBUG, "evicted %s deleted on its last release", f->relpath);
+}
+
+/*
+ * Takes the gone chain under mu and unlocks; deletes its files, then posts
+ * CFS_EV_RETIRED if epochs left the view.
+ */
 static void unlock_and_run_gone(struct cfs_epochs *s)
 {
 	struct cfs_efile *chain = s->gone_pending;
-	uint32_t retired[CFS_RETIRED_MAX];
-	size_t nretired = s->nretired;
-	memcpy(retired, s->retired_numbers, nretired * sizeof(*retired));
-	s->nretired = 0;
+	bool retired = s->nretired > 0;
 	s->gone_pending = NULL;
 	pthread_mutex_unlock(&s->mu);
-	for (size_t i = 0; i < nretired; i++)
-		s->retired(s->retired_ctx, retired[i]);
+	if (retired && s->events)
+		cmn_events_post(s->events, CFS_EV_RETIRED);
 	if (!chain)
 		return;
 	for (struct cfs_efile *f = chain; f; f = f->gnext)
-		if (s->gone)
-			s->gone(s->gone_ctx, f->id, f->kind, f->relpath, f->bytes);
+		delete_gone(s, f);
 	pthread_mutex_lock(&s->mu);
 	while (chain) {
 		struct cfs_efile *f = chain;
 		chain = f->gnext;
 		f->gone_busy = false;
 		s->draining_bytes -= f->bytes;
+		s->gone_files++;
+		s->gone_bytes += f->bytes;
 		efile_maybe_gone(s, f);
 	}
 	pthread_mutex_unlock(&s->mu);
+}
+
+size_t cfs_epochs_take_retired(struct cfs_epochs *s, uint32_t *out, size_t max)
+{
+	pthread_mutex_lock(&s->mu);
+	size_t n = s->nretired < max ? s->nretired : max;
+	memcpy(out, s->retired_numbers, n * sizeof(*out));
+	memmove(s->retired_numbers, s->retired_numbers + n, (s->nretired - n) * sizeof(*out));
+	s->nretired -= n;
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }
 
 /* Under mu: an UNLISTED epoch the kernel forgot is freed. */
@@ -239,7 +269,7 @@ static void epoch_maybe_retire(struct cfs_epochs *s, struct cfs_epoch *ep)
 	free(ep->files);
 	ep->files = NULL;
 	ep->nfiles = 0; /* the tree stays (kernel inodes) but is never walked again */
-	if (s->retired && s->nretired < CFS_RETIRED_MAX)
+	if (s->nretired < CFS_RETIRED_MAX) /* else the kernel's entry stays until it is forgotten */
 		s->retired_numbers[s->nretired++] = ep->number;
 	epoch_maybe_free(s, ep);
 }
@@ -706,6 +736,8 @@ void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st)
 		st->epochs_listed++;
 	st->files_alive = s->nfiles;
 	st->draining_bytes = s->draining_bytes;
+	st->gone_files = s->gone_files;
+	st->gone_bytes = s->gone_bytes;
 	for (size_t i = 0; i < s->nbuckets; i++) {
 		for (struct cfs_efile *f = s->hash[i]; f; f = f->hnext) {
 			st->open_handles += f->nopen;
@@ -722,9 +754,7 @@ void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, 
 	atomic_fetch_add_explicit(&f->d_read_bytes, len, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->cur_read_bytes, len, memory_order_relaxed);
 	if (first) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-		uint64_t ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+		uint64_t ms = cmn_wall_ms();
 		atomic_fetch_add_explicit(&f->d_reads, 1, memory_order_relaxed);
 		atomic_store_explicit(&f->last_read_ms, ms, memory_order_relaxed);
 	}
@@ -737,8 +767,8 @@ void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, 
 	if (atomic_exchange_explicit(&f->full_epoch, cur1, memory_order_relaxed) == cur1)
 		return; /* already counted in this epoch */
 	uint64_t done = atomic_fetch_add_explicit(&s->cur_full_files, 1, memory_order_relaxed) + 1;
-	if (done == atomic_load_explicit(&s->cur_nfiles, memory_order_relaxed) && s->all_read)
-		s->all_read(s->all_read_ctx);
+	if (done == atomic_load_explicit(&s->cur_nfiles, memory_order_relaxed) && s->events)
+		cmn_events_post(s->events, CFS_EV_ALL_READ);
 }
 
 void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f)

@@ -3,9 +3,10 @@
  *
  * The FUSE layer (fs.c) resolves names and serves reads only from these
  * structures; nothing here touches SQL or the network.  The daemon
- * (daemon.c) builds snapshots from the catalog and hands them in with
- * cfs_epochs_publish(); the set tells it, through the `gone` callback,
- * when an evicted file may be deleted (DESIGN invariant 3).
+ * (daemon/) builds snapshots from the catalog and hands them in with
+ * cfs_epochs_publish(); the set deletes an evicted file through the store
+ * once its last pin goes (DESIGN invariant 3), and posts CFS_EV_* bits for
+ * what the daemon must act on.
  *
  * Ownership: a struct cfs_efile is owned by the set and lives while any
  * snapshot lists it, any handle is open on it, or the kernel holds a lookup
@@ -125,12 +126,20 @@ struct cfs_efile_in {
 	uint32_t created_epoch;
 };
 
+struct cfs_store;
+struct cmn_events;
+
 /*
- * Called without set->mu held when an evicted file is no longer pinned
- * (no snapshot, no handle): the callee deletes the backing file and records
- * it.  Runs on whichever thread dropped the last pin.
+ * Event bits the set posts to its events object (cmn_events_post) for the
+ * owner's thread; the set never calls up into its owner.
+ *   CFS_EV_RETIRED   an epoch left the view: take the numbers with
+ *                    cfs_epochs_take_retired() and drop the kernel's entries
+ *                    (cfs_fs_epoch_retired) from a thread that serves no
+ *                    FUSE request;
+ *   CFS_EV_ALL_READ  every file of the current epoch was read to the end.
  */
-typedef void (*cfs_gone_fn)(void *ctx, int64_t id, int kind, const char *relpath, uint64_t bytes);
+#define CFS_EV_RETIRED (1u << 0)
+#define CFS_EV_ALL_READ (1u << 1)
 
 struct cfs_epochs {
 	pthread_mutex_t mu;
@@ -141,24 +150,21 @@ struct cfs_epochs {
 	size_t nbuckets;
 	size_t nfiles;		 /* protected by mu; files alive in the hash */
 	uint64_t draining_bytes; /* protected by mu; evicted, still on disk */
-	cfs_gone_fn gone;
-	void *gone_ctx;
+	struct cfs_store *store;	/* deletes evicted files; NULL: nothing on disk (tests) */
+	struct cmn_events *events;	/* where CFS_EV_* are posted, or NULL */
 	struct cfs_efile *gone_pending; /* protected by mu; chain via gnext */
+	uint64_t gone_files, gone_bytes; /* protected by mu; evicted files deleted so far */
 
-	/* epochs that left the view, reported after unlocking */
-#define CFS_RETIRED_MAX 16
-	uint32_t retired_numbers[CFS_RETIRED_MAX];   /* protected by mu */
-	size_t nretired;			     /* protected by mu */
-	void (*retired)(void *ctx, uint32_t number); /* may be NULL; no lock held */
-	void *retired_ctx;
+	/* epochs that left the view, until the owner takes them */
+#define CFS_RETIRED_MAX 64
+	uint32_t retired_numbers[CFS_RETIRED_MAX]; /* protected by mu */
+	size_t nretired;			   /* protected by mu */
 
 	/* the current epoch's read counters, for the read path without mu */
 	_Atomic uint32_t cur_number1; /* current number + 1; 0: none */
 	_Atomic uint64_t cur_nfiles;
 	_Atomic uint64_t cur_read_bytes;
 	_Atomic uint64_t cur_full_files; /* distinct files read to the end */
-	void (*all_read)(void *ctx);	 /* cur_full_files reached cur_nfiles */
-	void *all_read_ctx;
 };
 
 /*
@@ -179,8 +185,19 @@ void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, 
  */
 void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f);
 
-/* Initialises an empty set.  Returns 0 or -ENOMEM. */
-int cfs_epochs_init(struct cfs_epochs *s, cfs_gone_fn gone, void *ctx);
+/*
+ * Initialises an empty set.  `store` (borrowed, may be NULL) deletes each
+ * evicted file once its last pin goes (cfs_store_release_evicted, on the
+ * thread that dropped the pin); `events` (borrowed, may be NULL) receives
+ * the CFS_EV_* bits.  Returns 0 or -ENOMEM.
+ */
+int cfs_epochs_init(struct cfs_epochs *s, struct cfs_store *store, struct cmn_events *events);
+
+/*
+ * Takes up to max numbers of epochs that left the view since the last call
+ * (oldest first) into out.  Returns how many.
+ */
+size_t cfs_epochs_take_retired(struct cfs_epochs *s, uint32_t *out, size_t max);
 
 /* Frees everything; no FUSE session may still use it.  Deletes nothing. */
 void cfs_epochs_destroy(struct cfs_epochs *s);
@@ -265,6 +282,7 @@ struct cfs_epochs_stat {
 	uint64_t draining_bytes;
 	uint64_t draining_files;
 	uint64_t open_handles;
+	uint64_t gone_files, gone_bytes; /* evicted files deleted on their last release */
 };
 void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st);
 

@@ -3,8 +3,9 @@
  * low-level API, multithreaded loop).
  *
  * Owns the inode space of the mount and the request handlers.  Does not own
- * the snapshots (epoch.c), the catalog or the stats text (daemon.c, through
- * struct cfs_fs_hooks).  Lookups and reads never query SQLite: names resolve
+ * the snapshots (epoch.c), the catalog or the stats text: what only the
+ * daemon can answer (a stats text, an advance) is posted to its queue of
+ * requests (requests.h), which the daemon serves; fs.c never calls up.  Lookups and reads never query SQLite: names resolve
  * in the immutable sorted trees of struct cfs_epoch and reads go to an fd
  * opened on the backing file at the handle's first read (a warm open, served
  * from the kernel's page cache, costs no syscall beyond its reply).
@@ -22,7 +23,7 @@
  * reference on its handle.
  *
  * Statistics: the read path only bumps atomics in the efile (epoch.c);
- * daemon.c batches them into the catalog from another thread.
+ * the daemon batches them into the catalog from another thread.
  *
  * Read-only: every call that would change something answers EROFS; the only
  * writable node is .rollcache/control.  Sealed files never change (DESIGN
@@ -111,9 +112,9 @@ struct cfs_fs {
 	uint32_t nslots;     /* protected by hmu */
 	uint32_t free_head;  /* protected by hmu: slot + 1, 0 = none */
 	struct cfs_epochs *set;
+	struct cfs_budget *budget; /* statfs figures */
 	int dirfd;
-	struct cfs_fs_hooks hooks;
-	void *hooks_ctx;
+	struct cfs_requests rq; /* to the daemon: stats texts, control commands */
 	struct cfs_fs_opts opts;
 	bool mounted;
 	bool signals;
@@ -702,14 +703,16 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			err = ENOMEM;
 			goto out;
 		}
-		int rc = fs->hooks.render(fs->hooks_ctx,
-					  ino == INO_STATS ? CFS_TEXT_STATS_JSON : CFS_TEXT_METRICS,
-					  &t->buf, &t->len);
+		struct cfs_req r = {.kind = ino == INO_STATS ? CFS_REQ_STATS_JSON : CFS_REQ_METRICS};
+		int rc = cfs_requests_call(&fs->rq, &r);
 		if (rc != 0) {
+			free(r.buf);
 			free(t);
 			err = -rc;
 			goto out;
 		}
+		t->buf = r.buf;
+		t->len = r.len;
 		fi->fh = handle_add(fs, HK_TEXT, t);
 		if (!fi->fh) {
 			free(t->buf);
@@ -997,7 +1000,8 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 	size_t n = strlen(cmd);
 	while (n && (cmd[n - 1] == '\n' || cmd[n - 1] == ' ' || cmd[n - 1] == '\r'))
 		cmd[--n] = '\0';
-	int rc = fs->hooks.control(fs->hooks_ctx, cmd);
+	struct cfs_req r = {.kind = CFS_REQ_CONTROL, .cmd = cmd};
+	int rc = cfs_requests_call(&fs->rq, &r);
 	if (rc != 0) {
 		err = -rc;
 		goto out;
@@ -1047,8 +1051,9 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct cfs_fs *fs = fs_of(req);
 	struct statvfs sv;
-	uint64_t limit = 0, used = 0;
-	fs->hooks.space(fs->hooks_ctx, &limit, &used);
+	struct cfs_budget_stat bs;
+	cfs_budget_get(fs->budget, &bs);
+	uint64_t limit = bs.limit, used = bs.sealed + bs.reserved + bs.draining;
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = 4096;
 	sv.f_frsize = 4096;
@@ -1357,8 +1362,8 @@ static ssize_t fs_io_writev(int fd, struct iovec *iov, int count, void *userdata
 static const struct fuse_custom_io fs_io = {.read = fs_io_read, .writev = fs_io_writev};
 
 int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs *set,
-		 int cache_dirfd, const struct cfs_fs_hooks *hooks, void *hooks_ctx,
-		 const struct cfs_fs_opts *opts, char *err, size_t errlen)
+		 struct cfs_budget *budget, int cache_dirfd, const struct cfs_fs_opts *opts, char *err,
+		 size_t errlen)
 {
 	struct cfs_fs *fs = calloc(1, sizeof(*fs));
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -1371,10 +1376,10 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 	pthread_mutex_init(&fs->hmu, NULL);
 	pthread_mutex_init(&fs->iomu, NULL);
 	fs->devfd = -1;
+	cfs_requests_init(&fs->rq);
 	fs->set = set;
+	fs->budget = budget;
 	fs->dirfd = cache_dirfd;
-	fs->hooks = *hooks;
-	fs->hooks_ctx = hooks_ctx;
 	fs->opts = *opts;
 	if (opts->splice_read)
 		fs->opts.max_io = splice_max_io(opts->max_io);
@@ -1582,6 +1587,13 @@ void cfs_fs_free(struct cfs_fs *fs)
 	free(fs->slots);
 	pthread_mutex_destroy(&fs->hmu);
 	pthread_mutex_destroy(&fs->iomu);
+	cfs_requests_close(&fs->rq);
+	cfs_requests_destroy(&fs->rq);
 	cfs_pt_free(fs->pt);
 	free(fs);
+}
+
+struct cfs_requests *cfs_fs_requests(struct cfs_fs *fs)
+{
+	return &fs->rq;
 }

@@ -7,34 +7,22 @@
  *   /.rollcache/metrics             Prometheus text (rendered at open)
  *   /.rollcache/control             write-only: "next" | "next wait"
  *
- * fs.c serves lookups and reads from struct cfs_epochs only; what needs the
- * catalog (stats text, advancing an epoch, statfs figures) is asked of the
- * owner through struct cfs_fs_hooks, never on the read path.
+ * fs.c serves lookups and reads from struct cfs_epochs only, and statfs
+ * from the budget; what needs the daemon (a stats text, advancing an epoch)
+ * is posted to the fs's request queue (requests.h), never on the read path.
  */
 #ifndef RC_CACHEFS_FS_H
 #define RC_CACHEFS_FS_H
 
+#include "cachefs/budget.h"
 #include "cachefs/epoch.h"
+#include "cachefs/requests.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct cfs_fs;
-
-enum cfs_fs_text { CFS_TEXT_STATS_JSON = 0, CFS_TEXT_METRICS = 1 };
-
-struct cfs_fs_hooks {
-	/* Renders a stats text into a malloc'd buffer (*buf, *len).  0 or -errno. */
-	int (*render)(void *ctx, enum cfs_fs_text which, char **buf, size_t *len);
-	/*
-	 * Runs a control command ("next", "next wait"), blocking until it is done.
-	 * Returns 0 or -errno (-EINVAL: unknown command).
-	 */
-	int (*control)(void *ctx, const char *cmd);
-	/* Bytes limit and bytes held (sealed + reserved + draining) for statfs. */
-	void (*space)(void *ctx, uint64_t *limit, uint64_t *used);
-};
 
 struct cfs_fs_opts {
 	bool passthrough; /* hand reads of files served once to the kernel (fs.c io_mode_enter) */
@@ -53,12 +41,19 @@ struct cfs_fs_opts {
  * Creates the session and mounts it at `mountpoint`.  cache_dirfd is an
  * open directory fd of the cache dir (backing files are openat()ed relative
  * to it; the caller keeps it open until cfs_fs_free()).  The epochs set and
- * hooks stay the caller's and must outlive the fs.
+ * the budget (statfs) stay the caller's and must outlive the fs.
  * Returns 0 and *out, or -errno with a one-line message in err.
  */
 int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs *set,
-		 int cache_dirfd, const struct cfs_fs_hooks *hooks, void *hooks_ctx,
-		 const struct cfs_fs_opts *opts, char *err, size_t errlen);
+		 struct cfs_budget *budget, int cache_dirfd, const struct cfs_fs_opts *opts, char *err,
+		 size_t errlen);
+
+/*
+ * The queue of requests the view cannot answer itself (stats texts,
+ * control commands): the owner serves it with cfs_requests_take/done while
+ * the loop runs.  cfs_fs_free() closes it.
+ */
+struct cfs_requests *cfs_fs_requests(struct cfs_fs *fs);
 
 /*
  * Runs the multithreaded loop until unmount or SIGINT/SIGTERM/SIGHUP

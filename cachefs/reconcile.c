@@ -28,7 +28,9 @@
  * Every file id seen is reported to the catalog's id allocator so no id is
  * ever reused (invariant 1).
  */
-#include "cachefs/store_i.h"
+#include "cachefs/reconcile.h"
+
+#include "common/clock.h"
 
 #include "common/log.h"
 
@@ -53,6 +55,14 @@ struct disk_file {
 struct idvec {
 	int64_t *v;
 	size_t n, cap;
+};
+
+/* What one reconciliation works on (all borrowed from the store). */
+struct rec_ctx {
+	const struct cfs_layout *lay;
+	struct cfs_catalog *cat;
+	struct cfs_budget *budget;
+	struct cfs_reconcile_report *rec;
 };
 
 static int idvec_push(struct idvec *a, int64_t id)
@@ -105,9 +115,9 @@ static int parse_name(const char *name, const char *suffix, int64_t *id)
 }
 
 /* Removes every entry of tmp/ (files; directories we never make are removed if empty). */
-static int empty_tmp(struct cfs_store *s, char *err, size_t errlen)
+static int empty_tmp(struct rec_ctx *s, char *err, size_t errlen)
 {
-	int fd = dup(s->tmp_fd);
+	int fd = dup(s->lay->tmp_fd);
 	DIR *d;
 	struct dirent *de;
 
@@ -115,32 +125,32 @@ static int empty_tmp(struct cfs_store *s, char *err, size_t errlen)
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		snprintf(err, errlen, "%s/tmp: cannot list: %s", s->dir, strerror(e));
+		snprintf(err, errlen, "%s/tmp: cannot list: %s", s->lay->dir, strerror(e));
 		return -e;
 	}
 	rewinddir(d);
 	while ((de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (unlinkat(s->tmp_fd, de->d_name, 0) < 0 &&
-		    (errno != EISDIR || unlinkat(s->tmp_fd, de->d_name, AT_REMOVEDIR) < 0)) {
+		if (unlinkat(s->lay->tmp_fd, de->d_name, 0) < 0 &&
+		    (errno != EISDIR || unlinkat(s->lay->tmp_fd, de->d_name, AT_REMOVEDIR) < 0)) {
 			int e = errno;
 			closedir(d);
 			snprintf(err, errlen, "%s/tmp/%s: cannot remove: %s: remove it by hand",
-				 s->dir, de->d_name, strerror(e));
+				 s->lay->dir, de->d_name, strerror(e));
 			return -e;
 		}
-		s->rec.tmp_removed++;
+		s->rec->tmp_removed++;
 	}
 	closedir(d);
 	return 0;
 }
 
 /* Appends the files of one kind's directory to *files; deletes strays. */
-static int scan_dir(struct cfs_store *s, enum cfs_kind kind, struct disk_file **files, size_t *n,
+static int scan_dir(struct rec_ctx *s, enum cfs_kind kind, struct disk_file **files, size_t *n,
 		    size_t *cap, char *err, size_t errlen)
 {
-	int dfd = cfs__kind_fd(s, kind);
+	int dfd = cfs__kind_fd(s->lay, kind);
 	const char *sub = kind == CFS_KIND_TFRECORD ? "shards" : "objects";
 	const char *suffix = kind == CFS_KIND_TFRECORD ? ".tfrecord" : "";
 	int fd = dup(dfd);
@@ -152,7 +162,7 @@ static int scan_dir(struct cfs_store *s, enum cfs_kind kind, struct disk_file **
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		snprintf(err, errlen, "%s/%s: cannot list: %s", s->dir, sub, strerror(e));
+		snprintf(err, errlen, "%s/%s: cannot list: %s", s->lay->dir, sub, strerror(e));
 		return -e;
 	}
 	rewinddir(d);
@@ -165,11 +175,11 @@ static int scan_dir(struct cfs_store *s, enum cfs_kind kind, struct disk_file **
 		if (parse_name(de->d_name, suffix, &id) < 0 ||
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode)) {
-			cmn_log(CMN_LOG_WARN, "%s/%s/%s: not a cache file: removed", s->dir, sub,
+			cmn_log(CMN_LOG_WARN, "%s/%s/%s: not a cache file: removed", s->lay->dir, sub,
 				de->d_name);
 			if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT)
 				unlinkat(dfd, de->d_name, AT_REMOVEDIR);
-			s->rec.stray_entries++;
+			s->rec->stray_entries++;
 			continue;
 		}
 		if (*n == *cap) {
@@ -193,32 +203,29 @@ static int scan_dir(struct cfs_store *s, enum cfs_kind kind, struct disk_file **
 	return rc;
 }
 
-static void remove_file(struct cfs_store *s, int kind, int64_t id)
+static void remove_file(struct rec_ctx *s, int kind, int64_t id)
 {
 	char name[32];
 
 	cfs__file_name((enum cfs_kind)kind, id, name, sizeof(name));
-	if (unlinkat(cfs__kind_fd(s, (enum cfs_kind)kind), name, 0) < 0 && errno != ENOENT)
-		cmn_log(CMN_LOG_WARN, "%s: cannot remove %s: %s", s->dir, name, strerror(errno));
+	if (unlinkat(cfs__kind_fd(s->lay, (enum cfs_kind)kind), name, 0) < 0 && errno != ENOENT)
+		cmn_log(CMN_LOG_WARN, "%s: cannot remove %s: %s", s->lay->dir, name, strerror(errno));
 }
 
-static uint64_t now_us(void)
+int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat,
+		   struct cfs_budget *budget, struct cfs_reconcile_report *rec, char *err,
+		   size_t errlen)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-int cfs__reconcile(struct cfs_store *s, char *err, size_t errlen)
-{
+	struct rec_ctx ctx = {.lay = lay, .cat = cat, .budget = budget, .rec = rec};
+	struct rec_ctx *s = &ctx;
 	struct disk_file *files = NULL;
 	size_t nfiles = 0, cap = 0, nrows = 0, i = 0, j = 0;
 	struct cfs_shard_info *rows = NULL;
 	struct idvec drop = {0}, gone = {0};
-	uint64_t t0 = now_us();
+	uint64_t t0 = cmn_mono_ns();
 	int rc;
 
-	memset(&s->rec, 0, sizeof(s->rec));
+	memset(s->rec, 0, sizeof(*s->rec));
 	rc = empty_tmp(s, err, errlen);
 	if (rc < 0)
 		return rc;
@@ -230,7 +237,7 @@ int cfs__reconcile(struct cfs_store *s, char *err, size_t errlen)
 	rc = cfs_catalog_shards_list(s->cat, 1u << CFS_SHARD_SEALED | 1u << CFS_SHARD_EVICTING,
 				     &rows, &nrows);
 	if (rc < 0) {
-		snprintf(err, errlen, "%s/catalog.db: cannot read the file list (%s)", s->dir,
+		snprintf(err, errlen, "%s/catalog.db: cannot read the file list (%s)", s->lay->dir,
 			 strerror(-rc));
 		goto out;
 	}
@@ -253,33 +260,33 @@ int cfs__reconcile(struct cfs_store *s, char *err, size_t errlen)
 		if (c < 0) { /* row without file */
 			if (rows[i].state == CFS_SHARD_EVICTING) {
 				rc = idvec_push(&gone, rows[i].id);
-				s->rec.evictions_finished++;
+				s->rec->evictions_finished++;
 			} else {
 				rc = idvec_push(&drop, rows[i].id);
-				s->rec.rows_dropped++;
+				s->rec->rows_dropped++;
 			}
 			i++;
 		} else if (c > 0) { /* file without row */
 			remove_file(s, files[j].kind, files[j].id);
-			s->rec.files_removed++;
+			s->rec->files_removed++;
 			j++;
 		} else {
 			if (rows[i].bytes != files[j].size) {
 				cmn_log(CMN_LOG_WARN,
 					"%s: file %" PRId64 " has %" PRIu64
 					" bytes, catalog says %" PRIu64 ": dropped",
-					s->dir, rows[i].id, files[j].size, rows[i].bytes);
+					s->lay->dir, rows[i].id, files[j].size, rows[i].bytes);
 				remove_file(s, files[j].kind, files[j].id);
 				rc = idvec_push(&drop, rows[i].id);
-				s->rec.size_mismatches++;
+				s->rec->size_mismatches++;
 			} else if (rows[i].state == CFS_SHARD_EVICTING) {
 				remove_file(s, files[j].kind, files[j].id);
 				rc = idvec_push(&gone, rows[i].id);
-				s->rec.evictions_finished++;
+				s->rec->evictions_finished++;
 			} else {
 				cfs_budget_add_sealed(s->budget, rows[i].bytes);
-				s->rec.resident_files++;
-				s->rec.resident_bytes += rows[i].bytes;
+				s->rec->resident_files++;
+				s->rec->resident_bytes += rows[i].bytes;
 			}
 			i++;
 			j++;
@@ -297,19 +304,19 @@ int cfs__reconcile(struct cfs_store *s, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "%s/catalog.db: cannot record reconciliation (%s): check "
 			 "the disk",
-			 s->dir, strerror(-rc));
+			 s->lay->dir, strerror(-rc));
 		goto out;
 	}
-	s->rec.elapsed_us = now_us() - t0;
-	if (s->rec.tmp_removed || s->rec.rows_dropped || s->rec.files_removed ||
-	    s->rec.size_mismatches || s->rec.evictions_finished || s->rec.stray_entries)
+	s->rec->elapsed_us = (cmn_mono_ns() - t0) / 1000u;
+	if (s->rec->tmp_removed || s->rec->rows_dropped || s->rec->files_removed ||
+	    s->rec->size_mismatches || s->rec->evictions_finished || s->rec->stray_entries)
 		cmn_log(CMN_LOG_INFO,
 			"%s: reconciled: %" PRIu64 " tmp files removed, %" PRIu64
 			" rows without file dropped, %" PRIu64
 			" files without row removed, %" PRIu64 " size mismatches, %" PRIu64
 			" evictions finished, %" PRIu64 " strays",
-			s->dir, s->rec.tmp_removed, s->rec.rows_dropped, s->rec.files_removed,
-			s->rec.size_mismatches, s->rec.evictions_finished, s->rec.stray_entries);
+			s->lay->dir, s->rec->tmp_removed, s->rec->rows_dropped, s->rec->files_removed,
+			s->rec->size_mismatches, s->rec->evictions_finished, s->rec->stray_entries);
 out:
 	free(files);
 	cfs_shard_info_free(rows, nrows);

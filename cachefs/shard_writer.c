@@ -70,13 +70,13 @@ static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum c
 	w->id = cfs_catalog_alloc_id(s->cat);
 	cfs__file_name(kind, w->id, w->name, sizeof(w->name));
 	w->fd =
-	    openat(s->tmp_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+	    openat(s->lay.tmp_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
 	if (w->fd < 0) {
 		int e = errno;
 		snprintf(err, errlen,
 			 "%s/tmp/%s: cannot create: %s: check the disk and the "
 			 "permissions of the cache directory",
-			 s->dir, w->name, strerror(e));
+			 s->lay.dir, w->name, strerror(e));
 		free(w);
 		return -e;
 	}
@@ -245,9 +245,9 @@ void cfs_shard_writer_abort(struct cfs_shard_writer *w)
 {
 	if (!w)
 		return;
-	if (unlinkat(w->s->tmp_fd, w->name, 0) < 0 && errno != ENOENT)
+	if (unlinkat(w->s->lay.tmp_fd, w->name, 0) < 0 && errno != ENOENT)
 		cmn_log(CMN_LOG_WARN, "%s/tmp/%s: cannot remove: %s (removed at next start)",
-			w->s->dir, w->name, strerror(errno));
+			w->s->lay.dir, w->name, strerror(errno));
 	cfs_budget_release(w->s->budget, w->reserved);
 	writer_free(w);
 }
@@ -278,7 +278,7 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
 int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, size_t errlen)
 {
 	struct cfs_store *s = w->s;
-	int dfd = cfs__kind_fd(s, w->kind);
+	int dfd = cfs__kind_fd(&s->lay, w->kind);
 	const char *sub = w->kind == CFS_KIND_TFRECORD ? "shards" : "objects";
 	struct cfs_shard_new sh;
 	struct cfs_sample raw_sample;
@@ -286,38 +286,38 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 
 	if (w->broken) {
 		snprintf(err, errlen, "%s/tmp/%s: an earlier write failed: the file was discarded",
-			 s->dir, w->name);
+			 s->lay.dir, w->name);
 		cfs_shard_writer_abort(w);
 		return -EIO;
 	}
 	if (w->kind == CFS_KIND_TFRECORD && w->nsamples == 0) {
-		snprintf(err, errlen, "%s/tmp/%s: no record was appended: nothing to seal", s->dir,
+		snprintf(err, errlen, "%s/tmp/%s: no record was appended: nothing to seal", s->lay.dir,
 			 w->name);
 		cfs_shard_writer_abort(w);
 		return -ENODATA;
 	}
 	/* 1. flush and fsync the file in tmp/ */
 	if (w->tw && (rc = cmn_tfr_writer_flush(w->tw)) < 0) {
-		snprintf(err, errlen, "%s/tmp/%s: write failed: %s", s->dir, w->name,
+		snprintf(err, errlen, "%s/tmp/%s: write failed: %s", s->lay.dir, w->name,
 			 strerror(-rc));
 		goto fail;
 	}
 	if (fsync(w->fd) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s/tmp/%s: fsync failed: %s", s->dir, w->name,
+		snprintf(err, errlen, "%s/tmp/%s: fsync failed: %s", s->lay.dir, w->name,
 			 strerror(-rc));
 		goto fail;
 	}
 	/* 2. rename into shards/ or objects/ and fsync that directory */
-	if (renameat(s->tmp_fd, w->name, dfd, w->name) < 0) {
+	if (renameat(s->lay.tmp_fd, w->name, dfd, w->name) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: rename tmp/%s -> %s/%s failed: %s", s->dir, w->name, sub,
+		snprintf(err, errlen, "%s: rename tmp/%s -> %s/%s failed: %s", s->lay.dir, w->name, sub,
 			 w->name, strerror(-rc));
 		goto fail;
 	}
 	if (fsync(dfd) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s/%s: fsync of the directory failed: %s", s->dir, sub,
+		snprintf(err, errlen, "%s/%s: fsync of the directory failed: %s", s->lay.dir, sub,
 			 strerror(-rc));
 		goto fail_renamed;
 	}
@@ -342,7 +342,7 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 		rc = cfs_catalog_shard_insert(s->cat, &sh, w->samples, w->nsamples);
 	}
 	if (rc < 0) {
-		snprintf(err, errlen, "%s/catalog.db: cannot record %s/%s: %s", s->dir, sub,
+		snprintf(err, errlen, "%s/catalog.db: cannot record %s/%s: %s", s->lay.dir, sub,
 			 w->name, strerror(-rc));
 		goto fail_renamed;
 	}
@@ -355,7 +355,7 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 fail_renamed:
 	/* never visible: the row is missing, so remove the file now */
 	if (unlinkat(dfd, w->name, 0) < 0 && errno != ENOENT)
-		cmn_log(CMN_LOG_WARN, "%s/%s/%s: cannot remove: %s (removed at next start)", s->dir,
+		cmn_log(CMN_LOG_WARN, "%s/%s/%s: cannot remove: %s (removed at next start)", s->lay.dir,
 			sub, w->name, strerror(errno));
 fail:
 	cfs_shard_writer_abort(w);

@@ -17,6 +17,8 @@
  */
 #include "cachefs/store_i.h"
 
+#include "cachefs/reconcile.h"
+
 #include "common/log.h"
 
 #include <dirent.h>
@@ -30,19 +32,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-void cfs__file_name(enum cfs_kind kind, int64_t id, char *buf, size_t buflen)
-{
-	if (kind == CFS_KIND_TFRECORD)
-		snprintf(buf, buflen, "%" PRId64 ".tfrecord", id);
-	else
-		snprintf(buf, buflen, "%" PRId64, id);
-}
-
-int cfs__kind_fd(const struct cfs_store *s, enum cfs_kind kind)
-{
-	return kind == CFS_KIND_TFRECORD ? s->shards_fd : s->objects_fd;
-}
 
 /* mkdir -p for the cache directory itself (mode 0755). */
 static int mkdir_p(const char *path)
@@ -69,18 +58,18 @@ static int mkdir_p(const char *path)
 /* Opens (creating) subdirectory `name` of the cache dir. */
 static int open_sub(struct cfs_store *s, const char *name, int *fd, char *err, size_t errlen)
 {
-	if (mkdirat(s->dir_fd, name, 0755) < 0 && errno != EEXIST) {
+	if (mkdirat(s->lay.dir_fd, name, 0755) < 0 && errno != EEXIST) {
 		int e = errno;
 		snprintf(err, errlen,
 			 "%s/%s: cannot create: %s: check the permissions of %s or "
 			 "choose another cache_dir",
-			 s->dir, name, strerror(e), s->dir);
+			 s->lay.dir, name, strerror(e), s->lay.dir);
 		return -e;
 	}
-	*fd = openat(s->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	*fd = openat(s->lay.dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (*fd < 0) {
 		int e = errno;
-		snprintf(err, errlen, "%s/%s: cannot open: %s: it must be a directory", s->dir,
+		snprintf(err, errlen, "%s/%s: cannot open: %s: it must be a directory", s->lay.dir,
 			 name, strerror(e));
 		return -e;
 	}
@@ -97,13 +86,13 @@ static int take_lock(struct cfs_store *s, char *err, size_t errlen)
 	ssize_t n;
 	int len;
 
-	s->lock_fd = openat(s->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	s->lock_fd = openat(s->lay.dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (s->lock_fd < 0) {
 		int e = errno;
 		snprintf(err, errlen,
 			 "%s/lock: cannot open: %s: check the permissions of %s or "
 			 "choose another cache_dir",
-			 s->dir, strerror(e), s->dir);
+			 s->lay.dir, strerror(e), s->lay.dir);
 		return -e;
 	}
 	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
@@ -115,16 +104,16 @@ static int take_lock(struct cfs_store *s, char *err, size_t errlen)
 			snprintf(err, errlen,
 				 "%s is in use by pid %s (another rollcache mount or "
 				 "ingest): stop that process, or use another cache_dir",
-				 s->dir, buf[0] ? buf : "(unknown)");
+				 s->lay.dir, buf[0] ? buf : "(unknown)");
 		} else {
-			snprintf(err, errlen, "%s/lock: cannot lock: %s", s->dir, strerror(e));
+			snprintf(err, errlen, "%s/lock: cannot lock: %s", s->lay.dir, strerror(e));
 		}
 		return -e;
 	}
 	len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
 	if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, buf, (size_t)len, 0) != len) {
 		int e = errno ? errno : EIO;
-		snprintf(err, errlen, "%s/lock: cannot write our pid: %s: check the disk", s->dir,
+		snprintf(err, errlen, "%s/lock: cannot write our pid: %s: check the disk", s->lay.dir,
 			 strerror(e));
 		return -e;
 	}
@@ -158,14 +147,14 @@ static int check_foreign(struct cfs_store *s, char *err, size_t errlen)
 	DIR *d;
 	int fd, rc = 0;
 
-	if (fstatat(s->dir_fd, "catalog.db", &st, AT_SYMLINK_NOFOLLOW) == 0)
+	if (fstatat(s->lay.dir_fd, "catalog.db", &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
-	fd = dup(s->dir_fd);
+	fd = dup(s->lay.dir_fd);
 	if (fd < 0 || !(d = fdopendir(fd))) {
 		rc = -errno;
 		if (fd >= 0)
 			close(fd);
-		snprintf(err, errlen, "%s: cannot list: %s", s->dir, strerror(-rc));
+		snprintf(err, errlen, "%s: cannot list: %s", s->lay.dir, strerror(-rc));
 		return rc;
 	}
 	while ((de = readdir(d))) {
@@ -177,7 +166,7 @@ static int check_foreign(struct cfs_store *s, char *err, size_t errlen)
 				 "%s is not empty and has no catalog.db (it holds "
 				 "'%.64s'): it is not a rollcache cache directory; choose a new or "
 				 "empty directory for cache_dir",
-				 s->dir, de->d_name);
+				 s->lay.dir, de->d_name);
 			rc = -ENOTEMPTY;
 			break;
 		}
@@ -204,25 +193,25 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 		return -EINVAL;
 	}
 	s = calloc(1, sizeof(*s));
-	if (!s || !(s->dir = strdup(o->dir))) {
+	if (!s || !(s->lay.dir = strdup(o->dir))) {
 		free(s);
 		snprintf(err, errlen, "%s: out of memory", o->dir);
 		return -ENOMEM;
 	}
-	s->dir_fd = s->shards_fd = s->objects_fd = s->tmp_fd = s->lock_fd = -1;
+	s->lay.dir_fd = s->lay.shards_fd = s->lay.objects_fd = s->lay.tmp_fd = s->lock_fd = -1;
 
-	rc = mkdir_p(s->dir);
+	rc = mkdir_p(s->lay.dir);
 	if (rc < 0) {
 		snprintf(err, errlen,
 			 "%s: cannot create the cache directory: %s: check the path "
 			 "and its permissions",
-			 s->dir, strerror(-rc));
+			 s->lay.dir, strerror(-rc));
 		goto fail;
 	}
-	s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (s->dir_fd < 0) {
+	s->lay.dir_fd = open(s->lay.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->lay.dir_fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: cannot open the cache directory: %s", s->dir,
+		snprintf(err, errlen, "%s: cannot open the cache directory: %s", s->lay.dir,
 			 strerror(-rc));
 		goto fail;
 	}
@@ -232,14 +221,14 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 	rc = take_lock(s, err, errlen);
 	if (rc < 0)
 		goto fail;
-	if ((rc = open_sub(s, "shards", &s->shards_fd, err, errlen)) < 0 ||
-	    (rc = open_sub(s, "objects", &s->objects_fd, err, errlen)) < 0 ||
-	    (rc = open_sub(s, "tmp", &s->tmp_fd, err, errlen)) < 0)
+	if ((rc = open_sub(s, "shards", &s->lay.shards_fd, err, errlen)) < 0 ||
+	    (rc = open_sub(s, "objects", &s->lay.objects_fd, err, errlen)) < 0 ||
+	    (rc = open_sub(s, "tmp", &s->lay.tmp_fd, err, errlen)) < 0)
 		goto fail;
 
-	if (snprintf(path, sizeof(path), "%s/catalog.db", s->dir) >= (int)sizeof(path)) {
+	if (snprintf(path, sizeof(path), "%s/catalog.db", s->lay.dir) >= (int)sizeof(path)) {
 		rc = -ENAMETOOLONG;
-		snprintf(err, errlen, "%s: path too long", s->dir);
+		snprintf(err, errlen, "%s: path too long", s->lay.dir);
 		goto fail;
 	}
 	rc = cfs_catalog_open(&s->cat, path, 0, err, errlen);
@@ -247,10 +236,10 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 		goto fail;
 	rc = cfs_budget_new(&s->budget, o->limit);
 	if (rc < 0) {
-		snprintf(err, errlen, "%s: out of memory", s->dir);
+		snprintf(err, errlen, "%s: out of memory", s->lay.dir);
 		goto fail;
 	}
-	rc = cfs__reconcile(s, err, errlen);
+	rc = cfs__reconcile(&s->lay, s->cat, s->budget, &s->rec, err, errlen);
 	if (rc < 0)
 		goto fail;
 	*out = s;
@@ -269,12 +258,12 @@ void cfs_store_close(struct cfs_store *s)
 		cfs_budget_cancel(s->budget);
 	cfs_catalog_close(s->cat);
 	cfs_budget_free(s->budget);
-	close_fd(&s->tmp_fd);
-	close_fd(&s->objects_fd);
-	close_fd(&s->shards_fd);
+	close_fd(&s->lay.tmp_fd);
+	close_fd(&s->lay.objects_fd);
+	close_fd(&s->lay.shards_fd);
 	close_fd(&s->lock_fd); /* releases the flock */
-	close_fd(&s->dir_fd);
-	free(s->dir);
+	close_fd(&s->lay.dir_fd);
+	free(s->lay.dir);
 	free(s);
 }
 
@@ -290,7 +279,7 @@ struct cfs_budget *cfs_store_budget(struct cfs_store *s)
 
 const char *cfs_store_dir(const struct cfs_store *s)
 {
-	return s->dir;
+	return s->lay.dir;
 }
 
 const struct cfs_reconcile_report *cfs_store_reconcile_report(const struct cfs_store *s)
@@ -305,7 +294,7 @@ int cfs_store_file_path(const struct cfs_store *s, enum cfs_kind kind, int64_t i
 	int n;
 
 	cfs__file_name(kind, id, name, sizeof(name));
-	n = snprintf(buf, buflen, "%s%s%s/%s", absolute ? s->dir : "", absolute ? "/" : "",
+	n = snprintf(buf, buflen, "%s%s%s/%s", absolute ? s->lay.dir : "", absolute ? "/" : "",
 		     kind == CFS_KIND_TFRECORD ? "shards" : "objects", name);
 	if (n < 0 || (size_t)n >= buflen) {
 		if (buflen)
@@ -321,7 +310,7 @@ int cfs_store_open_file(struct cfs_store *s, enum cfs_kind kind, int64_t id)
 	int fd;
 
 	cfs__file_name(kind, id, name, sizeof(name));
-	fd = openat(cfs__kind_fd(s, kind), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = openat(cfs__kind_fd(&s->lay, kind), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -331,9 +320,9 @@ static int unlink_file(struct cfs_store *s, enum cfs_kind kind, int64_t id)
 	char name[32];
 
 	cfs__file_name(kind, id, name, sizeof(name));
-	if (unlinkat(cfs__kind_fd(s, kind), name, 0) < 0 && errno != ENOENT) {
+	if (unlinkat(cfs__kind_fd(&s->lay, kind), name, 0) < 0 && errno != ENOENT) {
 		int e = errno;
-		cmn_log(CMN_LOG_ERROR, "%s: cannot delete evicted file %s: %s", s->dir, name,
+		cmn_log(CMN_LOG_ERROR, "%s: cannot delete evicted file %s: %s", s->lay.dir, name,
 			strerror(e));
 		return -e;
 	}

@@ -1,22 +1,13 @@
 /*
- * evictor.h - the epoch boundary: what to evict and how much to admit.
+ * evictor.h - the retirement plan of an epoch boundary: what to evict and
+ * how much to admit.
  *
- * Two layers:
- *
- *   evc_plan_boundary()  pure: from the schedule entry S of epoch E+1, the
- *                        statistics of every sealed resident shard and the
- *                        bytes that are on disk but not sealed-resident
- *                        (evicted-but-open files, files being written),
- *                        computes the victims, the admit budget of E+1 and,
- *                        when the budget is short, why.  DESIGN "Epochs"
- *                        step 1.
- *
- *   evc_boundary()       the driver a cachefs engineer wires to the catalog:
- *                        snapshot -> plan -> commit, through struct
- *                        evc_store_ops, so that eviction/ never links SQLite
- *                        or FUSE.  commit applies the plan in one catalog
- *                        transaction (cfs_catalog_begin/shards_evict/
- *                        epoch_begin/commit).
+ * evc_plan_boundary() is pure: from the schedule entry S of epoch E+1, the
+ * statistics of every sealed resident shard and the bytes that are on disk
+ * but not sealed-resident (evicted-but-open files, files being written), it
+ * computes the victims, the admit budget of E+1 and, when the budget is
+ * short, why (DESIGN "Epochs" step 2).  The one boundary that applies it to
+ * the catalog and the view is daemon/boundary.c.
  *
  * Arithmetic of a boundary (all in bytes):
  *   used     = sum(sealed resident shards) + other   (other: draining + being written)
@@ -93,43 +84,5 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
  */
 int evc_plan_json(uint32_t epoch, const struct evc_entry *s, const struct evc_plan *p, char *buf,
 		  size_t len);
-
-/*
- * What the evictor needs from the cache (implemented by cachefs over the
- * catalog and the budget; by a fake in tests/eviction).  Both run on the
- * thread that calls evc_boundary(), with no eviction/ lock held.
- */
-struct evc_store_ops {
-	/*
-	 * A consistent snapshot of the sealed resident shards and of `other`
-	 * (draining + reserved bytes of the budget).  *shards is malloc'd (NULL
-	 * when *n == 0) and freed by the evictor with free().  A shard is
-	 * pinned if a handle is open on it (invariant 3).  last_use: the
-	 * catalog's last_read_ms, or the start of created_epoch when 0.
-	 * Returns 0 or -errno with a message in err.
-	 */
-	int (*snapshot)(void *ctx, struct evc_shard **shards, size_t *n, uint64_t *other, char *err,
-			size_t errlen);
-	/*
-	 * In one catalog transaction: marks ids[0..n) EVICTING in `epoch`,
-	 * records the start of `epoch` with entry s and the plan (resident,
-	 * admit, reason), and commits.  Files of victims with no open handle are
-	 * deleted after the commit; the others on their last release.  On
-	 * failure nothing is changed (rollback) and -errno is returned with a
-	 * message in err.
-	 */
-	int (*commit)(void *ctx, uint32_t epoch, const struct evc_entry *s, const int64_t *ids,
-		      size_t n, const struct evc_plan *plan, char *err, size_t errlen);
-};
-
-/*
- * Runs the boundary into `epoch`: snapshot, evc_plan_boundary() with the
- * schedule's entry for `epoch`, commit.  Logs the plan (info) and a short
- * budget (warn, with plan->why).  Returns 0 with *out filled, or -errno with
- * a message in err (nothing committed).  Not thread-safe against itself:
- * the caller (cachefs/epoch.c) serialises boundaries.
- */
-int evc_boundary(const struct evc_schedule *sch, uint32_t epoch, const struct evc_store_ops *ops,
-		 void *ctx, struct evc_plan *out, char *err, size_t errlen);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * test_sim.c - the simulator (eviction/sim.c) on cases whose figures are
  * known exactly (fifo's rolling window, none's freeze), LRU's waste, the
- * bound, determinism; a property run over random schedules; and the
- * evictor driver (eviction/evictor.c) against a fake store.
+ * bound, determinism; and a property run over random schedules.  The
+ * boundary that applies plans to a real store is tested in tests/daemon.
  */
 #include "eviction/evictor.h"
 #include "eviction/sim.h"
@@ -208,85 +208,6 @@ START_TEST(property_random_schedules)
 }
 END_TEST
 
-/* ---- the driver against a fake store ---------------------------------- */
-
-struct fake {
-	int fail_snapshot, fail_commit;
-	int64_t ids[8];
-	size_t n_ids;
-	uint32_t epoch;
-	uint64_t admit;
-};
-
-static int fake_snapshot(void *ctx, struct evc_shard **shards, size_t *n, uint64_t *other,
-			 char *err, size_t errlen)
-{
-	struct fake *f = ctx;
-	if (f->fail_snapshot) {
-		snprintf(err, errlen, "catalog.db: disk I/O error");
-		return -EIO;
-	}
-	struct evc_shard *s = calloc(3, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	for (int i = 0; i < 3; i++) {
-		s[i].id = 100 + i;
-		s[i].bytes = 10;
-		s[i].created = (uint32_t)(2 - i); /* id 102 is the oldest */
-		s[i].full_reads = 1;
-	}
-	*shards = s;
-	*n = 3;
-	*other = 5;
-	return 0;
-}
-
-static int fake_commit(void *ctx, uint32_t epoch, const struct evc_entry *s, const int64_t *ids,
-		       size_t n, const struct evc_plan *plan, char *err, size_t errlen)
-{
-	struct fake *f = ctx;
-	(void)s;
-	if (f->fail_commit) {
-		snprintf(err, errlen, "catalog.db: database is locked");
-		return -EBUSY;
-	}
-	memcpy(f->ids, ids, n * sizeof(*ids));
-	f->n_ids = n;
-	f->epoch = epoch;
-	f->admit = plan->admit;
-	return 0;
-}
-
-START_TEST(evictor_driver)
-{
-	const struct evc_store_ops ops = {fake_snapshot, fake_commit};
-	struct evc_schedule sch = one_entry(30, 12, CMN_POLICY_FIFO, 0);
-	struct evc_plan p;
-	struct fake f;
-	char err[320] = "";
-	memset(&f, 0, sizeof(f));
-	/* used 35, target 18: the two oldest go (ids 102, 101), 15 left. */
-	ck_assert_int_eq(evc_boundary(&sch, 4, &ops, &f, &p, err, sizeof(err)), 0);
-	ck_assert_uint_eq(f.n_ids, 2);
-	ck_assert_int_eq(f.ids[0], 102);
-	ck_assert_int_eq(f.ids[1], 101);
-	ck_assert_uint_eq(f.epoch, 4);
-	ck_assert_uint_eq(f.admit, 12);
-	ck_assert_uint_eq(p.used_after, 15);
-
-	memset(&f, 0, sizeof(f));
-	f.fail_snapshot = 1;
-	ck_assert_int_eq(evc_boundary(&sch, 4, &ops, &f, &p, err, sizeof(err)), -EIO);
-	ck_assert_str_eq(err, "catalog.db: disk I/O error");
-	f.fail_snapshot = 0;
-	f.fail_commit = 1;
-	ck_assert_int_eq(evc_boundary(&sch, 4, &ops, &f, &p, err, sizeof(err)), -EBUSY);
-	ck_assert_str_eq(err, "catalog.db: database is locked");
-	ck_assert_uint_eq(f.n_ids, 0);
-	evc_schedule_free(&sch);
-}
-END_TEST
-
 static Suite *sim_suite(void)
 {
 	Suite *s = suite_create("eviction-sim");
@@ -300,7 +221,6 @@ static Suite *sim_suite(void)
 	    {"deterministic", deterministic},
 	    {"bad-sizes", bad_sizes},
 	    {"property-schedules", property_random_schedules},
-	    {"evictor-driver", evictor_driver},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

@@ -2,35 +2,22 @@
  * stats.h - the texts of MOUNTPOINT/.rollcache/stats (JSON) and
  * .rollcache/metrics (Prometheus text format 0.0.4).
  *
- * The daemon gathers one struct cfs_stats_view (catalog rows, budget, view
- * counters, sampler counters) and these functions only format it, so the
- * formats are unit-testable without a mount.  Field meanings: docs/mount.md.
+ * The daemon gathers one struct dmn_stats_view (catalog rows, budget, view
+ * counters, sampler counters; daemon.c's dmn__stats_render) and these
+ * functions only format it, so the formats are unit-testable without a
+ * mount.  Field meanings: docs/mount.md.
  */
-#ifndef RC_CACHEFS_STATS_H
-#define RC_CACHEFS_STATS_H
+#ifndef RC_DAEMON_STATS_H
+#define RC_DAEMON_STATS_H
 
 #include "cachefs/catalog.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* A growing text buffer with a hard cap. */
-struct cfs_sbuf {
-	char *p;
-	size_t len, cap, max; /* max: hard cap on len (0: 16 MiB) */
-	bool failed;	      /* an append did not fit or allocation failed */
-};
-
-void cfs_sbuf_printf(struct cfs_sbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Appends s as a JSON string literal (quotes and escapes included). */
-void cfs_sbuf_json_str(struct cfs_sbuf *b, const char *s);
-void cfs_sbuf_free(struct cfs_sbuf *b);
-
-/* Sampler counters as the stats texts show them (a copy of smp_stats). */
-struct cfs_worker_stats {
+/* Sampler counters as the stats texts show them (sums of smp_stats). */
+struct dmn_sampler_stats {
 	bool present; /* samplers configured and running */
 	bool idle;    /* the current pass ended: no more data is coming this epoch */
 	uint64_t requests, retries, http_4xx, http_408_429, http_5xx, timeouts, net_errors;
@@ -40,7 +27,7 @@ struct cfs_worker_stats {
 	double fetch_bps;
 };
 
-struct cfs_stats_view {
+struct dmn_stats_view {
 	int pid;
 	const char *source;
 	const char *cache_dir;
@@ -77,15 +64,19 @@ struct cfs_stats_view {
 	const char *last_reason; /* evc_reason_name() or "" */
 	const char *last_why;
 
-	struct cfs_worker_stats sampler;
+	struct dmn_sampler_stats sampler;
 	uint64_t errors_stats_flush, errors_boundary, errors_read;
 	double uptime_s;
 };
 
-/* Renders the JSON text into b (b->failed on overflow/OOM). */
-void cfs_stats_json(const struct cfs_stats_view *v, struct cfs_sbuf *b);
+/*
+ * Renders the JSON text (jansson, keys in a fixed order, one trailing
+ * newline) into a malloc'd NUL-terminated buffer *out (*len without the
+ * NUL).  Returns 0, or -ENOMEM (nothing allocated); -EFBIG past max bytes.
+ */
+int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_t *len);
 
-/* Renders the Prometheus text into b. */
-void cfs_stats_metrics(const struct cfs_stats_view *v, struct cfs_sbuf *b);
+/* Renders the Prometheus text likewise.  Same returns. */
+int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, size_t *len);
 
 #endif

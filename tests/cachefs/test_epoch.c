@@ -1,12 +1,13 @@
 /*
  * test_epoch.c - Check suite of cachefs/epoch.c: snapshots, pins and the
  * states of an epoch and of an evicted-but-open file, without FUSE or disk
- * (the gone and retired callbacks record what would be deleted).
+ * (a set without a store deletes nothing on disk but counts what it would
+ * delete; epochs that leave the view and "all read" come as event bits).
  *
  * One TCase per behaviour; invariant numbers are DESIGN's.
  */
 #include "cachefs/epoch.h"
-#include "cachefs/stats.h"
+#include "common/events.h"
 
 #include <check.h>
 #include <errno.h>
@@ -14,51 +15,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct rec {
-	int64_t gone[64];
-	size_t ngone;
-	uint32_t retired[64];
-	size_t nretired;
-	int all_read;
-};
-
-static void on_gone(void *ctx, int64_t id, int kind, const char *relpath, uint64_t bytes)
-{
-	struct rec *r = ctx;
-	(void)kind;
-	(void)relpath;
-	(void)bytes;
-	r->gone[r->ngone++] = id;
-}
-
-static void on_retired(void *ctx, uint32_t number)
-{
-	struct rec *r = ctx;
-	r->retired[r->nretired++] = number;
-}
-
-static void on_all_read(void *ctx)
-{
-	struct rec *r = ctx;
-	r->all_read++;
-}
+/* Evicted files the set has deleted so far. */
+static uint64_t ngone(void);
 
 static struct cfs_epochs set;
-static struct rec rec;
+static struct cmn_events ev;
 
 static void setup(void)
 {
-	memset(&rec, 0, sizeof(rec));
-	ck_assert_int_eq(cfs_epochs_init(&set, on_gone, &rec), 0);
-	set.retired = on_retired;
-	set.retired_ctx = &rec;
-	set.all_read = on_all_read;
-	set.all_read_ctx = &rec;
+	cmn_events_init(&ev);
+	ck_assert_int_eq(cfs_epochs_init(&set, NULL, &ev), 0);
 }
 
 static void teardown(void)
 {
 	cfs_epochs_destroy(&set);
+	cmn_events_destroy(&ev);
+}
+
+static uint64_t ngone(void)
+{
+	struct cfs_epochs_stat st;
+	cfs_epochs_stat(&set, &st);
+	return st.gone_files;
+}
+
+/* Whether `bit` was posted since the last call (takes every pending bit). */
+static bool posted(uint32_t bit)
+{
+	return (cmn_events_wait(&ev, 0) & bit) != 0;
 }
 
 /* Publishes epoch `number` of files with ids[0..n). */
@@ -140,10 +125,13 @@ START_TEST(old_epoch_leaves_when_unheld)
 	ck_assert_int_eq(publish(0, a, 2), 0);
 	ck_assert_int_eq(publish(1, a, 2), 0);
 	ck_assert_uint_eq(nlisted(), 1);
-	ck_assert_uint_eq(rec.nretired, 1);
-	ck_assert_uint_eq(rec.retired[0], 0);
+	ck_assert(posted(CFS_EV_RETIRED));
+	uint32_t q[4];
+	ck_assert_uint_eq(cfs_epochs_take_retired(&set, q, 4), 1);
+	ck_assert_uint_eq(q[0], 0);
+	ck_assert_uint_eq(cfs_epochs_take_retired(&set, q, 4), 0); /* taken once */
 	ck_assert_ptr_null(cfs_epochs_lookup(&set, 0));
-	ck_assert_uint_eq(rec.ngone, 0); /* nothing evicted, nothing deleted */
+	ck_assert_uint_eq(ngone(), 0); /* nothing evicted, nothing deleted */
 }
 END_TEST
 
@@ -155,9 +143,13 @@ START_TEST(dir_handle_holds_old_epoch)
 	cfs_epoch_opendir(&set, ep);
 	ck_assert_int_eq(publish(1, a, 1), 0);
 	ck_assert_uint_eq(nlisted(), 2);
+	ck_assert(!posted(CFS_EV_RETIRED)); /* held by the directory handle */
 	cfs_epoch_releasedir(&set, ep);
 	ck_assert_uint_eq(nlisted(), 1);
-	ck_assert_uint_eq(rec.nretired, 1);
+	ck_assert(posted(CFS_EV_RETIRED));
+	uint32_t q[4];
+	ck_assert_uint_eq(cfs_epochs_take_retired(&set, q, 4), 1);
+	ck_assert_uint_eq(q[0], 0);
 	/* the kernel still holds a lookup: the struct lives, shows nothing */
 	ck_assert_ptr_null(cfs_epoch_lookup_file(&set, ep, "shard-1.tfrecord"));
 	cfs_epoch_forget(&set, ep, 1);
@@ -174,21 +166,22 @@ START_TEST(evicted_open_file_deleted_on_last_release)
 	int64_t victims[] = {1, 2};
 	ck_assert_uint_eq(cfs_epochs_evict(&set, victims, 2), 200);
 	ck_assert(cfs_epochs_held(&set, 1));
-	ck_assert_uint_eq(rec.ngone, 0); /* epoch 0 is current: invariant 3 */
+	ck_assert_uint_eq(ngone(), 0); /* epoch 0 is current: invariant 3 */
 	ck_assert_int_eq(publish(1, NULL, 0), 0);
 	/* epoch 0 is held by the open evicted file 1; file 2 (not open) goes */
 	ck_assert_uint_eq(nlisted(), 2);
-	ck_assert_uint_eq(rec.ngone, 1);
-	ck_assert_int_eq(rec.gone[0], 2);
+	ck_assert_uint_eq(ngone(), 1);
+	ck_assert(!cfs_epochs_held(&set, 2)); /* the one deleted is 2 */
+	ck_assert(cfs_epochs_held(&set, 1));
 	cfs_efile_release(&set, f);
-	ck_assert_uint_eq(rec.ngone, 1); /* one handle left */
+	ck_assert_uint_eq(ngone(), 1); /* one handle left */
 	struct cfs_epochs_stat st;
 	cfs_epochs_stat(&set, &st);
 	ck_assert_uint_eq(st.draining_bytes, 100);
 	ck_assert_uint_eq(st.draining_files, 1);
 	cfs_efile_release(&set, f);
-	ck_assert_uint_eq(rec.ngone, 2);
-	ck_assert_int_eq(rec.gone[1], 1);
+	ck_assert_uint_eq(ngone(), 2);
+	ck_assert(!cfs_epochs_held(&set, 1));
 	ck_assert_uint_eq(nlisted(), 1);
 	cfs_epochs_stat(&set, &st);
 	ck_assert_uint_eq(st.draining_bytes, 0);
@@ -204,15 +197,16 @@ START_TEST(evicted_unheld_file_deleted_at_next_epoch)
 	ck_assert_int_eq(publish(0, a, 2), 0);
 	int64_t v[] = {2};
 	cfs_epochs_evict(&set, v, 1);
-	ck_assert_uint_eq(rec.ngone, 0);
+	ck_assert_uint_eq(ngone(), 0);
 	int64_t b[] = {1};
 	ck_assert_int_eq(publish(1, b, 1), 0);
-	ck_assert_uint_eq(rec.ngone, 1);
-	ck_assert_int_eq(rec.gone[0], 2);
+	ck_assert_uint_eq(ngone(), 1);
+	ck_assert(!cfs_epochs_held(&set, 2));
+	ck_assert(cfs_epochs_held(&set, 1));
 	/* an evicted file never comes back (invariant 1) */
 	int64_t c[] = {1, 3};
 	ck_assert_int_eq(publish(2, c, 2), 0);
-	ck_assert_uint_eq(rec.ngone, 1);
+	ck_assert_uint_eq(ngone(), 1);
 }
 END_TEST
 
@@ -229,15 +223,15 @@ START_TEST(read_accounting_and_all_read)
 	ck_assert_uint_eq(atomic_load(&f1->d_reads), 1);
 	ck_assert_uint_eq(atomic_load(&f1->d_full_reads), 1);
 	ck_assert_uint_eq(atomic_load(&f1->d_read_bytes), 100);
-	ck_assert_int_eq(rec.all_read, 0);
+	ck_assert(!posted(CFS_EV_ALL_READ));
 	cfs_efile_account(&set, f2, 0, 100, true, &end2);
-	ck_assert_int_eq(rec.all_read, 1);
+	ck_assert(posted(CFS_EV_ALL_READ));
 	ck_assert_uint_eq(atomic_load(&set.cur_read_bytes), 200);
 	/* a second full read of f1 in the same epoch does not count twice */
 	bool end3 = false;
 	cfs_efile_account(&set, f1, 0, 100, true, &end3);
 	ck_assert_uint_eq(atomic_load(&set.cur_full_files), 2);
-	ck_assert_int_eq(rec.all_read, 1);
+	ck_assert(!posted(CFS_EV_ALL_READ));
 	cfs_efile_forget(&set, f1, 1);
 	cfs_efile_forget(&set, f2, 1);
 }
@@ -285,45 +279,6 @@ START_TEST(tree_of_nested_names)
 }
 END_TEST
 
-START_TEST(stats_json_escapes_and_metrics)
-{
-	struct cfs_stats_view v;
-	memset(&v, 0, sizeof(v));
-	v.source = "file:///a \"b\"\n";
-	v.cache_dir = "/c";
-	v.mountpoint = "/m";
-	v.advance = "manual";
-	v.schedule = v.policy = v.last_reason = v.last_why = "";
-	v.have_epoch = true;
-	v.epoch = 7;
-	v.limit = 1000;
-	v.sealed = 400;
-	v.draining = 100;
-	v.passthrough = true;
-	v.passthrough_opens = 3;
-	struct cfs_sbuf b = {0};
-	cfs_stats_json(&v, &b);
-	ck_assert(!b.failed);
-	ck_assert_ptr_nonnull(strstr(
-	    b.p, "\"passthrough\": true, \"passthrough_opens\": 3, \"passthrough_refused\": 0}"));
-	ck_assert_ptr_nonnull(strstr(b.p, "\"source\": \"file:///a \\\"b\\\"\\u000a\""));
-	ck_assert_ptr_nonnull(strstr(b.p, "\"epoch\": 7,"));
-	ck_assert_ptr_nonnull(strstr(b.p, "\"used\": 500,"));
-	cfs_sbuf_free(&b);
-	cfs_stats_metrics(&v, &b);
-	ck_assert(!b.failed);
-	ck_assert_ptr_nonnull(strstr(b.p, "\nrollcache_used_bytes 500\n"));
-	ck_assert_ptr_nonnull(strstr(b.p, "# TYPE rollcache_epoch gauge\nrollcache_epoch 7\n"));
-	ck_assert_ptr_nonnull(strstr(b.p, "\nrollcache_passthrough 1\n"));
-	ck_assert_ptr_nonnull(strstr(b.p, "\nrollcache_passthrough_opens_total 3\n"));
-	cfs_sbuf_free(&b);
-	/* the cap holds */
-	struct cfs_sbuf small = {.max = 64};
-	cfs_stats_json(&v, &small);
-	ck_assert(small.failed);
-	cfs_sbuf_free(&small);
-}
-END_TEST
 
 static Suite *epoch_suite(void)
 {
@@ -342,7 +297,6 @@ static Suite *epoch_suite(void)
 	     evicted_unheld_file_deleted_at_next_epoch},
 	    {"read_accounting_and_all_read", read_accounting_and_all_read},
 	    {"tree_of_nested_names", tree_of_nested_names},
-	    {"stats_json_escapes_and_metrics", stats_json_escapes_and_metrics},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

@@ -1,0 +1,360 @@
+/*
+ * boundary.c - the one epoch boundary: read statistics into the catalog,
+ * the retirement plan applied in one transaction, the snapshot published.
+ *
+ * Owns the catalog side of a boundary and the scratch list of sealed files
+ * (see boundary.h).  Does not choose victims (eviction/evictor.h's pure
+ * plan does), speak SQL (catalog.c does), or decide when a boundary runs
+ * or what the samplers do meanwhile (epochs.c does).
+ *
+ * Invariants: DESIGN 3 (victims held by a snapshot or a handle are deleted
+ * only on their last release: cfs_epochs_evict; a file open now is pinned
+ * and never a victim), DESIGN 4 (the plan keeps used + admit <= limit).
+ * Locking: b->flush_mu serialises flushes; the catalog locks itself;
+ * set->mu is a leaf (epoch.c).  No lock is held across a catalog call.
+ *
+ * DESIGN NOTE (in the manner of SQLite's pager.c)
+ *
+ * Terms.
+ *   shard      a sealed file of the cache (a TFRecord shard or a raw object).
+ *   resident   a shard whose catalog state is SEALED.
+ *   pinned     a resident shard with an open handle (DESIGN invariant 3).
+ *   draining   bytes of shards marked EVICTING whose file is still open.
+ *   other      draining + reserved (being written) bytes: on disk or
+ *              promised, but not resident.
+ *   used       resident bytes + other: what invariant 4 bounds by `limit`.
+ *   entry S    the schedule entry in force for the epoch being entered.
+ *
+ * Invariants this module keeps (numbers are DESIGN's):
+ *   E1 (inv. 3)  a pinned shard is never a victim.
+ *   E2 (inv. 4)  after a boundary, used + admit budget <= S.limit; and
+ *                used <= S.limit unless pinned + other bytes alone exceed it
+ *                (reason over_limit; they drain on release).
+ *   E3           a shard used fewer than S.min_uses times is a victim only to
+ *                honour a limit that shrank (reason limit_forced).
+ *   E4           a boundary is atomic: the victims, the new epoch row and
+ *                its budget are committed in one catalog transaction, or
+ *                nothing is.
+ *   E5           a boundary never waits for room: when pins or min_uses
+ *                leave less than S.admit, the epoch starts with what fits
+ *                and the reason is recorded (no deadlock, issue 5 item 4).
+ *
+ * States of a shard, and who moves it:
+ *
+ *      (tmp, no row) --cfs_catalog_shard_insert--> SEALED (resident)
+ *      SEALED --dmn_boundary_evict() whose plan names it--> EVICTING
+ *      EVICTING --last handle released (cachefs), unlink--> GONE
+ *
+ *   A victim without open handles passes EVICTING -> GONE right after the
+ *   commit; its bytes leave `used` when the file is unlinked.
+ *
+ * A boundary into epoch E+1 (the epoch thread, epochs.c, runs these in
+ * order):
+ *   1. dmn_boundary_flush_reads(): the view's read counters into the catalog.
+ *   2. dmn_boundary_evict(): resident shards with their statistics (pins
+ *      from the view's open handles) and other; evc_plan_boundary() with
+ *      S = evc_schedule_at(E+1): victims, budget; one transaction (E4).
+ *      The set then deletes the unpinned victims; the epoch thread sets the
+ *      budget's limit/admit to S and the plan.
+ *   3. dmn_boundary_publish(): the snapshot of every SEALED file.
+ *
+ * Not here: choosing victims (eviction/policy.c), the arithmetic
+ * (eviction/plan.c), SQL (cachefs/catalog.c), handle counts (cachefs/epoch.c).
+ */
+#include "daemon/boundary.h"
+
+#include "cachefs/fs.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dmn_boundary_init(struct dmn_boundary *b)
+{
+	pthread_mutex_init(&b->flush_mu, NULL);
+	atomic_store(&b->errors_flush, 0);
+	b->snap = NULL;
+	b->nsnap = 0;
+	memset(&b->row, 0, sizeof(b->row));
+}
+
+void dmn_boundary_destroy(struct dmn_boundary *b)
+{
+	cfs_shard_info_free(b->snap, b->nsnap);
+	b->snap = NULL;
+	b->nsnap = 0;
+	pthread_mutex_destroy(&b->flush_mu);
+}
+
+/* ---- read statistics, batched off the hot path --------------------- */
+
+struct delta_acc {
+	struct cfs_shard_stat_delta *d;
+	size_t n, cap;
+	bool oom;
+};
+
+static void collect_delta(struct cfs_efile *f, void *ctx)
+{
+	struct delta_acc *a = ctx;
+	if (a->oom)
+		return;
+	uint64_t reads = atomic_load_explicit(&f->d_reads, memory_order_relaxed);
+	uint64_t full = atomic_load_explicit(&f->d_full_reads, memory_order_relaxed);
+	uint64_t bytes = atomic_load_explicit(&f->d_read_bytes, memory_order_relaxed);
+	if (!reads && !full && !bytes)
+		return;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		struct cfs_shard_stat_delta *p = realloc(a->d, cap * sizeof(*p));
+		if (!p) {
+			a->oom = true;
+			return;
+		}
+		a->d = p;
+		a->cap = cap;
+	}
+	struct cfs_shard_stat_delta *x = &a->d[a->n++];
+	x->id = f->id;
+	x->reads = atomic_exchange_explicit(&f->d_reads, 0, memory_order_relaxed);
+	x->full_reads = atomic_exchange_explicit(&f->d_full_reads, 0, memory_order_relaxed);
+	x->read_bytes = atomic_exchange_explicit(&f->d_read_bytes, 0, memory_order_relaxed);
+	x->last_read_ms = atomic_load_explicit(&f->last_read_ms, memory_order_relaxed);
+}
+
+void dmn_boundary_flush_reads(struct dmn_boundary *b)
+{
+	struct delta_acc a = {0};
+	struct cfs_catalog *cat = cfs_store_catalog(b->store);
+	pthread_mutex_lock(&b->flush_mu);
+	cfs_epochs_foreach_file(b->set, collect_delta, &a);
+	bool have;
+	uint32_t epoch = cfs_epochs_current_number(b->set, &have);
+	int rc = a.n ? cfs_catalog_shards_add_stats(cat, a.d, a.n, epoch) : 0;
+	pthread_mutex_unlock(&b->flush_mu);
+	if (rc != 0 || a.oom) {
+		cmn_log(CMN_LOG_WARN, "read statistics of %zu files not recorded: %s", a.n,
+			a.oom ? "out of memory" : strerror(-rc));
+		atomic_fetch_add(&b->errors_flush, 1);
+	}
+	free(a.d);
+}
+
+/* ---- snapshots ------------------------------------------------------- */
+
+static int cmp_info_id(const void *a, const void *b)
+{
+	const struct cfs_shard_info *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Reloads b->snap with every SEALED file (sorted by id). */
+static int load_sealed(struct dmn_boundary *b)
+{
+	cfs_shard_info_free(b->snap, b->nsnap);
+	b->snap = NULL;
+	b->nsnap = 0;
+	int rc = cfs_catalog_shards_list(cfs_store_catalog(b->store), 1u << CFS_SHARD_SEALED, &b->snap, &b->nsnap);
+	if (rc == 0 && b->nsnap)
+		qsort(b->snap, b->nsnap, sizeof(*b->snap), cmp_info_id);
+	return rc;
+}
+
+int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, size_t errlen)
+{
+	int rc = load_sealed(b);
+	if (rc != 0) {
+		snprintf(err, errlen, "epoch %" PRIu32 ": listing sealed files: %s", number,
+			 strerror(-rc));
+		return rc;
+	}
+	struct cfs_efile_in *in = calloc(b->nsnap ? b->nsnap : 1, sizeof(*in));
+	char(*names)[40] = calloc(b->nsnap ? b->nsnap : 1, sizeof(*names));
+	char(*paths)[64] = calloc(b->nsnap ? b->nsnap : 1, sizeof(*paths));
+	if (!in || !names || !paths) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "epoch %" PRIu32 ": out of memory", number);
+		goto out;
+	}
+	for (size_t i = 0; i < b->nsnap; i++) {
+		const struct cfs_shard_info *si = &b->snap[i];
+		/* raw: the sanitized display path (invariant 7); '/' makes directories */
+		const char *name = si->kind == CFS_KIND_RAW && si->name ? si->name : names[i];
+		snprintf(names[i], sizeof(names[i]), "shard-%" PRId64 ".tfrecord", si->id);
+		rc = cfs_store_file_path(b->store, si->kind, si->id, false, paths[i],
+					 sizeof(paths[i]));
+		if (rc != 0) {
+			snprintf(err, errlen, "file %" PRId64 ": path: %s", si->id, strerror(-rc));
+			goto out;
+		}
+		in[i] = (struct cfs_efile_in){
+		    .id = si->id,
+		    .kind = (int)si->kind,
+		    .name = name,
+		    .relpath = paths[i],
+		    .bytes = si->bytes,
+		    .records = si->records,
+		    .created_epoch = si->created_epoch,
+		};
+	}
+	uint64_t started = cmn_wall_ms();
+	rc = cfs_epochs_publish(b->set, number, in, b->nsnap, started, NULL);
+	if (rc != 0) {
+		snprintf(err, errlen, "epoch %" PRIu32 ": snapshot: %s", number, strerror(-rc));
+		goto out;
+	}
+	if (b->fs) /* the kernel caches the `current` link: it points elsewhere now */
+		cfs_fs_current_changed(b->fs);
+	/*
+	 * The epoch starts with this snapshot (step 3), after any wait for
+	 * min_records (step 2): its row records what the snapshot holds.
+	 */
+	b->row.number = number;
+	b->row.started_ms = started;
+	b->row.resident_files = b->nsnap;
+	b->row.resident_bytes = b->row.resident_records = 0;
+	for (size_t i = 0; i < b->nsnap; i++) {
+		b->row.resident_bytes += b->snap[i].bytes;
+		b->row.resident_records += b->snap[i].records;
+	}
+	rc = cfs_catalog_epoch_begin(cfs_store_catalog(b->store), &b->row);
+	if (rc != 0) {
+		snprintf(err, errlen, "epoch %" PRIu32 ": catalog: %s", number, strerror(-rc));
+		goto out;
+	}
+	cmn_log(CMN_LOG_INFO, "epoch %" PRIu32 ": %zu files", number, b->nsnap);
+out:
+	free(in);
+	free(names);
+	free(paths);
+	return rc;
+}
+
+/* ---- the retirement plan (DESIGN "Epochs" step 2) -------------------- */
+
+static uint64_t started_ms_of(const struct cfs_epoch_row *rows, size_t n, uint32_t epoch)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].number == epoch)
+			return rows[i].started_ms;
+	return 0;
+}
+
+int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_entry *entry,
+		       bool startup, uint64_t startup_admit, struct evc_plan *plan, char *err,
+		       size_t errlen)
+{
+	struct evc_shard *sh = NULL;
+	size_t *victims = NULL;
+	struct cfs_evict_item *items = NULL;
+	int64_t *ids = NULL;
+	struct cfs_epoch_row *rows = NULL;
+	size_t nrows = 0;
+	int rc = load_sealed(b);
+	if (rc != 0) {
+		snprintf(err, errlen, "boundary %" PRIu32 ": listing sealed files: %s", next,
+			 strerror(-rc));
+		return rc;
+	}
+	if (cfs_catalog_epochs_list(cfs_store_catalog(b->store), &rows, &nrows) != 0)
+		nrows = 0;
+	size_t n = b->nsnap;
+	sh = calloc(n ? n : 1, sizeof(*sh));
+	victims = calloc(n ? n : 1, sizeof(*victims));
+	items = calloc(n ? n : 1, sizeof(*items));
+	ids = calloc(n ? n : 1, sizeof(*ids));
+	if (!sh || !victims || !items || !ids) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "boundary %" PRIu32 ": out of memory", next);
+		goto out;
+	}
+	uint64_t resident_bytes = 0, resident_records = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct cfs_shard_info *si = &b->snap[i];
+		sh[i] = (struct evc_shard){
+		    .id = si->id,
+		    .bytes = si->bytes,
+		    .created = si->created_epoch,
+		    .reads = si->reads,
+		    .full_reads = si->full_reads,
+		    .last_use = si->last_read_ms ? si->last_read_ms
+						 : started_ms_of(rows, nrows, si->created_epoch),
+		    .pins = cfs_epochs_pinned(b->set, si->id) ? 1u : 0u, /* invariant 3 */
+		};
+		resident_bytes += si->bytes;
+		resident_records += si->records;
+	}
+	struct cfs_budget_stat bs;
+	cfs_budget_get(cfs_store_budget(b->store), &bs);
+	rc = evc_plan_boundary(entry, next, sh, n, bs.draining + bs.reserved, victims, plan);
+	if (rc != 0) {
+		snprintf(err, errlen, "boundary %" PRIu32 ": plan: %s", next, strerror(-rc));
+		goto out;
+	}
+	if (startup) {
+		/* planned with admit 0 (evict only above the limit); now the real budget */
+		uint64_t room =
+		    plan->used_after < entry->limit ? entry->limit - plan->used_after : 0;
+		plan->admit = startup_admit < room ? startup_admit : room;
+	}
+	uint64_t ev_records = 0;
+	for (size_t i = 0; i < plan->n_victims; i++) {
+		const struct cfs_shard_info *si = &b->snap[victims[i]];
+		items[i] = (struct cfs_evict_item){
+		    .id = si->id,
+		    .kind = si->kind,
+		    .bytes = si->bytes,
+		    .open = cfs_epochs_held(b->set, si->id),
+		};
+		ids[i] = si->id;
+		ev_records += si->records;
+	}
+	struct cfs_epoch_row row = {
+	    .number = next,
+	    .started_ms = cmn_wall_ms(),
+	    .limit = entry->limit,
+	    .admit = plan->admit,
+	    .min_uses = entry->min_uses,
+	    .resident_files = n - plan->n_victims,
+	    .resident_bytes = resident_bytes - plan->evict_bytes,
+	    .resident_records = resident_records - ev_records,
+	};
+	snprintf(row.policy, sizeof(row.policy), "%s", cmn_policy_name(entry->policy));
+	b->row = row; /* publish() rewrites started_ms and resident_* at the snapshot */
+
+	rc = cfs_catalog_begin(cfs_store_catalog(b->store));
+	if (rc == 0 && plan->n_victims)
+		rc = cfs_store_evict(b->store, items, plan->n_victims, next);
+	if (rc == 0)
+		rc = cfs_catalog_epoch_begin(cfs_store_catalog(b->store), &row);
+	if (rc == 0) {
+		rc = cfs_catalog_commit(cfs_store_catalog(b->store));
+	} else {
+		int rc2 = rc;
+		cfs_catalog_rollback(cfs_store_catalog(b->store));
+		rc = rc2;
+	}
+	if (rc != 0) {
+		snprintf(err, errlen, "boundary %" PRIu32 ": catalog: %s", next, strerror(-rc));
+		goto out;
+	}
+	/* Held victims are deleted on their last release (invariant 3). */
+	cfs_epochs_evict(b->set, ids, plan->n_victims);
+	if (plan->reason != EVC_REASON_OK)
+		cmn_log(CMN_LOG_WARN, "epoch %" PRIu32 ": %s", next, plan->why);
+	cmn_log(CMN_LOG_INFO,
+		"epoch %" PRIu32 ": evicted %zu files (%" PRIu64 " bytes), admit %" PRIu64, next,
+		plan->n_victims, plan->evict_bytes, plan->admit);
+out:
+	free(sh);
+	free(victims);
+	free(items);
+	free(ids);
+	free(rows);
+	return rc;
+}
+

@@ -1,0 +1,185 @@
+/*
+ * control.c - the control thread: serves the FUSE view's request queue
+ * (cachefs/requests.h) while the mount is up.
+ *
+ * A stats text is rendered here at once from a struct dmn_stats_view
+ * gathered from the store, the view, the samplers and the last boundary
+ * (formats: stats.c).  A control command ("next", "next wait") becomes an
+ * advance request for the epoch thread, which answers it when its boundary
+ * is done (epochs.c answer_done), so a long `next wait` never holds up a
+ * stats read.  Unknown commands get -EINVAL.
+ *
+ * Locking: d->mu for the advance sequence and the pending list; the request
+ * queue's own mu inside cfs_requests_*.
+ */
+#include "daemon/daemon_i.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "daemon/stats.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STATS_TEXT_MAX ((size_t)16 << 20) /* cap of one stats text */
+
+int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
+{
+	struct dmn_stats_view v;
+	struct cfs_budget_stat bs;
+	struct cfs_epochs_stat es;
+	struct cfs_epoch_row *rows = NULL;
+	size_t nrows = 0;
+
+	dmn_boundary_flush_reads(&d->bd); /* so that read figures agree with the catalog */
+	memset(&v, 0, sizeof(v));
+	v.pid = (int)getpid();
+	v.source = d->o->source;
+	v.cache_dir = cfs_store_dir(d->store);
+	v.mountpoint = d->o->mountpoint;
+	v.epoch = cfs_epochs_current_number(&d->set, &v.have_epoch);
+	v.advance = d->cfg->advance == CMN_ADVANCE_AUTO ? "auto" : "manual";
+	v.min_records = d->cfg->min_records;
+	cfs_budget_get(d->budget, &bs);
+	v.limit = bs.limit;
+	v.admit = bs.admit;
+	v.admit_used = bs.admit_used;
+	v.reserved = bs.reserved;
+	v.sealed = bs.sealed;
+	v.draining = bs.draining;
+	v.peak = bs.peak;
+	v.waiting_limit = bs.waiting_limit;
+	v.waiting_admit = bs.waiting_admit;
+	if (cfs_catalog_resident(d->cat, &v.resident) != 0)
+		memset(&v.resident, 0, sizeof(v.resident));
+	if (cfs_catalog_epochs_list(d->cat, &rows, &nrows) != 0)
+		nrows = 0;
+	v.epochs = rows;
+	v.n_epochs = nrows;
+	cfs_epochs_stat(&d->set, &es);
+	v.epochs_listed = es.epochs_listed;
+	v.open_handles = es.open_handles;
+	v.draining_files = es.draining_files;
+	if (d->fs) {
+		struct cfs_fs_pt_stats pt;
+		cfs_fs_passthrough(d->fs, &pt);
+		v.passthrough = pt.enabled;
+		v.passthrough_opens = pt.opens;
+		v.passthrough_refused = pt.refused;
+	}
+	struct cfs_epoch *ep = cfs_epochs_lookup_current(&d->set);
+	if (ep) {
+		v.current_files = ep->nfiles;
+		v.current_bytes = ep->bytes;
+		v.current_records = ep->records;
+		cfs_epoch_forget(&d->set, ep, 1);
+	}
+	v.current_read_bytes = atomic_load(&d->set.cur_read_bytes);
+	v.current_files_read_full = atomic_load(&d->set.cur_full_files);
+	dmn__samplers_stats(d->smp, &v.sampler);
+	v.uptime_s = (double)(cmn_mono_ms() - d->t0_ms) / 1000.0;
+
+	pthread_mutex_lock(&d->mu);
+	char desc[256];
+	memcpy(desc, d->entry_desc, sizeof(desc));
+	struct evc_plan plan = d->last_plan;
+	bool have_plan = d->have_plan;
+	const struct evc_entry *entry = d->entry;
+	v.errors_stats_flush = atomic_load(&d->bd.errors_flush);
+	v.errors_boundary = d->err_boundary;
+	v.sampler.ingest_bps = d->ingest_bps;
+	v.sampler.fetch_bps = d->fetch_bps;
+	pthread_mutex_unlock(&d->mu);
+	v.schedule = desc;
+	v.policy = entry ? cmn_policy_name(entry->policy) : "";
+	v.min_uses = entry ? entry->min_uses : 0;
+	v.entry_limit = entry ? entry->limit : 0;
+	v.entry_admit = entry ? entry->admit : 0;
+	if (have_plan) {
+		v.last_victims = plan.n_victims;
+		v.last_evicted_bytes = plan.evict_bytes;
+		v.last_admit = plan.admit;
+		v.last_reason = evc_reason_name(plan.reason);
+		v.last_why = plan.why;
+	} else {
+		v.last_reason = "";
+		v.last_why = "";
+	}
+
+	int rc = which == CFS_REQ_STATS_JSON ? dmn_stats_json(&v, STATS_TEXT_MAX, buf, len)
+					     : dmn_stats_metrics(&v, STATS_TEXT_MAX, buf, len);
+	free(rows);
+	return rc;
+}
+
+/* Queues an advance for the epoch thread; r is answered when it is done. */
+static void control(struct dmn *d, struct cfs_req *r)
+{
+	struct cfs_requests *q = cfs_fs_requests(d->fs);
+	bool wait;
+	if (strcmp(r->cmd, "next") == 0)
+		wait = false;
+	else if (strcmp(r->cmd, "next wait") == 0)
+		wait = true;
+	else {
+		cfs_requests_done(q, r, -EINVAL, NULL, 0);
+		return;
+	}
+	pthread_mutex_lock(&d->mu);
+	if (d->stop) {
+		pthread_mutex_unlock(&d->mu);
+		cfs_requests_done(q, r, -ECANCELED, NULL, 0);
+		return;
+	}
+	if (d->npending == d->cap_pending) {
+		size_t cap = d->cap_pending ? d->cap_pending * 2 : 8;
+		struct dmn_pending *p = realloc(d->pending, cap * sizeof(*p));
+		if (!p) {
+			pthread_mutex_unlock(&d->mu);
+			cfs_requests_done(q, r, -ENOMEM, NULL, 0);
+			return;
+		}
+		d->pending = p;
+		d->cap_pending = cap;
+	}
+	uint64_t seq = ++d->adv_requested;
+	if (wait)
+		d->adv_wait_upto = seq;
+	d->pending[d->npending++] = (struct dmn_pending){.r = r, .seq = seq};
+	pthread_mutex_unlock(&d->mu);
+	cmn_events_post(&d->ev, DMN_EV_ADVANCE);
+}
+
+void dmn__cancel_pending(struct dmn *d)
+{
+	pthread_mutex_lock(&d->mu);
+	for (size_t i = 0; i < d->npending; i++)
+		cfs_requests_done(cfs_fs_requests(d->fs), d->pending[i].r, -ECANCELED, NULL, 0);
+	d->npending = 0;
+	pthread_mutex_unlock(&d->mu);
+}
+
+void *dmn__control_main(void *arg)
+{
+	struct dmn *d = arg;
+	struct cfs_requests *q = cfs_fs_requests(d->fs);
+	for (;;) {
+		struct cfs_req *r;
+		int rc = cfs_requests_take(q, 1000, &r);
+		if (rc == -ECANCELED)
+			break; /* the queue closed: shutdown */
+		if (rc != 0)
+			continue;
+		if (r->kind == CFS_REQ_CONTROL) {
+			control(d, r);
+		} else {
+			char *buf = NULL;
+			size_t len = 0;
+			rc = dmn__render(d, r->kind, &buf, &len);
+			cfs_requests_done(q, r, rc, buf, len);
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,220 @@
+/*
+ * daemon.c - the mount daemon's lifecycle: start-up in order, shutdown in
+ * reverse (see daemon.h for its threads and lock order).
+ *
+ * Start-up: schedule, store (start-up reconciliation, invariant 6), epoch
+ * set, the first boundary (a re-mount publishes what the cache holds),
+ * the FUSE mount, the samplers (the source is checked here, before the
+ * mount is reported up), the epoch and control threads.  Shutdown, once
+ * the FUSE loop returns: stop and join the epoch thread, cancel waiting
+ * control commands, close the request queue and join the control thread,
+ * stop the samplers, flush read statistics, unmount, close the store.
+ * Every step undoes only what succeeded (one ladder, run_out).
+ */
+#include "daemon/daemon_i.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void block_signals(sigset_t *old)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+/* Opens the store and the epoch set and publishes the first epoch. */
+static int open_cache(struct dmn *d, uint32_t *first, char *err, size_t errlen)
+{
+	int rc = evc_schedule_build(d->cfg->epochs, d->cfg->n_epochs, d->cfg->limit, d->cfg->path,
+				    &d->sch, err, errlen);
+	if (rc != 0)
+		return rc;
+	d->have_sch = true;
+	struct cfs_store_opts so = {.dir = d->cfg->cache_dir, .limit = d->cfg->limit};
+	rc = cfs_store_open(&d->store, &so, err, errlen);
+	if (rc != 0)
+		return rc;
+	d->cat = cfs_store_catalog(d->store);
+	d->budget = cfs_store_budget(d->store);
+	d->dirfd = open(cfs_store_dir(d->store), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->dirfd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", cfs_store_dir(d->store), strerror(errno));
+		return rc;
+	}
+	rc = cfs_epochs_init(&d->set, d->store, &d->ev);
+	if (rc != 0) {
+		snprintf(err, errlen, "out of memory");
+		return rc;
+	}
+	d->have_set = true;
+	d->bd.store = d->store;
+	d->bd.set = &d->set;
+	/* The first epoch: 0 for a new cache, else one past the last recorded. */
+	uint32_t last = 0;
+	*first = cfs_catalog_current_epoch(d->cat, &last) == 0 ? last + 1 : 0;
+	return dmn__boundary(d, false, true, *first, err, errlen);
+}
+
+static int mount_view(struct dmn *d, char *err, size_t errlen)
+{
+	const struct dmn_opts *o = d->o;
+	struct cfs_fs_opts fo = {
+	    .splice_read = o->splice_read,
+	    .passthrough = o->passthrough,
+	    .timeout = 86400.0,
+	    .max_io = 1u << 20,
+	    .max_readahead = 1u << 20,
+	    .debug = o->debug,
+	    .fsname = o->source,
+	    .extra_opts = o->fuse_opts,
+	};
+	int rc = cfs_fs_mount(&d->fs, o->mountpoint, &d->set, d->budget, d->dirfd, &fo, err,
+			      errlen);
+	if (rc != 0)
+		return rc;
+	d->bd.fs = d->fs;
+	uint32_t ra = o->readahead_kib ? o->readahead_kib : 4096;
+	int rrc = cfs_fs_set_readahead(o->mountpoint, ra);
+	if (rrc != 0)
+		cmn_log(CMN_LOG_INFO, "readahead of %s stays at the kernel default (%s)",
+			o->mountpoint, strerror(-rrc));
+	return 0;
+}
+
+/* Samplers, epoch thread, control thread; none of them takes SIGINT/SIGTERM/SIGHUP. */
+static int start_threads(struct dmn *d, uint32_t first, char *err, size_t errlen)
+{
+	sigset_t old;
+	char werr[512];
+	block_signals(&old);
+	int rc = dmn__samplers_start(&d->smp, d->cfg, d->store, first, werr, sizeof(werr));
+	if (rc != 0) {
+		snprintf(err, errlen, "samplers: %s", werr);
+		goto out;
+	}
+	rc = pthread_create(&d->epoch_thread, NULL, dmn__epoch_main, d);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start the epoch thread: %s", strerror(rc));
+		rc = -rc;
+		goto out;
+	}
+	d->have_epoch_thread = true;
+	rc = pthread_create(&d->control_thread, NULL, dmn__control_main, d);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start the control thread: %s", strerror(rc));
+		rc = -rc;
+		goto out;
+	}
+	d->have_control_thread = true;
+out:
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static void stop_threads(struct dmn *d)
+{
+	pthread_mutex_lock(&d->mu);
+	d->stop = true;
+	pthread_mutex_unlock(&d->mu);
+	cmn_events_post(&d->ev, DMN_EV_STOP);
+	if (d->have_epoch_thread)
+		pthread_join(d->epoch_thread, NULL);
+	d->have_epoch_thread = false;
+	if (d->fs) {
+		dmn__cancel_pending(d);
+		cfs_requests_close(cfs_fs_requests(d->fs));
+	}
+	if (d->have_control_thread)
+		pthread_join(d->control_thread, NULL);
+	d->have_control_thread = false;
+	dmn__samplers_stop(d->smp);
+	d->smp = NULL;
+}
+
+/* The daemon itself, in this process.  report_fd: the detached child's pipe, or -1. */
+static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errlen)
+{
+	struct dmn *d = calloc(1, sizeof(*d));
+	uint32_t first = 0;
+	int rc;
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	d->o = o;
+	d->cfg = o->cfg;
+	d->dirfd = -1;
+	d->t0_ms = d->rate_t_ms = cmn_mono_ms();
+	pthread_mutex_init(&d->mu, NULL);
+	cmn_events_init(&d->ev);
+	dmn_boundary_init(&d->bd);
+
+	rc = open_cache(d, &first, err, errlen);
+	if (rc == 0)
+		rc = mount_view(d, err, errlen);
+	if (rc == 0) {
+		cmn_log(CMN_LOG_INFO, "mounted %s on %s (cache %s, epoch %" PRIu32 ")", o->source,
+			o->mountpoint, cfs_store_dir(d->store), first);
+		rc = start_threads(d, first, err, errlen);
+	}
+	if (rc == 0) {
+		/* Up, samplers included: a failure above reached the caller as an error. */
+		dmn__report_ready(report_fd);
+		rc = cfs_fs_loop(d->fs);
+		if (rc != 0)
+			snprintf(err, errlen, "FUSE loop: %s", strerror(-rc));
+		cmn_log(CMN_LOG_INFO, "unmounting %s", o->mountpoint);
+	}
+
+	stop_threads(d);
+	if (d->have_set && d->cat)
+		dmn_boundary_flush_reads(&d->bd);
+	cfs_fs_free(d->fs);
+	if (d->have_set)
+		cfs_epochs_destroy(&d->set);
+	dmn_boundary_destroy(&d->bd);
+	if (d->dirfd >= 0)
+		close(d->dirfd);
+	if (d->store)
+		cfs_store_close(d->store);
+	if (d->have_sch)
+		evc_schedule_free(&d->sch);
+	cmn_events_destroy(&d->ev);
+	pthread_mutex_destroy(&d->mu);
+	free(d->pending);
+	free(d);
+	return rc;
+}
+
+int dmn_run(const struct dmn_opts *o, char *err, size_t errlen)
+{
+	int report_fd = -1;
+	if (o->detach) {
+		bool child = false;
+		int rc = dmn__fork(&child, &report_fd, err, errlen);
+		if (!child)
+			return rc;
+	}
+	int rc = run(o, &report_fd, err, errlen);
+	if (!o->detach)
+		return rc;
+	if (rc != 0) {
+		cmn_log(CMN_LOG_ERROR, "%s", err);
+		dmn__report_error(&report_fd, err);
+	}
+	_exit(rc == 0 ? 0 : 1);
+}

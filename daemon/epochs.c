@@ -1,0 +1,283 @@
+/*
+ * epochs.c - the epoch thread: when a boundary runs and what happens
+ * around it (DESIGN "Epochs").
+ *
+ * Owns the order of a boundary: flush the reads, plan and apply the
+ * retirement (boundary.c), pause the samplers so that what they admitted is
+ * counted under the old budget, set the new limit and admit budget, wait
+ * for min_records when asked (`next wait`), publish the snapshot, and start
+ * the samplers' pass for the new epoch.  Also: advance = auto, the stats
+ * flush every second, ingest rates, and dropping retired epochs from the
+ * kernel's cache.  The only thread that publishes snapshots.
+ *
+ * Wake-ups come through d->ev (CFS_EV_* posted by the epoch set, DMN_EV_*
+ * by the control thread and shutdown); nothing below calls up into here.
+ * Locking: d->mu for the fields marked so in daemon_i.h; never held across
+ * a catalog, budget, sampler or FUSE call.
+ */
+#include "daemon/daemon_i.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WAIT_TIMEOUT_DEFAULT_MS (10u * 60u * 1000u)
+
+bool dmn__exiting(struct dmn *d)
+{
+	pthread_mutex_lock(&d->mu);
+	bool stop = d->stop;
+	pthread_mutex_unlock(&d->mu);
+	return stop || (d->fs && cfs_fs_exited(d->fs));
+}
+
+/* Drops the kernel's entries of epochs that left the view (no FUSE request is served here). */
+static void inval_retired(struct dmn *d)
+{
+	uint32_t q[CFS_RETIRED_MAX];
+	size_t n = cfs_epochs_take_retired(&d->set, q, CFS_RETIRED_MAX);
+	for (size_t i = 0; i < n && d->fs; i++)
+		cfs_fs_epoch_retired(d->fs, q[i]);
+}
+
+/*
+ * Step 2: waits until min_records records are resident, the samplers have
+ * nothing more to give, the bound passes, or the daemon stops.  "Nothing
+ * more" is: their pass ended (idle), or they have been blocked on the budget
+ * (the epoch's admit or the limit is used up) for a second with no new
+ * record sealed meanwhile; a one-second grace covers the moment right after
+ * the boundary when the flags still describe the old pass.
+ * Event bits that arrive meanwhile are added to *deferred.
+ * Returns 0, or -ECANCELED when stopping.
+ */
+static int wait_records(struct dmn *d, uint32_t *deferred)
+{
+	uint64_t bound = d->o->wait_timeout_ms ? d->o->wait_timeout_ms : WAIT_TIMEOUT_DEFAULT_MS;
+	uint64_t t0 = cmn_mono_ms(), last_change = t0, blocked_since = 0, last_records = UINT64_MAX;
+	for (;;) {
+		struct cfs_resident r = {0};
+		uint64_t now = cmn_mono_ms();
+		if (cfs_catalog_resident(d->cat, &r) == 0 && r.records >= d->cfg->min_records)
+			return 0;
+		if (r.records != last_records) {
+			last_records = r.records;
+			last_change = now;
+		}
+		if (dmn__exiting(d))
+			return -ECANCELED;
+		struct dmn_sampler_stats ws;
+		dmn__samplers_stats(d->smp, &ws);
+		struct cfs_budget_stat bs;
+		cfs_budget_get(d->budget, &bs);
+		bool blocked = bs.waiting_admit || bs.waiting_limit;
+		if (!blocked)
+			blocked_since = 0;
+		else if (!blocked_since)
+			blocked_since = now;
+		const char *why = NULL;
+		if (!ws.present)
+			why = "no samplers are running";
+		else if (ws.idle && now - t0 >= 1000)
+			why = "the source has no more data for this epoch";
+		else if (blocked_since && now - blocked_since >= 1000 && now - last_change >= 1000)
+			why = "the cache is full for this epoch (limit or admit reached)";
+		else if (now - t0 > bound)
+			why = "the wait timed out";
+		if (why) {
+			cmn_log(CMN_LOG_WARN,
+				"next wait: %" PRIu64 " of min_records %" PRIu64
+				" resident; going ahead: %s",
+				r.records, d->cfg->min_records, why);
+			return 0;
+		}
+		/* other wake-ups are kept for the epoch thread's loop */
+		*deferred |= cmn_events_wait(&d->ev, 100);
+	}
+}
+
+/*
+ * Runs one boundary into current + 1 (or into `first` at start-up).  With
+ * `wait`, the samplers start on the new epoch's budget before the snapshot
+ * and the snapshot waits for min_records (DESIGN "Epochs" step 3).
+ * *deferred collects event bits that arrive meanwhile.
+ */
+static int run_boundary(struct dmn *d, bool wait, bool startup, uint32_t first,
+			uint32_t *deferred, char *err, size_t errlen)
+{
+	bool have;
+	uint32_t cur = cfs_epochs_current_number(&d->set, &have);
+	uint32_t next = startup ? first : cur + 1;
+	const struct evc_entry *entry = evc_schedule_at(&d->sch, next);
+	struct evc_entry e = *entry;
+	struct evc_plan plan;
+	bool paused = false;
+
+	if (!startup)
+		dmn_boundary_flush_reads(&d->bd); /* the plan sees every read so far */
+	if (startup)
+		e.admit = 0; /* a (re-)mount evicts only above the limit: serve what is held */
+	int rc = dmn_boundary_evict(&d->bd, next, &e, startup, entry->admit, &plan, err, errlen);
+	if (rc != 0)
+		goto fail;
+	paused = d->smp != NULL;
+	if (paused)
+		dmn__samplers_pause(d->smp);
+	cfs_budget_set_limit(d->budget, entry->limit);
+	cfs_budget_new_epoch(d->budget, plan.admit);
+	pthread_mutex_lock(&d->mu);
+	d->last_plan = plan;
+	d->have_plan = true;
+	d->entry = entry;
+	evc_entry_describe(entry, d->entry_desc, sizeof(d->entry_desc));
+	pthread_mutex_unlock(&d->mu);
+	/*
+	 * The samplers start admitting for `next` now when we wait for them,
+	 * else right after the snapshot, so that nothing they seal for `next`
+	 * slips into its own snapshot: it joins at next + 1.
+	 */
+	if (wait) {
+		if (d->smp)
+			dmn__samplers_new_epoch(d->smp, next);
+		rc = wait_records(d, deferred);
+		if (rc != 0) {
+			snprintf(err, errlen, "epoch %" PRIu32 ": shutting down", next);
+			goto fail;
+		}
+	}
+	rc = dmn_boundary_publish(&d->bd, next, err, errlen);
+	if (rc != 0)
+		goto fail;
+	if (!wait && d->smp)
+		dmn__samplers_new_epoch(d->smp, next);
+	return 0;
+fail:
+	if (paused && !wait)
+		dmn__samplers_new_epoch(d->smp, next); /* never leave them paused */
+	pthread_mutex_lock(&d->mu);
+	d->err_boundary++;
+	pthread_mutex_unlock(&d->mu);
+	cmn_log(CMN_LOG_ERROR, "%s", err);
+	return rc;
+}
+
+int dmn__boundary(struct dmn *d, bool wait, bool startup, uint32_t first, char *err,
+		  size_t errlen)
+{
+	uint32_t deferred = 0;
+	int rc = run_boundary(d, wait, startup, first, &deferred, err, errlen);
+	if (deferred)
+		cmn_events_post(&d->ev, deferred); /* for the epoch thread's loop */
+	return rc;
+}
+
+/* ---- the epoch thread -------------------------------------------------- */
+
+static void update_rates(struct dmn *d)
+{
+	if (!d->smp)
+		return;
+	struct dmn_sampler_stats ws;
+	dmn__samplers_stats(d->smp, &ws);
+	uint64_t now = cmn_mono_ms();
+	pthread_mutex_lock(&d->mu);
+	double dt = (double)(now - d->rate_t_ms) / 1000.0;
+	if (dt >= 0.5) {
+		double ib = (double)(ws.bytes_admitted - d->rate_bytes) / dt;
+		double fb = (double)(ws.bytes_fetched - d->rate_fetched) / dt;
+		d->ingest_bps = 0.5 * d->ingest_bps + 0.5 * ib;
+		d->fetch_bps = 0.5 * d->fetch_bps + 0.5 * fb;
+		d->rate_bytes = ws.bytes_admitted;
+		d->rate_fetched = ws.bytes_fetched;
+		d->rate_t_ms = now;
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
+/*
+ * advance = auto on an empty epoch (a new cache): "every file read" can
+ * never happen, so advance once min_records are resident, or once anything
+ * is and the samplers can add no more (pass over, or blocked on the budget).
+ */
+static bool auto_empty_ready(struct dmn *d)
+{
+	if (d->cfg->advance != CMN_ADVANCE_AUTO || atomic_load(&d->set.cur_nfiles) != 0)
+		return false;
+	struct cfs_resident r;
+	if (cfs_catalog_resident(d->cat, &r) != 0 || r.records == 0)
+		return false;
+	if (r.records >= d->cfg->min_records)
+		return true;
+	struct dmn_sampler_stats ws;
+	dmn__samplers_stats(d->smp, &ws);
+	struct cfs_budget_stat bs;
+	cfs_budget_get(d->budget, &bs);
+	return !ws.present || ws.idle || bs.waiting_admit || bs.waiting_limit;
+}
+
+/* Answers the control commands whose boundary is done (d->mu held). */
+static void answer_done(struct dmn *d)
+{
+	struct cfs_requests *q = cfs_fs_requests(d->fs);
+	size_t k = 0;
+	for (size_t i = 0; i < d->npending; i++) {
+		struct dmn_pending *p = &d->pending[i];
+		if (p->seq <= d->adv_done)
+			cfs_requests_done(q, p->r, d->adv_rc, NULL, 0);
+		else
+			d->pending[k++] = *p;
+	}
+	d->npending = k;
+}
+
+void *dmn__epoch_main(void *arg)
+{
+	struct dmn *d = arg;
+	char err[512];
+	uint32_t bits = 0;
+	uint64_t last_tick = cmn_mono_ms();
+	for (;;) {
+		bits |= cmn_events_wait(&d->ev, 1000);
+		uint32_t now_bits = bits;
+		bits = 0;
+		if (dmn__exiting(d))
+			break;
+		if (now_bits & CFS_EV_RETIRED)
+			inval_retired(d);
+		pthread_mutex_lock(&d->mu);
+		bool advance = d->adv_done < d->adv_requested;
+		bool wait = advance && d->adv_done + 1 <= d->adv_wait_upto;
+		pthread_mutex_unlock(&d->mu);
+		if (advance) {
+			int rc = run_boundary(d, wait, false, 0, &bits, err, sizeof(err));
+			pthread_mutex_lock(&d->mu);
+			d->adv_rc = rc;
+			d->adv_done++;
+			answer_done(d);
+			if (d->adv_done < d->adv_requested)
+				bits |= DMN_EV_ADVANCE; /* the next one at once */
+			pthread_mutex_unlock(&d->mu);
+			continue;
+		}
+		if ((now_bits & CFS_EV_ALL_READ) && d->cfg->advance == CMN_ADVANCE_AUTO) {
+			cmn_log(CMN_LOG_INFO, "advance = auto: every file of the epoch was read");
+			run_boundary(d, false, false, 0, &bits, err, sizeof(err));
+			continue;
+		}
+		if (cmn_mono_ms() - last_tick >= 1000) { /* the one-second tick */
+			last_tick = cmn_mono_ms();
+			dmn_boundary_flush_reads(&d->bd);
+			update_rates(d);
+			if (auto_empty_ready(d)) {
+				cmn_log(CMN_LOG_INFO,
+					"advance = auto: the epoch is empty and data arrived");
+				run_boundary(d, false, false, 0, &bits, err, sizeof(err));
+			}
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,272 @@
+/*
+ * test_boundary.c - Check suite of daemon/boundary.c, the one epoch
+ * boundary, over a real store (SQLite catalog, files on disk) and a real
+ * epoch set, without FUSE: the plan's victims leave the catalog and the
+ * disk, a file with an open handle is pinned and never a victim (DESIGN
+ * invariant 3; EVC_REASON_PINNED when pins hold the room), a victim stays
+ * on disk while its epoch is current and goes at the next snapshot, reads
+ * reach the plan, and the bound holds (invariant 4).
+ */
+#include "../cachefs/cfs_test.h"
+
+#include "cachefs/budget.h"
+#include "cachefs/catalog.h"
+#include "cachefs/epoch.h"
+#include "cachefs/shard_writer.h"
+#include "cachefs/store.h"
+#include "common/crc32c.h"
+#include "common/events.h"
+#include "daemon/boundary.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REC 1000u			 /* payload bytes of a record */
+#define RECS 4				 /* records per shard */
+#define SHARD ((uint64_t)RECS * (REC + 16)) /* bytes of one shard on disk */
+
+static char dir[256];
+static char err[512];
+static struct cfs_store *store;
+static struct cfs_epochs set;
+static struct cmn_events ev;
+static struct dmn_boundary bd;
+
+static void setup(void)
+{
+	cfs_test_mkscratch(dir, sizeof(dir));
+	struct cfs_store_opts o = {.dir = dir, .limit = 100 * SHARD};
+	ck_assert_msg(cfs_store_open(&store, &o, err, sizeof(err)) == 0, "store: %s", err);
+	cfs_budget_new_epoch(cfs_store_budget(store), 100 * SHARD);
+	cmn_events_init(&ev);
+	ck_assert_int_eq(cfs_epochs_init(&set, store, &ev), 0);
+	memset(&bd, 0, sizeof(bd));
+	bd.store = store;
+	bd.set = &set;
+	dmn_boundary_init(&bd);
+}
+
+static void teardown(void)
+{
+	dmn_boundary_destroy(&bd);
+	cfs_epochs_destroy(&set);
+	cmn_events_destroy(&ev);
+	cfs_store_close(store);
+	cfs_test_rmrf(dir);
+}
+
+/* Seals a shard of RECS records admitted in `epoch`; returns its id. */
+static int64_t write_shard(uint32_t epoch)
+{
+	struct cfs_shard_writer *w = NULL;
+	char buf[REC];
+	int64_t id = -1;
+	ck_assert_int_eq(cfs_shard_writer_open(&w, store, epoch, err, sizeof(err)), 0);
+	for (int i = 0; i < RECS; i++) {
+		memset(buf, 'a' + i, sizeof(buf));
+		ck_assert_int_eq(cfs_shard_writer_reserve(w, cfs_shard_writer_record_bytes(REC), 1000),
+				 0);
+		ck_assert_int_eq(cfs_shard_writer_append(w, buf, REC, cmn_crc32c(0, buf, REC), 1,
+							 (uint64_t)i * REC),
+				 0);
+	}
+	ck_assert_msg(cfs_shard_writer_seal(w, &id, err, sizeof(err)) == 0, "seal: %s", err);
+	return id;
+}
+
+static bool on_disk(int64_t id)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "%lld.tfrecord", (long long)id);
+	char sub[300];
+	snprintf(sub, sizeof(sub), "%s/shards", dir);
+	return cfs_test_exists(sub, name);
+}
+
+static enum cfs_shard_state state_of(int64_t id)
+{
+	struct cfs_shard_info si;
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(store), id, &si), 0);
+	enum cfs_shard_state st = si.state;
+	free(si.name);
+	return st;
+}
+
+static struct evc_entry entry(uint64_t limit, uint64_t admit, enum cmn_policy p)
+{
+	return (struct evc_entry){.first = 0,
+				  .last = CMN_EPOCH_OPEN,
+				  .limit = limit,
+				  .admit = admit,
+				  .policy = p};
+}
+
+/* Runs the whole boundary into `next` (evict, then publish); returns the plan. */
+static struct evc_plan boundary(uint32_t next, struct evc_entry e)
+{
+	struct evc_plan plan;
+	dmn_boundary_flush_reads(&bd);
+	ck_assert_msg(dmn_boundary_evict(&bd, next, &e, false, 0, &plan, err, sizeof(err)) == 0,
+		      "evict: %s", err);
+	ck_assert_msg(dmn_boundary_publish(&bd, next, err, sizeof(err)) == 0, "publish: %s", err);
+	return plan;
+}
+
+/* Opens a handle on file id in the current epoch (as fs.c's open does). */
+static struct cfs_efile *open_current(int64_t id)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "shard-%lld.tfrecord", (long long)id);
+	struct cfs_epoch *ep = cfs_epochs_lookup_current(&set);
+	ck_assert_ptr_nonnull(ep);
+	struct cfs_efile *f = cfs_epoch_lookup_file(&set, ep, name);
+	cfs_epoch_forget(&set, ep, 1);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(cfs_efile_open(&set, f), 0);
+	return f;
+}
+
+static uint64_t used(void)
+{
+	struct cfs_budget_stat bs;
+	cfs_budget_get(cfs_store_budget(store), &bs);
+	return bs.sealed + bs.reserved + bs.draining;
+}
+
+START_TEST(victims_leave_catalog_and_disk)
+{
+	int64_t a = write_shard(0), b = write_shard(1), c = write_shard(2);
+	struct evc_entry e = entry(10 * SHARD, 10 * SHARD, CMN_POLICY_NONE);
+	boundary(0, e);
+	/* target = limit - admit = 2 shards: fifo evicts the oldest (a) */
+	e = entry(10 * SHARD, 8 * SHARD, CMN_POLICY_FIFO);
+	struct evc_plan p = boundary(1, e);
+	ck_assert_uint_eq(p.n_victims, 1);
+	ck_assert_uint_eq(p.evict_bytes, SHARD);
+	ck_assert_int_eq(p.reason, EVC_REASON_OK);
+	/* a was in epoch 0, which left the view when 1 was published: deleted */
+	ck_assert(!on_disk(a));
+	ck_assert_int_eq(state_of(a), CFS_SHARD_GONE);
+	ck_assert(on_disk(b) && on_disk(c));
+	ck_assert_int_eq(state_of(b), CFS_SHARD_SEALED);
+	ck_assert_uint_eq(used(), 2 * SHARD); /* invariant 4: the budget follows */
+	/* the new epoch lists exactly the survivors */
+	struct cfs_epoch *ep = cfs_epochs_lookup_current(&set);
+	ck_assert_uint_eq(ep->nfiles, 2);
+	cfs_epoch_forget(&set, ep, 1);
+}
+END_TEST
+
+START_TEST(open_file_is_pinned_not_a_victim)
+{
+	int64_t a = write_shard(0), b = write_shard(1), c = write_shard(2);
+	boundary(0, entry(10 * SHARD, 10 * SHARD, CMN_POLICY_NONE));
+	struct cfs_efile *fa = open_current(a); /* the oldest is being read */
+	struct evc_plan p = boundary(1, entry(10 * SHARD, 8 * SHARD, CMN_POLICY_FIFO));
+	ck_assert_uint_eq(p.n_victims, 1);
+	ck_assert(on_disk(a)); /* pinned: fifo took the next oldest instead */
+	ck_assert_int_eq(state_of(a), CFS_SHARD_SEALED);
+	ck_assert(!on_disk(b));
+	ck_assert(on_disk(c));
+	cfs_efile_release(&set, fa);
+	cfs_efile_forget(&set, fa, 1);
+}
+END_TEST
+
+START_TEST(pins_holding_the_room_say_pinned)
+{
+	int64_t a = write_shard(0), b = write_shard(1);
+	boundary(0, entry(10 * SHARD, 10 * SHARD, CMN_POLICY_NONE));
+	struct cfs_efile *fa = open_current(a), *fb = open_current(b);
+	/* admit 9 of 10 shards: both files would have to go, both are open */
+	struct evc_plan p = boundary(1, entry(10 * SHARD, 9 * SHARD, CMN_POLICY_FIFO));
+	ck_assert_uint_eq(p.n_victims, 0);
+	ck_assert_int_eq(p.reason, EVC_REASON_PINNED);
+	ck_assert_uint_eq(p.admit, 8 * SHARD); /* what fits: used + admit <= limit */
+	ck_assert(on_disk(a) && on_disk(b));
+	cfs_efile_release(&set, fa);
+	cfs_efile_release(&set, fb);
+	/* released: the next boundary may take them (target 1 shard: the oldest goes) */
+	p = boundary(2, entry(10 * SHARD, 9 * SHARD, CMN_POLICY_FIFO));
+	ck_assert_uint_eq(p.n_victims, 1);
+	ck_assert_int_eq(p.reason, EVC_REASON_OK);
+	ck_assert(!on_disk(a) && on_disk(b));
+	cfs_efile_forget(&set, fa, 1);
+	cfs_efile_forget(&set, fb, 1);
+}
+END_TEST
+
+START_TEST(victim_stays_until_the_next_snapshot)
+{
+	int64_t a = write_shard(0), b = write_shard(1);
+	boundary(0, entry(10 * SHARD, 10 * SHARD, CMN_POLICY_NONE));
+	struct evc_entry e = entry(10 * SHARD, 9 * SHARD, CMN_POLICY_FIFO);
+	struct evc_plan p;
+	ck_assert_int_eq(dmn_boundary_evict(&bd, 1, &e, false, 0, &p, err, sizeof(err)), 0);
+	ck_assert_uint_eq(p.n_victims, 1);
+	/* chosen, but epoch 0 is still current: invariant 3 keeps it */
+	ck_assert_int_eq(state_of(a), CFS_SHARD_EVICTING);
+	ck_assert(on_disk(a));
+	ck_assert_uint_eq(used(), 2 * SHARD); /* draining bytes still count (invariant 4) */
+	ck_assert_int_eq(dmn_boundary_publish(&bd, 1, err, sizeof(err)), 0);
+	ck_assert(!on_disk(a));
+	ck_assert_int_eq(state_of(a), CFS_SHARD_GONE);
+	ck_assert(on_disk(b));
+	ck_assert_uint_eq(used(), SHARD);
+}
+END_TEST
+
+START_TEST(reads_flushed_before_the_plan)
+{
+	int64_t a = write_shard(0), b = write_shard(1);
+	boundary(0, entry(10 * SHARD, 10 * SHARD, CMN_POLICY_NONE));
+	/* b is read to the end, a never: `uses` retires what was seen most */
+	struct cfs_efile *fb = open_current(b);
+	bool end = false;
+	cfs_efile_account(&set, fb, 0, SHARD, true, &end);
+	cfs_efile_release(&set, fb);
+	struct evc_plan p = boundary(1, entry(10 * SHARD, 9 * SHARD, CMN_POLICY_USES));
+	ck_assert_uint_eq(p.n_victims, 1);
+	ck_assert(!on_disk(b)); /* fifo would have taken a: the read reached the plan */
+	ck_assert(on_disk(a));
+	struct cfs_shard_info si;
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(store), b, &si), 0);
+	ck_assert_uint_eq(si.full_reads, 1); /* the flush reached the catalog */
+	free(si.name);
+	cfs_efile_forget(&set, fb, 1);
+}
+END_TEST
+
+static Suite *boundary_suite(void)
+{
+	Suite *s = suite_create("daemon-boundary");
+	struct {
+		const char *name;
+		const TTest *t;
+	} cases[] = {
+	    {"victims-leave-catalog-and-disk", victims_leave_catalog_and_disk},
+	    {"open-file-is-pinned", open_file_is_pinned_not_a_victim},
+	    {"pins-holding-room-say-pinned", pins_holding_the_room_say_pinned},
+	    {"victim-stays-until-next-snapshot", victim_stays_until_the_next_snapshot},
+	    {"reads-flushed-before-plan", reads_flushed_before_the_plan},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_add_test(tc, cases[i].t);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(boundary_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

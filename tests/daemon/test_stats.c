@@ -1,0 +1,130 @@
+/*
+ * test_stats.c - Check suite of daemon/stats.c: the stats JSON parses
+ * (jansson, an independent reader of what jansson wrote is Python's json
+ * in the integration tests), escapes what it must, keeps its caps; the
+ * Prometheus text carries the figures.
+ */
+#include "daemon/stats.h"
+
+#include <check.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fill(struct dmn_stats_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->source = "file:///a \"b\"\n";
+	v->cache_dir = "/c";
+	v->mountpoint = "/m";
+	v->advance = "manual";
+	v->schedule = v->policy = v->last_reason = v->last_why = "";
+	v->have_epoch = true;
+	v->epoch = 7;
+	v->limit = 1000;
+	v->sealed = 400;
+	v->draining = 100;
+	v->passthrough = true;
+	v->passthrough_opens = 3;
+	v->uptime_s = 12.34;
+}
+
+START_TEST(json_fields_and_escapes)
+{
+	struct dmn_stats_view v;
+	fill(&v);
+	char *text = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(dmn_stats_json(&v, 1 << 20, &text, &len), 0);
+	ck_assert_uint_eq(strlen(text), len);
+	ck_assert_int_eq(text[len - 1], '\n');
+	ck_assert_ptr_nonnull(strstr(text, "\"source\": \"file:///a \\\"b\\\"\\n\""));
+	json_error_t je;
+	json_t *root = json_loads(text, 0, &je);
+	ck_assert_msg(root != NULL, "stats JSON does not parse: %s", je.text);
+	ck_assert_int_eq(json_integer_value(json_object_get(root, "epoch")), 7);
+	ck_assert_int_eq(json_integer_value(json_object_get(root, "used")), 500);
+	ck_assert_str_eq(json_string_value(json_object_get(root, "source")), "file:///a \"b\"\n");
+	json_t *view = json_object_get(root, "view");
+	ck_assert(json_is_true(json_object_get(view, "passthrough")));
+	ck_assert_int_eq(json_integer_value(json_object_get(view, "passthrough_opens")), 3);
+	ck_assert(json_real_value(json_object_get(root, "uptime_s")) == 12.3);
+	json_decref(root);
+	free(text);
+
+	/* no epoch yet: null, not 0 */
+	v.have_epoch = false;
+	ck_assert_int_eq(dmn_stats_json(&v, 1 << 20, &text, &len), 0);
+	root = json_loads(text, 0, &je);
+	ck_assert(json_is_null(json_object_get(root, "epoch")));
+	json_decref(root);
+	free(text);
+}
+END_TEST
+
+START_TEST(json_invalid_utf8_stays_valid)
+{
+	struct dmn_stats_view v;
+	fill(&v);
+	v.mountpoint = "/m/\xff\xfe";
+	char *text = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(dmn_stats_json(&v, 1 << 20, &text, &len), 0);
+	json_error_t je;
+	json_t *root = json_loads(text, 0, &je);
+	ck_assert_msg(root != NULL, "%s", je.text);
+	ck_assert_str_eq(json_string_value(json_object_get(root, "mountpoint")), "/m/\\xff\\xfe");
+	json_decref(root);
+	free(text);
+}
+END_TEST
+
+START_TEST(metrics_text)
+{
+	struct dmn_stats_view v;
+	fill(&v);
+	char *text = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(dmn_stats_metrics(&v, 1 << 20, &text, &len), 0);
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_used_bytes 500\n"));
+	ck_assert_ptr_nonnull(strstr(text, "# TYPE rollcache_epoch gauge\nrollcache_epoch 7\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_passthrough 1\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_passthrough_opens_total 3\n"));
+	free(text);
+}
+END_TEST
+
+START_TEST(caps_hold)
+{
+	struct dmn_stats_view v;
+	fill(&v);
+	char *text = (char *)"untouched";
+	size_t len = 0;
+	ck_assert_int_eq(dmn_stats_json(&v, 64, &text, &len), -EFBIG);
+	ck_assert_str_eq(text, "untouched");
+	ck_assert_int_eq(dmn_stats_metrics(&v, 64, &text, &len), -EFBIG);
+	ck_assert_str_eq(text, "untouched");
+}
+END_TEST
+
+static Suite *stats_suite(void)
+{
+	Suite *s = suite_create("daemon-stats");
+	TCase *tc = tcase_create("texts");
+	tcase_add_test(tc, json_fields_and_escapes);
+	tcase_add_test(tc, json_invalid_utf8_stays_valid);
+	tcase_add_test(tc, metrics_text);
+	tcase_add_test(tc, caps_hold);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(stats_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
