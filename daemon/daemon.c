@@ -212,9 +212,9 @@ int dmn_run(const struct dmn_opts *o, char *err, size_t errlen)
 	int rc = run(o, &report_fd, err, errlen);
 	if (!o->detach)
 		return rc;
-	if (rc != 0) {
-		cmn_log(CMN_LOG_ERROR, "%s", err);
-		dmn__report_error(&report_fd, err);
-	}
+	if (rc != 0 && report_fd >= 0)
+		dmn__report_error(&report_fd, err); /* the parent prints it */
+	else if (rc != 0)
+		cmn_log(CMN_LOG_ERROR, "%s", err); /* detached: syslog */
 	_exit(rc == 0 ? 0 : 1);
 }
