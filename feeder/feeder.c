@@ -38,7 +38,7 @@
  * Locking: one mutex f->mu and three conditions under it, one per kind of
  * waiter: f->cv_rd (readers: a free chunk, room in a lane queue), f->cv_dec
  * (decoders: a free slot, the end of an assembly, a chunk for the window,
- * old_decoding during an advance) and f->cv (the consumer: a ready slot, a
+ * old_decoding during an advance) and f->cv_cons (the consumer: a ready slot, a
  * release when the ring is full, active == 0 for a pause, the end of an
  * advance).  Every state change broadcasts the conditions of the waiters
  * it may concern (wake()); when in doubt, all three.  f->mu protects the
@@ -91,14 +91,14 @@ static void wake(struct rc_feeder *f, unsigned who)
 	if (who & WAKE_DEC)
 		pthread_cond_broadcast(&f->cv_dec);
 	if (who & WAKE_CONS)
-		pthread_cond_broadcast(&f->cv);
+		pthread_cond_broadcast(&f->cv_cons);
 }
 
 /* Unlocks f->mu, then wakes `who` and what window_topup left pending. */
 static void unlock_wake(struct rc_feeder *f, unsigned who)
 {
-	who |= f->wake_pending;
-	f->wake_pending = 0;
+	who |= f->wk.wake_pending;
+	f->wk.wake_pending = 0;
 	pthread_mutex_unlock(&f->mu);
 	wake(f, who);
 }
@@ -115,8 +115,8 @@ static size_t align64(size_t n)
  */
 static void set_error(struct rc_feeder *f, int rc, const char *msg, uint32_t gen, uint64_t batch)
 {
-	struct fdr_err *e = &f->errs[gen & 1];
-	if (gen != f->gen && gen != f->pgen)
+	struct fdr_err *e = &f->ep.errs[gen & 1];
+	if (gen != f->ep.gen && gen != f->ep.pgen)
 		return; /* an epoch the consumer already left */
 	if (e->rc && e->batch <= batch)
 		return;
@@ -133,8 +133,8 @@ static void chunk_put_free(struct rc_feeder *f, struct fdr_chunk *c)
 	c->nrec = 0;
 	c->remaining = 0;
 	c->refs = 0;
-	c->next = f->free_chunks;
-	f->free_chunks = c;
+	c->next = f->prod.free_chunks;
+	f->prod.free_chunks = c;
 }
 
 static void chunk_unref(struct rc_feeder *f, struct fdr_chunk *c)
@@ -164,12 +164,12 @@ static bool lane_exhausted(const struct fdr_lane *l)
 static int window_topup(struct rc_feeder *f)
 {
 	for (;;) {
-		if (f->stop || f->paused)
+		if (f->wk.stop || f->wk.paused)
 			return -EAGAIN;
-		if (f->errs[f->pgen & 1].rc)
-			return f->errs[f->pgen & 1].rc;
-		while (f->nwin < f->W && f->lanes_done < f->nlanes) {
-			struct fdr_lane *l = &f->lanes[f->rr];
+		if (f->ep.errs[f->ep.pgen & 1].rc)
+			return f->ep.errs[f->ep.pgen & 1].rc;
+		while (f->prod.nwin < f->cfg.W && f->prod.lanes_done < f->prod.nlanes) {
+			struct fdr_lane *l = &f->prod.lanes[f->prod.rr];
 			if (l->finished) {
 				/* finished lanes leave the rotation */
 			} else if (l->qn > 0) {
@@ -180,28 +180,29 @@ static int window_topup(struct rc_feeder *f)
 				l->qn--;
 				c->next = NULL;
 				c->remaining = c->nrec;
-				f->win[f->nwin++] = c;
-				f->win_pending += c->nrec;
+				f->prod.win[f->prod.nwin++] = c;
+				f->prod.win_pending += c->nrec;
 				/* the lane's queue has room: readers are woken when
 				 * the assembly lets go of f->mu (or waits) */
-				f->wake_pending |= WAKE_RD;
+				f->wk.wake_pending |= WAKE_RD;
 			} else if (lane_exhausted(l)) {
 				if (l->err_rc) {
 					/* the lane's read failed here in the chunk order */
-					set_error(f, l->err_rc, l->err, f->pgen, f->next_batch);
+					set_error(f, l->err_rc, l->err, f->ep.pgen,
+						  f->prod.next_batch);
 					return l->err_rc;
 				}
 				l->finished = true;
-				f->lanes_done++;
+				f->prod.lanes_done++;
 			} else {
 				break; /* wait for this lane: its turn comes first */
 			}
-			f->rr = (f->rr + 1) % f->nlanes;
+			f->prod.rr = (f->prod.rr + 1) % f->prod.nlanes;
 		}
-		if (f->nwin == f->W || f->lanes_done == f->nlanes)
-			return f->win_pending > 0 ? 1 : 0;
-		wake(f, WAKE_RD | f->wake_pending); /* lane queues shrank: readers may go on */
-		f->wake_pending = 0;
+		if (f->prod.nwin == f->cfg.W || f->prod.lanes_done == f->prod.nlanes)
+			return f->prod.win_pending > 0 ? 1 : 0;
+		wake(f, WAKE_RD | f->wk.wake_pending); /* lane queues shrank: readers may go on */
+		f->wk.wake_pending = 0;
 		pthread_cond_wait(&f->cv_dec, &f->mu);
 	}
 }
@@ -209,23 +210,24 @@ static int window_topup(struct rc_feeder *f)
 /* Takes one record from the window (win_pending > 0). */
 static struct fdr_pick window_pick(struct rc_feeder *f)
 {
-	uint64_t r = f->o.shuffle ? fdr__rng_below(&f->rng, f->win_pending) : 0;
+	uint64_t r = f->cfg.o.shuffle ? fdr__rng_below(&f->prod.rng, f->prod.win_pending) : 0;
 	size_t w = 0;
-	while (r >= f->win[w]->remaining) {
-		r -= f->win[w]->remaining;
+	while (r >= f->prod.win[w]->remaining) {
+		r -= f->prod.win[w]->remaining;
 		w++;
 	}
-	struct fdr_chunk *c = f->win[w];
+	struct fdr_chunk *c = f->prod.win[w];
 	size_t first = c->nrec - c->remaining;
 	struct fdr_rec tmp = c->recs[first + r];
 	c->recs[first + r] = c->recs[first];
 	c->recs[first] = tmp;
 	c->remaining--;
 	c->refs++;
-	f->win_pending--;
+	f->prod.win_pending--;
 	if (c->remaining == 0) {
-		memmove(&f->win[w], &f->win[w + 1], (f->nwin - w - 1) * sizeof *f->win);
-		f->nwin--;
+		memmove(&f->prod.win[w], &f->prod.win[w + 1],
+			(f->prod.nwin - w - 1) * sizeof *f->prod.win);
+		f->prod.nwin--;
 	}
 	return (struct fdr_pick){.c = c, .r = tmp};
 }
@@ -254,11 +256,11 @@ static int ragged_grow(struct rc_feeder *f, struct fdr_ragged *rg, size_t need, 
 	fdr__mem_free(f, rg->h);
 	rg->h = nb;
 	rg->cap = ncap;
-	__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&f->st.allocs, 1, __ATOMIC_RELAXED);
 	cmn_log(CMN_LOG_DEBUG, "feeder: ragged values of '%s' grow to %zu bytes",
-		f->schema->feature[i].name, ncap);
-	size_t hwm = __atomic_load_n(&f->rag_hwm[i], __ATOMIC_RELAXED);
-	while (hwm < ncap && !__atomic_compare_exchange_n(&f->rag_hwm[i], &hwm, ncap, false,
+		f->cfg.schema->feature[i].name, ncap);
+	size_t hwm = __atomic_load_n(&f->ring.rag_hwm[i], __ATOMIC_RELAXED);
+	while (hwm < ncap && !__atomic_compare_exchange_n(&f->ring.rag_hwm[i], &hwm, ncap, false,
 							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 	return 0;
@@ -268,7 +270,7 @@ static void *ragged_reserve(void *ctx, size_t feature, size_t n_values, size_t n
 {
 	struct decode_ctx *d = ctx;
 	struct rc_batch *s = d->s;
-	const struct cmn_feature *ft = &d->f->schema->feature[feature];
+	const struct cmn_feature *ft = &d->f->cfg.schema->feature[feature];
 	struct fdr_ragged *rg = &s->rag[feature];
 	size_t bytes = n_values * ft->elem_size;
 	int64_t *off = s->t[feature].offsets;
@@ -297,13 +299,13 @@ static void decode_raw(const struct cmn_schema *sc, const uint8_t *p, void *cons
 /* Copies the slot's tensors to the device on the copy stream. */
 static int slot_upload(struct rc_feeder *f, struct rc_batch *s)
 {
-	const struct cmn_schema *sc = f->schema;
+	const struct cmn_schema *sc = f->cfg.schema;
 	int rc = 0;
 
 	if (s->released_once)
-		rc = fdr__cuda_stream_wait_event(f->stream, s->ev_release);
+		rc = fdr__cuda_stream_wait_event(f->cfg.stream, s->ev_release);
 	if (!rc)
-		rc = fdr__cuda_event_record(s->ev_start, f->stream);
+		rc = fdr__cuda_event_record(s->ev_start, f->cfg.stream);
 	s->h2d_bytes = 0;
 	for (size_t i = 0; !rc && i < sc->n; i++) {
 		struct rc_tensor *t = &s->t[i];
@@ -317,19 +319,19 @@ static int slot_upload(struct rc_feeder *f, struct rc_batch *s)
 				if (rc)
 					break;
 				rg->dcap = rg->cap;
-				__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+				__atomic_add_fetch(&f->st.allocs, 1, __ATOMIC_RELAXED);
 			}
 			t->device_data = rg->d;
 			size_t ob = (s->rows + 1) * sizeof(int64_t);
-			rc = fdr__cuda_h2d_async(t->device_offsets, t->offsets, ob, f->stream);
+			rc = fdr__cuda_h2d_async(t->device_offsets, t->offsets, ob, f->cfg.stream);
 			s->h2d_bytes += ob;
 		}
 		if (!rc && t->nbytes)
-			rc = fdr__cuda_h2d_async(t->device_data, t->data, t->nbytes, f->stream);
+			rc = fdr__cuda_h2d_async(t->device_data, t->data, t->nbytes, f->cfg.stream);
 		s->h2d_bytes += t->nbytes;
 	}
 	if (!rc)
-		rc = fdr__cuda_event_record(s->ev_done, f->stream);
+		rc = fdr__cuda_event_record(s->ev_done, f->cfg.stream);
 	return rc;
 }
 
@@ -340,7 +342,7 @@ static int slot_upload(struct rc_feeder *f, struct rc_batch *s)
  */
 static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_t errlen)
 {
-	const struct cmn_schema *sc = f->schema;
+	const struct cmn_schema *sc = f->cfg.schema;
 	struct decode_ctx d = {.f = f, .s = s};
 	struct cmn_ex_sink sink = {.fixed = s->fixed, .reserve = ragged_reserve, .ctx = &d};
 	char msg[512];
@@ -351,7 +353,7 @@ static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_
 		if (!sc->feature[i].ragged)
 			continue;
 		struct fdr_ragged *rg = &s->rag[i];
-		size_t hwm = __atomic_load_n(&f->rag_hwm[i], __ATOMIC_RELAXED);
+		size_t hwm = __atomic_load_n(&f->ring.rag_hwm[i], __ATOMIC_RELAXED);
 		rg->used = 0;
 		if (rg->cap < hwm) { /* catch up with the largest batch seen by any slot */
 			fdr__mem_free(f, rg->h);
@@ -369,7 +371,7 @@ static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_
 	for (size_t row = 0; row < s->rows; row++) {
 		const struct fdr_pick *p = &s->picks[row];
 		const uint8_t *rec = p->c->buf + p->r.off;
-		if (f->o.shuffle && row + 1 < s->rows) {
+		if (f->cfg.o.shuffle && row + 1 < s->rows) {
 			/* shuffled records are scattered over the window: start the
 			 * next record's first cache lines (its tags) on their way.
 			 * (In order, records are contiguous and the hardware
@@ -384,7 +386,7 @@ static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_
 			if (!sc->feature[i].ragged)
 				s->fixed[i] =
 				    (uint8_t *)s->t[i].data + row * sc->feature[i].row_bytes;
-		if (f->o.format == RC_FORMAT_RAW) {
+		if (f->cfg.o.format == RC_FORMAT_RAW) {
 			decode_raw(sc, rec, s->fixed);
 		} else {
 			d.row = row;
@@ -412,16 +414,16 @@ static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_
 			t->nbytes = s->rows * ft->row_bytes;
 		}
 	}
-	__atomic_add_fetch(&f->st_records, s->rows, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&f->st_record_bytes, bytes, __ATOMIC_RELAXED);
-	if (f->device >= 0) {
+	__atomic_add_fetch(&f->st.records, s->rows, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&f->st.record_bytes, bytes, __ATOMIC_RELAXED);
+	if (f->cfg.device >= 0) {
 		/* one slot's [start, copies, done] stay contiguous on the stream,
 		 * so its event interval times only its own copies */
 		pthread_mutex_lock(&f->copy_mu);
 		rc = slot_upload(f, s);
 		pthread_mutex_unlock(&f->copy_mu);
 		if (rc) {
-			snprintf(err, errlen, "copy to cuda:%d failed: %s", f->device,
+			snprintf(err, errlen, "copy to cuda:%d failed: %s", f->cfg.device,
 				 fdr__cuda_last_error());
 			return rc;
 		}
@@ -433,12 +435,12 @@ static int slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_
 
 static struct fdr_lane *reader_pick_lane(struct rc_feeder *f)
 {
-	if (!f->free_chunks)
+	if (!f->prod.free_chunks)
 		return NULL;
 	/* the lane the window waits for first, then any other */
-	for (size_t k = 0; k < f->nlanes; k++) {
-		struct fdr_lane *l = &f->lanes[(f->rr + k) % f->nlanes];
-		if (!l->busy && !l->done && !l->finished && l->qn < f->ra)
+	for (size_t k = 0; k < f->prod.nlanes; k++) {
+		struct fdr_lane *l = &f->prod.lanes[(f->prod.rr + k) % f->prod.nlanes];
+		if (!l->busy && !l->done && !l->finished && l->qn < f->cfg.ra)
 			return l;
 	}
 	return NULL;
@@ -449,27 +451,27 @@ static void *reader_main(void *arg)
 	struct rc_feeder *f = arg;
 	char err[1024];
 
-	if (f->device >= 0)
-		(void)fdr__cuda_set_device(f->device, NULL);
+	if (f->cfg.device >= 0)
+		(void)fdr__cuda_set_device(f->cfg.device, NULL);
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
 		struct fdr_lane *l = NULL;
-		while (!f->stop &&
-		       (f->paused || f->errs[f->pgen & 1].rc || !(l = reader_pick_lane(f))))
+		while (!f->wk.stop && (f->wk.paused || f->ep.errs[f->ep.pgen & 1].rc ||
+				       !(l = reader_pick_lane(f))))
 			pthread_cond_wait(&f->cv_rd, &f->mu);
-		if (f->stop)
+		if (f->wk.stop)
 			break;
-		struct fdr_chunk *c = f->free_chunks;
-		f->free_chunks = c->next;
+		struct fdr_chunk *c = f->prod.free_chunks;
+		f->prod.free_chunks = c->next;
 		c->next = NULL;
 		l->busy = true;
-		f->active++;
+		f->wk.active++;
 		pthread_mutex_unlock(&f->mu);
 
 		int rc = fdr__lane_fill(f, l, c, err, sizeof err);
 
 		pthread_mutex_lock(&f->mu);
-		f->active--;
+		f->wk.active--;
 		l->busy = false;
 		if (rc <= 0) {
 			if (rc < 0) { /* reported when the window reaches this lane */
@@ -488,7 +490,7 @@ static void *reader_main(void *arg)
 		}
 		/* the window waits for lanes; other readers for the lane and
 		 * free chunks; a pause (the consumer) for active == 0 */
-		unlock_wake(f, WAKE_DEC | WAKE_RD | (f->paused || f->stop ? WAKE_CONS : 0));
+		unlock_wake(f, WAKE_DEC | WAKE_RD | (f->wk.paused || f->wk.stop ? WAKE_CONS : 0));
 		pthread_mutex_lock(&f->mu);
 	}
 	pthread_mutex_unlock(&f->mu);
@@ -497,9 +499,9 @@ static void *reader_main(void *arg)
 
 static struct rc_batch *free_slot(struct rc_feeder *f)
 {
-	for (size_t i = 0; i < f->S; i++)
-		if (f->slots[i].state == SLOT_FREE)
-			return &f->slots[i];
+	for (size_t i = 0; i < f->cfg.S; i++)
+		if (f->ring.slots[i].state == SLOT_FREE)
+			return &f->ring.slots[i];
 	return NULL;
 }
 
@@ -508,24 +510,24 @@ static void producer_advance(struct rc_feeder *f);
 /* Production of pgen is complete with `total` batches; f->mu held. */
 static void production_done(struct rc_feeder *f, uint64_t total)
 {
-	f->produced_all = true;
-	if (f->pgen == f->gen) {
-		f->cons_done = true;
-		f->cons_total = total;
+	f->prod.produced_all = true;
+	if (f->ep.pgen == f->ep.gen) {
+		f->ep.cons_done = true;
+		f->ep.cons_total = total;
 	} else {
-		f->ahead_done = true;
-		f->ahead_total = total;
+		f->ep.ahead_done = true;
+		f->ep.ahead_total = total;
 	}
 }
 
 /* The slot's file list is done with; f->mu held. */
 static void decode_finished(struct rc_feeder *f, struct rc_batch *s)
 {
-	f->decoding--;
-	if (s->files != f->files && f->old_decoding && --f->old_decoding == 0) {
-		fdr__files_free(f->files_old, f->nfiles_old);
-		f->files_old = NULL;
-		f->nfiles_old = 0;
+	f->ep.decoding--;
+	if (s->files != f->ep.files && f->ep.old_decoding && --f->ep.old_decoding == 0) {
+		fdr__files_free(f->ep.files_old, f->ep.nfiles_old);
+		f->ep.files_old = NULL;
+		f->ep.nfiles_old = 0;
 	}
 }
 
@@ -534,55 +536,56 @@ static void *decoder_main(void *arg)
 	struct rc_feeder *f = arg;
 	char err[1024];
 
-	if (f->device >= 0)
-		(void)fdr__cuda_set_device(f->device, NULL);
+	if (f->cfg.device >= 0)
+		(void)fdr__cuda_set_device(f->cfg.device, NULL);
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
 		struct rc_batch *s = NULL;
-		while (!f->stop && (f->paused || f->errs[f->pgen & 1].rc || f->advancing ||
-				    (f->produced_all && !(f->prefetch && f->pgen == f->gen)) ||
-				    (!f->produced_all && (f->assembling || !(s = free_slot(f))))))
+		while (!f->wk.stop &&
+		       (f->wk.paused || f->ep.errs[f->ep.pgen & 1].rc || f->ep.advancing ||
+			(f->prod.produced_all && !(f->cfg.prefetch && f->ep.pgen == f->ep.gen)) ||
+			(!f->prod.produced_all && (f->prod.assembling || !(s = free_slot(f))))))
 			pthread_cond_wait(&f->cv_dec, &f->mu);
-		if (f->stop)
+		if (f->wk.stop)
 			break;
-		if (f->produced_all) {
+		if (f->prod.produced_all) {
 			/* the consumer's epoch is produced: start the next one */
 			producer_advance(f);
 			continue;
 		}
-		f->assembling = true;
-		f->active++;
+		f->prod.assembling = true;
+		f->wk.active++;
 		s->state = SLOT_FILLING;
-		uint32_t gen = f->pgen;
+		uint32_t gen = f->ep.pgen;
 		size_t rows = 0;
 		int rc = 0;
-		while (rows < f->B) {
+		while (rows < f->cfg.B) {
 			rc = window_topup(f);
 			if (rc <= 0)
 				break;
 			s->picks[rows++] = window_pick(f);
 		}
-		f->assembling = false;
-		if (rc < 0 || (rc == 0 && (rows == 0 || (rows < f->B && f->o.drop_last)))) {
+		f->prod.assembling = false;
+		if (rc < 0 || (rc == 0 && (rows == 0 || (rows < f->cfg.B && f->cfg.o.drop_last)))) {
 			/* aborted, failed, or nothing (more) to hand out */
 			picks_drop(f, s, rows);
 			s->state = SLOT_FREE;
 			if (rc == 0)
-				production_done(f, f->next_batch);
-			f->active--;
+				production_done(f, f->prod.next_batch);
+			f->wk.active--;
 			unlock_wake(f, WAKE_ALL);
 			pthread_mutex_lock(&f->mu);
 			continue;
 		}
 		if (rc == 0) /* a last, short batch */
-			production_done(f, f->next_batch + 1);
+			production_done(f, f->prod.next_batch + 1);
 		/* the next assembly may start; the end of production concerns all */
 		s->rows = rows;
-		s->index = f->next_batch++;
-		s->epoch = f->pepoch;
+		s->index = f->prod.next_batch++;
+		s->epoch = f->ep.pepoch;
 		s->gen = gen;
-		s->files = f->files;
-		f->decoding++;
+		s->files = f->ep.files;
+		f->ep.decoding++;
 		unlock_wake(f, rc == 0 ? WAKE_ALL : WAKE_DEC);
 
 		rc = slot_decode(f, s, err, sizeof err);
@@ -590,11 +593,11 @@ static void *decoder_main(void *arg)
 		pthread_mutex_lock(&f->mu);
 		picks_drop(f, s, rows);
 		decode_finished(f, s);
-		f->active--;
+		f->wk.active--;
 		if (rc) {
 			set_error(f, rc, err, s->gen, s->index);
 			s->state = SLOT_FREE;
-		} else if (s->gen != f->gen && s->gen != f->pgen) {
+		} else if (s->gen != f->ep.gen && s->gen != f->ep.pgen) {
 			s->state = SLOT_FREE; /* the consumer left that epoch meanwhile */
 		} else {
 			s->state = SLOT_READY;
@@ -602,9 +605,10 @@ static void *decoder_main(void *arg)
 		/* the consumer: a ready slot (or active == 0 for a pause); readers:
 		 * chunks the batch freed; decoders only when a slot came free, an
 		 * error stops them, or an advance waits for old_decoding */
-		unlock_wake(f, WAKE_CONS | WAKE_RD |
-				   (s->state == SLOT_FREE || f->advancing || f->paused ? WAKE_DEC
-											: 0));
+		unlock_wake(
+		    f,
+		    WAKE_CONS | WAKE_RD |
+			(s->state == SLOT_FREE || f->ep.advancing || f->wk.paused ? WAKE_DEC : 0));
 		pthread_mutex_lock(&f->mu);
 	}
 	pthread_mutex_unlock(&f->mu);
@@ -616,85 +620,85 @@ static void *decoder_main(void *arg)
 /* Pauses the workers and waits until none works outside the lock; f->mu held. */
 static void pause_workers(struct rc_feeder *f)
 {
-	f->paused = true;
+	f->wk.paused = true;
 	wake(f, WAKE_ALL);
-	while (f->active)
-		pthread_cond_wait(&f->cv, &f->mu);
+	while (f->wk.active)
+		pthread_cond_wait(&f->cv_cons, &f->mu);
 }
 
 /*
- * Points the producer at the start of epoch pepoch over f->files: lanes,
+ * Points the producer at the start of epoch pepoch over f->ep.files: lanes,
  * window, shuffle state.  f->mu held; every lane finished (or the workers
  * paused); chunks pinned by batches being decoded are left alone.
  */
 static void producer_reset(struct rc_feeder *f)
 {
-	size_t want_lanes = f->o.interleave;
-	if (want_lanes > f->nfiles)
-		want_lanes = f->nfiles ? f->nfiles : 1;
-	for (size_t i = 0; i < f->o.interleave; i++) {
-		struct fdr_lane *l = &f->lanes[i];
+	size_t want_lanes = f->cfg.o.interleave;
+	if (want_lanes > f->ep.nfiles)
+		want_lanes = f->ep.nfiles ? f->ep.nfiles : 1;
+	for (size_t i = 0; i < f->cfg.o.interleave; i++) {
+		struct fdr_lane *l = &f->prod.lanes[i];
 		if (l->open)
 			fdr__lane_reset(l);
 		*l = (struct fdr_lane){.id = (uint32_t)i, .fd = -1};
 	}
-	f->nlanes = want_lanes;
-	f->lanes_done = 0;
-	f->nwin = 0;
-	f->win_pending = 0;
-	f->rr = 0;
-	f->rng = f->o.seed * 0x9e3779b97f4a7c15ull + f->pepoch + 1;
-	f->assembling = false;
-	f->produced_all = false;
-	f->ahead_done = false;
-	f->next_batch = 0;
+	f->prod.nlanes = want_lanes;
+	f->prod.lanes_done = 0;
+	f->prod.nwin = 0;
+	f->prod.win_pending = 0;
+	f->prod.rr = 0;
+	f->prod.rng = f->cfg.o.seed * 0x9e3779b97f4a7c15ull + f->ep.pepoch + 1;
+	f->prod.assembling = false;
+	f->prod.produced_all = false;
+	f->ep.ahead_done = false;
+	f->prod.next_batch = 0;
 }
 
 /*
- * Resets the whole pipeline for epoch f->epoch over f->files; workers
+ * Resets the whole pipeline for epoch f->ep.epoch over f->ep.files; workers
  * paused (nothing in flight), f->mu held.  Held slots stay held; everything
  * else returns to the pools.
  */
 static void epoch_reset(struct rc_feeder *f)
 {
-	for (size_t i = 0; i < f->nchunks; i++) {
-		f->chunks[i].next = NULL;
-		f->chunks[i].refs = 0;
+	for (size_t i = 0; i < f->cfg.nchunks; i++) {
+		f->prod.chunks[i].next = NULL;
+		f->prod.chunks[i].refs = 0;
 	}
-	f->free_chunks = NULL;
+	f->prod.free_chunks = NULL;
 	/* chunks with buffers end on top of the (LIFO) free list, so that
 	 * unused ones are only taken when more chunks are in flight than ever */
 	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < f->nchunks; i++)
-			if ((f->chunks[i].buf != NULL) == (pass == 1))
-				chunk_put_free(f, &f->chunks[i]);
-	fdr__files_free(f->files_old, f->nfiles_old);
-	f->files_old = NULL;
-	f->nfiles_old = 0;
-	f->decoding = f->old_decoding = 0;
-	for (size_t i = 0; i < f->S; i++)
-		if (f->slots[i].state != SLOT_HELD)
-			f->slots[i].state = SLOT_FREE;
-	f->gen++;
-	f->pgen = f->gen;
-	f->pepoch = f->epoch;
+		for (size_t i = 0; i < f->cfg.nchunks; i++)
+			if ((f->prod.chunks[i].buf != NULL) == (pass == 1))
+				chunk_put_free(f, &f->prod.chunks[i]);
+	fdr__files_free(f->ep.files_old, f->ep.nfiles_old);
+	f->ep.files_old = NULL;
+	f->ep.nfiles_old = 0;
+	f->ep.decoding = f->ep.old_decoding = 0;
+	for (size_t i = 0; i < f->cfg.S; i++)
+		if (f->ring.slots[i].state != SLOT_HELD)
+			f->ring.slots[i].state = SLOT_FREE;
+	f->ep.gen++;
+	f->ep.pgen = f->ep.gen;
+	f->ep.pepoch = f->ep.epoch;
 	producer_reset(f);
-	f->next_out = 0;
-	f->cons_done = false;
-	f->cons_total = 0;
-	memset(f->errs, 0, sizeof f->errs);
+	f->ring.next_out = 0;
+	f->ep.cons_done = false;
+	f->ep.cons_total = 0;
+	memset(f->ep.errs, 0, sizeof f->ep.errs);
 }
 
 /* Lists (and shuffles) the files of `epoch`.  Takes no lock. */
 static int list_epoch_files(struct rc_feeder *f, uint64_t epoch, char ***files, size_t *n,
 			    char *err, size_t errlen)
 {
-	int rc = fdr__files_list(f->path, (const char *const *)f->paths, f->o.n_paths, f->o.rank,
-				 f->o.world_size, files, n, err, errlen);
+	int rc = fdr__files_list(f->cfg.path, (const char *const *)f->cfg.paths, f->cfg.o.n_paths,
+				 f->cfg.o.rank, f->cfg.o.world_size, files, n, err, errlen);
 	if (rc)
 		return rc;
-	if (f->o.shuffle)
-		fdr__files_shuffle(*files, *n, f->o.seed + epoch);
+	if (f->cfg.o.shuffle)
+		fdr__files_shuffle(*files, *n, f->cfg.o.seed + epoch);
 	return 0;
 }
 
@@ -710,64 +714,64 @@ static void producer_advance(struct rc_feeder *f)
 	char err[1024];
 	char **files = NULL;
 	size_t n = 0;
-	uint64_t ep = f->pepoch + 1;
+	uint64_t ep = f->ep.pepoch + 1;
 
-	f->advancing = true;
-	f->active++;
+	f->ep.advancing = true;
+	f->wk.active++;
 	pthread_mutex_unlock(&f->mu);
 	int rc = list_epoch_files(f, ep, &files, &n, err, sizeof err);
 	pthread_mutex_lock(&f->mu);
 	/* the list before the current one may still name records being decoded */
-	while (f->old_decoding > 0 && !f->stop)
+	while (f->ep.old_decoding > 0 && !f->wk.stop)
 		pthread_cond_wait(&f->cv_dec, &f->mu);
-	if (f->stop) {
+	if (f->wk.stop) {
 		fdr__files_free(files, n);
 	} else {
-		fdr__files_free(f->files_old, f->nfiles_old);
-		f->files_old = f->files;
-		f->nfiles_old = f->nfiles;
-		f->old_decoding = f->decoding;
-		if (f->old_decoding == 0) {
-			fdr__files_free(f->files_old, f->nfiles_old);
-			f->files_old = NULL;
-			f->nfiles_old = 0;
+		fdr__files_free(f->ep.files_old, f->ep.nfiles_old);
+		f->ep.files_old = f->ep.files;
+		f->ep.nfiles_old = f->ep.nfiles;
+		f->ep.old_decoding = f->ep.decoding;
+		if (f->ep.old_decoding == 0) {
+			fdr__files_free(f->ep.files_old, f->ep.nfiles_old);
+			f->ep.files_old = NULL;
+			f->ep.nfiles_old = 0;
 		}
-		f->files = rc ? NULL : files;
-		f->nfiles = rc ? 0 : n;
-		f->pgen++;
-		f->pepoch = ep;
+		f->ep.files = rc ? NULL : files;
+		f->ep.nfiles = rc ? 0 : n;
+		f->ep.pgen++;
+		f->ep.pepoch = ep;
 		producer_reset(f);
 		if (rc)
-			set_error(f, rc, err, f->pgen, 0);
+			set_error(f, rc, err, f->ep.pgen, 0);
 	}
-	f->advancing = false;
-	f->active--;
+	f->ep.advancing = false;
+	f->wk.active--;
 	wake(f, WAKE_ALL);
 }
 
 /* The consumer moves to the epoch the producer runs ahead on; f->mu held. */
 static void consumer_switch(struct rc_feeder *f)
 {
-	f->gen = f->pgen;
-	f->epoch = f->pepoch;
-	f->next_out = 0;
-	f->cons_done = f->ahead_done;
-	f->cons_total = f->ahead_total;
-	f->ahead_done = false;
-	for (size_t i = 0; i < f->S; i++)
-		if (f->slots[i].state == SLOT_READY && f->slots[i].gen != f->gen)
-			f->slots[i].state = SLOT_FREE;
-	f->errs[(f->gen + 1) & 1].rc = 0; /* the epoch left behind */
+	f->ep.gen = f->ep.pgen;
+	f->ep.epoch = f->ep.pepoch;
+	f->ring.next_out = 0;
+	f->ep.cons_done = f->ep.ahead_done;
+	f->ep.cons_total = f->ep.ahead_total;
+	f->ep.ahead_done = false;
+	for (size_t i = 0; i < f->cfg.S; i++)
+		if (f->ring.slots[i].state == SLOT_READY && f->ring.slots[i].gen != f->ep.gen)
+			f->ring.slots[i].state = SLOT_FREE;
+	f->ep.errs[(f->ep.gen + 1) & 1].rc = 0; /* the epoch left behind */
 	wake(f, WAKE_ALL);
 }
 
 /* Closes every lane's file; workers paused. */
 static void lanes_close(struct rc_feeder *f)
 {
-	size_t cap = f->o.interleave;
+	size_t cap = f->cfg.o.interleave;
 	for (size_t i = 0; i < cap; i++)
-		if (f->lanes[i].open)
-			fdr__lane_reset(&f->lanes[i]);
+		if (f->prod.lanes[i].open)
+			fdr__lane_reset(&f->prod.lanes[i]);
 }
 
 int rc_feeder_next_epoch(struct rc_feeder *f)
@@ -778,20 +782,20 @@ int rc_feeder_next_epoch(struct rc_feeder *f)
 	int rc = 0;
 
 	pthread_mutex_lock(&f->mu);
-	while (f->advancing)
-		pthread_cond_wait(&f->cv, &f->mu);
-	if (f->pgen != f->gen) { /* already produced ahead: just switch */
+	while (f->ep.advancing)
+		pthread_cond_wait(&f->cv_cons, &f->mu);
+	if (f->ep.pgen != f->ep.gen) { /* already produced ahead: just switch */
 		consumer_switch(f);
 		pthread_mutex_unlock(&f->mu);
 		return 0;
 	}
 	pause_workers(f);
-	if (f->pgen != f->gen) {
+	if (f->ep.pgen != f->ep.gen) {
 		/* an advance completed while pausing; the pause may have cut an
 		 * assembly of that epoch short, so restart it from its start */
-		f->epoch = f->pepoch;
+		f->ep.epoch = f->ep.pepoch;
 		epoch_reset(f);
-		f->paused = false;
+		f->wk.paused = false;
 		wake(f, WAKE_ALL);
 		pthread_mutex_unlock(&f->mu);
 		return 0;
@@ -799,23 +803,23 @@ int rc_feeder_next_epoch(struct rc_feeder *f)
 	pthread_mutex_unlock(&f->mu);
 
 	lanes_close(f);
-	if (f->control[0]) {
-		rc = fdr__advance_cache(f->control, err, sizeof err);
+	if (f->cfg.control[0]) {
+		rc = fdr__advance_cache(f->cfg.control, err, sizeof err);
 		if (rc)
 			cmn_log(CMN_LOG_WARN, "feeder: cannot advance the cache: %s", err);
 		rc = 0; /* the data of the current epoch can still be read */
 	}
-	rc = list_epoch_files(f, f->epoch + 1, &files, &n, err, sizeof err);
+	rc = list_epoch_files(f, f->ep.epoch + 1, &files, &n, err, sizeof err);
 
 	pthread_mutex_lock(&f->mu);
-	f->epoch++;
-	fdr__files_free(f->files, f->nfiles);
-	f->files = rc ? NULL : files;
-	f->nfiles = rc ? 0 : n;
+	f->ep.epoch++;
+	fdr__files_free(f->ep.files, f->ep.nfiles);
+	f->ep.files = rc ? NULL : files;
+	f->ep.nfiles = rc ? 0 : n;
 	epoch_reset(f);
 	if (rc)
-		set_error(f, rc, err, f->gen, 0);
-	f->paused = false;
+		set_error(f, rc, err, f->ep.gen, 0);
+	f->wk.paused = false;
 	wake(f, WAKE_ALL);
 	pthread_mutex_unlock(&f->mu);
 	return rc;
@@ -839,23 +843,23 @@ static int setup_cuda(struct rc_feeder *f, char *err, size_t errlen)
 	char why[256];
 	int rc = 0;
 
-	f->device = -1;
-	f->pinned = false;
-	if (f->o.device < 0 && f->o.pin == 0)
+	f->cfg.device = -1;
+	f->cfg.pinned = false;
+	if (f->cfg.o.device < 0 && f->cfg.o.pin == 0)
 		return 0;
 	rc = fdr__cuda_devices(&n, why, sizeof why);
-	if (rc && f->o.device < 0 && f->o.pin < 0) {
+	if (rc && f->cfg.o.device < 0 && f->cfg.o.pin < 0) {
 		/* host mode, pin auto: no usable CUDA device, plain memory */
 		cmn_log(CMN_LOG_DEBUG, "feeder: host slots not pinned: %s", why);
 		return 0;
 	}
 	if (rc) {
 		snprintf(err, errlen, "%s%d: %s",
-			 f->o.device >= 0 ? "device cuda:" : "pinned memory, device ", f->o.device,
-			 why);
+			 f->cfg.o.device >= 0 ? "device cuda:" : "pinned memory, device ",
+			 f->cfg.o.device, why);
 		return rc;
 	}
-	int dev = f->o.device >= 0 ? f->o.device : 0;
+	int dev = f->cfg.o.device >= 0 ? f->cfg.o.device : 0;
 	if (dev >= n) {
 		snprintf(err, errlen, "device cuda:%d: only %d CUDA device(s)", dev, n);
 		return -ENODEV;
@@ -865,10 +869,10 @@ static int setup_cuda(struct rc_feeder *f, char *err, size_t errlen)
 		snprintf(err, errlen, "device cuda:%d: %s", dev, fdr__cuda_last_error());
 		return rc;
 	}
-	f->pinned = f->o.pin != 0;
-	if (f->o.device >= 0) {
-		f->device = dev;
-		rc = fdr__cuda_stream_create(&f->stream);
+	f->cfg.pinned = f->cfg.o.pin != 0;
+	if (f->cfg.o.device >= 0) {
+		f->cfg.device = dev;
+		rc = fdr__cuda_stream_create(&f->cfg.stream);
 		if (rc) {
 			snprintf(err, errlen, "device cuda:%d: stream: %s", dev,
 				 fdr__cuda_last_error());
@@ -880,14 +884,14 @@ static int setup_cuda(struct rc_feeder *f, char *err, size_t errlen)
 
 static void slot_free(struct rc_feeder *f, struct rc_batch *s)
 {
-	const struct cmn_schema *sc = f->schema;
+	const struct cmn_schema *sc = f->cfg.schema;
 	if (s->rag)
 		for (size_t i = 0; i < sc->n; i++) {
 			fdr__mem_free(f, s->rag[i].h);
 			fdr__cuda_free(s->rag[i].d);
 		}
 	fdr__mem_free(f, s->host);
-	if (f->device >= 0) {
+	if (f->cfg.device >= 0) {
 		fdr__cuda_free(s->dev);
 		fdr__cuda_event_destroy(s->ev_done);
 		fdr__cuda_event_destroy(s->ev_start);
@@ -901,21 +905,21 @@ static void slot_free(struct rc_feeder *f, struct rc_batch *s)
 
 static int slot_init(struct rc_feeder *f, struct rc_batch *s)
 {
-	const struct cmn_schema *sc = f->schema;
+	const struct cmn_schema *sc = f->cfg.schema;
 	int rc;
 
 	s->f = f;
-	s->picks = calloc(f->B, sizeof *s->picks);
+	s->picks = calloc(f->cfg.B, sizeof *s->picks);
 	s->t = calloc(sc->n, sizeof *s->t);
 	s->rag = calloc(sc->n, sizeof *s->rag);
 	s->fixed = calloc(sc->n, sizeof *s->fixed);
 	if (!s->picks || !s->t || !s->rag || !s->fixed)
 		return -ENOMEM;
-	rc = fdr__mem_alloc(f, (void **)&s->host, f->block_len);
+	rc = fdr__mem_alloc(f, (void **)&s->host, f->cfg.block_len);
 	if (rc)
 		return rc;
-	if (f->device >= 0) {
-		rc = fdr__cuda_malloc(&s->dev, f->block_len);
+	if (f->cfg.device >= 0) {
+		rc = fdr__cuda_malloc(&s->dev, f->cfg.block_len);
 		if (!rc)
 			rc = fdr__cuda_event_create(&s->ev_done, 1);
 		if (!rc)
@@ -930,16 +934,17 @@ static int slot_init(struct rc_feeder *f, struct rc_batch *s)
 		struct rc_tensor *t = &s->t[i];
 		t->name = ft->name;
 		t->dtype = (int32_t)ft->dtype; /* enum cmn_dtype and enum rc_dtype agree */
-		t->device = f->device;
+		t->device = f->cfg.device;
 		if (ft->ragged) {
 			t->ragged = 1;
 			t->ndim = 1;
-			t->offsets = (int64_t *)(s->host + f->fixed_off[i]);
-			if (f->device >= 0)
+			t->offsets = (int64_t *)(s->host + f->cfg.fixed_off[i]);
+			if (f->cfg.device >= 0)
 				t->device_offsets =
-				    (int64_t *)((uint8_t *)s->dev + f->fixed_off[i]);
-			rc = ragged_grow(f, &s->rag[i],
-					 f->B * (f->o.ragged_hint ? f->o.ragged_hint : 256), i);
+				    (int64_t *)((uint8_t *)s->dev + f->cfg.fixed_off[i]);
+			rc = ragged_grow(
+			    f, &s->rag[i],
+			    f->cfg.B * (f->cfg.o.ragged_hint ? f->cfg.o.ragged_hint : 256), i);
 			if (rc)
 				return rc;
 			t->data = s->rag[i].h;
@@ -947,9 +952,9 @@ static int slot_init(struct rc_feeder *f, struct rc_batch *s)
 			t->ndim = (int32_t)ft->ndims + 1;
 			for (unsigned k = 0; k < ft->ndims; k++)
 				t->shape[k + 1] = (int64_t)ft->dims[k];
-			t->data = s->host + f->fixed_off[i];
-			if (f->device >= 0)
-				t->device_data = (uint8_t *)s->dev + f->fixed_off[i];
+			t->data = s->host + f->cfg.fixed_off[i];
+			if (f->cfg.device >= 0)
+				t->device_data = (uint8_t *)s->dev + f->cfg.fixed_off[i];
 		}
 	}
 	return 0;
@@ -1023,47 +1028,47 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 	}
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_mutex_init(&f->copy_mu, NULL);
-	pthread_cond_init(&f->cv, NULL);
+	pthread_cond_init(&f->cv_cons, NULL);
 	pthread_cond_init(&f->cv_rd, NULL);
 	pthread_cond_init(&f->cv_dec, NULL);
-	f->device = -1;
-	f->o = *o;
-	f->o.world_size = world;
-	f->path = dup_or_null(o->path, &oom);
-	f->schema_str = dup_or_null(o->schema, &oom);
+	f->cfg.device = -1;
+	f->cfg.o = *o;
+	f->cfg.o.world_size = world;
+	f->cfg.path = dup_or_null(o->path, &oom);
+	f->cfg.schema_str = dup_or_null(o->schema, &oom);
 	if (!o->path) {
-		f->paths = calloc(o->n_paths, sizeof *f->paths);
-		oom |= !f->paths;
-		for (size_t i = 0; f->paths && i < o->n_paths; i++)
-			f->paths[i] = dup_or_null(o->paths[i], &oom);
+		f->cfg.paths = calloc(o->n_paths, sizeof *f->cfg.paths);
+		oom |= !f->cfg.paths;
+		for (size_t i = 0; f->cfg.paths && i < o->n_paths; i++)
+			f->cfg.paths[i] = dup_or_null(o->paths[i], &oom);
 	}
-	f->o.path = f->path;
-	f->o.schema = f->schema_str;
-	f->o.paths = (const char *const *)f->paths;
+	f->cfg.o.path = f->cfg.path;
+	f->cfg.o.schema = f->cfg.schema_str;
+	f->cfg.o.paths = (const char *const *)f->cfg.paths;
 	if (oom) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_free;
 	}
-	rc = cmn_schema_parse(o->schema, &f->schema, err, errlen);
+	rc = cmn_schema_parse(o->schema, &f->cfg.schema, err, errlen);
 	if (rc)
 		goto fail_free;
-	const struct cmn_schema *sc = f->schema;
+	const struct cmn_schema *sc = f->cfg.schema;
 	if (o->format == RC_FORMAT_RAW) {
 		if (sc->n_ragged) {
 			snprintf(err, errlen,
 				 "raw format: every feature needs a fixed shape (no [] or bytes)");
 			goto fail_free;
 		}
-		f->raw_size = sc->fixed_row_bytes;
+		f->cfg.raw_size = sc->fixed_row_bytes;
 	}
-	f->B = o->batch_size;
-	f->S = o->ring_slots ? o->ring_slots : 4;
-	f->read_size = o->read_size ? o->read_size : ((size_t)4 << 20);
-	if (f->read_size < 4096)
-		f->read_size = 4096;
-	f->W = o->shuffle ? (o->shuffle_window ? o->shuffle_window : 8) : 1;
-	f->o.interleave = o->interleave ? o->interleave : (o->shuffle ? 4 : 1);
-	f->ra = READAHEAD;
+	f->cfg.B = o->batch_size;
+	f->cfg.S = o->ring_slots ? o->ring_slots : 4;
+	f->cfg.read_size = o->read_size ? o->read_size : ((size_t)4 << 20);
+	if (f->cfg.read_size < 4096)
+		f->cfg.read_size = 4096;
+	f->cfg.W = o->shuffle ? (o->shuffle_window ? o->shuffle_window : 8) : 1;
+	f->cfg.o.interleave = o->interleave ? o->interleave : (o->shuffle ? 4 : 1);
+	f->cfg.ra = READAHEAD;
 	/*
 	 * Enough chunks that the lane the window waits for always gets one:
 	 * the others can hold at most W (window) + (lanes - 1) * ra (queued)
@@ -1071,51 +1076,51 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 	 * pinned by batches being decoded come back without waiting.  Buffers
 	 * are allocated on first use, so unused chunks cost a few bytes.
 	 */
-	f->nchunks = f->W + f->o.interleave * f->ra + f->B + 2;
-	f->fixed_off = calloc(sc->n, sizeof *f->fixed_off);
-	f->rag_hwm = calloc(sc->n, sizeof *f->rag_hwm);
-	if (!f->fixed_off || !f->rag_hwm) {
+	f->cfg.nchunks = f->cfg.W + f->cfg.o.interleave * f->cfg.ra + f->cfg.B + 2;
+	f->cfg.fixed_off = calloc(sc->n, sizeof *f->cfg.fixed_off);
+	f->ring.rag_hwm = calloc(sc->n, sizeof *f->ring.rag_hwm);
+	if (!f->cfg.fixed_off || !f->ring.rag_hwm) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_free;
 	}
 	for (size_t i = 0; i < sc->n; i++) {
-		f->fixed_off[i] = f->block_len;
+		f->cfg.fixed_off[i] = f->cfg.block_len;
 		if (sc->feature[i].ragged)
-			f->block_len += align64((f->B + 1) * sizeof(int64_t));
+			f->cfg.block_len += align64((f->cfg.B + 1) * sizeof(int64_t));
 		else
-			f->block_len += align64(f->B * sc->feature[i].row_bytes);
+			f->cfg.block_len += align64(f->cfg.B * sc->feature[i].row_bytes);
 	}
 
-	rc = fdr__files_list(f->path, (const char *const *)f->paths, o->n_paths, o->rank, world,
-			     &f->files, &f->nfiles, err, errlen);
+	rc = fdr__files_list(f->cfg.path, (const char *const *)f->cfg.paths, o->n_paths, o->rank,
+			     world, &f->ep.files, &f->ep.nfiles, err, errlen);
 	if (rc)
 		goto fail_free;
-	if (fdr__find_control(f->path, f->nfiles ? f->files[0] : NULL, f->control,
-			      sizeof f->control))
-		f->control[0] = '\0';
+	if (fdr__find_control(f->cfg.path, f->ep.nfiles ? f->ep.files[0] : NULL, f->cfg.control,
+			      sizeof f->cfg.control))
+		f->cfg.control[0] = '\0';
 	if (o->shuffle)
-		fdr__files_shuffle(f->files, f->nfiles, o->seed);
+		fdr__files_shuffle(f->ep.files, f->ep.nfiles, o->seed);
 
 	rc = setup_cuda(f, err, errlen);
 	if (rc)
 		goto fail_free;
 
-	f->chunks = calloc(f->nchunks, sizeof *f->chunks);
-	f->lanes = calloc(f->o.interleave, sizeof *f->lanes);
-	f->win = calloc(f->W, sizeof *f->win);
-	f->slots = calloc(f->S, sizeof *f->slots);
-	if (!f->chunks || !f->lanes || !f->win || !f->slots) {
+	f->prod.chunks = calloc(f->cfg.nchunks, sizeof *f->prod.chunks);
+	f->prod.lanes = calloc(f->cfg.o.interleave, sizeof *f->prod.lanes);
+	f->prod.win = calloc(f->cfg.W, sizeof *f->prod.win);
+	f->ring.slots = calloc(f->cfg.S, sizeof *f->ring.slots);
+	if (!f->prod.chunks || !f->prod.lanes || !f->prod.win || !f->ring.slots) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_free;
 	}
-	for (size_t i = 0; i < f->o.interleave; i++)
-		f->lanes[i].fd = -1;
+	for (size_t i = 0; i < f->cfg.o.interleave; i++)
+		f->prod.lanes[i].fd = -1;
 	/* the chunks normally in flight get their buffers now (see reader.c) */
 	size_t nreaders = o->readers ? o->readers : 1;
 	size_t ndecoders = o->threads ? o->threads : default_decoders(nreaders);
-	size_t warm = f->W + f->o.interleave * f->ra + 2 * (ndecoders + 1) + 1;
-	for (size_t i = 0; i < warm && i < f->nchunks; i++) {
-		struct fdr_chunk *c = &f->chunks[i];
+	size_t warm = f->cfg.W + f->cfg.o.interleave * f->cfg.ra + 2 * (ndecoders + 1) + 1;
+	for (size_t i = 0; i < warm && i < f->cfg.nchunks; i++) {
+		struct fdr_chunk *c = &f->prod.chunks[i];
 		if (fdr__chunk_reserve(f, c, FDR_CHUNK_CAP(f), 0)) {
 			snprintf(err, errlen, "out of memory for %zu read chunks of %zu bytes",
 				 warm, FDR_CHUNK_CAP(f));
@@ -1128,37 +1133,37 @@ struct rc_feeder *rc_feeder_open(const struct rc_feeder_opts *o, char *err, size
 			goto fail_free;
 		}
 	}
-	for (size_t i = 0; i < f->S; i++) {
-		rc = slot_init(f, &f->slots[i]);
+	for (size_t i = 0; i < f->cfg.S; i++) {
+		rc = slot_init(f, &f->ring.slots[i]);
 		if (rc) {
-			snprintf(err, errlen, "allocating %zu ring slots of %zu bytes%s: %s", f->S,
-				 f->block_len, f->pinned ? " (pinned)" : "",
-				 f->device >= 0 || f->pinned ? fdr__cuda_last_error()
-							     : strerror(-rc));
+			snprintf(err, errlen, "allocating %zu ring slots of %zu bytes%s: %s",
+				 f->cfg.S, f->cfg.block_len, f->cfg.pinned ? " (pinned)" : "",
+				 f->cfg.device >= 0 || f->cfg.pinned ? fdr__cuda_last_error()
+								     : strerror(-rc));
 			goto fail_free;
 		}
 	}
-	f->prefetch = f->control[0] == '\0';
-	f->epoch = 0;
+	f->cfg.prefetch = f->cfg.control[0] == '\0';
+	f->ep.epoch = 0;
 	epoch_reset(f);
-	f->st_allocs = 0; /* count from here: steady state */
+	f->st.allocs = 0; /* count from here: steady state */
 
-	f->threads = calloc(nreaders + ndecoders, sizeof *f->threads);
-	if (!f->threads) {
+	f->wk.threads = calloc(nreaders + ndecoders, sizeof *f->wk.threads);
+	if (!f->wk.threads) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_free;
 	}
 	for (size_t i = 0; i < nreaders + ndecoders; i++) {
-		rc = pthread_create(&f->threads[i], NULL, i < nreaders ? reader_main : decoder_main,
-				    f);
+		rc = pthread_create(&f->wk.threads[i], NULL,
+				    i < nreaders ? reader_main : decoder_main, f);
 		if (rc) {
 			snprintf(err, errlen, "starting feeder threads: %s", strerror(rc));
 			rc_feeder_close(f);
 			return NULL;
 		}
-		f->nthreads++;
+		f->wk.nthreads++;
 	}
-	f->nreaders = nreaders;
+	f->cfg.nreaders = nreaders;
 	return f;
 
 fail_free:
@@ -1176,36 +1181,38 @@ int rc_feeder_next(struct rc_feeder *f, struct rc_batch **out)
 
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
-		for (size_t i = 0; i < f->S; i++) {
-			struct rc_batch *c = &f->slots[i];
-			if (c->state == SLOT_READY && c->gen == f->gen && c->index == f->next_out) {
+		for (size_t i = 0; i < f->cfg.S; i++) {
+			struct rc_batch *c = &f->ring.slots[i];
+			if (c->state == SLOT_READY && c->gen == f->ep.gen &&
+			    c->index == f->ring.next_out) {
 				s = c;
 				break;
 			}
 		}
 		if (s) {
 			s->state = SLOT_HELD;
-			f->next_out++;
+			f->ring.next_out++;
 			rc = 1;
 			break;
 		}
-		struct fdr_err *e = &f->errs[f->gen & 1];
-		if (e->rc && f->next_out >= e->batch) {
+		struct fdr_err *e = &f->ep.errs[f->ep.gen & 1];
+		if (e->rc && f->ring.next_out >= e->batch) {
 			rc = e->rc;
-			snprintf(f->err_out, sizeof f->err_out, "%s", e->msg);
+			snprintf(f->ring.err_out, sizeof f->ring.err_out, "%s", e->msg);
 			break;
 		}
-		if (f->cons_done && f->next_out >= f->cons_total) {
+		if (f->ep.cons_done && f->ring.next_out >= f->ep.cons_total) {
 			rc = 0;
 			break;
 		}
 		size_t held = 0;
-		for (size_t i = 0; i < f->S; i++)
-			held += f->slots[i].state == SLOT_HELD;
-		if (held == f->S) {
+		for (size_t i = 0; i < f->cfg.S; i++)
+			held += f->ring.slots[i].state == SLOT_HELD;
+		if (held == f->cfg.S) {
 			/* only a release (maybe from another thread) can help */
 			if (!busy_deadline) {
-				uint32_t ms = f->o.busy_timeout_ms ? f->o.busy_timeout_ms : 10000;
+				uint32_t ms =
+				    f->cfg.o.busy_timeout_ms ? f->cfg.o.busy_timeout_ms : 10000;
 				clock_gettime(CLOCK_REALTIME, &dl);
 				dl.tv_sec += ms / 1000;
 				dl.tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -1215,40 +1222,41 @@ int rc_feeder_next(struct rc_feeder *f, struct rc_batch **out)
 				}
 				busy_deadline = true;
 			}
-			if (pthread_cond_timedwait(&f->cv, &f->mu, &dl) == ETIMEDOUT) {
+			if (pthread_cond_timedwait(&f->cv_cons, &f->mu, &dl) == ETIMEDOUT) {
 				rc = -EBUSY;
-				snprintf(f->err_out, sizeof f->err_out,
+				snprintf(f->ring.err_out, sizeof f->ring.err_out,
 					 "all %zu ring slots are held: release batches (or raise "
 					 "ring_slots)",
-					 f->S);
+					 f->cfg.S);
 				break;
 			}
 			continue;
 		}
 		busy_deadline = false;
-		pthread_cond_wait(&f->cv, &f->mu);
+		pthread_cond_wait(&f->cv_cons, &f->mu);
 	}
 	/* taking a slot concerns no other thread: no wake-up */
 	pthread_mutex_unlock(&f->mu);
 
-	if (s && f->device >= 0) {
+	if (s && f->cfg.device >= 0) {
 		float ms = 0;
 		rc = fdr__cuda_event_sync(s->ev_done);
 		if (!rc && !fdr__cuda_event_elapsed_ms(s->ev_start, s->ev_done, &ms))
-			__atomic_add_fetch(&f->st_h2d_ns, (uint64_t)(ms * 1e6), __ATOMIC_RELAXED);
-		__atomic_add_fetch(&f->st_h2d_bytes, s->h2d_bytes, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&f->st.h2d_ns, (uint64_t)(ms * 1e6), __ATOMIC_RELAXED);
+		__atomic_add_fetch(&f->st.h2d_bytes, s->h2d_bytes, __ATOMIC_RELAXED);
 		if (rc) {
-			snprintf(f->err_out, sizeof f->err_out, "copy to cuda:%d failed: %s",
-				 f->device, fdr__cuda_last_error());
+			snprintf(f->ring.err_out, sizeof f->ring.err_out,
+				 "copy to cuda:%d failed: %s", f->cfg.device,
+				 fdr__cuda_last_error());
 			rc_batch_release(s);
 			s = NULL;
 		} else {
 			rc = 1;
 		}
 	}
-	__atomic_add_fetch(&f->st_wait_ns, now_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&f->st.wait_ns, now_ns() - t0, __ATOMIC_RELAXED);
 	if (rc == 1) {
-		__atomic_add_fetch(&f->st_batches, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&f->st.batches, 1, __ATOMIC_RELAXED);
 		*out = s;
 	}
 	return rc;
@@ -1273,18 +1281,18 @@ const struct rc_tensor *rc_batch_get(const struct rc_batch *b, const char *name)
 {
 	if (!b || !name)
 		return NULL;
-	int i = cmn_schema_find(b->f->schema, name, strlen(name));
+	int i = cmn_schema_find(b->f->cfg.schema, name, strlen(name));
 	return i < 0 ? NULL : &b->t[i];
 }
 
 size_t rc_batch_count(const struct rc_batch *b)
 {
-	return b ? b->f->schema->n : 0;
+	return b ? b->f->cfg.schema->n : 0;
 }
 
 const struct rc_tensor *rc_batch_at(const struct rc_batch *b, size_t i)
 {
-	return b && i < b->f->schema->n ? &b->t[i] : NULL;
+	return b && i < b->f->cfg.schema->n ? &b->t[i] : NULL;
 }
 
 void rc_batch_release(struct rc_batch *b)
@@ -1292,13 +1300,13 @@ void rc_batch_release(struct rc_batch *b)
 	if (!b)
 		return;
 	struct rc_feeder *f = b->f;
-	if (f->device >= 0) {
+	if (f->cfg.device >= 0) {
 		int prev = -1;
 		/* the slot's next copy waits for what the consumer queued so far */
-		if (!fdr__cuda_set_device(f->device, &prev) &&
-		    !fdr__cuda_event_record(b->ev_release, f->o.consumer_stream))
+		if (!fdr__cuda_set_device(f->cfg.device, &prev) &&
+		    !fdr__cuda_event_record(b->ev_release, f->cfg.o.consumer_stream))
 			b->released_once = true;
-		if (prev >= 0 && prev != f->device)
+		if (prev >= 0 && prev != f->cfg.device)
 			(void)fdr__cuda_set_device(prev, NULL);
 	}
 	pthread_mutex_lock(&f->mu);
@@ -1308,79 +1316,79 @@ void rc_batch_release(struct rc_batch *b)
 
 uint64_t rc_feeder_epoch(const struct rc_feeder *f)
 {
-	return f->epoch;
+	return f->ep.epoch;
 }
 
 const char *rc_feeder_error(const struct rc_feeder *f)
 {
-	return f->err_out;
+	return f->ring.err_out;
 }
 
 void rc_feeder_stats(const struct rc_feeder *f, struct rc_feeder_stats *o)
 {
 	memset(o, 0, sizeof *o);
-	o->records = __atomic_load_n(&f->st_records, __ATOMIC_RELAXED);
-	o->batches = __atomic_load_n(&f->st_batches, __ATOMIC_RELAXED);
-	o->bytes_read = __atomic_load_n(&f->st_bytes_read, __ATOMIC_RELAXED);
-	o->record_bytes = __atomic_load_n(&f->st_record_bytes, __ATOMIC_RELAXED);
-	o->wait_ns = __atomic_load_n(&f->st_wait_ns, __ATOMIC_RELAXED);
-	o->h2d_bytes = __atomic_load_n(&f->st_h2d_bytes, __ATOMIC_RELAXED);
-	o->h2d_ns = __atomic_load_n(&f->st_h2d_ns, __ATOMIC_RELAXED);
-	o->allocations = __atomic_load_n(&f->st_allocs, __ATOMIC_RELAXED);
+	o->records = __atomic_load_n(&f->st.records, __ATOMIC_RELAXED);
+	o->batches = __atomic_load_n(&f->st.batches, __ATOMIC_RELAXED);
+	o->bytes_read = __atomic_load_n(&f->st.bytes_read, __ATOMIC_RELAXED);
+	o->record_bytes = __atomic_load_n(&f->st.record_bytes, __ATOMIC_RELAXED);
+	o->wait_ns = __atomic_load_n(&f->st.wait_ns, __ATOMIC_RELAXED);
+	o->h2d_bytes = __atomic_load_n(&f->st.h2d_bytes, __ATOMIC_RELAXED);
+	o->h2d_ns = __atomic_load_n(&f->st.h2d_ns, __ATOMIC_RELAXED);
+	o->allocations = __atomic_load_n(&f->st.allocs, __ATOMIC_RELAXED);
 	pthread_mutex_lock((pthread_mutex_t *)&f->mu); /* nfiles changes at an advance */
-	o->files = (uint32_t)f->nfiles;
+	o->files = (uint32_t)f->ep.nfiles;
 	pthread_mutex_unlock((pthread_mutex_t *)&f->mu);
-	o->device = f->device;
-	o->pinned = f->pinned;
+	o->device = f->cfg.device;
+	o->pinned = f->cfg.pinned;
 }
 
 void rc_feeder_close(struct rc_feeder *f)
 {
 	if (!f)
 		return;
-	if (f->threads) {
+	if (f->wk.threads) {
 		pthread_mutex_lock(&f->mu);
-		f->stop = true;
+		f->wk.stop = true;
 		wake(f, WAKE_ALL);
 		pthread_mutex_unlock(&f->mu);
-		for (size_t i = 0; i < f->nthreads; i++)
-			pthread_join(f->threads[i], NULL);
-		free(f->threads);
+		for (size_t i = 0; i < f->wk.nthreads; i++)
+			pthread_join(f->wk.threads[i], NULL);
+		free(f->wk.threads);
 	}
-	if (f->lanes) {
+	if (f->prod.lanes) {
 		lanes_close(f);
-		free(f->lanes);
+		free(f->prod.lanes);
 	}
-	if (f->slots) {
-		if (f->device >= 0 && f->stream)
-			(void)fdr__cuda_stream_sync(f->stream);
-		for (size_t i = 0; i < f->S; i++)
-			slot_free(f, &f->slots[i]);
-		free(f->slots);
+	if (f->ring.slots) {
+		if (f->cfg.device >= 0 && f->cfg.stream)
+			(void)fdr__cuda_stream_sync(f->cfg.stream);
+		for (size_t i = 0; i < f->cfg.S; i++)
+			slot_free(f, &f->ring.slots[i]);
+		free(f->ring.slots);
 	}
-	if (f->chunks) {
-		for (size_t i = 0; i < f->nchunks; i++) {
-			free(f->chunks[i].buf);
-			free(f->chunks[i].recs);
+	if (f->prod.chunks) {
+		for (size_t i = 0; i < f->cfg.nchunks; i++) {
+			free(f->prod.chunks[i].buf);
+			free(f->prod.chunks[i].recs);
 		}
-		free(f->chunks);
+		free(f->prod.chunks);
 	}
-	if (f->stream)
-		fdr__cuda_stream_destroy(f->stream);
-	free(f->win);
-	free(f->fixed_off);
-	free(f->rag_hwm);
-	fdr__files_free(f->files, f->nfiles);
-	fdr__files_free(f->files_old, f->nfiles_old);
-	cmn_schema_free(f->schema);
-	for (size_t i = 0; f->paths && i < f->o.n_paths; i++)
-		free(f->paths[i]);
-	free(f->paths);
-	free(f->path);
-	free(f->schema_str);
+	if (f->cfg.stream)
+		fdr__cuda_stream_destroy(f->cfg.stream);
+	free(f->prod.win);
+	free(f->cfg.fixed_off);
+	free(f->ring.rag_hwm);
+	fdr__files_free(f->ep.files, f->ep.nfiles);
+	fdr__files_free(f->ep.files_old, f->ep.nfiles_old);
+	cmn_schema_free(f->cfg.schema);
+	for (size_t i = 0; f->cfg.paths && i < f->cfg.o.n_paths; i++)
+		free(f->cfg.paths[i]);
+	free(f->cfg.paths);
+	free(f->cfg.path);
+	free(f->cfg.schema_str);
 	pthread_mutex_destroy(&f->mu);
 	pthread_mutex_destroy(&f->copy_mu);
-	pthread_cond_destroy(&f->cv);
+	pthread_cond_destroy(&f->cv_cons);
 	pthread_cond_destroy(&f->cv_rd);
 	pthread_cond_destroy(&f->cv_dec);
 	free(f);
