@@ -1,7 +1,26 @@
 /*
- * feeder_i.h - internals shared by the feeder's files (feeder.c: the
- * pipeline and the public API; reader.c: files -> chunks; files.c: listing,
- * shuffle, the mount's control file; cuda.c: the CUDA runtime).
+ * feeder_i.h - internals shared by the feeder's files.
+ *
+ * The parts, in pipeline order:
+ *
+ *   reader threads --pread--> chunks --lane queues--> window --shuffle-->
+ *   decoder threads --cmn_ex_decode--> slot (pinned) --cudaMemcpyAsync-->
+ *   device --event--> rc_feeder_next --> consumer --> rc_batch_release
+ *
+ *   open.c      options, sizes, memory, threads: rc_feeder_open / _close
+ *   workers.c   the reader and decoder loops, and who wakes whom
+ *   reader.c    files -> chunks (pread, TFRecord framing, GZIP, raw)
+ *   window.c    the chunk pool and the shuffle window (picking records)
+ *   slot.c      one batch of the ring: memory, decoding, device copy
+ *   consumer.c  rc_feeder_next, rc_batch_*, statistics
+ *   epoch.c     rc_feeder_next_epoch, running ahead, per-epoch errors
+ *   files.c     listing, rank split, shuffle, the mount's control file
+ *   cuda.c      the CUDA runtime behind dlopen (cuda_i.h)
+ *
+ * Locking, once for all files: one mutex f->mu guards every field marked
+ * "protected by f->mu"; f->cfg is immutable after open; statistics and
+ * f->ring.rag_hwm are atomics.  f->copy_mu is never held with f->mu, so
+ * there is no lock order.  Conditions: workers.c.
  *
  * Terms.  A *chunk* is one large read of one file: a buffer plus the records
  * framed in it.  A *lane* reads a fixed subset of the epoch's files (file j
@@ -222,6 +241,74 @@ struct rc_feeder {
 	struct fdr_ring ring;
 	struct fdr_stats st;
 };
+
+/* Whom a state change may concern: readers, decoders, the consumer (workers.c). */
+enum { FDR_WAKE_RD = 1, FDR_WAKE_DEC = 2, FDR_WAKE_CONS = 4, FDR_WAKE_ALL = 7 };
+
+/* workers.c */
+/* Broadcasts the conditions of the waiters in `who` (FDR_WAKE_*); f->mu held or not. */
+void fdr__wake(struct rc_feeder *f, unsigned who);
+/* Unlocks f->mu, then wakes `who` and what the assembly left in f->wk.wake_pending. */
+void fdr__unlock_wake(struct rc_feeder *f, unsigned who);
+/* Thread bodies; arg is the feeder.  They return when f->wk.stop is set. */
+void *fdr__reader_main(void *arg);
+void *fdr__decoder_main(void *arg);
+
+/* window.c (f->mu held by the assembling decoder) */
+/* Returns chunk c, emptied, to the free list. */
+void fdr__chunk_put_free(struct rc_feeder *f, struct fdr_chunk *c);
+/* Lets go of the first n records picked into slot s (their chunks may come free). */
+void fdr__picks_drop(struct rc_feeder *f, struct rc_batch *s, size_t n);
+/*
+ * Tops the window up to W chunks, taking the lanes in round-robin order.
+ * Returns 1 when records can be picked, 0 when the epoch's records are all
+ * taken, -EAGAIN when paused or stopping, or the epoch's error.  May wait on
+ * f->cv_dec.
+ */
+int fdr__window_topup(struct rc_feeder *f);
+/* Takes one record from the window (f->prod.win_pending > 0). */
+struct fdr_pick fdr__window_pick(struct rc_feeder *f);
+
+/* slot.c */
+/*
+ * Allocates slot s's buffers (host block, ragged values, device block and
+ * events in device mode).  Returns 0 or -errno; fdr__slot_free frees a
+ * partially initialised slot.  Open only.
+ */
+int fdr__slot_init(struct rc_feeder *f, struct rc_batch *s);
+void fdr__slot_free(struct rc_feeder *f, struct rc_batch *s);
+/*
+ * Decodes the slot's picked records into it and starts the device copy.
+ * Runs without f->mu, by the decoder that filled the slot.  Returns 0 or
+ * -errno with a message naming the file, record and feature.
+ */
+int fdr__slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_t errlen);
+
+/* epoch.c (f->mu held unless said otherwise) */
+/*
+ * Records a failure of generation gen at batch index `batch`.  The earliest
+ * batch wins, so the consumer gets every batch before it and then the same
+ * error whatever the thread timing was.  Ignored for an epoch already left.
+ */
+void fdr__error_set(struct rc_feeder *f, int rc, const char *msg, uint32_t gen, uint64_t batch);
+/* Production of pgen is complete with `total` batches. */
+void fdr__production_done(struct rc_feeder *f, uint64_t total);
+/* Slot s's decoding is over: the file list it names may be freed. */
+void fdr__decode_finished(struct rc_feeder *f, struct rc_batch *s);
+/*
+ * Resets the whole pipeline for epoch f->ep.epoch over f->ep.files;
+ * workers paused (or not started).  Held slots stay held; everything else
+ * returns to the pools.
+ */
+void fdr__epoch_reset(struct rc_feeder *f);
+/*
+ * Starts producing epoch pepoch + 1 while the consumer still reads pgen
+ * (never in a rollcache mount).  Called by a decoder; drops f->mu while
+ * listing and counts as active meanwhile.
+ */
+void fdr__producer_advance(struct rc_feeder *f);
+/* Closes every lane's file; workers paused or stopped, no lock needed. */
+void fdr__lanes_close(struct rc_feeder *f);
 
 /* files.c */
 int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, uint32_t rank,
