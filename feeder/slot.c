@@ -136,17 +136,13 @@ static int slot_upload(struct rc_feeder *f, struct rc_batch *s)
 }
 
 /*
- * Decodes the slot's picked records into it and starts the device copy.
- * Runs without f->mu.  Returns 0 or -errno with a message naming the file,
- * record and feature.
+ * Empties the slot's ragged values, first growing them to the largest
+ * capacity any slot needed so far (f->ring.rag_hwm).  0 or -ENOMEM with a
+ * message naming the feature.
  */
-int fdr__slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_t errlen)
+static int slot_ragged_begin(struct rc_feeder *f, struct rc_batch *s, char *err, size_t errlen)
 {
 	const struct cmn_schema *sc = f->cfg.schema;
-	struct decode_ctx d = {.f = f, .s = s};
-	struct cmn_ex_sink sink = {.fixed = s->fixed, .reserve = ragged_reserve, .ctx = &d};
-	char msg[512];
-	uint64_t bytes = 0;
 	int rc;
 
 	for (size_t i = 0; i < sc->n; i++) {
@@ -168,6 +164,45 @@ int fdr__slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_t 
 		}
 		s->t[i].offsets[0] = 0;
 	}
+	return 0;
+}
+
+/* Sets the tensors' shapes and sizes for s->rows decoded rows. */
+static void slot_set_shapes(struct rc_feeder *f, struct rc_batch *s)
+{
+	const struct cmn_schema *sc = f->cfg.schema;
+
+	for (size_t i = 0; i < sc->n; i++) {
+		const struct cmn_feature *ft = &sc->feature[i];
+		struct rc_tensor *t = &s->t[i];
+		if (ft->ragged) {
+			t->data = s->rag[i].h;
+			t->shape[0] = t->offsets[s->rows];
+			t->nbytes = s->rag[i].used;
+		} else {
+			t->shape[0] = (int64_t)s->rows;
+			t->nbytes = s->rows * ft->row_bytes;
+		}
+	}
+}
+
+/*
+ * Decodes the slot's picked records into it and starts the device copy.
+ * Runs without f->mu.  Returns 0 or -errno with a message naming the file,
+ * record and feature.
+ */
+int fdr__slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_t errlen)
+{
+	const struct cmn_schema *sc = f->cfg.schema;
+	struct decode_ctx d = {.f = f, .s = s};
+	struct cmn_ex_sink sink = {.fixed = s->fixed, .reserve = ragged_reserve, .ctx = &d};
+	char msg[512];
+	uint64_t bytes = 0;
+	int rc;
+
+	rc = slot_ragged_begin(f, s, err, errlen);
+	if (rc)
+		return rc;
 	for (size_t row = 0; row < s->rows; row++) {
 		const struct fdr_pick *p = &s->picks[row];
 		const uint8_t *rec = p->c->buf + p->r.off;
@@ -202,18 +237,7 @@ int fdr__slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_t 
 		}
 		bytes += p->r.len;
 	}
-	for (size_t i = 0; i < sc->n; i++) {
-		const struct cmn_feature *ft = &sc->feature[i];
-		struct rc_tensor *t = &s->t[i];
-		if (ft->ragged) {
-			t->data = s->rag[i].h;
-			t->shape[0] = t->offsets[s->rows];
-			t->nbytes = s->rag[i].used;
-		} else {
-			t->shape[0] = (int64_t)s->rows;
-			t->nbytes = s->rows * ft->row_bytes;
-		}
-	}
+	slot_set_shapes(f, s);
 	__atomic_add_fetch(&f->st.records, s->rows, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&f->st.record_bytes, bytes, __ATOMIC_RELAXED);
 	if (f->cfg.device >= 0) {
