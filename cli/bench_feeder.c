@@ -12,7 +12,7 @@
  */
 #include "cli/cmd.h"
 
-#include "feeder/cuda_i.h"
+#include "common/clock.h"
 #include "rollcache/feeder.h"
 
 #include <errno.h>
@@ -24,13 +24,6 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static double cpu_s(void)
 {
@@ -171,7 +164,7 @@ int bench_feeder(int argc, char **argv)
 	for (unsigned e = 0; e < warmup + epochs && rc >= 0; e++) {
 		if (e == warmup) {
 			rc_feeder_stats(f, &s0);
-			t0 = now_s();
+			t0 = cmn_mono_s();
 			c0 = cpu_s();
 		}
 		if (e > 0 && rc_feeder_next_epoch(f) < 0) {
@@ -181,9 +174,9 @@ int bench_feeder(int argc, char **argv)
 		struct rc_batch *b;
 		uint64_t n = 0;
 		for (;;) {
-			double w0 = now_s();
+			double w0 = cmn_mono_s();
 			rc = rc_feeder_next(f, &b);
-			double w = now_s() - w0;
+			double w = cmn_mono_s() - w0;
 			if (rc <= 0)
 				break;
 			if (e >= warmup) {
@@ -210,7 +203,7 @@ int bench_feeder(int argc, char **argv)
 				break;
 		}
 	}
-	t1 = now_s();
+	t1 = cmn_mono_s();
 	c1 = cpu_s();
 	if (rc < 0) {
 		fprintf(stderr, "rollcache bench feeder: %s\n", rc_feeder_error(f));
@@ -245,8 +238,9 @@ int bench_feeder(int argc, char **argv)
 		snprintf(thr, sizeof thr, "%u", o.threads);
 	else
 		snprintf(thr, sizeof thr, "default (%s)",
-			 sysconf(_SC_NPROCESSORS_ONLN) < (long)(o.readers ? o.readers : 1) + 2 ? "1"
-												: "2");
+			 sysconf(_SC_NPROCESSORS_ONLN) < (long)(o.readers ? o.readers : 1) + 2
+			     ? "1"
+			     : "2");
 	printf("rollcache bench feeder: %s\n", o.path);
 	printf("  schema %s, batch %" PRIu64 ", threads %s, readers %u, slots %u, shuffle %s, "
 	       "crc %s, device %s, step %.0f ms, %u warm-up + %u measured epoch(s)\n",
@@ -284,7 +278,7 @@ int bench_feeder(int argc, char **argv)
 		size_t len = batches ? (size_t)((s1.h2d_bytes - s0.h2d_bytes) / batches) : 0;
 		if (len < ((size_t)1 << 20))
 			len = (size_t)1 << 20;
-		int prc = fdr__cuda_h2d_peak(o.device, len, 20, &peak, perr, sizeof perr);
+		int prc = rc_feeder_h2d_peak(o.device, len, 20, &peak, perr, sizeof perr);
 		printf("  %-28s %14.2f\n", "h2d GB/s (feeder, events)", h2d);
 		if (prc == 0) {
 			printf("  %-28s %14.2f\n", "h2d GB/s (pinned cudaMemcpy)", peak);

@@ -15,6 +15,9 @@
  */
 #include "feeder/cuda_i.h"
 
+#include "rollcache/feeder.h"
+
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -26,7 +29,6 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
-#include <time.h>
 
 #define CUDA_FNS(X)                                                                                \
 	X(cudaGetDeviceCount)                                                                      \
@@ -224,10 +226,10 @@ const char *fdr__cuda_last_error(void)
 	return last_error;
 }
 
-int fdr__cuda_h2d_peak(int device, size_t len, int iters, double *gbps, char *err, size_t errlen)
+int rc_feeder_h2d_peak(int device, size_t len, int iters, double *gbps, char *err, size_t errlen)
 {
 	void *h = NULL, *d = NULL;
-	struct timespec t0, t1;
+	double t0, secs;
 	int n, prev, rc;
 
 	rc = fdr__cuda_devices(&n, err, errlen);
@@ -245,14 +247,13 @@ int fdr__cuda_h2d_peak(int device, size_t len, int iters, double *gbps, char *er
 	rc = fdr__cuda_h2d(d, h, len); /* warm-up */
 	if (rc)
 		goto fail;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = cmn_mono_s();
 	for (int i = 0; i < iters && !rc; i++)
 		rc = fdr__cuda_h2d(d, h, len);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = cmn_mono_s() - t0;
 	if (rc)
 		goto fail;
-	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	*gbps = s > 0 ? (double)len * iters / s / 1e9 : 0;
+	*gbps = secs > 0 ? (double)len * iters / secs / 1e9 : 0;
 	fdr__cuda_free(d);
 	fdr__cuda_host_free(h);
 	(void)fdr__cuda_set_device(prev, NULL);
@@ -342,7 +343,7 @@ const char *fdr__cuda_last_error(void)
 {
 	return "built without CUDA";
 }
-int fdr__cuda_h2d_peak(int device, size_t len, int iters, double *gbps, char *err, size_t errlen)
+int rc_feeder_h2d_peak(int device, size_t len, int iters, double *gbps, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "built without CUDA");
 	return -ENODEV;

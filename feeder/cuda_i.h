@@ -49,11 +49,6 @@ int fdr__cuda_d2h(void *dst, const void *src, size_t len);
 /* The name of the last CUDA error seen by this process ("" if none). */
 const char *fdr__cuda_last_error(void);
 
-/*
- * Plain pinned cudaMemcpy peak: copies `len` bytes host-to-device `iters`
- * times from pinned memory and returns GB/s (1e9 bytes/s) in *gbps.  Used by
- * `rollcache bench feeder` to put the feeder's copy rate next to the peak.
- */
-int fdr__cuda_h2d_peak(int device, size_t len, int iters, double *gbps, char *err, size_t errlen);
+/* rc_feeder_h2d_peak (rollcache/feeder.h) is implemented in cuda.c too. */
 
 #endif

@@ -1,7 +1,26 @@
 /*
- * feeder_i.h - internals shared by the feeder's files (feeder.c: the
- * pipeline and the public API; reader.c: files -> chunks; files.c: listing,
- * shuffle, the mount's control file; cuda.c: the CUDA runtime).
+ * feeder_i.h - internals shared by the feeder's files.
+ *
+ * The parts, in pipeline order:
+ *
+ *   reader threads --pread--> chunks --lane queues--> window --shuffle-->
+ *   decoder threads --cmn_ex_decode--> slot (pinned) --cudaMemcpyAsync-->
+ *   device --event--> rc_feeder_next --> consumer --> rc_batch_release
+ *
+ *   open.c      options, sizes, memory, threads: rc_feeder_open / _close
+ *   workers.c   the reader and decoder loops, and who wakes whom
+ *   reader.c    files -> chunks (pread, TFRecord framing, GZIP, raw)
+ *   window.c    the chunk pool and the shuffle window (picking records)
+ *   slot.c      one batch of the ring: memory, decoding, device copy
+ *   consumer.c  rc_feeder_next, rc_batch_*, statistics
+ *   epoch.c     rc_feeder_next_epoch, running ahead, per-epoch errors
+ *   files.c     listing, rank split, shuffle, the mount's control file
+ *   cuda.c      the CUDA runtime behind dlopen (cuda_i.h)
+ *
+ * Locking, once for all files: one mutex f->mu guards every field marked
+ * "protected by f->mu"; f->cfg is immutable after open; statistics and
+ * f->ring.rag_hwm are atomics.  f->copy_mu is never held with f->mu, so
+ * there is no lock order.  Conditions: workers.c.
  *
  * Terms.  A *chunk* is one large read of one file: a buffer plus the records
  * framed in it.  A *lane* reads a fixed subset of the epoch's files (file j
@@ -103,42 +122,60 @@ struct rc_batch {
 	uint64_t h2d_bytes;
 };
 
-struct rc_feeder {
-	/* Immutable after open. */
-	struct rc_feeder_opts o;
+/* Per generation parity: the failure with the lowest batch index of that epoch. */
+struct fdr_err {
+	int rc;
+	uint64_t batch;
+	char msg[1024];
+};
+
+/*
+ * What rc_feeder_open fixed before the threads started (open.c).  Read by
+ * every thread without a lock; never written after open.
+ */
+struct fdr_cfg {
+	struct rc_feeder_opts o; /* normalised: defaults filled in, strings below */
 	char *path;
-	char **paths;
+	char **paths; /* [o.n_paths] when the caller gave a list */
 	char *schema_str;
 	struct cmn_schema *schema;
-	size_t B; /* batch size */
-	size_t nlanes, W, S, ra, nchunks;
-	size_t read_size;
+	size_t B;	   /* batch size */
+	size_t W;	   /* window: chunks mixed by the shuffle (1 without) */
+	size_t S;	   /* ring slots */
+	size_t ra;	   /* chunks queued per lane */
+	size_t nchunks;	   /* chunks in the pool */
+	size_t read_size;  /* bytes per pread */
 	size_t raw_size;   /* RC_FORMAT_RAW: bytes per record */
 	size_t *fixed_off; /* [n] offsets of fixed tensors / ragged offsets in a slot block */
-	size_t block_len;
-	int device; /* -1 host */
-	bool pinned;
-	void *stream; /* copy stream */
-	void *consumer_stream;
+	size_t block_len;  /* bytes of one slot block */
+	size_t nreaders, ndecoders;
 	char control[4096]; /* MOUNT/.rollcache/control, "" if none */
+	bool prefetch;	    /* produce the next epoch early (not in a rollcache mount) */
+	int device;	    /* CUDA ordinal, -1 host */
+	bool pinned;	    /* chunks and slots in pinned host memory */
+	void *stream;	    /* the copy stream (device mode) */
+};
 
-	pthread_mutex_t mu;
-	pthread_mutex_t copy_mu; /* enqueueing a slot's device copies (never with mu) */
-	pthread_cond_t cv;     /* the consumer waits here (feeder.c, Locking) */
-	pthread_cond_t cv_rd;  /* readers wait here */
-	pthread_cond_t cv_dec; /* decoders wait here */
-	pthread_t *threads;
-	size_t nthreads, nreaders;
+/* The worker threads and how the consumer stops or pauses them (workers.c, epoch.c). */
+struct fdr_workers {
+	pthread_t *threads; /* [nthreads]; open.c and rc_feeder_close only */
+	size_t nthreads;
+	bool stop;	       /* protected by f->mu */
+	bool paused;	       /* protected by f->mu */
+	unsigned active;       /* protected by f->mu: workers working outside the lock */
+	unsigned wake_pending; /* protected by f->mu: FDR_WAKE_* owed once the assembly
+				* lets go of f->mu (window.c) */
+};
 
-	bool prefetch; /* immutable: produce the next epoch early (not in a rollcache mount) */
-
-	/*
-	 * f->mu unless said otherwise.  The consumer is at generation `gen`
-	 * (epoch `epoch`); the producer (readers, window, assembly) at `pgen`,
-	 * which is gen, or gen + 1 once it ran ahead into the next epoch.
-	 */
-	char *
-	    *files; /* the producer's files, in its epoch's order (readers read it while active) */
+/*
+ * Epochs and their file lists (epoch.c), all protected by f->mu.  The
+ * consumer is at generation `gen` (epoch `epoch`); the producer (readers,
+ * window, assembly) at `pgen`, which is gen, or gen + 1 once it ran ahead
+ * into the next epoch.
+ */
+struct fdr_epochs {
+	char **files; /* the producer's files, in its epoch's order (readers read it
+		       * while active) */
 	size_t nfiles;
 	char **files_old; /* the previous list, kept while old_decoding > 0 */
 	size_t nfiles_old;
@@ -150,31 +187,128 @@ struct rc_feeder {
 	uint64_t cons_total;
 	bool ahead_done; /* ... and the producer's epoch ahead, ahead_total */
 	uint64_t ahead_total;
-	bool stop, paused;
-	unsigned wake_pending; /* WAKE_* owed once the assembly lets go of f->mu (feeder.c) */
-	unsigned active; /* workers working outside the lock */
-	struct fdr_chunk *chunks, *free_chunks;
-	struct fdr_lane *lanes;
-	struct fdr_chunk **win;
-	size_t nwin, win_pending, rr, lanes_done;
-	uint64_t rng;
-	struct rc_batch *slots;
-	bool assembling, produced_all; /* produced_all: pgen's batches are all assembled */
-	uint64_t next_batch, next_out; /* producer's next index; consumer's next index */
-	/* per generation parity (only gen and gen + 1 are ever live): the
-	 * failure with the lowest batch index of that epoch */
-	struct fdr_err {
-		int rc;
-		uint64_t batch;
-		char msg[1024];
-	} errs[2];
-	char err_out[1024]; /* consumer's copy (rc_feeder_error) */
-	size_t *rag_hwm;    /* [n] largest ragged capacity any slot needed (atomics) */
-
-	/* statistics: atomics */
-	uint64_t st_records, st_batches, st_bytes_read, st_record_bytes, st_wait_ns, st_h2d_bytes,
-	    st_h2d_ns, st_allocs;
+	struct fdr_err errs[2]; /* [gen & 1]: only gen and gen + 1 are ever live */
 };
+
+/*
+ * The producer of generation pgen: chunk pool, lanes, window, shuffle state
+ * (window.c; reset by epoch.c).  Pointers to the arrays are fixed at open;
+ * everything else is protected by f->mu, except a lane's reader state (see
+ * struct fdr_lane).
+ */
+struct fdr_producer {
+	struct fdr_chunk *chunks;      /* [cfg.nchunks] */
+	struct fdr_chunk *free_chunks; /* protected by f->mu */
+	struct fdr_lane *lanes;	       /* [cfg.o.interleave] */
+	size_t nlanes;		       /* protected by f->mu: lanes in use this epoch */
+	size_t lanes_done;	       /* protected by f->mu */
+	size_t rr;		       /* protected by f->mu: the lane whose turn it is */
+	struct fdr_chunk **win;	       /* [cfg.W] */
+	size_t nwin, win_pending;      /* protected by f->mu: chunks, records pending */
+	uint64_t rng;		       /* protected by f->mu (the assembling decoder) */
+	bool assembling;	       /* protected by f->mu: a decoder picks a batch */
+	bool produced_all;	       /* protected by f->mu: pgen's batches are all assembled */
+	uint64_t next_batch;	       /* protected by f->mu: the next batch index of pgen */
+};
+
+/* The ring of slots and the consumer's side of it (slot.c, consumer.c). */
+struct fdr_ring {
+	struct rc_batch *slots; /* [cfg.S]; each slot's state is protected by f->mu */
+	uint64_t next_out;	/* protected by f->mu: the consumer's next batch index */
+	char err_out[1024];	/* the consumer thread's copy (rc_feeder_error) */
+	size_t *rag_hwm;	/* [n] largest ragged capacity any slot needed (atomics) */
+};
+
+/* Counters since open: atomics (__atomic_*, relaxed). */
+struct fdr_stats {
+	uint64_t records, batches, bytes_read, record_bytes, wait_ns, h2d_bytes, h2d_ns;
+	uint64_t allocs; /* every allocation after open */
+};
+
+struct rc_feeder {
+	struct fdr_cfg cfg; /* immutable after open */
+
+	/* One mutex and one condition per kind of waiter (workers.c, Locking). */
+	pthread_mutex_t mu;
+	pthread_cond_t cv_rd;	 /* readers wait here */
+	pthread_cond_t cv_dec;	 /* decoders wait here */
+	pthread_cond_t cv_cons;	 /* the consumer waits here */
+	pthread_mutex_t copy_mu; /* enqueueing a slot's device copies (never with mu) */
+
+	struct fdr_workers wk;
+	struct fdr_epochs ep;
+	struct fdr_producer prod;
+	struct fdr_ring ring;
+	struct fdr_stats st;
+};
+
+/* Whom a state change may concern: readers, decoders, the consumer (workers.c). */
+enum { FDR_WAKE_RD = 1, FDR_WAKE_DEC = 2, FDR_WAKE_CONS = 4, FDR_WAKE_ALL = 7 };
+
+/* workers.c */
+/* Broadcasts the conditions of the waiters in `who` (FDR_WAKE_*); f->mu held or not. */
+void fdr__wake(struct rc_feeder *f, unsigned who);
+/* Unlocks f->mu, then wakes `who` and what the assembly left in f->wk.wake_pending. */
+void fdr__unlock_wake(struct rc_feeder *f, unsigned who);
+/* Thread bodies; arg is the feeder.  They return when f->wk.stop is set. */
+void *fdr__reader_main(void *arg);
+void *fdr__decoder_main(void *arg);
+
+/* window.c (f->mu held by the assembling decoder) */
+/* Returns chunk c, emptied, to the free list. */
+void fdr__chunk_put_free(struct rc_feeder *f, struct fdr_chunk *c);
+/* Lets go of the first n records picked into slot s (their chunks may come free). */
+void fdr__picks_drop(struct rc_feeder *f, struct rc_batch *s, size_t n);
+/*
+ * Tops the window up to W chunks, taking the lanes in round-robin order.
+ * Returns 1 when records can be picked, 0 when the epoch's records are all
+ * taken, -EAGAIN when paused or stopping, or the epoch's error.  May wait on
+ * f->cv_dec.
+ */
+int fdr__window_topup(struct rc_feeder *f);
+/* Takes one record from the window (f->prod.win_pending > 0). */
+struct fdr_pick fdr__window_pick(struct rc_feeder *f);
+
+/* slot.c */
+/*
+ * Allocates slot s's buffers (host block, ragged values, device block and
+ * events in device mode).  Returns 0 or -errno; fdr__slot_free frees a
+ * partially initialised slot.  Open only.
+ */
+int fdr__slot_init(struct rc_feeder *f, struct rc_batch *s);
+void fdr__slot_free(struct rc_feeder *f, struct rc_batch *s);
+/*
+ * Decodes the slot's picked records into it and starts the device copy.
+ * Runs without f->mu, by the decoder that filled the slot.  Returns 0 or
+ * -errno with a message naming the file, record and feature.
+ */
+int fdr__slot_decode(struct rc_feeder *f, struct rc_batch *s, char *err, size_t errlen);
+
+/* epoch.c (f->mu held unless said otherwise) */
+/*
+ * Records a failure of generation gen at batch index `batch`.  The earliest
+ * batch wins, so the consumer gets every batch before it and then the same
+ * error whatever the thread timing was.  Ignored for an epoch already left.
+ */
+void fdr__error_set(struct rc_feeder *f, int rc, const char *msg, uint32_t gen, uint64_t batch);
+/* Production of pgen is complete with `total` batches. */
+void fdr__production_done(struct rc_feeder *f, uint64_t total);
+/* Slot s's decoding is over: the file list it names may be freed. */
+void fdr__decode_finished(struct rc_feeder *f, struct rc_batch *s);
+/*
+ * Resets the whole pipeline for epoch f->ep.epoch over f->ep.files;
+ * workers paused (or not started).  Held slots stay held; everything else
+ * returns to the pools.
+ */
+void fdr__epoch_reset(struct rc_feeder *f);
+/*
+ * Starts producing epoch pepoch + 1 while the consumer still reads pgen
+ * (never in a rollcache mount).  Called by a decoder; drops f->mu while
+ * listing and counts as active meanwhile.
+ */
+void fdr__producer_advance(struct rc_feeder *f);
+/* Closes every lane's file; workers paused or stopped, no lock needed. */
+void fdr__lanes_close(struct rc_feeder *f);
 
 /* files.c */
 int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, uint32_t rank,
@@ -197,9 +331,9 @@ int fdr__lane_fill(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c,
 		   size_t errlen);
 /* A chunk's usual capacity: a read, room to complete a cut record, and the
  * up to 4 KiB a plain read is shifted by to be page-aligned (reader.c). */
-#define FDR_CHUNK_CAP(f) ((f)->read_size + (f)->read_size / 4 + 4096)
+#define FDR_CHUNK_CAP(f) ((f)->cfg.read_size + (f)->cfg.read_size / 4 + 4096)
 /* Initial record table of a chunk. */
-#define FDR_CHUNK_RECS(f) ((f)->read_size / 1024 > 64 ? (f)->read_size / 1024 : 64)
+#define FDR_CHUNK_RECS(f) ((f)->cfg.read_size / 1024 > 64 ? (f)->cfg.read_size / 1024 : 64)
 /* Grows chunk c's buffer to `need` bytes, keeping `keep`.  0 or -ENOMEM. */
 int fdr__chunk_reserve(struct rc_feeder *f, struct fdr_chunk *c, size_t need, size_t keep);
 /* Closes the lane's file and forgets its position (workers paused). */

@@ -38,9 +38,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MIB ((size_t)1 << 20)
+#define MIB	  ((size_t)1 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
-#define FDR_PAGE ((size_t)4096)
+#define FDR_PAGE  ((size_t)4096)
 
 /*
  * Memory for read chunks and (unpinned) slots: buffers of 1 MiB or more
@@ -68,7 +68,7 @@ int fdr__mem_alloc(struct rc_feeder *f, void **p, size_t len)
 {
 	if (len == 0)
 		len = 64;
-	if (f->pinned) {
+	if (f->cfg.pinned) {
 		/* pinned via cudaHostAlloc (see cuda.c); only at open or on rare growth */
 		return fdr__cuda_host_alloc(p, len);
 	}
@@ -81,7 +81,7 @@ void fdr__mem_free(struct rc_feeder *f, void *p)
 {
 	if (!p)
 		return;
-	if (f->pinned) {
+	if (f->cfg.pinned) {
 		fdr__cuda_host_free(p);
 	} else {
 		free(p);
@@ -102,7 +102,7 @@ int fdr__chunk_reserve(struct rc_feeder *f, struct fdr_chunk *c, size_t need, si
 	free(c->buf);
 	c->buf = nb;
 	c->cap = ncap;
-	__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&f->st.allocs, 1, __ATOMIC_RELAXED);
 	cmn_log(CMN_LOG_DEBUG, "feeder: chunk %p buffer grows to %zu bytes", (void *)c, ncap);
 	return 0;
 }
@@ -117,7 +117,7 @@ static int chunk_add(struct rc_feeder *f, struct fdr_chunk *c, uint64_t off, uin
 			return -ENOMEM;
 		c->recs = nr;
 		c->rec_cap = nc;
-		__atomic_add_fetch(&f->st_allocs, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&f->st.allocs, 1, __ATOMIC_RELAXED);
 		cmn_log(CMN_LOG_DEBUG, "feeder: chunk %p record table grows to %zu", (void *)c, nc);
 	}
 	c->recs[c->nrec++] = (struct fdr_rec){.off = off, .len = len, .index = index};
@@ -160,7 +160,7 @@ void fdr__lane_reset(struct fdr_lane *l)
 static void lane_close_file(struct rc_feeder *f, struct fdr_lane *l)
 {
 	if (l->gz)
-		__atomic_add_fetch(&f->st_bytes_read, l->fsize, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&f->st.bytes_read, l->fsize, __ATOMIC_RELAXED);
 	if (l->tfr)
 		cmn_tfr_reader_free(l->tfr);
 	l->tfr = NULL;
@@ -172,15 +172,15 @@ static void lane_close_file(struct rc_feeder *f, struct fdr_lane *l)
 
 static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, size_t errlen)
 {
-	size_t fi = l->id + l->k * f->nlanes;
+	size_t fi = l->id + l->k * f->prod.nlanes;
 	struct stat sb;
 	const char *name;
 	int rc;
 
-	if (fi >= f->nfiles)
+	if (fi >= f->ep.nfiles)
 		return 0;
 	l->k++;
-	name = f->files[fi];
+	name = f->ep.files[fi];
 	l->fd = open(name, O_RDONLY | O_CLOEXEC);
 	if (l->fd < 0) {
 		rc = -errno;
@@ -200,21 +200,21 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 	l->rec_index = 0;
 	l->fsize = (uint64_t)sb.st_size;
 	l->gz = false;
-	if (f->o.format == RC_FORMAT_RAW) {
-		if (l->fsize % f->raw_size) {
+	if (f->cfg.o.format == RC_FORMAT_RAW) {
+		if (l->fsize % f->cfg.raw_size) {
 			snprintf(err, errlen,
 				 "%s: size %" PRIu64
 				 " is not a multiple of the raw record size %zu "
 				 "(the schema's fixed features)",
-				 name, l->fsize, f->raw_size);
+				 name, l->fsize, f->cfg.raw_size);
 			lane_close_file(f, l);
 			return -EINVAL;
 		}
 		return 1;
 	}
-	if (f->o.compression == RC_COMPRESSION_GZIP) {
+	if (f->cfg.o.compression == RC_COMPRESSION_GZIP) {
 		l->gz = true;
-	} else if (f->o.compression == RC_COMPRESSION_AUTO) {
+	} else if (f->cfg.o.compression == RC_COMPRESSION_AUTO) {
 		uint8_t m[2];
 		if (pread_full(l->fd, m, 2, 0) == 2 && m[0] == 0x1f && m[1] == 0x8b)
 			l->gz = true;
@@ -222,8 +222,8 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 	if (l->gz) {
 		struct cmn_tfr_opts to = {
 		    .max_record = CMN_TFR_DEFAULT_MAX_RECORD,
-		    .read_size = f->read_size,
-		    .skip_crc = !f->o.verify_crc,
+		    .read_size = f->cfg.read_size,
+		    .skip_crc = !f->cfg.o.verify_crc,
 		    .compression = CMN_TFR_GZIP,
 		    .name = name,
 		};
@@ -248,9 +248,9 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
 		      size_t errlen)
 {
-	const char *name = f->files[l->cur_file];
+	const char *name = f->ep.files[l->cur_file];
 	size_t skew = (size_t)(l->off & (FDR_PAGE - 1));
-	size_t want = f->read_size, pos = skew;
+	size_t want = f->cfg.read_size, pos = skew;
 	ssize_t n;
 	int rc;
 
@@ -263,7 +263,7 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 			 strerror((int)-n));
 		return (int)n;
 	}
-	__atomic_add_fetch(&f->st_bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
 	bool eof = (size_t)n < want;
 	size_t have = skew + (size_t)n;
 	while (pos + CMN_TFR_HEADER_SIZE <= have) {
@@ -293,7 +293,7 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 					 l->off + have - skew, strerror((int)-n));
 				return (int)n;
 			}
-			__atomic_add_fetch(&f->st_bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
 			have += (size_t)n;
 			if (pos + need > have) {
 				eof = true;
@@ -301,7 +301,7 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 			}
 		}
 		const uint8_t *payload = c->buf + pos + CMN_TFR_HEADER_SIZE;
-		if (f->o.verify_crc) {
+		if (f->cfg.o.verify_crc) {
 			uint32_t stored;
 			memcpy(&stored, payload + len, 4); /* little-endian host (see example.h) */
 			if (cmn_crc32c_unmask(stored) != cmn_crc32c(0, payload, (size_t)len)) {
@@ -341,7 +341,7 @@ static int fill_gzip(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *
 
 	if (rc)
 		goto nomem;
-	while (fill < f->read_size) {
+	while (fill < f->cfg.read_size) {
 		if (!l->held) {
 			struct cmn_tfr_record rec;
 			rc = cmn_tfr_next(l->tfr, &rec);
@@ -371,7 +371,7 @@ static int fill_gzip(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *
 	}
 	return c->nrec > 0 ? 1 : 0;
 nomem:
-	snprintf(err, errlen, "%s: out of memory for a read chunk", f->files[l->cur_file]);
+	snprintf(err, errlen, "%s: out of memory for a read chunk", f->ep.files[l->cur_file]);
 	return -ENOMEM;
 }
 
@@ -379,37 +379,38 @@ nomem:
 static int fill_raw(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
 		    size_t errlen)
 {
-	size_t per = f->read_size / f->raw_size;
+	size_t per = f->cfg.read_size / f->cfg.raw_size;
 	if (per == 0)
 		per = 1;
-	size_t want = per * f->raw_size;
+	size_t want = per * f->cfg.raw_size;
 	int rc = fdr__chunk_reserve(f, c, want, 0);
 	if (rc) {
-		snprintf(err, errlen, "%s: out of memory for a read chunk", f->files[l->cur_file]);
+		snprintf(err, errlen, "%s: out of memory for a read chunk",
+			 f->ep.files[l->cur_file]);
 		return rc;
 	}
 	ssize_t n = pread_full(l->fd, c->buf, want, l->off);
 	if (n < 0) {
-		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s", f->files[l->cur_file],
-			 l->off, strerror((int)-n));
+		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s",
+			 f->ep.files[l->cur_file], l->off, strerror((int)-n));
 		return (int)n;
 	}
-	__atomic_add_fetch(&f->st_bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
-	size_t recs = (size_t)n / f->raw_size;
+	__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
+	size_t recs = (size_t)n / f->cfg.raw_size;
 	for (size_t i = 0; i < recs; i++) {
-		rc = chunk_add(f, c, i * f->raw_size, f->raw_size, l->rec_index++);
+		rc = chunk_add(f, c, i * f->cfg.raw_size, f->cfg.raw_size, l->rec_index++);
 		if (rc) {
-			snprintf(err, errlen, "%s: out of memory", f->files[l->cur_file]);
+			snprintf(err, errlen, "%s: out of memory", f->ep.files[l->cur_file]);
 			return rc;
 		}
 	}
-	if ((size_t)n % f->raw_size) {
+	if ((size_t)n % f->cfg.raw_size) {
 		snprintf(err, errlen,
 			 "%s: record %" PRIu64 ": file ends inside the record (truncated)",
-			 f->files[l->cur_file], l->rec_index);
+			 f->ep.files[l->cur_file], l->rec_index);
 		return -EPROTO;
 	}
-	l->off += recs * f->raw_size;
+	l->off += recs * f->cfg.raw_size;
 	return recs ? 1 : 0;
 }
 
@@ -425,7 +426,7 @@ int fdr__lane_fill(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c,
 				return rc;
 		}
 		c->file = l->cur_file;
-		if (f->o.format == RC_FORMAT_RAW)
+		if (f->cfg.o.format == RC_FORMAT_RAW)
 			rc = fill_raw(f, l, c, err, errlen);
 		else if (l->gz)
 			rc = fill_gzip(f, l, c, err, errlen);

@@ -207,6 +207,18 @@ struct rc_feeder_stats {
 RC_API void rc_feeder_stats(const struct rc_feeder *f, struct rc_feeder_stats *out);
 
 /*
+ * The plain pinned cudaMemcpy peak of this machine, for comparison with a
+ * feeder's h2d_bytes / h2d_ns: copies `len` bytes host-to-device from
+ * pinned memory once to warm up, then `iters` times, and returns GB/s
+ * (1e9 bytes/s) in *gbps.  Independent of any feeder; any thread (it makes
+ * `device` current for the call and restores the previous one on success).
+ * Returns 0, or -ENODEV (no CUDA, no device; built without CUDA) or -EIO
+ * with a message in err; *gbps is unchanged on failure.
+ */
+RC_API int rc_feeder_h2d_peak(int device, size_t len, int iters, double *gbps, char *err,
+			      size_t errlen);
+
+/*
  * Stops the threads and frees everything.  Batches still held must have
  * been released before (their memory goes with the feeder).  NULL is fine.
  */

@@ -103,6 +103,22 @@ START_TEST(test_device_copies)
 }
 END_TEST
 
+/* rc_feeder_h2d_peak: a positive rate from device 0; a message for a missing device. */
+START_TEST(test_h2d_peak)
+{
+	char err[256] = "";
+	double gbps = 0;
+	int rc = rc_feeder_h2d_peak(0, (size_t)1 << 20, 3, &gbps, err, sizeof err);
+	ck_assert_msg(rc == 0, "rc_feeder_h2d_peak: %d %s", rc, err);
+	ck_assert_msg(gbps > 0, "gbps %f", gbps);
+	gbps = -1;
+	rc = rc_feeder_h2d_peak(1 << 20, (size_t)1 << 20, 3, &gbps, err, sizeof err);
+	ck_assert_int_lt(rc, 0);
+	ck_assert_msg(err[0] != '\0', "no message for a missing device");
+	ck_assert_msg(gbps == -1, "gbps changed on failure: %f", gbps);
+}
+END_TEST
+
 int main(void)
 {
 	char err[256];
@@ -116,6 +132,9 @@ int main(void)
 	tcase_add_test(tc, test_device_copies);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
+	TCase *tp = tcase_create("h2d_peak");
+	tcase_add_test(tp, test_h2d_peak);
+	suite_add_tcase(s, tp);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
