@@ -8,9 +8,10 @@ kernel: the bytes are the same (read, mmap), the daemon serves nothing more
 (read_bytes stays), `passthrough_opens` counts them, and the catalog still
 counts them as full reads.  A file with a daemon-served handle open gets
 daemon-served handles only (the kernel fails an open that mixes the modes
-with EIO).  A passed-through handle held across two boundaries and the
-file's eviction reads the same bytes, and its disk space is freed when it
-is closed (the cache is on a tmpfs of its own when root, so the figure is
+with EIO).  A passed-through handle held across two boundaries pins its
+file (never a victim while open, DESIGN invariant 3) and reads the same
+bytes; once closed, the next boundary evicts it and its disk space is
+freed (the cache is on a tmpfs of its own when root, so the figure is
 exact).  Exits 77 only when the kernel cannot do passthrough (< 6.9, no
 CONFIG_FUSE_PASSTHROUGH, or not root); where it can, the mount must use it.
 
@@ -166,7 +167,7 @@ def body(s):
         s.umount()
         return
 
-    # a passed-through handle across two boundaries and its file's eviction
+    # a passed-through handle across two boundaries pins its file; evicted after close
     backing = os.path.join(s.cache, "shards", "%d.tfrecord" % ids[0])
     f = open(a, "rb", buffering=0)
     try:
@@ -174,21 +175,23 @@ def body(s):
         half = len(want[0]) // 2
         got = f.read(half)
         t.run("epoch", s.mnt, "next")
-        t.eq(s.catalog("SELECT state FROM shards WHERE id = ?", ids[0]), [(1,)],
-             "catalog state of the open file after E+1 (1 = EVICTING)")
+        t.eq(s.catalog("SELECT state FROM shards WHERE id = ?", ids[0]), [(0,)],
+             "catalog state of the open file after E+1 (0 = SEALED: pinned)")
         t.run("epoch", s.mnt, "next")
         t.eq(s.stats()["epoch"], e + 2, "epoch after two next")
         got += f.read()
-        t.eq(got, want[0], "bytes of the evicted open passed-through file")
+        t.eq(got, want[0], "bytes of the pinned passed-through file")
         t.eq(os.pread(f.fileno(), 100, 10), want[0][10:110], "pread after E+2")
         for i in ids[1:]:
             o = os.path.join(s.cache, "shards", "%d.tfrecord" % i)
             t.wait_for(lambda: not os.path.exists(o), "deletion of %s (evicted, not open)" % o)
-        t.eq(os.path.exists(backing), True, "backing file of the open evicted file")
+        t.eq(os.path.exists(backing), True, "backing file of the open pinned file")
         held = used_bytes(s.cache)
     finally:
         f.close()
-    t.wait_for(lambda: not os.path.exists(backing), "the evicted file's deletion after close")
+    t.wait_for(lambda: s.stats()["view"]["open_handles"] == 0, "the handle's release")
+    t.run("epoch", s.mnt, "next")
+    t.wait_for(lambda: not os.path.exists(backing), "the file's deletion after close + next")
     t.wait_for(lambda: s.catalog("SELECT state FROM shards WHERE id = ?", ids[0]) == [(2,)],
                "catalog state GONE (2) after close")
     if tmpfs:
