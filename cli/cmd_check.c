@@ -42,24 +42,23 @@ struct check {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: rollcache check [-v | -q] [--max-record SIZE] FILE|DIR...\n"
-		"\n"
-		"Verifies the TFRecord framing and the CRC32C of every record.  GZIP files\n"
-		"(TensorFlow's GZIP compression) are recognised by their first bytes.\n"
-		"Directories are walked in sorted order; hidden entries and files that\n"
-		"are plainly not records (README*, LICENSE*, MANIFEST, *.md, *.txt, *.json,\n"
-		"*.py, *.sh, *.yaml, *.html, *.proto, *.sha256, *.md5, *.db, *.lock) are\n"
-		"skipped; a FILE named on the command line is always checked, and - is\n"
-		"standard input.\n"
-		"\n"
-		"  -v, --verbose         a line per file\n"
-		"  -q, --quiet           print only errors\n"
-		"  --max-record SIZE     refuse records larger than SIZE (default 256M)\n"
-		"  -h, --help            this text\n"
-		"\n"
-		"Exit status: 0 all records good, 1 a bad record or unreadable file (named\n"
-		"as FILE: offset N: what), 2 usage error.\n");
+	fprintf(out, "usage: rollcache check [-v | -q] [--max-record SIZE] FILE|DIR...\n"
+		     "\n"
+		     "Verifies the TFRecord framing and the CRC32C of every record.  GZIP files\n"
+		     "(TensorFlow's GZIP compression) are recognised by their first bytes.\n"
+		     "Directories are walked in sorted order; hidden entries and files that\n"
+		     "are plainly not records (README*, LICENSE*, MANIFEST, *.md, *.txt, *.json,\n"
+		     "*.py, *.sh, *.yaml, *.html, *.proto, *.sha256, *.md5, *.db, *.lock) are\n"
+		     "skipped; a FILE named on the command line is always checked, and - is\n"
+		     "standard input.\n"
+		     "\n"
+		     "  -v, --verbose         a line per file\n"
+		     "  -q, --quiet           print only errors\n"
+		     "  --max-record SIZE     refuse records larger than SIZE (default 256M)\n"
+		     "  -h, --help            this text\n"
+		     "\n"
+		     "Exit status: 0 all records good, 1 a bad record or unreadable file (named\n"
+		     "as FILE: offset N: what), 2 usage error.\n");
 }
 
 static double now_s(void)
@@ -134,8 +133,9 @@ static int by_name(const struct dirent **a, const struct dirent **b)
  */
 static bool not_data(const char *name)
 {
-	static const char *const exts[] = {".md", ".txt", ".json", ".py", ".sh", ".yaml", ".yml",
-					   ".html", ".proto", ".sha256", ".md5", ".db", ".lock"};
+	static const char *const exts[] = {".md",   ".txt", ".json", ".py",    ".sh",
+					   ".yaml", ".yml", ".html", ".proto", ".sha256",
+					   ".md5",  ".db",  ".lock"};
 	size_t n = strlen(name);
 
 	if (strncmp(name, "README", 6) == 0 || strncmp(name, "LICENSE", 7) == 0 ||
@@ -161,8 +161,9 @@ static int check_dir(struct check *c, const char *dir, int depth)
 	int n, bad = 0;
 
 	if (depth > WALK_MAX_DEPTH) {
-		fprintf(stderr, "rollcache check: %s: directories nested more than %d deep: skipped\n",
-			dir, WALK_MAX_DEPTH);
+		fprintf(stderr,
+			"rollcache check: %s: directories nested more than %d deep: skipped\n", dir,
+			WALK_MAX_DEPTH);
 		return 1;
 	}
 	n = scandir(dir, &names, skip_hidden, by_name);
@@ -222,11 +223,14 @@ int cmd_check(int argc, char **argv)
 			c.verbose = 1;
 		} else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
 			c.verbose = -1;
-		} else if (strcmp(arg, "--max-record") == 0 || strncmp(arg, "--max-record=", 13) == 0) {
-			const char *v = arg[12] == '=' ? arg + 13 : (i + 1 < argc ? argv[++i] : NULL);
+		} else if (strcmp(arg, "--max-record") == 0 ||
+			   strncmp(arg, "--max-record=", 13) == 0) {
+			const char *v =
+			    arg[12] == '=' ? arg + 13 : (i + 1 < argc ? argv[++i] : NULL);
 			uint64_t size;
 			if (!v) {
-				fprintf(stderr, "rollcache check: --max-record needs a size such as 64M\n");
+				fprintf(stderr,
+					"rollcache check: --max-record needs a size such as 64M\n");
 				return 2;
 			}
 			if (cmn_parse_size(v, &size, err, sizeof(err)) != 0 || size == 0 ||
@@ -237,13 +241,17 @@ int cmd_check(int argc, char **argv)
 			}
 			c.max_record = (size_t)size;
 		} else {
-			fprintf(stderr, "rollcache check: unknown option '%s': see `rollcache check --help`\n",
-				arg);
+			fprintf(
+			    stderr,
+			    "rollcache check: unknown option '%s': see `rollcache check --help`\n",
+			    arg);
 			return 2;
 		}
 	}
 	if (first >= argc) {
-		fprintf(stderr, "rollcache check: no FILE or DIR given: usage: rollcache check FILE|DIR...\n");
+		fprintf(
+		    stderr,
+		    "rollcache check: no FILE or DIR given: usage: rollcache check FILE|DIR...\n");
 		return 2;
 	}
 
@@ -267,8 +275,9 @@ int cmd_check(int argc, char **argv)
 		printf("%s: %" PRIu64 " files, %" PRIu64 " records, %" PRIu64
 		       " payload bytes (%s), %s read in %.3f s (%.0f MB/s)",
 		       bad ? "FAILED" : "ok", c.files, c.records, c.payload,
-		       cmn_format_size(c.payload, a, sizeof(a)), cmn_format_size(c.file_bytes, b, sizeof(b)),
-		       dt, dt > 0 ? (double)c.file_bytes / dt / 1e6 : 0.0);
+		       cmn_format_size(c.payload, a, sizeof(a)),
+		       cmn_format_size(c.file_bytes, b, sizeof(b)), dt,
+		       dt > 0 ? (double)c.file_bytes / dt / 1e6 : 0.0);
 		if (bad)
 			printf("; %" PRIu64 " bad files, %" PRIu64 " bad records", c.bad_files,
 			       c.bad_records);
