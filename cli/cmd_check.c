@@ -15,6 +15,7 @@
  */
 #include "cli/cmd.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/tfrecord.h"
 #include "common/units.h"
@@ -29,7 +30,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define WALK_MAX_DEPTH 64
@@ -59,13 +59,6 @@ static void usage(FILE *out)
 		     "\n"
 		     "Exit status: 0 all records good, 1 a bad record or unreadable file (named\n"
 		     "as FILE: offset N: what), 2 usage error.\n");
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Checks one file.  Returns 0 if every record passed, 1 otherwise. */
@@ -255,7 +248,7 @@ int cmd_check(int argc, char **argv)
 		return 2;
 	}
 
-	t0 = now_s();
+	t0 = cmn_mono_s();
 	for (int i = first; i < argc; i++) {
 		struct stat st;
 		if (strcmp(argv[i], "-") == 0) {
@@ -269,7 +262,7 @@ int cmd_check(int argc, char **argv)
 			bad |= check_file(&c, argv[i]);
 		}
 	}
-	dt = now_s() - t0;
+	dt = cmn_mono_s() - t0;
 
 	if (c.verbose >= 0 || bad) {
 		printf("%s: %" PRIu64 " files, %" PRIu64 " records, %" PRIu64
