@@ -71,12 +71,17 @@ struct command {
 #define CMD_BENCH NULL
 #endif
 
+/* Why umount, epoch and status are missing: they parse a mount's stats JSON. */
+#define NO_JSON                                                                                    \
+	"this build has no JSON reader (install libjansson-dev and rebuild without "               \
+	"-Dcatalog=disabled)"
+
 static const struct command commands[] = {
     {"mount", CMD_MOUNT,
      "SOURCE MOUNTPOINT [--config FILE] [--KEY VALUE ...] [-o k=v,...] [-f] [-d]",
      "this build has no FUSE support (install libfuse3-dev and rebuild)"},
-    {"epoch", CMD_EPOCH, "MOUNTPOINT [next [--wait] | show]", "this build has no FUSE support"},
-    {"status", CMD_STATUS, "MOUNTPOINT [--json] [--watch]", "this build has no FUSE support"},
+    {"epoch", CMD_EPOCH, "MOUNTPOINT [next [--wait] | show]", NO_JSON},
+    {"status", CMD_STATUS, "MOUNTPOINT [--json] [--watch]", NO_JSON},
     {"ingest", CMD_INGEST, "SOURCE --cache-dir DIR --limit SIZE [--config FILE]",
      "this build has no sampler support (install libcurl4-openssl-dev and rebuild)"},
     {"report", CMD_REPORT, "MOUNTPOINT|CACHE_DIR [--svg FILE]", "not built in this configuration"},
@@ -87,7 +92,7 @@ static const struct command commands[] = {
      "not built in this configuration"},
     {"check", CMD_CHECK, "FILE|DIR...", "not built in this configuration"},
     {"bench", CMD_BENCH, "fuse|sampler|feeder|catalog ...", "not built in this configuration"},
-    {"umount", CMD_UMOUNT, "MOUNTPOINT", "this build has no FUSE support"},
+    {"umount", CMD_UMOUNT, "MOUNTPOINT", NO_JSON},
 };
 
 static void usage(FILE *out)
