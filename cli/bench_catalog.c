@@ -21,6 +21,7 @@
 
 #include "cachefs/catalog.h"
 #include "cachefs/store.h"
+#include "common/clock.h"
 #include "common/units.h"
 
 #include <errno.h>
@@ -31,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 struct bc_opts {
@@ -41,13 +41,6 @@ struct bc_opts {
 	uint64_t files;
 	int keep;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 {
@@ -135,10 +128,10 @@ static int bench_listing(struct cfs_catalog *c, uint64_t n)
 		ents[i] = (struct cfs_listing_entry){keys + i * 48, 1 << 20, "\"etag\""};
 	}
 	for (int pass = 0; pass < 2; pass++) {
-		t = now_s();
+		t = cmn_mono_s();
 		if (cfs_catalog_objects_sync(c, src, ents, n, (uint32_t)pass, ids, &res) < 0)
 			goto out;
-		t = now_s() - t;
+		t = cmn_mono_s() - t;
 		row(pass ? "listing re-synced (unchanged keys)" : "listing synced (new keys)", n, t,
 		    "keys/s");
 	}
@@ -172,7 +165,7 @@ static int bench_rows(const struct bc_opts *o, const char *dir)
 		fprintf(stderr, "rollcache bench catalog: %s\n", err);
 		goto out;
 	}
-	t = now_s();
+	t = cmn_mono_s();
 	for (uint64_t s = 0; s < o->shards; s++) {
 		struct cfs_shard_new sh = {
 		    .id = cfs_catalog_alloc_id(c),
@@ -189,32 +182,32 @@ static int bench_rows(const struct bc_opts *o, const char *dir)
 		}
 		ids[s] = sh.id;
 	}
-	t = now_s() - t;
+	t = cmn_mono_s() - t;
 	row("sample rows inserted (1 txn/shard)", o->shards * o->records, t, "rows/s");
 
-	t = now_s();
+	t = cmn_mono_s();
 	if (cfs_catalog_shards_list(c, 1u << CFS_SHARD_SEALED, &arr, &n) < 0)
 		goto out;
-	t = now_s() - t;
+	t = cmn_mono_s() - t;
 	row("resident shards listed (1 query)", n, t, "shards/s");
 
 	for (uint64_t s = 0; s < o->shards; s++)
 		d[s] = (struct cfs_shard_stat_delta){ids[s], 3, 1, 4096, 1000 + s};
-	t = now_s();
+	t = cmn_mono_s();
 	if (cfs_catalog_shards_add_stats(c, d, o->shards, 0) < 0)
 		goto out;
-	t = now_s() - t;
+	t = cmn_mono_s() - t;
 	row("shard stats updated (1 txn)", o->shards, t, "shards/s");
 
-	t = now_s();
+	t = cmn_mono_s();
 	if (cfs_catalog_shards_evict(c, ids, o->shards, 1) < 0)
 		goto out;
-	t = now_s() - t;
+	t = cmn_mono_s() - t;
 	row("shards marked evicting (1 txn)", o->shards, t, "shards/s");
-	t = now_s();
+	t = cmn_mono_s();
 	if (cfs_catalog_shards_gone(c, ids, o->shards) < 0)
 		goto out;
-	t = now_s() - t;
+	t = cmn_mono_s() - t;
 	row("sample rows deleted at gone (1 txn)", o->shards * o->records, t, "rows/s");
 	rc = bench_listing(c, o->shards * 100);
 out:
@@ -273,12 +266,12 @@ static int bench_reconcile(const struct bc_opts *o, const char *dir)
 	close(sfd);
 	cfs_store_close(s);
 
-	t = now_s();
+	t = cmn_mono_s();
 	if (cfs_store_open(&s, &so, err, sizeof(err)) < 0) {
 		fprintf(stderr, "rollcache bench catalog: %s\n", err);
 		return 1;
 	}
-	t = now_s() - t;
+	t = cmn_mono_s() - t;
 	rep = cfs_store_reconcile_report(s);
 	row("files reconciled (store open)", rep->resident_files, t, "files/s");
 	row("  of which the scan + merge", rep->resident_files, (double)rep->elapsed_us / 1e6,

@@ -48,6 +48,7 @@
 
 #include "cachefs/shard_writer.h"
 #include "cachefs/store.h"
+#include "common/clock.h"
 #include "common/crc32c.h"
 #include "common/units.h"
 
@@ -59,7 +60,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define REC_PAYLOAD ((size_t)1 << 20)
@@ -74,13 +74,6 @@ struct bench {
 	uint64_t bytes[MAX_FILES];
 	bool mounted;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -196,7 +189,7 @@ static double seq_read_passes(const struct bench *b, bool mount, int passes)
 	char p[PATH_MAX];
 	char *buf = malloc(1 << 20);
 	uint64_t total = 0;
-	double t0 = now_s();
+	double t0 = cmn_mono_s();
 	for (int i = 0; i < b->nfiles * passes && buf; i++) {
 		path_of(b, mount, i % b->nfiles, p, sizeof(p));
 		int fd = open(p, O_RDONLY);
@@ -214,7 +207,7 @@ static double seq_read_passes(const struct bench *b, bool mount, int passes)
 		}
 		close(fd);
 	}
-	double dt = now_s() - t0;
+	double dt = cmn_mono_s() - t0;
 	free(buf);
 	return buf && dt > 0 ? (double)total / 1e6 / dt : 0;
 fail:
@@ -246,7 +239,7 @@ static double rand_read(const struct bench *b, bool mount, size_t bs, uint64_t o
 	if (n == b->nfiles && buf) {
 		for (int i = 0; i < n; i++)
 			posix_fadvise(fds[i], 0, 0, POSIX_FADV_RANDOM);
-		double t0 = now_s();
+		double t0 = cmn_mono_s();
 		for (uint64_t k = 0; k < ops; k++) {
 			int i = (int)(rng_next(&seed) % (uint64_t)n);
 			uint64_t blocks = (b->bytes[i] - bs) / 4096;
@@ -256,7 +249,7 @@ static double rand_read(const struct bench *b, bool mount, size_t bs, uint64_t o
 				break;
 			total += (uint64_t)r;
 		}
-		double dt = now_s() - t0;
+		double dt = cmn_mono_s() - t0;
 		rate = dt > 0 ? (double)total / 1e6 / dt : 0;
 	}
 	for (int i = 0; i < n; i++)

@@ -15,6 +15,7 @@
  */
 #include "cli/cmd.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/tfrecord.h"
 #include "common/units.h"
@@ -29,7 +30,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define WALK_MAX_DEPTH 64
@@ -42,31 +42,23 @@ struct check {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: rollcache check [-v | -q] [--max-record SIZE] FILE|DIR...\n"
-		"\n"
-		"Verifies the TFRecord framing and the CRC32C of every record.  GZIP files\n"
-		"(TensorFlow's GZIP compression) are recognised by their first bytes.\n"
-		"Directories are walked in sorted order; hidden entries and files that\n"
-		"are plainly not records (README*, LICENSE*, MANIFEST, *.md, *.txt, *.json,\n"
-		"*.py, *.sh, *.yaml, *.html, *.proto, *.sha256, *.md5, *.db, *.lock) are\n"
-		"skipped; a FILE named on the command line is always checked, and - is\n"
-		"standard input.\n"
-		"\n"
-		"  -v, --verbose         a line per file\n"
-		"  -q, --quiet           print only errors\n"
-		"  --max-record SIZE     refuse records larger than SIZE (default 256M)\n"
-		"  -h, --help            this text\n"
-		"\n"
-		"Exit status: 0 all records good, 1 a bad record or unreadable file (named\n"
-		"as FILE: offset N: what), 2 usage error.\n");
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	fprintf(out, "usage: rollcache check [-v | -q] [--max-record SIZE] FILE|DIR...\n"
+		     "\n"
+		     "Verifies the TFRecord framing and the CRC32C of every record.  GZIP files\n"
+		     "(TensorFlow's GZIP compression) are recognised by their first bytes.\n"
+		     "Directories are walked in sorted order; hidden entries and files that\n"
+		     "are plainly not records (README*, LICENSE*, MANIFEST, *.md, *.txt, *.json,\n"
+		     "*.py, *.sh, *.yaml, *.html, *.proto, *.sha256, *.md5, *.db, *.lock) are\n"
+		     "skipped; a FILE named on the command line is always checked, and - is\n"
+		     "standard input.\n"
+		     "\n"
+		     "  -v, --verbose         a line per file\n"
+		     "  -q, --quiet           print only errors\n"
+		     "  --max-record SIZE     refuse records larger than SIZE (default 256M)\n"
+		     "  -h, --help            this text\n"
+		     "\n"
+		     "Exit status: 0 all records good, 1 a bad record or unreadable file (named\n"
+		     "as FILE: offset N: what), 2 usage error.\n");
 }
 
 /* Checks one file.  Returns 0 if every record passed, 1 otherwise. */
@@ -134,8 +126,9 @@ static int by_name(const struct dirent **a, const struct dirent **b)
  */
 static bool not_data(const char *name)
 {
-	static const char *const exts[] = {".md", ".txt", ".json", ".py", ".sh", ".yaml", ".yml",
-					   ".html", ".proto", ".sha256", ".md5", ".db", ".lock"};
+	static const char *const exts[] = {".md",   ".txt", ".json", ".py",    ".sh",
+					   ".yaml", ".yml", ".html", ".proto", ".sha256",
+					   ".md5",  ".db",  ".lock"};
 	size_t n = strlen(name);
 
 	if (strncmp(name, "README", 6) == 0 || strncmp(name, "LICENSE", 7) == 0 ||
@@ -161,8 +154,9 @@ static int check_dir(struct check *c, const char *dir, int depth)
 	int n, bad = 0;
 
 	if (depth > WALK_MAX_DEPTH) {
-		fprintf(stderr, "rollcache check: %s: directories nested more than %d deep: skipped\n",
-			dir, WALK_MAX_DEPTH);
+		fprintf(stderr,
+			"rollcache check: %s: directories nested more than %d deep: skipped\n", dir,
+			WALK_MAX_DEPTH);
 		return 1;
 	}
 	n = scandir(dir, &names, skip_hidden, by_name);
@@ -222,11 +216,14 @@ int cmd_check(int argc, char **argv)
 			c.verbose = 1;
 		} else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
 			c.verbose = -1;
-		} else if (strcmp(arg, "--max-record") == 0 || strncmp(arg, "--max-record=", 13) == 0) {
-			const char *v = arg[12] == '=' ? arg + 13 : (i + 1 < argc ? argv[++i] : NULL);
+		} else if (strcmp(arg, "--max-record") == 0 ||
+			   strncmp(arg, "--max-record=", 13) == 0) {
+			const char *v =
+			    arg[12] == '=' ? arg + 13 : (i + 1 < argc ? argv[++i] : NULL);
 			uint64_t size;
 			if (!v) {
-				fprintf(stderr, "rollcache check: --max-record needs a size such as 64M\n");
+				fprintf(stderr,
+					"rollcache check: --max-record needs a size such as 64M\n");
 				return 2;
 			}
 			if (cmn_parse_size(v, &size, err, sizeof(err)) != 0 || size == 0 ||
@@ -237,17 +234,21 @@ int cmd_check(int argc, char **argv)
 			}
 			c.max_record = (size_t)size;
 		} else {
-			fprintf(stderr, "rollcache check: unknown option '%s': see `rollcache check --help`\n",
-				arg);
+			fprintf(
+			    stderr,
+			    "rollcache check: unknown option '%s': see `rollcache check --help`\n",
+			    arg);
 			return 2;
 		}
 	}
 	if (first >= argc) {
-		fprintf(stderr, "rollcache check: no FILE or DIR given: usage: rollcache check FILE|DIR...\n");
+		fprintf(
+		    stderr,
+		    "rollcache check: no FILE or DIR given: usage: rollcache check FILE|DIR...\n");
 		return 2;
 	}
 
-	t0 = now_s();
+	t0 = cmn_mono_s();
 	for (int i = first; i < argc; i++) {
 		struct stat st;
 		if (strcmp(argv[i], "-") == 0) {
@@ -261,14 +262,15 @@ int cmd_check(int argc, char **argv)
 			bad |= check_file(&c, argv[i]);
 		}
 	}
-	dt = now_s() - t0;
+	dt = cmn_mono_s() - t0;
 
 	if (c.verbose >= 0 || bad) {
 		printf("%s: %" PRIu64 " files, %" PRIu64 " records, %" PRIu64
 		       " payload bytes (%s), %s read in %.3f s (%.0f MB/s)",
 		       bad ? "FAILED" : "ok", c.files, c.records, c.payload,
-		       cmn_format_size(c.payload, a, sizeof(a)), cmn_format_size(c.file_bytes, b, sizeof(b)),
-		       dt, dt > 0 ? (double)c.file_bytes / dt / 1e6 : 0.0);
+		       cmn_format_size(c.payload, a, sizeof(a)),
+		       cmn_format_size(c.file_bytes, b, sizeof(b)), dt,
+		       dt > 0 ? (double)c.file_bytes / dt / 1e6 : 0.0);
 		if (bad)
 			printf("; %" PRIu64 " bad files, %" PRIu64 " bad records", c.bad_files,
 			       c.bad_records);

@@ -6,22 +6,26 @@
  *   rollcache epoch MOUNTPOINT [next [--wait] | show]
  *   rollcache status MOUNTPOINT [--json] [--watch]
  *
- * They write MOUNTPOINT/.rollcache/control and read .rollcache/metrics and
- * .rollcache/stats (every read capped at TEXT_MAX); umount runs fusermount3
- * and falls back to a lazy unmount for a dead daemon.  They hold no state
- * and link nothing of the daemon: any build can drive any mount.
+ * They write MOUNTPOINT/.rollcache/control and read .rollcache/stats, the
+ * JSON of docs/mount.md, parsed with jansson (read with a cap of STATS_MAX);
+ * every figure they print comes from it.  umount runs fusermount3 and falls
+ * back to a lazy unmount for a dead daemon.  They hold no state and link
+ * nothing of the daemon: any build can drive any mount.
  */
 #include "cli/cmd.h"
 #include "cli/util.h"
+#include "common/file.h"
 #include "common/units.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,84 +34,150 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TEXT_MAX ((size_t)4 << 20) /* cap on a stats text read from a mount */
+/*
+ * Cap on .rollcache/stats: the daemon's own cap on the text it serves
+ * (daemon/stats.c), which grows with the epochs[] rows of a long run.
+ */
+#define STATS_MAX ((size_t)16 << 20)
 
 /* ---- talking to a running daemon ------------------------------------- */
 
-/* Reads MOUNTPOINT/.rollcache/<name> into a malloc'd string.  0 or -errno. */
-static int read_text(const char *mp, const char *name, char **out)
+/*
+ * What the commands show of a mount, taken from its stats JSON (field names
+ * in docs/mount.md).  The strings are borrowed from the json_t it was filled
+ * from and live as long as it does; a field the JSON lacks reads 0 or "".
+ */
+struct mount_view {
+	const char *source, *advance, *policy, *why;
+	long long pid;
+	uint64_t epoch; /* 0 before the first epoch ("epoch": null) */
+	uint64_t limit, used, draining, min_records, resident_records;
+	uint64_t current_files, current_records, read_bytes;
+	uint64_t admitted, evicted; /* the current epoch's row of epochs[] */
+	uint64_t open_handles, passthrough_opens;
+	uint64_t errors; /* the sum of errors.* */
+	bool passthrough;
+	double ingest_bps;
+};
+
+/* obj[key] as a number (true counts 1); 0 when obj or the key is missing or of another type. */
+static double jnum(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+	return json_is_true(v) ? 1.0 : json_number_value(v);
+}
+
+/* obj[key] as a count: a JSON integer, 0 when missing, negative or of another type. */
+static uint64_t jcount(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+	json_int_t i = json_is_integer(v) ? json_integer_value(v) : 0;
+	return i > 0 ? (uint64_t)i : 0;
+}
+
+/* obj[key] as a string borrowed from obj; "" when missing or of another type. */
+static const char *jstr(const json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+	return s ? s : "";
+}
+
+/* Fills *v from the stats object root; v borrows root's strings. */
+static void mount_view_of(const json_t *root, struct mount_view *v)
+{
+	const json_t *epoch = json_object_get(root, "epoch");
+	const json_t *current = json_object_get(root, "current");
+	const json_t *view = json_object_get(root, "view");
+	const json_t *boundary = json_object_get(root, "last_boundary");
+	memset(v, 0, sizeof(*v));
+	v->source = jstr(root, "source");
+	v->advance = jstr(root, "advance");
+	v->policy = jstr(json_object_get(root, "schedule"), "policy");
+	v->why = jstr(boundary, "why");
+	v->pid = json_integer_value(json_object_get(root, "pid"));
+	v->epoch = jcount(root, "epoch");
+	v->limit = jcount(root, "limit");
+	v->used = jcount(root, "used");
+	v->draining = jcount(json_object_get(root, "disk"), "draining");
+	v->min_records = jcount(root, "min_records");
+	v->resident_records = jcount(json_object_get(root, "resident"), "records");
+	v->current_files = jcount(current, "files");
+	v->current_records = jcount(current, "records");
+	v->read_bytes = jcount(current, "read_bytes");
+	v->open_handles = jcount(view, "open_handles");
+	v->passthrough = json_is_true(json_object_get(view, "passthrough"));
+	v->passthrough_opens = jcount(view, "passthrough_opens");
+	v->ingest_bps = jnum(json_object_get(root, "sampler"), "ingest_bytes_per_s");
+	/* "epoch": null (none begun yet) has no row of its own */
+	const json_t *rows = json_object_get(root, "epochs");
+	for (size_t i = 0; json_is_integer(epoch) && i < json_array_size(rows); i++) {
+		const json_t *row = json_array_get(rows, i);
+		if (jcount(row, "epoch") == v->epoch) {
+			v->admitted = jcount(row, "admitted_bytes");
+			v->evicted = jcount(row, "evicted_bytes");
+		}
+	}
+	const char *key;
+	const json_t *n;
+	json_object_foreach((json_t *)json_object_get(root, "errors"), key, n) v->errors +=
+	    json_is_integer(n) && json_integer_value(n) > 0 ? (uint64_t)json_integer_value(n) : 0;
+}
+
+/*
+ * Reads and parses MP/.rollcache/stats.  On success *root is its top-level
+ * object (json_decref() by the caller) and, when text is not NULL, *text the
+ * text as read (free() by the caller).  Returns 0, the read's -errno
+ * (-ENOENT: not a mount, -ENOTCONN: a dead daemon, -EFBIG: over STATS_MAX),
+ * or -EBADMSG when the text is not a JSON object, with jansson's reason in
+ * err[errlen]; on failure *root and *text are unchanged.
+ */
+static int stats_load(const char *mp, json_t **root, char **text, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/.rollcache/%s", mp, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t cap = 65536, len = 0;
-	char *buf = malloc(cap);
-	int rc = 0;
-	while (buf) {
-		if (len + 1 >= cap) {
-			if (cap >= TEXT_MAX) {
-				rc = -EFBIG;
-				break;
-			}
-			char *p = realloc(buf, cap * 2);
-			if (!p)
-				break;
-			buf = p;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + len, cap - 1 - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	if (!buf)
-		return -ENOMEM;
-	if (rc != 0) {
-		free(buf);
+	if (snprintf(path, sizeof(path), "%s/.rollcache/stats", mp) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = cmn_read_file_capped(path, STATS_MAX, &buf, &len);
+	if (rc != 0)
 		return rc;
+	json_error_t jerr;
+	json_t *js = json_loadb(buf, len, 0, &jerr);
+	if (!json_is_object(js)) {
+		if (js)
+			snprintf(err, errlen, "not a JSON object");
+		else
+			snprintf(err, errlen, "line %d: %s", jerr.line, jerr.text);
+		json_decref(js);
+		free(buf);
+		return -EBADMSG;
 	}
-	buf[len] = '\0';
-	*out = buf;
+	*root = js;
+	if (text)
+		*text = buf;
+	else
+		free(buf);
 	return 0;
 }
 
-/* The value of metric `name` (rollcache_ prefix implied) in a metrics text. */
-static double metric_get(const char *text, const char *name)
+/* Writes s to f with control characters as '?': a stats string cannot redraw the terminal. */
+static void put_clean(const char *s, FILE *f)
 {
-	char key[128];
-	snprintf(key, sizeof(key), "\nrollcache_%s ", name);
-	const char *p = strstr(text, key);
-	return p ? strtod(p + strlen(key), NULL) : 0.0;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
 }
 
-/* The string value of the first "key": "..." in a JSON text (no escapes needed here). */
-static void json_str(const char *text, const char *key, char *out, size_t len)
+/*
+ * Says on stderr why MP's stats could not be read (rc from stats_load(), err
+ * its reason for -EBADMSG).  Returns the exit code, 1.
+ */
+static int mp_error(const char *cmd, const char *mp, int rc, const char *err)
 {
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\": \"", key);
-	const char *p = strstr(text, k);
-	out[0] = '\0';
-	if (!p)
-		return;
-	p += strlen(k);
-	size_t o = 0;
-	while (*p && *p != '"' && o + 1 < len)
-		out[o++] = *p++;
-	out[o] = '\0';
-}
-
-static int mp_error(const char *cmd, const char *mp, int rc)
-{
-	if (rc == -ENOENT)
+	if (rc == -EBADMSG)
+		fprintf(stderr,
+			"rollcache %s: %s/.rollcache/stats is not the stats JSON of a mount (%s)\n",
+			cmd, mp, err);
+	else if (rc == -ENOENT)
 		fprintf(stderr, "rollcache %s: %s is not a rollcache mount (no .rollcache/)\n", cmd,
 			mp);
 	else if (rc == -ENOTCONN)
@@ -138,12 +208,14 @@ int cmd_umount(int argc, char **argv)
 	}
 	/* The daemon's pid, to wait until it has closed the cache (its lock). */
 	pid_t pid = 0;
-	char *text = NULL;
-	if (read_text(mp, "stats", &text) == 0) {
-		const char *p = strstr(text, "\"pid\": ");
-		if (p)
-			pid = (pid_t)strtol(p + 7, NULL, 10);
-		free(text);
+	json_t *st = NULL;
+	char err[256];
+	if (stats_load(mp, &st, NULL, err, sizeof(err)) == 0) {
+		struct mount_view v;
+		mount_view_of(st, &v);
+		if (v.pid > 0 && v.pid <= INT_MAX)
+			pid = (pid_t)v.pid;
+		json_decref(st);
 	}
 	const char *plain[] = {"fusermount3", "-u", mp, NULL};
 	const char *lazy[] = {"fusermount3", "-u", "-z", mp, NULL};
@@ -195,20 +267,34 @@ static void *control_main(void *arg)
 	return NULL;
 }
 
-static void print_epoch(const char *mp)
+/* The one-line summary of `epoch show` and `epoch next`, from a mount's stats. */
+static void print_epoch(const struct mount_view *v)
 {
-	char *m = NULL;
 	char b1[32], b2[32], b3[32];
-	if (read_text(mp, "metrics", &m) != 0)
-		return;
-	printf("epoch %.0f: %.0f files, %.0f records; admitted %s, evicted %s this epoch; "
-	       "disk %s\n",
-	       metric_get(m, "epoch"), metric_get(m, "current_files"),
-	       metric_get(m, "current_records"),
-	       cmn_format_size((uint64_t)metric_get(m, "epoch_admitted_bytes"), b1, sizeof(b1)),
-	       cmn_format_size((uint64_t)metric_get(m, "epoch_evicted_bytes"), b2, sizeof(b2)),
-	       cmn_format_size((uint64_t)metric_get(m, "used_bytes"), b3, sizeof(b3)));
-	free(m);
+	printf("epoch %" PRIu64 ": %" PRIu64 " files, %" PRIu64 " records; admitted %s, evicted %s "
+	       "this epoch; disk %s\n",
+	       v->epoch, v->current_files, v->current_records,
+	       cmn_format_size(v->admitted, b1, sizeof(b1)),
+	       cmn_format_size(v->evicted, b2, sizeof(b2)),
+	       cmn_format_size(v->used, b3, sizeof(b3)));
+}
+
+/*
+ * Loads MP's stats and prints the epoch line.  Returns 0 or stats_load()'s
+ * error, said on stderr for `rollcache epoch`.
+ */
+static int show_epoch(const char *mp)
+{
+	json_t *st = NULL;
+	char err[256];
+	int rc = stats_load(mp, &st, NULL, err, sizeof(err));
+	if (rc != 0)
+		return mp_error("epoch", mp, rc, err);
+	struct mount_view v;
+	mount_view_of(st, &v);
+	print_epoch(&v);
+	json_decref(st);
+	return 0;
 }
 
 int cmd_epoch(int argc, char **argv)
@@ -234,15 +320,14 @@ int cmd_epoch(int argc, char **argv)
 		fprintf(stderr, "usage: rollcache epoch MOUNTPOINT [next [--wait] | show]\n");
 		return 2;
 	}
-	char *m = NULL;
-	int rc = read_text(mp, "metrics", &m);
+	if (!strcmp(action, "show"))
+		return show_epoch(mp);
+	json_t *st = NULL;
+	char err[256];
+	int rc = stats_load(mp, &st, NULL, err, sizeof(err));
 	if (rc != 0)
-		return mp_error("epoch", mp, rc);
-	free(m);
-	if (!strcmp(action, "show")) {
-		print_epoch(mp);
-		return 0;
-	}
+		return mp_error("epoch", mp, rc, err);
+	json_decref(st);
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/.rollcache/control", mp);
 	struct control_write c = {.path = path, .cmd = wait ? "next wait" : "next"};
@@ -258,15 +343,16 @@ int cmd_epoch(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		if (!wait || __atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
 			continue;
-		if (read_text(mp, "metrics", &m) == 0) {
-			fprintf(
-			    stderr,
-			    "%swaiting for min_records: %.0f / %.0f records resident, %.1f MB/s%s",
-			    tty ? "\r" : "", metric_get(m, "resident_records"),
-			    metric_get(m, "min_records"),
-			    metric_get(m, "ingest_bytes_per_second") / 1e6, tty ? "   " : "\n");
+		if (stats_load(mp, &st, NULL, err, sizeof(err)) == 0) {
+			struct mount_view v;
+			mount_view_of(st, &v);
+			fprintf(stderr,
+				"%swaiting for min_records: %" PRIu64 " / %" PRIu64
+				" records resident, %.1f MB/s%s",
+				tty ? "\r" : "", v.resident_records, v.min_records,
+				v.ingest_bps / 1e6, tty ? "   " : "\n");
 			shown = true;
-			free(m);
+			json_decref(st);
 		}
 	}
 	pthread_join(t, NULL);
@@ -276,7 +362,8 @@ int cmd_epoch(int argc, char **argv)
 		fprintf(stderr, "rollcache epoch: %s: %s\n", mp, strerror(-c.rc));
 		return 1;
 	}
-	print_epoch(mp);
+	/* the epoch has advanced: a failure to show it is said, not an error */
+	show_epoch(mp);
 	return 0;
 }
 
@@ -290,58 +377,61 @@ static void status_sig(int sig)
 	status_stop = 1;
 }
 
-static int status_once(const char *mp, bool json, bool clear)
+/*
+ * Prints MP's status once: the stats text as read (json) or the view of
+ * docs/mount.md, after clearing the terminal when clear.  Returns 0 or
+ * stats_load()'s error (reason in err[errlen]); nothing is printed then.
+ */
+static int status_once(const char *mp, bool json, bool clear, char *err, size_t errlen)
 {
+	json_t *st = NULL;
 	char *text = NULL;
-	int rc = read_text(mp, json ? "stats" : "metrics", &text);
+	int rc = stats_load(mp, &st, &text, err, errlen);
 	if (rc != 0)
 		return rc;
 	if (json) {
 		fputs(text, stdout);
+		fflush(stdout);
 		free(text);
+		json_decref(st);
 		return 0;
 	}
-	char *js = NULL;
-	char source[512] = "", policy[32] = "", advance[16] = "", why[320] = "";
-	if (read_text(mp, "stats", &js) == 0) {
-		json_str(js, "source", source, sizeof(source));
-		json_str(js, "policy", policy, sizeof(policy));
-		json_str(js, "advance", advance, sizeof(advance));
-		json_str(js, "why", why, sizeof(why));
-		free(js);
-	}
-	double limit = metric_get(text, "limit_bytes"), used = metric_get(text, "used_bytes");
-	double frac = limit > 0 ? used / limit : 0;
+	free(text);
+	struct mount_view v;
+	mount_view_of(st, &v);
+	double frac = v.limit > 0 ? (double)v.used / (double)v.limit : 0;
 	char bar[41];
 	int fill = (int)(frac * 40 + 0.5);
 	for (int i = 0; i < 40; i++)
 		bar[i] = i < fill ? '#' : '.';
 	bar[40] = '\0';
-	char b1[32], b2[32], b3[32], b4[32], b5[32];
+	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
 	if (clear)
 		fputs("\033[H\033[J", stdout);
-	printf("rollcache %s on %s\n", source, mp);
-	printf("epoch    %.0f (advance %s, policy %s)\n", metric_get(text, "epoch"), advance,
-	       policy);
+	fputs("rollcache ", stdout);
+	put_clean(v.source, stdout);
+	printf(" on %s\nepoch    %" PRIu64 " (advance ", mp, v.epoch);
+	put_clean(v.advance, stdout);
+	fputs(", policy ", stdout);
+	put_clean(v.policy, stdout);
+	fputs(")\n", stdout);
 	printf("disk     [%s] %s / %s (%.0f%%), draining %s\n", bar,
-	       cmn_format_size((uint64_t)used, b1, sizeof(b1)),
-	       cmn_format_size((uint64_t)limit, b2, sizeof(b2)), frac * 100,
-	       cmn_format_size((uint64_t)metric_get(text, "draining_bytes"), b3, sizeof(b3)));
-	printf("ingest   %.1f MB/s; admitted %s, evicted %s this epoch\n",
-	       metric_get(text, "ingest_bytes_per_second") / 1e6,
-	       cmn_format_size((uint64_t)metric_get(text, "epoch_admitted_bytes"), b4, sizeof(b4)),
-	       cmn_format_size((uint64_t)metric_get(text, "epoch_evicted_bytes"), b5, sizeof(b5)));
-	printf("current  %.0f files, %.0f records; %.0f records resident; %.0f open handles\n",
-	       metric_get(text, "current_files"), metric_get(text, "current_records"),
-	       metric_get(text, "resident_records"), metric_get(text, "open_handles"));
-	char b6[32];
-	bool pt = metric_get(text, "passthrough") > 0;
-	printf("reads    %s this epoch; passthrough %s (%.0f opens passed through)\n",
-	       cmn_format_size((uint64_t)metric_get(text, "epoch_read_bytes"), b6, sizeof(b6)),
-	       pt ? "on" : "off", metric_get(text, "passthrough_opens_total"));
-	printf("errors   %.0f%s%s\n", metric_get(text, "errors_total"), why[0] ? "; " : "", why);
+	       cmn_format_size(v.used, b1, sizeof(b1)), cmn_format_size(v.limit, b2, sizeof(b2)),
+	       frac * 100, cmn_format_size(v.draining, b3, sizeof(b3)));
+	printf("ingest   %.1f MB/s; admitted %s, evicted %s this epoch\n", v.ingest_bps / 1e6,
+	       cmn_format_size(v.admitted, b4, sizeof(b4)),
+	       cmn_format_size(v.evicted, b5, sizeof(b5)));
+	printf("current  %" PRIu64 " files, %" PRIu64 " records; %" PRIu64
+	       " records resident; %" PRIu64 " open handles\n",
+	       v.current_files, v.current_records, v.resident_records, v.open_handles);
+	printf("reads    %s this epoch; passthrough %s (%" PRIu64 " opens passed through)\n",
+	       cmn_format_size(v.read_bytes, b6, sizeof(b6)), v.passthrough ? "on" : "off",
+	       v.passthrough_opens);
+	printf("errors   %" PRIu64 "%s", v.errors, v.why[0] ? "; " : "");
+	put_clean(v.why, stdout);
+	fputc('\n', stdout);
 	fflush(stdout);
-	free(text);
+	json_decref(st);
 	return 0;
 }
 
@@ -368,18 +458,19 @@ int cmd_status(int argc, char **argv)
 		fprintf(stderr, "usage: rollcache status MOUNTPOINT [--json] [--watch]\n");
 		return 2;
 	}
+	char err[256];
 	if (!watch) {
-		int rc = status_once(mp, json, false);
-		return rc ? mp_error("status", mp, rc) : 0;
+		int rc = status_once(mp, json, false, err, sizeof(err));
+		return rc ? mp_error("status", mp, rc, err) : 0;
 	}
 	struct sigaction sa = {.sa_handler = status_sig};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	while (!status_stop) {
-		int rc = status_once(mp, json, isatty(1) && !json);
+		int rc = status_once(mp, json, isatty(1) && !json, err, sizeof(err));
 		if (rc != 0)
-			return mp_error("status", mp, rc);
+			return mp_error("status", mp, rc, err);
 		struct timespec ts = {1, 0};
 		nanosleep(&ts, NULL);
 	}

@@ -5,11 +5,11 @@
  *   rollcache report MOUNTPOINT|CACHE_DIR [--svg FILE] [--json]
  *
  * Given a mount point, the cache directory is taken from its
- * .rollcache/stats ("cache_dir"); given a cache directory, its catalog.db is
- * read directly.  The catalog is opened read-only (CFS_CATALOG_READONLY), so
- * the report runs beside a live daemon: its three queries run in one read
- * transaction (cfs_catalog_read_begin), so under WAL they see one state of
- * the catalog without blocking the daemon's writes.
+ * .rollcache/stats ("cache_dir", parsed with jansson); given a cache
+ * directory, its catalog.db is read directly.  The catalog is opened read-only
+ * (CFS_CATALOG_READONLY), so the report runs beside a live daemon: its three queries run in one
+ * read transaction (cfs_catalog_read_begin), so under WAL they see one state of the catalog without
+ * blocking the daemon's writes.
  *
  * What each figure is, and where it comes from (docs/eviction.md, "rollcache
  * report"):
@@ -40,20 +40,24 @@
 
 #if defined(RC_HAVE_CACHEFS) && RC_HAVE_CACHEFS
 #include "cachefs/catalog.h"
+#include "common/file.h"
 #include "common/units.h"
 #include "eviction/chart.h"
 
 #include <errno.h>
-#include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#define STATS_MAX ((size_t)4 << 20) /* cap on .rollcache/stats */
+/*
+ * Cap on .rollcache/stats: the daemon's own cap on the text it serves
+ * (daemon/stats.c), which grows with the epochs[] rows of a long run.
+ */
+#define STATS_MAX ((size_t)16 << 20)
 
 /* One line of the report (one epochs row). */
 struct rep_epoch {
@@ -105,77 +109,39 @@ static void usage(FILE *f)
 
 /* ---- finding the cache directory --------------------------------------- */
 
-/* Reads MP/.rollcache/stats into a malloc'd NUL-terminated *out (capped). */
-static int read_stats(const char *mp, char **out)
+/*
+ * Reads the "cache_dir" string of MP/.rollcache/stats into out[outlen].
+ * Returns 0; the read's -errno when MP has no readable stats; -EBADMSG when
+ * they are not a JSON object naming a cache_dir that fits out (the reason in
+ * why[whylen]).  out is unchanged on failure.
+ */
+static int stats_cache_dir(const char *mp, char *out, size_t outlen, char *why, size_t whylen)
 {
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof(path), "%s/.rollcache/stats", mp) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t cap = 65536, len = 0;
-	char *buf = malloc(cap);
-	int rc = buf ? 0 : -ENOMEM;
-	while (rc == 0) {
-		if (len + 1 >= cap) {
-			char *p = cap < STATS_MAX ? realloc(buf, cap * 2) : NULL;
-			if (!p) {
-				rc = cap < STATS_MAX ? -ENOMEM : -EFBIG;
-				break;
-			}
-			buf = p;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + len, cap - 1 - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			rc = -errno;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	if (rc != 0) {
-		free(buf);
+	char *text = NULL;
+	size_t len = 0;
+	int rc = cmn_read_file_capped(path, STATS_MAX, &text, &len);
+	if (rc != 0)
 		return rc;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	return 0;
-}
-
-/*
- * Copies the JSON string value of "key" in js into out (escapes \" \\ \/
- * undone; a \u escape or an overlong value is refused).  Returns 0 or
- * -ENOENT / -EINVAL.
- */
-static int json_string(const char *js, const char *key, char *out, size_t outlen)
-{
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\": \"", key);
-	const char *p = strstr(js, pat);
-	if (!p)
-		return -ENOENT;
-	p += strlen(pat);
-	size_t o = 0;
-	for (; *p && *p != '"'; p++) {
-		char ch = *p;
-		if (ch == '\\') {
-			p++;
-			if (*p != '"' && *p != '\\' && *p != '/')
-				return -EINVAL;
-			ch = *p;
-		}
-		if (o + 1 >= outlen)
-			return -EINVAL;
-		out[o++] = ch;
-	}
-	if (*p != '"')
-		return -EINVAL;
-	out[o] = '\0';
-	return 0;
+	json_error_t jerr;
+	json_t *root = json_loadb(text, len, 0, &jerr);
+	free(text);
+	const char *dir = json_string_value(json_object_get(root, "cache_dir"));
+	rc = -EBADMSG;
+	if (!root)
+		snprintf(why, whylen, "line %d: %s", jerr.line, jerr.text);
+	else if (!dir || !dir[0])
+		snprintf(why, whylen, "no cache_dir");
+	else if (strlen(dir) >= outlen)
+		snprintf(why, whylen, "cache_dir too long");
+	else
+		rc = 0;
+	if (rc == 0)
+		memcpy(out, dir, strlen(dir) + 1);
+	json_decref(root);
+	return rc;
 }
 
 static bool is_file(const char *dir, const char *name)
@@ -190,19 +156,17 @@ static bool is_file(const char *dir, const char *name)
 /* MOUNTPOINT (its stats name the cache) or CACHE_DIR (has catalog.db).  Exit code. */
 static int find_cache_dir(const char *arg, char *out, size_t outlen)
 {
-	char *js = NULL;
-	if (read_stats(arg, &js) == 0) {
-		int rc = json_string(js, "cache_dir", out, outlen);
-		free(js);
-		if (rc != 0) {
-			fprintf(stderr,
-				"rollcache report: %s/.rollcache/stats names no cache_dir: give "
-				"the cache directory instead\n",
-				arg);
-			return 2;
-		}
-		return 0;
+	char why[256];
+	int rc = stats_cache_dir(arg, out, outlen, why, sizeof(why));
+	if (rc == -EBADMSG) {
+		fprintf(stderr,
+			"rollcache report: %s/.rollcache/stats names no cache_dir (%s): give the "
+			"cache directory instead\n",
+			arg, why);
+		return 2;
 	}
+	if (rc == 0)
+		return 0;
 	if (is_file(arg, "catalog.db")) {
 		if (snprintf(out, outlen, "%s", arg) >= (int)outlen) {
 			fprintf(stderr, "rollcache report: %s: path too long\n", arg);
@@ -395,72 +359,101 @@ static void print_table(const struct report *r)
 	       (unsigned long long)r->files_total, adm ? (double)seen / (double)adm : 0.0);
 }
 
-static void json_str(const char *s)
+/* Sets o[k] to the count v.  0 or -1 (out of memory). */
+static int set_u64(json_t *o, const char *k, uint64_t v)
 {
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
+	return json_object_set_new(o, k, json_integer((json_int_t)v));
 }
 
-static void kv(const char *k, uint64_t v, bool comma)
+/*
+ * One epochs[] object of --json, keys in the order of the table.  Returns the
+ * new object (json_decref() by the caller) or NULL when out of memory.
+ */
+static json_t *epoch_json(const struct rep_epoch *e)
 {
-	printf("\"%s\": %llu%s", k, (unsigned long long)v, comma ? ", " : "");
+	json_t *o = json_object();
+	int bad = !o;
+	bad |= set_u64(o, "epoch", e->number);
+	bad |= json_object_set_new(o, "started", json_boolean(e->started));
+	bad |= json_object_set_new(o, "policy", json_string(e->policy));
+	bad |= set_u64(o, "limit", e->limit);
+	bad |= set_u64(o, "admit", e->admit);
+	bad |= set_u64(o, "min_uses", e->min_uses);
+	bad |= set_u64(o, "start_files", e->start_files);
+	bad |= set_u64(o, "start_records", e->start_records);
+	bad |= set_u64(o, "start_bytes", e->start_bytes);
+	/* no end yet (an epoch not begun, or a row after a gap): null */
+	bad |= json_object_set_new(
+	    o, "end_files", e->have_end ? json_integer((json_int_t)e->end_files) : json_null());
+	bad |= json_object_set_new(
+	    o, "end_records", e->have_end ? json_integer((json_int_t)e->end_records) : json_null());
+	bad |= json_object_set_new(
+	    o, "end_bytes", e->have_end ? json_integer((json_int_t)e->end_bytes) : json_null());
+	bad |= set_u64(o, "admitted_files", e->adm_files);
+	bad |= set_u64(o, "admitted_records", e->adm_records);
+	bad |= set_u64(o, "admitted_bytes", e->adm_bytes);
+	bad |= set_u64(o, "evicted_files", e->ev_files);
+	bad |= set_u64(o, "evicted_records", e->ev_records);
+	bad |= set_u64(o, "evicted_bytes", e->ev_bytes);
+	bad |= set_u64(o, "evicted_unread_files", e->unread_files);
+	bad |= set_u64(o, "evicted_unread_bytes", e->unread_bytes);
+	bad |= set_u64(o, "seen_files", e->seen_files);
+	bad |= set_u64(o, "seen_records", e->seen_records);
+	bad |= set_u64(o, "read_bytes", e->read_bytes);
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
-static void print_json(const struct report *r)
+/*
+ * Builds the --json object of the report into *out (json_decref() by the
+ * caller), keys in a fixed order (docs/eviction.md).  Returns 0, -EINVAL
+ * when cache_dir is not UTF-8 (JSON cannot carry it), or -ENOMEM; *out is
+ * unchanged on failure.
+ */
+static int report_json(const struct report *r, json_t **out)
 {
-	printf("{\n  \"cache_dir\": ");
-	json_str(r->cache_dir);
-	printf(",\n  \"resident\": {");
-	kv("files", r->now.files, true);
-	kv("bytes", r->now.bytes, true);
-	kv("records", r->now.records, false);
-	printf("},\n  \"files_total\": %llu, \"files_read_full\": %llu,\n  \"epochs\": [",
-	       (unsigned long long)r->files_total, (unsigned long long)r->files_read_full);
-	for (size_t i = 0; i < r->n; i++) {
-		const struct rep_epoch *e = &r->e[i];
-		printf("%s\n    {", i ? "," : "");
-		kv("epoch", e->number, true);
-		printf("\"started\": %s, \"policy\": ", e->started ? "true" : "false");
-		json_str(e->policy);
-		printf(", ");
-		kv("limit", e->limit, true);
-		kv("admit", e->admit, true);
-		kv("min_uses", e->min_uses, true);
-		printf("\n     ");
-		kv("start_files", e->start_files, true);
-		kv("start_records", e->start_records, true);
-		kv("start_bytes", e->start_bytes, true);
-		if (e->have_end) {
-			kv("end_files", e->end_files, true);
-			kv("end_records", e->end_records, true);
-			kv("end_bytes", e->end_bytes, true);
-		} else {
-			printf("\"end_files\": null, \"end_records\": null, \"end_bytes\": null, ");
-		}
-		printf("\n     ");
-		kv("admitted_files", e->adm_files, true);
-		kv("admitted_records", e->adm_records, true);
-		kv("admitted_bytes", e->adm_bytes, true);
-		kv("evicted_files", e->ev_files, true);
-		kv("evicted_records", e->ev_records, true);
-		kv("evicted_bytes", e->ev_bytes, true);
-		kv("evicted_unread_files", e->unread_files, true);
-		kv("evicted_unread_bytes", e->unread_bytes, true);
-		printf("\n     ");
-		kv("seen_files", e->seen_files, true);
-		kv("seen_records", e->seen_records, true);
-		kv("read_bytes", e->read_bytes, false);
-		printf("}");
+	json_t *dir = json_string(r->cache_dir); /* NULL: not UTF-8 */
+	if (!dir)
+		return -EINVAL;
+	json_t *root = json_object();
+	json_t *res = json_object();
+	json_t *eps = json_array();
+	int bad = !root || !res || !eps;
+	bad |= json_object_set_new(root, "cache_dir", dir);
+	bad |= set_u64(res, "files", r->now.files);
+	bad |= set_u64(res, "bytes", r->now.bytes);
+	bad |= set_u64(res, "records", r->now.records);
+	bad |= json_object_set(root, "resident", res);
+	bad |= set_u64(root, "files_total", r->files_total);
+	bad |= set_u64(root, "files_read_full", r->files_read_full);
+	for (size_t i = 0; i < r->n && !bad; i++)
+		bad |= json_array_append_new(eps, epoch_json(&r->e[i]));
+	bad |= json_object_set(root, "epochs", eps);
+	json_decref(res);
+	json_decref(eps);
+	if (bad) {
+		json_decref(root);
+		return -ENOMEM;
 	}
-	printf("\n  ]\n}\n");
+	*out = root;
+	return 0;
+}
+
+/* Prints the report as JSON on stdout.  Returns 0, report_json()'s error or -EIO. */
+static int print_json(const struct report *r)
+{
+	json_t *root = NULL;
+	int rc = report_json(r, &root);
+	if (rc != 0)
+		return rc;
+	rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (rc != 0 || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+		return -EIO;
+	return 0;
 }
 
 /* Resident records at start, cumulative admitted records and seen records. */
@@ -576,10 +569,19 @@ int cmd_report(int argc, char **argv)
 		free(r.e);
 		return 1;
 	}
-	if (json)
-		print_json(&r);
-	else
+	if (json) {
+		rc = print_json(&r);
+		if (rc != 0) {
+			fprintf(stderr, "rollcache report: --json: %s\n",
+				rc == -EINVAL
+				    ? "the cache directory's path is not UTF-8, which JSON "
+				      "cannot carry: run without --json"
+				    : strerror(-rc));
+			ec = 1;
+		}
+	} else {
 		print_table(&r);
+	}
 	if (svg && write_svg(&r, svg) != 0)
 		ec = 1;
 	free(r.e);

@@ -52,6 +52,7 @@
  * (the main thread waits there, waking to print progress).
  */
 #include "cli/cmd.h"
+#include "common/clock.h"
 #include "common/crc32c.h"
 #include "common/example.h"
 #include "common/tfrecord.h"
@@ -487,16 +488,9 @@ static int fit_size(struct synth *s, uint64_t size, char *err, size_t errlen)
 
 /* ---- progress ---------------------------------------------------------------- */
 
-static double mono_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void progress(struct synth *s, double t0, bool tty, bool final)
 {
-	double dt = mono_now() - t0;
+	double dt = cmn_mono_s() - t0;
 	uint64_t r = atomic_load(&s->done_records), b = atomic_load(&s->done_bytes);
 	double mb = (double)b / 1e6;
 	fprintf(stderr, "%ssynth: %llu/%llu records, %.1f MB, %.1f MB/s%s", tty ? "\r" : "",
@@ -643,7 +637,7 @@ int cmd_synth(int argc, char **argv)
 	pthread_condattr_destroy(&ca);
 	pthread_t tids[256];
 	size_t started = 0;
-	double t0 = mono_now();
+	double t0 = cmn_mono_s();
 	pthread_mutex_lock(&s.mu);
 	for (; started < threads; started++) {
 		if (pthread_create(&tids[started], NULL, worker, &s)) {
@@ -673,7 +667,7 @@ int cmd_synth(int argc, char **argv)
 	pthread_mutex_unlock(&s.mu);
 	for (size_t i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
-	double dt = mono_now() - t0;
+	double dt = cmn_mono_s() - t0;
 	if (shown && tty)
 		progress(&s, t0, tty, true);
 	pthread_cond_destroy(&s.cond);

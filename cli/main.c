@@ -48,11 +48,11 @@ struct command {
 #endif
 #ifdef HAVE_CMD_CONTROL
 #define CMD_UMOUNT cmd_umount
-#define CMD_EPOCH cmd_epoch
+#define CMD_EPOCH  cmd_epoch
 #define CMD_STATUS cmd_status
 #else
 #define CMD_UMOUNT NULL
-#define CMD_EPOCH NULL
+#define CMD_EPOCH  NULL
 #define CMD_STATUS NULL
 #endif
 #ifdef HAVE_CMD_REPORT
@@ -71,20 +71,28 @@ struct command {
 #define CMD_BENCH NULL
 #endif
 
+/* Why umount, epoch and status are missing: they parse a mount's stats JSON. */
+#define NO_JSON                                                                                    \
+	"this build has no JSON reader (install libjansson-dev and rebuild without "               \
+	"-Dcatalog=disabled)"
+
 static const struct command commands[] = {
-	{"mount", CMD_MOUNT, "SOURCE MOUNTPOINT [--config FILE] [--KEY VALUE ...] [-o k=v,...] [-f] [-d]",
-	 "this build has no FUSE support (install libfuse3-dev and rebuild)"},
-	{"epoch", CMD_EPOCH, "MOUNTPOINT [next [--wait] | show]", "this build has no FUSE support"},
-	{"status", CMD_STATUS, "MOUNTPOINT [--json] [--watch]", "this build has no FUSE support"},
-	{"ingest", CMD_INGEST, "SOURCE --cache-dir DIR --limit SIZE [--config FILE]",
-	 "this build has no sampler support (install libcurl4-openssl-dev and rebuild)"},
-	{"report", CMD_REPORT, "MOUNTPOINT|CACHE_DIR [--svg FILE]", "not built in this configuration"},
-	{"simulate", CMD_SIMULATE, "--config FILE --dataset SIZE ...", "not built in this configuration"},
-	{"synth", CMD_SYNTH, "DIR --records N --record-size SIZE [--shards K] [--schema SPEC] [--gzip] [--seed S]",
-	 "not built in this configuration"},
-	{"check", CMD_CHECK, "FILE|DIR...", "not built in this configuration"},
-	{"bench", CMD_BENCH, "fuse|sampler|feeder|catalog ...", "not built in this configuration"},
-	{"umount", CMD_UMOUNT, "MOUNTPOINT", "this build has no FUSE support"},
+    {"mount", CMD_MOUNT,
+     "SOURCE MOUNTPOINT [--config FILE] [--KEY VALUE ...] [-o k=v,...] [-f] [-d]",
+     "this build has no FUSE support (install libfuse3-dev and rebuild)"},
+    {"epoch", CMD_EPOCH, "MOUNTPOINT [next [--wait] | show]", NO_JSON},
+    {"status", CMD_STATUS, "MOUNTPOINT [--json] [--watch]", NO_JSON},
+    {"ingest", CMD_INGEST, "SOURCE --cache-dir DIR --limit SIZE [--config FILE]",
+     "this build has no sampler support (install libcurl4-openssl-dev and rebuild)"},
+    {"report", CMD_REPORT, "MOUNTPOINT|CACHE_DIR [--svg FILE]", "not built in this configuration"},
+    {"simulate", CMD_SIMULATE, "--config FILE --dataset SIZE ...",
+     "not built in this configuration"},
+    {"synth", CMD_SYNTH,
+     "DIR --records N --record-size SIZE [--shards K] [--schema SPEC] [--gzip] [--seed S]",
+     "not built in this configuration"},
+    {"check", CMD_CHECK, "FILE|DIR...", "not built in this configuration"},
+    {"bench", CMD_BENCH, "fuse|sampler|feeder|catalog ...", "not built in this configuration"},
+    {"umount", CMD_UMOUNT, "MOUNTPOINT", NO_JSON},
 };
 
 static void usage(FILE *out)

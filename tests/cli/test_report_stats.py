@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""cli-report-stats-json: how `rollcache report` reads a mount's stats JSON and
+writes its own, on the catalog of tests/eviction/report_fixture.c, no daemon.
+
+tests/eviction/test_report.py checks the figures; this checks the JSON
+around them:
+  - given a mount point, the cache directory is the decoded "cache_dir" of
+    .rollcache/stats: escaped quotes, backslashes and \\u escapes included;
+  - --json carries that path back, escaped, and its keys in a fixed order;
+  - a stats text without a cache_dir, or not JSON, exits 2 naming the cause;
+  - a cache directory whose path is not UTF-8: the table works, --json exits 1
+    saying why.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+RC = os.environ.get("RC_BIN", "rollcache")
+FIXTURE = sys.argv[1]
+failures = []
+
+TOP_KEYS = ["cache_dir", "resident", "files_total", "files_read_full", "epochs"]
+EPOCH_KEYS = ["epoch", "started", "policy", "limit", "admit", "min_uses",
+              "start_files", "start_records", "start_bytes",
+              "end_files", "end_records", "end_bytes",
+              "admitted_files", "admitted_records", "admitted_bytes",
+              "evicted_files", "evicted_records", "evicted_bytes",
+              "evicted_unread_files", "evicted_unread_bytes",
+              "seen_files", "seen_records", "read_bytes"]
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def eq(got, want, what):
+    check(got == want, "%s:\n  got  %r\n  want %r" % (what, got, want))
+
+
+def run(*args):
+    return subprocess.run([RC, *args], capture_output=True, timeout=60)
+
+
+def make_cache(path):
+    os.makedirs(path)
+    p = subprocess.run([FIXTURE, path], capture_output=True, timeout=60)
+    eq(p.returncode, 0, "report_fixture %r exit (%r)" % (path, p.stderr))
+
+
+def fake_mount(root, name, text):
+    mp = os.path.join(root, name)
+    os.makedirs(os.path.join(mp, ".rollcache"))
+    with open(os.path.join(mp, ".rollcache", "stats"), "w") as f:
+        f.write(text)
+    return mp
+
+
+def escaped_cache_dir(root):
+    cache = os.path.join(root, 'cache "q" \\ \u00fc')
+    make_cache(cache)
+    stats = json.dumps({"epoch": 2, "pid": 1, "source": "file:///x/", "cache_dir": cache,
+                        "mountpoint": "/x"}, ensure_ascii=True)
+    check("\\u00fc" in stats and '\\"q\\"' in stats and "\\\\" in stats,
+          "the stats text escapes the path: %s" % stats)
+    mp = fake_mount(root, "mnt", stats)
+    p = run("report", mp, "--json")
+    eq(p.returncode, 0, "report MOUNTPOINT --json exit (%r)" % p.stderr)
+    if p.returncode != 0:
+        return
+    rep = json.loads(p.stdout, object_pairs_hook=lambda kv: kv)
+    eq([k for k, _ in rep], TOP_KEYS, "report --json keys")
+    top = dict(rep)
+    eq(top["cache_dir"], cache, "report --json cache_dir, decoded from the stats")
+    eq([k for k, _ in dict(top["resident"]).items()], ["files", "bytes", "records"],
+       "resident keys")
+    for e in top["epochs"]:
+        eq([k for k, _ in e], EPOCH_KEYS, "epoch %r keys" % dict(e)["epoch"])
+    direct = run("report", cache, "--json")
+    eq(direct.stdout, p.stdout, "report MOUNTPOINT vs CACHE_DIR")
+    p = run("report", mp)
+    eq(p.returncode, 0, "report MOUNTPOINT exit (%r)" % p.stderr)
+    eq((p.stdout.decode().splitlines() or [""])[0], "cache " + cache, "report table's first line")
+
+
+def bad_stats(root):
+    for name, text, words in (("nodir", '{"epoch": 1, "source": "file:///x/"}', "no cache_dir"),
+                              ("notjson", '{"cache_dir": "/x"', "line 1"),
+                              ("empty", '{"cache_dir": ""}', "no cache_dir")):
+        mp = fake_mount(root, name, text)
+        p = run("report", mp)
+        eq(p.returncode, 2, "report on a %s stats: exit" % name)
+        err = p.stderr.decode()
+        check("names no cache_dir" in err and words in err,
+              "report on a %s stats says why: %r" % (name, err))
+
+
+def not_utf8(root):
+    cache = os.path.join(os.fsencode(root), b"cache-\xff")
+    make_cache(cache)
+    p = run("report", cache)
+    eq(p.returncode, 0, "report table on a non-UTF-8 path: exit (%r)" % p.stderr)
+    p = run("report", cache, "--json")
+    eq(p.returncode, 1, "report --json on a non-UTF-8 path: exit")
+    check(b"not UTF-8" in p.stderr, "report --json on a non-UTF-8 path says why: %r" % p.stderr)
+
+
+def main():
+    root = tempfile.mkdtemp(prefix="rc-report-stats-")
+    try:
+        for case in (escaped_cache_dir, bad_stats, not_utf8):
+            case(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    for f in failures:
+        print("FAIL: " + f)
+    if failures:
+        sys.exit(1)
+    print("ok")
+
+
+main()
