@@ -10,20 +10,32 @@
  * with string and number values) and refuses anything else: it is not a
  * general JSON parser.  Every body is capped (SMP_LIST_BODY_CAP), nesting by
  * SMP_LIST_MAX_DEPTH, objects by SMP_LIST_MAX_OBJECTS.
+ *
+ * Owns nothing beyond one listing call.  Does not know the generic source
+ * (source.c calls in).  No locking.
  */
-#include "sampler/store_i.h"
+#include "sampler/http_list_i.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler/listing_i.h"
 #include "sampler/sigv4.h"
+
+/* Copies src into dst (capacity n > 0), truncating; always NUL-terminates. */
+static void copy_str(char *dst, size_t n, const char *src)
+{
+	size_t l = strlen(src);
+	if (l >= n)
+		l = n - 1;
+	memcpy(dst, src, l);
+	dst[l] = '\0';
+}
 
 /* ---- MANIFEST ------------------------------------------------------------ */
 
-int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, char *err,
-			size_t errlen);
 int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, char *err,
 			size_t errlen)
 {
@@ -224,9 +236,9 @@ static int jobject(struct jp *j, struct entry *e)
 				memcpy(e->name, v, (size_t)n + 1);
 				e->namelen = n;
 			} else if (!strcmp(k, "type")) {
-				smp__copy_str(e->type, sizeof(e->type), v);
+				copy_str(e->type, sizeof(e->type), v);
 			} else if (!strcmp(k, "mtime")) {
-				smp__copy_str(e->mtime, sizeof(e->mtime), v);
+				copy_str(e->mtime, sizeof(e->mtime), v);
 			}
 		} else {
 			char *ne;
@@ -249,8 +261,6 @@ static int jobject(struct jp *j, struct entry *e)
  * subdirectory names are appended to *dirs (NUL-separated) for the caller
  * to walk.
  */
-int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct smp_listing *l,
-			 struct smp_buf *dirs, char *err, size_t errlen);
 int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct smp_listing *l,
 			 struct smp_buf *dirs, char *err, size_t errlen)
 {
@@ -329,15 +339,16 @@ out:
 	return rc;
 }
 
-int smp__http_list(struct smp_store *s, struct smp_listing *l, char *err, size_t errlen)
+int smp__http_list(struct smp_conn *c, const char *base, struct smp_listing *l, char *err,
+		   size_t errlen)
 {
 	struct smp_buf b = {.max = SMP_LIST_BODY_CAP};
 	struct smp_buf dirs = {.max = SMP_LIST_BODY_CAP};
 	char url[3 * SMP_KEY_MAX + 4096], enc[3 * SMP_KEY_MAX + 1];
 	int rc;
 
-	snprintf(url, sizeof(url), "%sMANIFEST", s->base);
-	rc = smp__get_small(s, url, NULL, NULL, NULL, &b, err, errlen);
+	snprintf(url, sizeof(url), "%sMANIFEST", base);
+	rc = smp__get_small(c, url, NULL, NULL, NULL, NULL, &b, err, errlen);
 	if (rc == 0) {
 		rc = smp__parse_manifest(b.p ? b.p : "", b.len, l, err, errlen);
 		goto out;
@@ -347,7 +358,7 @@ int smp__http_list(struct smp_store *s, struct smp_listing *l, char *err, size_t
 	/* Walk directories breadth-first: dirs holds NUL-separated relative paths. */
 	size_t next = 0;
 	int depth_guard = 0;
-	rc = smp__get_small(s, s->base, NULL, NULL, NULL, &b, err, errlen);
+	rc = smp__get_small(c, base, NULL, NULL, NULL, NULL, &b, err, errlen);
 	if (rc)
 		goto out;
 	rc = smp__parse_autoindex(b.p ? b.p : "", b.len, "", l, &dirs, err, errlen);
@@ -355,8 +366,8 @@ int smp__http_list(struct smp_store *s, struct smp_listing *l, char *err, size_t
 		const char *rel = dirs.p + next;
 		size_t rl = strlen(rel);
 		int depth = 0;
-		for (const char *c = rel; *c; c++)
-			depth += *c == '/';
+		for (const char *q = rel; *q; q++)
+			depth += *q == '/';
 		if (depth > SMP_LIST_MAX_DEPTH || ++depth_guard > 10000000) {
 			snprintf(err, errlen, "autoindex: directories nested deeper than %d levels",
 				 SMP_LIST_MAX_DEPTH);
@@ -367,11 +378,11 @@ int smp__http_list(struct smp_store *s, struct smp_listing *l, char *err, size_t
 			next += rl + 1;
 			continue;
 		}
-		snprintf(url, sizeof(url), "%s%s", s->base, enc);
+		snprintf(url, sizeof(url), "%s%s", base, enc);
 		char relcopy[SMP_KEY_MAX + 2];
-		smp__copy_str(relcopy, sizeof(relcopy), rel);
+		copy_str(relcopy, sizeof(relcopy), rel);
 		next += rl + 1;
-		rc = smp__get_small(s, url, NULL, NULL, NULL, &b, err, errlen);
+		rc = smp__get_small(c, url, NULL, NULL, NULL, NULL, &b, err, errlen);
 		if (rc)
 			break;
 		rc = smp__parse_autoindex(b.p ? b.p : "", b.len, relcopy, l, &dirs, err, errlen);

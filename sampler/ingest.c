@@ -4,7 +4,7 @@
  * shuffled, packed into shards under the byte budget.
  *
  * Owns the sampler (struct smp_sampler), the per-object readers and the
- * shard being written.  Does not speak HTTP (fetch.c, store.c) and does not
+ * shard being written.  Does not speak HTTP (fetch.c, source.c) and does not
  * touch SQL or the disk directly (cachefs/shard_writer.h, catalog.h).
  *
  * Records and retries: an uncompressed object is read as one TFRecord stream
@@ -39,12 +39,13 @@
 #include "cachefs/catalog.h"
 #include "cachefs/shard_writer.h"
 #include "cachefs/store.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/tfrecord.h"
 #include "sampler/fetch.h"
 #include "sampler/records.h"
 #include "sampler/shuffle.h"
-#include "sampler/store_i.h"
+#include "sampler/source.h"
 
 #define RESERVE_CHUNK ((uint64_t)4 << 20) /* reserve ahead in steps of this */
 #define SEAL_QUEUE    2			  /* shards waiting for the sealer thread */
@@ -55,7 +56,7 @@ struct smp_sampler {
 	const struct cmn_config *cfg;
 	struct cfs_store *cstore;
 	struct cfs_catalog *cat;
-	struct smp_store *store;
+	struct smp_source *source;
 	struct smp_fetch *fetch;
 	struct smp_stats stats;
 	uint64_t seed;
@@ -257,7 +258,7 @@ static int get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t 
 		s->full = true;
 		return -ENOSPC;
 	}
-	if (!may_block && smp_store_scheme(s->store) != SMP_SCHEME_FILE) {
+	if (!may_block && smp_source_scheme(s->source) != SMP_SCHEME_FILE) {
 		/*
 		 * Inside a transfer callback: do not sleep here (every transfer
 		 * would stall).  Hold the transfers (they pause, keeping their
@@ -622,7 +623,7 @@ static bool is_sidecar(const struct smp_listing *l, size_t i)
 static int relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 {
 	struct smp_listing l;
-	int rc = smp_store_list(s->store, &l, err, errlen);
+	int rc = smp_source_list(s->source, &l, err, errlen);
 	if (rc)
 		return rc;
 	/*
@@ -835,7 +836,7 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 	s->room_wait_ms = o->room_wait_ms ? o->room_wait_ms : 60000;
 	s->progress = o->progress;
 	s->progress_ctx = o->progress_ctx;
-	struct smp_store_opts so = {
+	struct smp_source_opts so = {
 	    .url = o->cfg->url,
 	    .endpoint = o->cfg->endpoint,
 	    .region = o->cfg->region,
@@ -845,10 +846,10 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 	    .retries = o->cfg->retries,
 	    .stats = &s->stats,
 	};
-	rc = smp_store_open(&s->store, &so, err, errlen);
+	rc = smp_source_open(&s->source, &so, err, errlen);
 	if (rc)
 		goto fail;
-	rc = smp_fetch_new(&s->fetch, s->store, o->cfg->connections, o->cfg->retries, o->seed, err,
+	rc = smp_fetch_new(&s->fetch, s->source, o->cfg->connections, o->cfg->retries, o->seed, err,
 			   errlen);
 	if (rc)
 		goto fail;
@@ -871,7 +872,7 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 	return 0;
 fail:
 	smp_fetch_free(s->fetch);
-	smp_store_free(s->store);
+	smp_source_free(s->source);
 	free(s);
 	return rc;
 }
@@ -890,7 +891,7 @@ void smp_sampler_free(struct smp_sampler *s)
 		pthread_mutex_destroy(&s->seal_mu);
 	}
 	smp_fetch_free(s->fetch);
-	smp_store_free(s->store);
+	smp_source_free(s->source);
 	smp_listing_free(&s->listing);
 	free(s->object_ids);
 	free(s->has_idx);
@@ -923,7 +924,7 @@ static uint64_t splitmix(uint64_t *x)
 
 static void report(struct smp_sampler *s, bool force)
 {
-	uint64_t now = smp__now_ms();
+	uint64_t now = cmn_mono_ms();
 	if (!s->progress || (!force && now - s->last_progress < 500))
 		return;
 	s->last_progress = now;
@@ -944,7 +945,7 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 	s->fatal = 0;
 	s->fatal_msg[0] = '\0';
 	memset(&s->prog, 0, sizeof(s->prog));
-	s->t0 = s->last_progress = smp__now_ms();
+	s->t0 = s->last_progress = cmn_mono_ms();
 	uint64_t records0 = SMP_STAT_GET(&s->stats, records_admitted);
 	uint64_t bytes0 = SMP_STAT_GET(&s->stats, bytes_admitted);
 	s->records0 = records0;

@@ -1,8 +1,8 @@
 /*
- * test_store.c - the remote-store layer without a server: MANIFEST and
+ * test_source.c - the remote-source layer without a server: MANIFEST and
  * autoindex parsing, retry policy, credentials handling, file:// listing and
- * the transfer engine's resume-after-bad-data path (sampler/store.c,
- * http_list.c, fetch.c).
+ * the transfer engine's resume-after-bad-data path (sampler/source.c,
+ * http_list.c, request.c, s3.c, s3_credentials.c, fetch.c).
  */
 #include <check.h>
 #include <errno.h>
@@ -14,12 +14,8 @@
 #include <unistd.h>
 
 #include "sampler/fetch.h"
-#include "sampler/store_i.h"
-
-int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, char *err,
-			size_t errlen);
-int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct smp_listing *l,
-			 struct smp_buf *dirs, char *err, size_t errlen);
+#include "sampler/http_list_i.h"
+#include "sampler/source_i.h"
 
 START_TEST(manifest_lines)
 {
@@ -119,7 +115,7 @@ static char tmpdir[256];
 
 static void mk_tmp(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rc-test-store-XXXXXX");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rc-test-source-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }
 
@@ -142,7 +138,7 @@ static void write_file(const char *path, const char *data, mode_t mode)
 START_TEST(credentials_file_mode)
 {
 	char path[512], err[512] = "";
-	struct smp_store *s = NULL;
+	struct smp_source *s = NULL;
 	mk_tmp();
 	unsetenv("AWS_ACCESS_KEY_ID");
 	unsetenv("AWS_SECRET_ACCESS_KEY");
@@ -151,16 +147,16 @@ START_TEST(credentials_file_mode)
 	write_file(
 	    path, "[default]\naws_access_key_id = AKIDTEST\naws_secret_access_key = SECRETSECRET\n",
 	    0644);
-	struct smp_store_opts o = {
+	struct smp_source_opts o = {
 	    .url = "s3://b/p/", .endpoint = "http://127.0.0.1:9", .credentials_file = path};
-	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), -EACCES);
+	ck_assert_int_eq(smp_source_open(&s, &o, err, sizeof(err)), -EACCES);
 	ck_assert_msg(strstr(err, "chmod 600") != NULL, "message: %s", err);
 	ck_assert_msg(strstr(err, "SECRETSECRET") == NULL, "secret leaked: %s", err);
 	chmod(path, 0600);
-	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), 0);
-	ck_assert_str_eq(s->access_key, "AKIDTEST");
-	ck_assert_str_eq(s->secret_key, "SECRETSECRET");
-	smp_store_free(s);
+	ck_assert_int_eq(smp_source_open(&s, &o, err, sizeof(err)), 0);
+	ck_assert_str_eq(s->s3.access_key, "AKIDTEST");
+	ck_assert_str_eq(s->s3.secret_key, "SECRETSECRET");
+	smp_source_free(s);
 	/* a named profile */
 	write_file(
 	    path,
@@ -168,10 +164,10 @@ START_TEST(credentials_file_mode)
 	    "[train]\naws_access_key_id = C\naws_secret_access_key = D\naws_session_token = T\n",
 	    0600);
 	o.profile = "train";
-	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), 0);
-	ck_assert_str_eq(s->access_key, "C");
-	ck_assert_str_eq(s->session_token, "T");
-	smp_store_free(s);
+	ck_assert_int_eq(smp_source_open(&s, &o, err, sizeof(err)), 0);
+	ck_assert_str_eq(s->s3.access_key, "C");
+	ck_assert_str_eq(s->s3.session_token, "T");
+	smp_source_free(s);
 	rm_tmp();
 }
 END_TEST
@@ -179,32 +175,33 @@ END_TEST
 START_TEST(bad_urls)
 {
 	char err[512] = "";
-	struct smp_store *s = NULL;
-	struct smp_store_opts o = {.url = "ftp://x/"};
-	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), -EINVAL);
+	struct smp_source *s = NULL;
+	struct smp_source_opts o = {.url = "ftp://x/"};
+	ck_assert_int_eq(smp_source_open(&s, &o, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "s3://bucket/prefix/") != NULL, "message: %s", err);
 	o.url = "file://relative/";
-	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(smp_source_open(&s, &o, err, sizeof(err)), -EINVAL);
 	o.url = "s3:///nobucket";
-	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(smp_source_open(&s, &o, err, sizeof(err)), -EINVAL);
 }
 END_TEST
 
 START_TEST(s3_urls_and_headers)
 {
 	char err[512] = "", url[1024];
-	struct smp_store *s = NULL;
+	struct smp_source *s = NULL;
 	setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "SECRETEXAMPLEKEY", 1);
 	setenv("AWS_SESSION_TOKEN", "TOKEN+/=", 1);
 	/* AWS: virtual-hosted */
-	struct smp_store_opts o = {.url = "s3://bkt/train/", .region = "eu-west-1"};
-	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), 0);
-	ck_assert_int_eq(smp_store_url(s, "a b/c+d=%\xc3\xa9", url, sizeof(url)), 0);
+	struct smp_source_opts o = {.url = "s3://bkt/train/", .region = "eu-west-1"};
+	ck_assert_int_eq(smp_source_open(&s, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(smp_source_url(s, "a b/c+d=%\xc3\xa9", url, sizeof(url)), 0);
 	ck_assert_str_eq(url,
 			 "https://bkt.s3.eu-west-1.amazonaws.com/train/a%20b/c%2Bd%3D%25%C3%A9");
 	struct curl_slist *h = NULL;
-	ck_assert_int_eq(smp__s3_sign(s, "/train/x", "", "bytes=0-9", &h, err, sizeof(err)), 0);
+	ck_assert_int_eq(smp__s3_sign(&s->s3, "/train/x", "", "bytes=0-9", &h, err, sizeof(err)),
+			 0);
 	int seen = 0;
 	for (struct curl_slist *i = h; i; i = i->next) {
 		ck_assert_msg(strstr(i->data, "SECRETEXAMPLEKEY") == NULL, "secret in a header: %s",
@@ -227,13 +224,13 @@ START_TEST(s3_urls_and_headers)
 	}
 	ck_assert_int_eq(seen, 15);
 	curl_slist_free_all(h);
-	smp_store_free(s);
+	smp_source_free(s);
 	/* an S3-compatible endpoint: path-style */
 	o.endpoint = "http://127.0.0.1:9000/";
-	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), 0);
-	ck_assert_int_eq(smp_store_url(s, "k", url, sizeof(url)), 0);
+	ck_assert_int_eq(smp_source_open(&s, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(smp_source_url(s, "k", url, sizeof(url)), 0);
 	ck_assert_str_eq(url, "http://127.0.0.1:9000/bkt/train/k");
-	smp_store_free(s);
+	smp_source_free(s);
 	unsetenv("AWS_ACCESS_KEY_ID");
 	unsetenv("AWS_SECRET_ACCESS_KEY");
 	unsetenv("AWS_SESSION_TOKEN");
@@ -298,11 +295,11 @@ START_TEST(file_list_and_fetch)
 	snprintf(url, sizeof(url), "file://%s/", tmpdir);
 
 	struct smp_stats st = {0};
-	struct smp_store_opts o = {.url = url, .timeout_ms = 5000, .retries = 3, .stats = &st};
-	struct smp_store *s = NULL;
-	ck_assert_int_eq(smp_store_open(&s, &o, err, sizeof(err)), 0);
+	struct smp_source_opts o = {.url = url, .timeout_ms = 5000, .retries = 3, .stats = &st};
+	struct smp_source *s = NULL;
+	ck_assert_int_eq(smp_source_open(&s, &o, err, sizeof(err)), 0);
 	struct smp_listing l;
-	ck_assert_int_eq(smp_store_list(s, &l, err, sizeof(err)), 0);
+	ck_assert_int_eq(smp_source_list(s, &l, err, sizeof(err)), 0);
 	ck_assert_uint_eq(l.n, 2);
 	ck_assert_str_eq(l.v[0].key, "a");
 	ck_assert_str_eq(l.v[1].key, "sub dir/b%2B c");
@@ -340,14 +337,14 @@ START_TEST(file_list_and_fetch)
 
 	smp_fetch_free(f);
 	smp_listing_free(&l);
-	smp_store_free(s);
+	smp_source_free(s);
 	rm_tmp();
 }
 END_TEST
 
 static Suite *suite(void)
 {
-	Suite *s = suite_create("sampler-store");
+	Suite *s = suite_create("sampler-source");
 	struct {
 		const char *name;
 		const TTest *fn;
