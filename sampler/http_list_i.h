@@ -10,6 +10,11 @@
 #include "sampler/listing.h"
 #include "sampler/request_i.h"
 
+/* One autoindex entry (a JSON object) may take at most this many bytes. */
+#define SMP_AUTOINDEX_ENTRY_CAP ((size_t)16 << 10)
+/* Entries of one autoindex page (one directory). */
+#define SMP_AUTOINDEX_MAX_ENTRIES 2000000u
+
 /*
  * Lists base ("http(s)://host/prefix/") through c: its MANIFEST when the
  * server has one (404/401/403 mean none), else the nginx JSON autoindex,
@@ -30,8 +35,10 @@ int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, cha
  * Parses one autoindex page of the directory `rel` ("" or "a/b/").  Files
  * are added to l with key prefix rel; subdirectories ("rel/name/") are
  * appended to dirs, NUL-separated, for the caller to walk (dirs->max caps
- * them).  Returns 0, or -EPROTO (not an autoindex, malformed JSON), -E2BIG
- * (too many directories), -ENOMEM, with a one-line message.
+ * them).  Returns 0, or -EPROTO (not an autoindex, malformed JSON, a field
+ * of the wrong type or range), -EFBIG (body over SMP_LIST_BODY_CAP or an
+ * entry over SMP_AUTOINDEX_ENTRY_CAP), -E2BIG (too many entries or
+ * directories), -ENOMEM, with a one-line message.
  */
 int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct smp_listing *l,
 			 struct smp_buf *dirs, char *err, size_t errlen);

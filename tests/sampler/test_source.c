@@ -74,6 +74,211 @@ START_TEST(autoindex_json)
 }
 END_TEST
 
+/* Parses one page; returns rc, err in err (256 bytes), the listing in *l. */
+static int parse_page(const char *j, struct smp_listing *l, struct smp_buf *dirs, char *err)
+{
+	memset(l, 0, sizeof(*l));
+	*dirs = (struct smp_buf){.max = 1 << 20};
+	err[0] = '\0';
+	return smp__parse_autoindex(j, strlen(j), "d/", l, dirs, err, 256);
+}
+
+START_TEST(autoindex_malformed)
+{
+	static const char *bad[] = {
+	    "[",							      /* no end */
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":1}",		      /* no ']' */
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":1},]",		      /* trailing comma */
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":1}] x",	      /* data after ']' */
+	    "[] []",							      /* data after ']' */
+	    "[{\"name\":\"a\" \"type\":\"file\"}]",			      /* missing ',' */
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":1} {}]",	      /* missing ',' */
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":01}]",		      /* leading zero */
+	    "[{\"name\":\"a\",\"name\":\"b\",\"type\":\"file\",\"size\":1}]", /* duplicate key */
+	    "[{\"name\":\"\\ud800\",\"type\":\"file\",\"size\":1}]",	      /* lone surrogate */
+	    "[{\"name\":\"\xff\xfe\",\"type\":\"file\",\"size\":1}]",	      /* not UTF-8 */
+	    "[{\"name\":\"a\\u0000b\",\"type\":\"file\",\"size\":1}]",	      /* NUL in a name */
+	    "{\"name\":\"a\"}",						      /* not an array */
+	    "[\"a\"]", /* an entry that is no object */
+	};
+	struct smp_listing l;
+	struct smp_buf dirs;
+	char err[256];
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = parse_page(bad[i], &l, &dirs, err);
+		ck_assert_msg(rc == -EPROTO, "case %zu (%s): rc %d, message: %s", i, bad[i], rc,
+			      err);
+		ck_assert_msg(err[0] && !strchr(err, '\n'), "case %zu: one-line message: %s", i,
+			      err);
+		ck_assert_msg(strncmp(err, "d/: ", 4) == 0, "case %zu: names the page: %s", i, err);
+		smp_listing_free(&l);
+		free(dirs.p);
+	}
+	/* an empty directory is fine */
+	ck_assert_int_eq(parse_page(" [ ] \n", &l, &dirs, err), 0);
+	ck_assert_uint_eq(l.n, 0);
+	free(dirs.p);
+}
+END_TEST
+
+START_TEST(autoindex_wrong_types)
+{
+	static const char *bad[] = {
+	    "[[]]",
+	    "[{\"name\":1,\"type\":\"file\",\"size\":1}]",
+	    "[{\"name\":\"a\",\"type\":true,\"size\":1}]",
+	    "[{\"name\":\"a\",\"size\":1}]",			   /* no type */
+	    "[{\"type\":\"file\",\"size\":1}]",			   /* no name */
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":\"1\"}]", /* size as a string */
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":1.5}]",
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":-1}]",
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":null}]",
+	    "[{\"name\":\"a\",\"type\":\"file\"}]", /* a file without size */
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":1,\"mtime\":5}]",
+	    "[{\"name\":\"\",\"type\":\"file\",\"size\":1}]",
+	};
+	struct smp_listing l;
+	struct smp_buf dirs;
+	char err[256];
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = parse_page(bad[i], &l, &dirs, err);
+		ck_assert_msg(rc == -EPROTO, "case %zu (%s): rc %d, message: %s", i, bad[i], rc,
+			      err);
+		ck_assert_msg(strstr(err, "autoindex entry 0") != NULL, "case %zu: message: %s", i,
+			      err);
+		ck_assert_uint_eq(l.n, 0);
+		smp_listing_free(&l);
+		free(dirs.p);
+	}
+	/* types nginx may write besides file and directory are skipped, not refused */
+	ck_assert_int_eq(
+	    parse_page("[{\"name\":\"s\",\"type\":\"other\",\"mtime\":\"m\"}]", &l, &dirs, err), 0);
+	ck_assert_uint_eq(l.n, 0);
+	ck_assert_uint_eq(dirs.len, 0);
+	free(dirs.p);
+}
+END_TEST
+
+START_TEST(autoindex_huge_numbers)
+{
+	struct smp_listing l;
+	struct smp_buf dirs;
+	char err[256];
+	/* the largest size JSON integers carry here */
+	ck_assert_int_eq(
+	    parse_page("[{\"name\":\"a\",\"type\":\"file\",\"size\":9223372036854775807}]", &l,
+		       &dirs, err),
+	    0);
+	ck_assert_uint_eq(l.n, 1);
+	ck_assert_uint_eq(l.v[0].size, 9223372036854775807ull);
+	smp_listing_free(&l);
+	free(dirs.p);
+	static const char *bad[] = {
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":9223372036854775808}]",
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":18446744073709551616}]",
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":1e30}]",
+	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":"
+	    "99999999999999999999999999999999999999999999999999}]",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = parse_page(bad[i], &l, &dirs, err);
+		ck_assert_msg(rc == -EPROTO, "case %zu: rc %d, message: %s", i, rc, err);
+		ck_assert_uint_eq(l.n, 0);
+		smp_listing_free(&l);
+		free(dirs.p);
+	}
+}
+END_TEST
+
+START_TEST(autoindex_odd_names)
+{
+	const char *j =
+	    "[\n"
+	    "{\"name\":\"sp ace,\\\"q\\\\b\",\"type\":\"file\",\"size\":1},\n"
+	    "{\"name\":\"esc\\/aped\",\"type\":\"file\",\"size\":7},\n"
+	    "{\"name\":\"tab\\tnl\\nctl\\u0001\",\"type\":\"file\",\"size\":2},\n"
+	    "{\"name\":\"caf\xc3\xa9 \\u00e9 \\ud83d\\ude00\",\"type\":\"file\",\"size\":3},\n"
+	    "{\"name\":\"..\",\"type\":\"directory\"},\n"
+	    "{\"name\":\".\",\"type\":\"file\",\"size\":4},\n"
+	    "{\"name\":\"a/b\",\"type\":\"file\",\"size\":5},\n"
+	    "{\"name\":\"../up\",\"type\":\"directory\"},\n"
+	    "{\"name\":\"MANIFEST\",\"type\":\"file\",\"size\":6},\n"
+	    "{\"name\":\"sub dir\",\"type\":\"directory\",\"mtime\":\"m\"}\n"
+	    "]";
+	struct smp_listing l;
+	struct smp_buf dirs;
+	char err[256];
+	ck_assert_int_eq(parse_page(j, &l, &dirs, err), 0);
+	/*
+	 * "/" inside a name (escaped or not), ".", ".." are never walked;
+	 * MANIFEST is an object below the top
+	 */
+	ck_assert_uint_eq(l.n, 4);
+	ck_assert_str_eq(l.v[0].key, "d/sp ace,\"q\\b");
+	ck_assert_uint_eq(l.v[0].size, 1);
+	ck_assert_str_eq(l.v[1].key, "d/tab\tnl\nctl\x01");
+	ck_assert_str_eq(l.v[2].key, "d/caf\xc3\xa9 \xc3\xa9 \xf0\x9f\x98\x80");
+	ck_assert_str_eq(l.v[3].key, "d/MANIFEST");
+	ck_assert_str_eq(dirs.p, "d/sub dir/");
+	ck_assert_uint_eq(dirs.len, strlen("d/sub dir/") + 1);
+	smp_listing_free(&l);
+	free(dirs.p);
+
+	/* a name of SMP_KEY_MAX bytes is a key; one byte more is refused */
+	size_t cap = SMP_KEY_MAX + 200;
+	char *big = malloc(cap), *name = malloc(SMP_KEY_MAX + 2);
+	memset(name, 'n', SMP_KEY_MAX + 1);
+	name[SMP_KEY_MAX + 1] = '\0';
+	snprintf(big, cap, "[{\"name\":\"%s\",\"type\":\"file\",\"size\":1}]", name);
+	ck_assert_int_eq(parse_page(big, &l, &dirs, err), -EPROTO);
+	ck_assert_msg(strstr(err, "1025 bytes") != NULL, "message: %s", err);
+	free(dirs.p);
+	name[SMP_KEY_MAX] = '\0';
+	memset(&l, 0, sizeof(l));
+	dirs = (struct smp_buf){.max = 1 << 20};
+	snprintf(big, cap, "[{\"name\":\"%s\",\"type\":\"file\",\"size\":1}]", name);
+	ck_assert_int_eq(smp__parse_autoindex(big, strlen(big), "", &l, &dirs, err, 256), 0);
+	ck_assert_uint_eq(l.n, 1);
+	ck_assert_uint_eq(strlen(l.v[0].key), SMP_KEY_MAX);
+	smp_listing_free(&l);
+	free(dirs.p);
+	free(big);
+	free(name);
+}
+END_TEST
+
+START_TEST(autoindex_caps)
+{
+	struct smp_listing l;
+	struct smp_buf dirs;
+	char err[256];
+	/* one entry larger than SMP_AUTOINDEX_ENTRY_CAP: refused before jansson holds it */
+	size_t n = SMP_AUTOINDEX_ENTRY_CAP + 100;
+	char *j = malloc(n + 64);
+	int k = snprintf(j, n + 64, "[{\"name\":\"a\",\"type\":\"file\",\"size\":1,\"x\":\"");
+	memset(j + k, 'x', n - (size_t)k);
+	strcpy(j + n, "\"}]");
+	ck_assert_int_eq(parse_page(j, &l, &dirs, err), -EFBIG);
+	ck_assert_msg(strstr(err, "larger than") != NULL, "message: %s", err);
+	free(dirs.p);
+	/* a page over SMP_LIST_BODY_CAP is refused before parsing */
+	memset(&l, 0, sizeof(l));
+	dirs = (struct smp_buf){.max = 1 << 20};
+	ck_assert_int_eq(
+	    smp__parse_autoindex("[]", SMP_LIST_BODY_CAP + 1, "", &l, &dirs, err, sizeof(err)),
+	    -EFBIG);
+	free(j);
+	/* directories past dirs->max */
+	const char *d = "[{\"name\":\"aaaa\",\"type\":\"directory\"},"
+			"{\"name\":\"bbbb\",\"type\":\"directory\"}]";
+	dirs = (struct smp_buf){.max = 11}; /* "aaaa/" fits, "bbbb/" does not */
+	ck_assert_int_eq(smp__parse_autoindex(d, strlen(d), "", &l, &dirs, err, sizeof(err)),
+			 -E2BIG);
+	ck_assert_msg(strstr(err, "too many directories") != NULL, "message: %s", err);
+	free(dirs.p);
+}
+END_TEST
+
 START_TEST(retry_policy)
 {
 	ck_assert(!smp__status_retryable(400));
@@ -351,6 +556,11 @@ static Suite *suite(void)
 	} tc[] = {
 	    {"manifest", manifest_lines},
 	    {"autoindex-json", autoindex_json},
+	    {"autoindex-malformed", autoindex_malformed},
+	    {"autoindex-wrong-types", autoindex_wrong_types},
+	    {"autoindex-huge-numbers", autoindex_huge_numbers},
+	    {"autoindex-odd-names", autoindex_odd_names},
+	    {"autoindex-caps", autoindex_caps},
 	    {"retry-policy", retry_policy},
 	    {"key-hash", key_hash_stable},
 	    {"credentials-file", credentials_file_mode},
