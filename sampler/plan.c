@@ -141,8 +141,8 @@ out:
  * Returns 0 and *out (free with smp__pass_free), or -errno with a message;
  * *out holds nothing on failure.  *rng advances as the original pass did.
  */
-int smp__plan_pass(struct smp_sampler *s, uint32_t epoch, uint64_t *rng, struct smp__pass *out,
-		   char *err, size_t errlen)
+int smp__plan_pass(struct smp_sampler *s, uint64_t *rng, struct smp__pass *out, char *err,
+		   size_t errlen)
 {
 	const struct cmn_config *c = s->cfg;
 	int rc;

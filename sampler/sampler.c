@@ -135,7 +135,7 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 	}
 	uint64_t rng = s->seed ^ ((uint64_t)epoch << 32) ^ 0x2545f4914f6cdd1dull;
 	struct smp__pass pass;
-	rc = smp__plan_pass(s, epoch, &rng, &pass, err, errlen);
+	rc = smp__plan_pass(s, &rng, &pass, err, errlen);
 	if (rc)
 		return rc;
 	s->prog.objects_total = pass.n;

@@ -110,8 +110,8 @@ int smp__fail_local(struct smp_sampler *s, int rc, const char *what);
 int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen);
 
 /* plan.c */
-int smp__plan_pass(struct smp_sampler *s, uint32_t epoch, uint64_t *rng, struct smp__pass *out,
-		   char *err, size_t errlen);
+int smp__plan_pass(struct smp_sampler *s, uint64_t *rng, struct smp__pass *out, char *err,
+		   size_t errlen);
 void smp__pass_free(struct smp__pass *p);
 
 /* dispatch.c */
