@@ -32,23 +32,16 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cachefs/store.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/units.h"
 #include "sampler/sampler.h"
-#include "sampler/store.h"
+#include "sampler/source.h"
 
 #define MAX_ROUNDS 20
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static double cpu_s(int who)
 {
@@ -82,15 +75,24 @@ static int run_curl(const char *cfg, unsigned conns, double *wall, double *cpu)
 {
 	char par[16];
 	snprintf(par, sizeof(par), "%u", conns);
-	const char *const argv[] = {"curl", "--silent", "--no-progress-meter", "--show-error", "--fail",
-				    "--parallel", "--parallel-max", par, "--config", cfg, NULL};
-	double c0 = cpu_s(RUSAGE_CHILDREN), t0 = now_s();
+	const char *const argv[] = {"curl",
+				    "--silent",
+				    "--no-progress-meter",
+				    "--show-error",
+				    "--fail",
+				    "--parallel",
+				    "--parallel-max",
+				    par,
+				    "--config",
+				    cfg,
+				    NULL};
+	double c0 = cpu_s(RUSAGE_CHILDREN), t0 = cmn_mono_s();
 	int status = -1;
 	if (cli_run(argv, false, &status) != 0) {
 		fprintf(stderr, "rollcache bench sampler: curl failed (status %d)\n", status);
 		return -1;
 	}
-	*wall = now_s() - t0;
+	*wall = cmn_mono_s() - t0;
 	*cpu = cpu_s(RUSAGE_CHILDREN) - c0;
 	return 0;
 }
@@ -108,11 +110,11 @@ static int run_ingest(struct cmn_config *cfg, const char *dir, uint64_t *bytes, 
 	}
 	struct smp_sampler_opts o = {.cfg = cfg, .store = store, .seed = 1, .stop_when_full = true};
 	struct smp_sampler *s = NULL;
-	double c0 = cpu_s(RUSAGE_SELF), t0 = now_s();
+	double c0 = cpu_s(RUSAGE_SELF), t0 = cmn_mono_s();
 	rc = smp_sampler_new(&s, &o, err, sizeof(err));
 	if (!rc)
 		rc = smp_sampler_run(s, 0, err, sizeof(err));
-	*wall = now_s() - t0;
+	*wall = cmn_mono_s() - t0;
 	*cpu = cpu_s(RUSAGE_SELF) - c0;
 	if (rc) {
 		fprintf(stderr, "rollcache bench sampler: %s\n", err);
@@ -203,19 +205,19 @@ int bench_sampler(int argc, char **argv)
 
 	/* the objects, for curl's config and the byte count */
 	struct smp_stats lst = {0};
-	struct smp_store_opts so = {.url = cfg.url,
-				    .endpoint = cfg.endpoint,
-				    .region = cfg.region,
-				    .profile = cfg.profile,
-				    .timeout_ms = cfg.timeout_ms,
-				    .retries = cfg.retries,
-				    .stats = &lst};
-	struct smp_store *st = NULL;
+	struct smp_source_opts so = {.url = cfg.url,
+				     .endpoint = cfg.endpoint,
+				     .region = cfg.region,
+				     .profile = cfg.profile,
+				     .timeout_ms = cfg.timeout_ms,
+				     .retries = cfg.retries,
+				     .stats = &lst};
+	struct smp_source *st = NULL;
 	struct smp_listing l = {0};
-	if (smp_store_open(&st, &so, err, sizeof(err)) ||
-	    smp_store_list(st, &l, err, sizeof(err))) {
+	if (smp_source_open(&st, &so, err, sizeof(err)) ||
+	    smp_source_list(st, &l, err, sizeof(err))) {
 		fprintf(stderr, "rollcache bench sampler: %s\n", err);
-		smp_store_free(st);
+		smp_source_free(st);
 		goto out;
 	}
 	uint64_t total = 0;
@@ -230,10 +232,10 @@ int bench_sampler(int argc, char **argv)
 		fprintf(stderr, "rollcache bench sampler: cannot create a directory in %s: %s\n",
 			tmp, strerror(errno));
 		smp_listing_free(&l);
-		smp_store_free(st);
+		smp_source_free(st);
 		goto out;
 	}
-	bool curl_ok = smp_store_scheme(st) != SMP_SCHEME_S3;
+	bool curl_ok = smp_source_scheme(st) != SMP_SCHEME_S3;
 	snprintf(curlcfg, sizeof(curlcfg), "%s/curl-null.cfg", dirbuf);
 	snprintf(curlfiles, sizeof(curlfiles), "%s/curl-files.cfg", dirbuf);
 	snprintf(outdir, sizeof(outdir), "%s/curl-out", dirbuf);
@@ -242,7 +244,7 @@ int bench_sampler(int argc, char **argv)
 		FILE *f = fopen(curlcfg, "w"), *g = fopen(curlfiles, "w");
 		char url[8192];
 		for (size_t i = 0; f && g && i < l.n; i++)
-			if (smp_store_url(st, l.v[i].key, url, sizeof(url)) == 0) {
+			if (smp_source_url(st, l.v[i].key, url, sizeof(url)) == 0) {
 				fprintf(f, "url = \"%s\"\noutput = \"/dev/null\"\n", url);
 				fprintf(g, "url = \"%s\"\noutput = \"%s/%zu\"\n", url, outdir, i);
 			}
@@ -258,7 +260,7 @@ int bench_sampler(int argc, char **argv)
 	}
 	size_t nobj = l.n;
 	smp_listing_free(&l);
-	smp_store_free(st);
+	smp_source_free(st);
 
 	double cw[MAX_ROUNDS], cc[MAX_ROUNDS], fw[MAX_ROUNDS], fc[MAX_ROUNDS], iw[MAX_ROUNDS],
 	    ic[MAX_ROUNDS], w, c;

@@ -9,7 +9,7 @@
  * States of a request: QUEUED (in f->queue, maybe with a not-before time)
  * -> RUNNING (added to the multi) -> done() or back to QUEUED for a retry.
  * Bounds: attempts <= retries + 1; each attempt is bounded by the connect
- * timeout and the low-speed limit set in smp_store_easy_defaults(); waits by
+ * timeout and the low-speed limit set in smp_source_easy_defaults(); waits by
  * SMP_BACKOFF_MAX_MS / SMP_RETRY_AFTER_MAX_MS.
  * Threads: everything but smp_fetch_wakeup() runs on the caller's thread.
  */
@@ -20,8 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
-#include "sampler/store_i.h"
+#include "sampler/request_i.h"
 
 #define ERRBODY_CAP 512
 
@@ -49,7 +50,7 @@ struct xfer {
 };
 
 struct smp_fetch {
-	struct smp_store *store;
+	struct smp_source *source;
 	struct smp_stats *stats;
 	CURLM *multi;
 	unsigned conns;
@@ -63,14 +64,14 @@ struct smp_fetch {
 	unsigned n_idle;
 };
 
-int smp_fetch_new(struct smp_fetch **out, struct smp_store *store, unsigned connections,
+int smp_fetch_new(struct smp_fetch **out, struct smp_source *source, unsigned connections,
 		  uint32_t retries, uint64_t seed, char *err, size_t errlen)
 {
 	struct smp_fetch *f = calloc(1, sizeof(*f));
 	if (!f)
 		goto nomem;
-	f->store = store;
-	f->stats = store->stats;
+	f->source = source;
+	f->stats = smp_source_stats(source);
 	f->conns = connections ? connections : 1;
 	f->retries = retries;
 	f->rng = seed ^ 0x5851f42d4c957f2dull;
@@ -285,9 +286,9 @@ static int start(struct smp_fetch *f, struct xfer *x)
 	x->errbody_len = 0;
 	x->errbody[0] = '\0';
 	x->retry_after_ms = 0;
-	smp_store_easy_defaults(f->store, e);
+	smp_source_easy_defaults(f->source, e);
 	uint64_t len = x->end ? x->end - x->cur : 0;
-	int rc = smp_store_prepare(f->store, e, x->key, x->cur, len, &x->hdrs, err, sizeof(err));
+	int rc = smp_source_prepare(f->source, e, x->key, x->cur, len, &x->hdrs, err, sizeof(err));
 	if (rc) {
 		finish(x, rc, err);
 		return rc;
@@ -332,7 +333,7 @@ static void retry_or_fail(struct smp_fetch *f, struct xfer *x, int rc, const cha
 		(unsigned long long)wait);
 	uint64_t resume = x->ops->restart(x->ctx, x->attempt >= f->retries);
 	x->cur = resume < x->off ? x->off : resume;
-	x->not_before = smp__now_ms() + wait;
+	x->not_before = cmn_mono_ms() + wait;
 	/* waiting requests go to the back so ready ones are not held up */
 	x->next = NULL;
 	if (f->queue_tail)
@@ -453,7 +454,7 @@ static int drain_done(struct smp_fetch *f)
  */
 int smp_fetch_step(struct smp_fetch *f, int max_wait_ms)
 {
-	uint64_t now = smp__now_ms(), next_ready = UINT64_MAX;
+	uint64_t now = cmn_mono_ms(), next_ready = UINT64_MAX;
 	struct xfer **pp = &f->queue, *prev = NULL;
 	while (*pp) {
 		struct xfer *x = *pp;

@@ -11,7 +11,7 @@
  * Retry-After; 4xx others are tried once.  A consumer that finds bad data
  * (CRC, truncated framing) answers -EAGAIN and the request is retried from
  * the offset its restart() callback returns, so already-delivered bytes are
- * not delivered twice.  Every failure is counted in the store's stats.
+ * not delivered twice.  Every failure is counted in the source's stats.
  */
 #ifndef RC_SAMPLER_FETCH_H
 #define RC_SAMPLER_FETCH_H
@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sampler/store.h"
+#include "sampler/source.h"
 
 struct smp_xfer_ops {
 	/* Body bytes (in order).  0; -EAGAIN: the data is bad, retry; other -errno: give up. */
@@ -47,7 +47,7 @@ struct smp_fetch_req {
 
 struct smp_fetch;
 
-int smp_fetch_new(struct smp_fetch **out, struct smp_store *store, unsigned connections,
+int smp_fetch_new(struct smp_fetch **out, struct smp_source *source, unsigned connections,
 		  uint32_t retries, uint64_t seed, char *err, size_t errlen);
 /* Cancels what is left (done(-ECANCELED) for each) and frees. */
 void smp_fetch_free(struct smp_fetch *f);

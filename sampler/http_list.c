@@ -4,26 +4,33 @@
  * json;`), walking subdirectories.
  *
  * MANIFEST lines are `name size` (split at the last blank; names may hold
- * spaces; `#` starts a comment line).  Autoindex entries are the flat JSON
- * objects nginx writes: {"name":"x","type":"file","mtime":"...","size":N}.
- * The JSON reader here accepts exactly that shape (an array of flat objects
- * with string and number values) and refuses anything else: it is not a
- * general JSON parser.  Every body is capped (SMP_LIST_BODY_CAP), nesting by
- * SMP_LIST_MAX_DEPTH, objects by SMP_LIST_MAX_OBJECTS.
+ * spaces; `#` starts a comment line).  Autoindex pages are JSON arrays of
+ * the objects nginx writes: {"name":"x","type":"file","mtime":"...","size":N}.
+ * Each entry is decoded by jansson on its own (the array's brackets and
+ * commas are walked here), so memory is bounded by one entry, not by the
+ * page.  Validation is strict: name a string of 1..SMP_KEY_MAX bytes, type
+ * a string, size (files) an integer >= 0, mtime (optional) a string; any
+ * other shape refuses the page with a one-line message.
+ *
+ * Owns nothing beyond one listing call.  Does not know the generic source
+ * (source.c calls in) and never turns a name into a local path (DESIGN 7).
+ * Bounds: every body SMP_LIST_BODY_CAP (before parsing), an entry
+ * SMP_AUTOINDEX_ENTRY_CAP, entries per page SMP_AUTOINDEX_MAX_ENTRIES,
+ * nesting SMP_LIST_MAX_DEPTH, objects SMP_LIST_MAX_OBJECTS.  No locking.
  */
-#include "sampler/store_i.h"
+#include "sampler/http_list_i.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler/sigv4.h"
+#include <jansson.h>
 
+#include "sampler/listing_i.h"
+#include "sampler/sigv4.h"
 /* ---- MANIFEST ------------------------------------------------------------ */
 
-int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, char *err,
-			size_t errlen);
 int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, char *err,
 			size_t errlen)
 {
@@ -79,265 +86,187 @@ int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, cha
 
 /* ---- nginx JSON autoindex ------------------------------------------------ */
 
-struct jp {
-	const char *p, *end;
-};
-
-static void ws(struct jp *j)
+static const char *skip_ws(const char *p, const char *end)
 {
-	while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
-		j->p++;
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
 }
 
-static int put_utf8(char *out, size_t *o, size_t cap, unsigned cp)
+/* Appends "rel/name/" (n bytes in key, NUL included after) to dirs. */
+static int add_dir(struct smp_buf *dirs, const char *key, size_t n, char *err, size_t errlen)
 {
-	unsigned char b[4];
-	size_t n;
-	if (cp < 0x80) {
-		b[0] = (unsigned char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		b[0] = (unsigned char)(0xc0 | (cp >> 6));
-		b[1] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		b[0] = (unsigned char)(0xe0 | (cp >> 12));
-		b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		b[2] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		b[0] = (unsigned char)(0xf0 | (cp >> 18));
-		b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
-		b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		b[3] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 4;
+	if (dirs->len + n + 1 > dirs->max) {
+		snprintf(err, errlen, "autoindex: too many directories (over %zu bytes of names)",
+			 dirs->max);
+		return -E2BIG;
 	}
-	if (*o + n >= cap)
-		return -1;
-	memcpy(out + *o, b, n);
-	*o += n;
+	if (dirs->len + n + 1 > dirs->cap) {
+		size_t nc = dirs->cap ? dirs->cap * 2 : 4096;
+		while (nc < dirs->len + n + 1)
+			nc *= 2;
+		char *np = realloc(dirs->p, nc);
+		if (!np)
+			return -ENOMEM;
+		dirs->p = np;
+		dirs->cap = nc;
+	}
+	memcpy(dirs->p + dirs->len, key, n + 1);
+	dirs->len += n + 1;
 	return 0;
 }
 
-/* Reads a JSON string into out (NUL-terminated).  -1 on bad input or overflow. */
-static int jstring(struct jp *j, char *out, size_t cap)
-{
-	size_t o = 0;
-	if (j->p >= j->end || *j->p != '"')
-		return -1;
-	j->p++;
-	while (j->p < j->end && *j->p != '"') {
-		char c = *j->p++;
-		if (c == '\\') {
-			if (j->p >= j->end)
-				return -1;
-			c = *j->p++;
-			switch (c) {
-			case 'n':
-				c = '\n';
-				break;
-			case 't':
-				c = '\t';
-				break;
-			case 'r':
-				c = '\r';
-				break;
-			case 'b':
-				c = '\b';
-				break;
-			case 'f':
-				c = '\f';
-				break;
-			case 'u': {
-				if (j->end - j->p < 4)
-					return -1;
-				char h[5] = {j->p[0], j->p[1], j->p[2], j->p[3], 0};
-				char *he;
-				unsigned cp = (unsigned)strtoul(h, &he, 16);
-				if (*he)
-					return -1;
-				j->p += 4;
-				if (cp >= 0xd800 && cp < 0xdc00 && j->end - j->p >= 6 &&
-				    j->p[0] == '\\' && j->p[1] == 'u') {
-					char h2[5] = {j->p[2], j->p[3], j->p[4], j->p[5], 0};
-					unsigned lo = (unsigned)strtoul(h2, &he, 16);
-					if (!*he && lo >= 0xdc00 && lo < 0xe000) {
-						cp =
-						    0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-						j->p += 6;
-					}
-				}
-				if (put_utf8(out, &o, cap, cp))
-					return -1;
-				continue;
-			}
-			default:
-				break; /* \" \\ \/ */
-			}
-		}
-		if (o + 1 >= cap)
-			return -1;
-		out[o++] = c;
-	}
-	if (j->p >= j->end)
-		return -1;
-	j->p++;
-	out[o] = '\0';
-	return (int)o;
-}
-
-struct entry {
-	char name[SMP_KEY_MAX + 1];
-	char type[16];
-	char mtime[64];
-	uint64_t size;
-	int namelen;
-};
-
-static int jobject(struct jp *j, struct entry *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->namelen = -1;
-	ws(j);
-	if (j->p >= j->end || *j->p != '{')
-		return -1;
-	j->p++;
-	for (int fields = 0; fields < 64; fields++) {
-		char k[32], v[SMP_KEY_MAX + 1];
-		ws(j);
-		if (j->p < j->end && *j->p == '}') {
-			j->p++;
-			return 0;
-		}
-		if (jstring(j, k, sizeof(k)) < 0)
-			return -1;
-		ws(j);
-		if (j->p >= j->end || *j->p != ':')
-			return -1;
-		j->p++;
-		ws(j);
-		if (j->p < j->end && *j->p == '"') {
-			int n = jstring(j, v, sizeof(v));
-			if (n < 0)
-				return -1;
-			if (!strcmp(k, "name")) {
-				memcpy(e->name, v, (size_t)n + 1);
-				e->namelen = n;
-			} else if (!strcmp(k, "type")) {
-				smp__copy_str(e->type, sizeof(e->type), v);
-			} else if (!strcmp(k, "mtime")) {
-				smp__copy_str(e->mtime, sizeof(e->mtime), v);
-			}
-		} else {
-			char *ne;
-			unsigned long long n = strtoull(j->p, &ne, 10);
-			if (ne == j->p || ne > j->end)
-				return -1;
-			j->p = ne;
-			if (!strcmp(k, "size"))
-				e->size = n;
-		}
-		ws(j);
-		if (j->p < j->end && *j->p == ',')
-			j->p++;
-	}
-	return -1;
-}
-
 /*
- * Parses one autoindex page.  Files are added with key prefix `rel`;
- * subdirectory names are appended to *dirs (NUL-separated) for the caller
- * to walk.
+ * Checks one decoded entry and adds it (a file to l, a directory to dirs).
+ * Entries of other types, and names nginx never writes (".", "..", with a
+ * '/'), are skipped.  Returns 0, -EPROTO with why in why[], or an error of
+ * the listing or dirs with a message in err.
  */
-int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct smp_listing *l,
-			 struct smp_buf *dirs, char *err, size_t errlen);
-int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct smp_listing *l,
-			 struct smp_buf *dirs, char *err, size_t errlen)
+static int add_entry(json_t *e, const char *rel, struct smp_listing *l, struct smp_buf *dirs,
+		     char *why, size_t whylen, char *err, size_t errlen)
 {
-	struct jp j = {body, body + len};
-	struct entry *e = malloc(sizeof(*e));
-	int rc = 0;
-	if (!e)
-		return -ENOMEM;
-	ws(&j);
-	if (j.p >= j.end || *j.p != '[') {
-		snprintf(err, errlen,
-			 "%s: not an nginx JSON autoindex (set `autoindex on; "
-			 "autoindex_format json;` or serve a MANIFEST)",
-			 *rel ? rel : "/");
-		rc = -EPROTO;
-		goto out;
+	if (!json_is_object(e)) {
+		snprintf(why, whylen, "expected an object");
+		return -EPROTO;
 	}
-	j.p++;
-	for (;;) {
-		ws(&j);
-		if (j.p < j.end && *j.p == ']')
-			break;
-		if (jobject(&j, e) || e->namelen <= 0) {
-			snprintf(err, errlen, "%s: malformed autoindex JSON near byte %zu",
-				 *rel ? rel : "/", (size_t)(j.p - body));
-			rc = -EPROTO;
-			goto out;
-		}
-		ws(&j);
-		if (j.p < j.end && *j.p == ',')
-			j.p++;
-		if (!strcmp(e->name, ".") || !strcmp(e->name, "..") ||
-		    memchr(e->name, '/', (size_t)e->namelen))
-			continue; /* never produced by nginx; refuse to walk them */
-		char key[SMP_KEY_MAX + 1];
-		int n = snprintf(key, sizeof(key), "%s%s", rel, e->name);
-		if (n < 0 || (size_t)n >= sizeof(key) - 1)
-			continue;
-		if (!strcmp(e->type, "directory")) {
-			key[n++] = '/';
-			key[n] = '\0';
-			if (dirs->len + (size_t)n + 1 > dirs->max) {
-				snprintf(err, errlen, "autoindex: too many directories");
-				rc = -E2BIG;
-				goto out;
-			}
-			if (dirs->len + (size_t)n + 1 > dirs->cap) {
-				size_t nc = dirs->cap ? dirs->cap * 2 : 4096;
-				while (nc < dirs->len + (size_t)n + 1)
-					nc *= 2;
-				char *np = realloc(dirs->p, nc);
-				if (!np) {
-					rc = -ENOMEM;
-					goto out;
-				}
-				dirs->p = np;
-				dirs->cap = nc;
-			}
-			memcpy(dirs->p + dirs->len, key, (size_t)n + 1);
-			dirs->len += (size_t)n + 1;
-		} else if (!strcmp(e->type, "file")) {
-			if (!*rel && !strcmp(e->name, "MANIFEST"))
-				continue;
-			char etag[96];
-			snprintf(etag, sizeof(etag), "%s-%llu", e->mtime,
-				 (unsigned long long)e->size);
-			rc = smp__listing_add(l, key, (size_t)n, e->size, etag);
-			if (rc) {
-				snprintf(err, errlen, "autoindex: %s", strerror(-rc));
-				goto out;
-			}
-		}
+	json_t *jn = json_object_get(e, "name"), *jt = json_object_get(e, "type");
+	json_t *js = json_object_get(e, "size"), *jm = json_object_get(e, "mtime");
+	if (!json_is_string(jn) || !json_is_string(jt)) {
+		snprintf(why, whylen, "\"name\" and \"type\" must be strings");
+		return -EPROTO;
 	}
-out:
-	free(e);
+	if (jm && !json_is_string(jm)) {
+		snprintf(why, whylen, "\"mtime\" must be a string");
+		return -EPROTO;
+	}
+	const char *name = json_string_value(jn), *type = json_string_value(jt);
+	size_t nl = json_string_length(jn);
+	if (nl == 0 || nl > SMP_KEY_MAX) {
+		snprintf(why, whylen, "name of %zu bytes (expected 1 to %d)", nl, SMP_KEY_MAX);
+		return -EPROTO;
+	}
+	bool is_dir = !strcmp(type, "directory"), is_file = !strcmp(type, "file");
+	json_int_t size = 0;
+	if (is_file) {
+		if (!json_is_integer(js) || json_integer_value(js) < 0) {
+			snprintf(why, whylen, "\"size\" of a file must be an integer >= 0");
+			return -EPROTO;
+		}
+		size = json_integer_value(js);
+	}
+	if (!is_dir && !is_file)
+		return 0; /* "other": sockets, devices */
+	if (!strcmp(name, ".") || !strcmp(name, "..") || memchr(name, '/', nl))
+		return 0; /* never produced by nginx; refuse to walk them */
+	char key[SMP_KEY_MAX + 1];
+	int n = snprintf(key, sizeof(key), "%s%s", rel, name);
+	if (n < 0 || (size_t)n + is_dir >= sizeof(key))
+		return 0; /* the whole key (a directory's with its '/') would pass SMP_KEY_MAX */
+	if (is_dir) {
+		key[n++] = '/';
+		key[n] = '\0';
+		return add_dir(dirs, key, (size_t)n, err, errlen);
+	}
+	if (!*rel && !strcmp(name, "MANIFEST"))
+		return 0;
+	char etag[96];
+	snprintf(etag, sizeof(etag), "%.63s-%llu", jm ? json_string_value(jm) : "",
+		 (unsigned long long)size);
+	int rc = smp__listing_add(l, key, (size_t)n, (uint64_t)size, etag);
+	if (rc)
+		snprintf(err, errlen, "autoindex: %s", strerror(-rc));
 	return rc;
 }
 
-int smp__http_list(struct smp_store *s, struct smp_listing *l, char *err, size_t errlen)
+/*
+ * The idea: the page is `[ entry , entry ... ]`.  The brackets, commas and
+ * blanks between entries are walked here; each entry is handed to jansson
+ * alone (JSON_DISABLE_EOF_CHECK stops it after the entry and reports how
+ * many bytes it took), with at most SMP_AUTOINDEX_ENTRY_CAP bytes visible,
+ * so no page can make jansson build more than one entry's tree.
+ */
+int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct smp_listing *l,
+			 struct smp_buf *dirs, char *err, size_t errlen)
+{
+	const char *where = *rel ? rel : "/";
+	const char *p = body, *end = body + len;
+	char why[200];
+	if (len > SMP_LIST_BODY_CAP) {
+		snprintf(err, errlen, "%s: autoindex page of %zu bytes (the cap is %zu)", where,
+			 len, SMP_LIST_BODY_CAP);
+		return -EFBIG;
+	}
+	p = skip_ws(p, end);
+	if (p >= end || *p != '[') {
+		snprintf(err, errlen,
+			 "%s: not an nginx JSON autoindex (set `autoindex on; "
+			 "autoindex_format json;` or serve a MANIFEST)",
+			 where);
+		return -EPROTO;
+	}
+	p = skip_ws(p + 1, end);
+	if (p < end && *p == ']') {
+		if (skip_ws(p + 1, end) == end)
+			return 0;
+		snprintf(err, errlen, "%s: malformed autoindex JSON: data after the final ']'",
+			 where);
+		return -EPROTO;
+	}
+	for (size_t i = 0;; i++) {
+		if (i >= SMP_AUTOINDEX_MAX_ENTRIES) {
+			snprintf(err, errlen, "%s: autoindex page with more than %u entries", where,
+				 SMP_AUTOINDEX_MAX_ENTRIES);
+			return -E2BIG;
+		}
+		size_t avail = (size_t)(end - p);
+		bool capped = avail > SMP_AUTOINDEX_ENTRY_CAP;
+		json_error_t je;
+		json_t *e = json_loadb(p, capped ? SMP_AUTOINDEX_ENTRY_CAP : avail,
+				       JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
+		if (!e) {
+			if (capped && json_error_code(&je) == json_error_premature_end_of_input) {
+				snprintf(err, errlen,
+					 "%s: autoindex entry %zu at byte %zu is larger than %zu "
+					 "bytes",
+					 where, i, (size_t)(p - body), SMP_AUTOINDEX_ENTRY_CAP);
+				return -EFBIG;
+			}
+			snprintf(err, errlen, "%s: malformed autoindex JSON at byte %zu: %s", where,
+				 (size_t)(p - body) + (size_t)(je.position > 0 ? je.position : 0),
+				 je.text);
+			return -EPROTO;
+		}
+		p += je.position;
+		int rc = add_entry(e, rel, l, dirs, why, sizeof(why), err, errlen);
+		json_decref(e);
+		if (rc == -EPROTO)
+			snprintf(err, errlen, "%s: autoindex entry %zu: %s", where, i, why);
+		if (rc)
+			return rc;
+		p = skip_ws(p, end);
+		if (p < end && *p == ',') {
+			p = skip_ws(p + 1, end);
+			continue;
+		}
+		if (p < end && *p == ']' && skip_ws(p + 1, end) == end)
+			return 0;
+		snprintf(err, errlen,
+			 "%s: malformed autoindex JSON at byte %zu: expected ',' or a final ']'",
+			 where, (size_t)(p - body));
+		return -EPROTO;
+	}
+}
+
+int smp__http_list(struct smp_conn *c, const char *base, struct smp_listing *l, char *err,
+		   size_t errlen)
 {
 	struct smp_buf b = {.max = SMP_LIST_BODY_CAP};
 	struct smp_buf dirs = {.max = SMP_LIST_BODY_CAP};
 	char url[3 * SMP_KEY_MAX + 4096], enc[3 * SMP_KEY_MAX + 1];
 	int rc;
 
-	snprintf(url, sizeof(url), "%sMANIFEST", s->base);
-	rc = smp__get_small(s, url, NULL, NULL, NULL, &b, err, errlen);
+	snprintf(url, sizeof(url), "%sMANIFEST", base);
+	rc = smp__get_small(c, url, NULL, NULL, NULL, NULL, &b, err, errlen);
 	if (rc == 0) {
 		rc = smp__parse_manifest(b.p ? b.p : "", b.len, l, err, errlen);
 		goto out;
@@ -347,7 +276,7 @@ int smp__http_list(struct smp_store *s, struct smp_listing *l, char *err, size_t
 	/* Walk directories breadth-first: dirs holds NUL-separated relative paths. */
 	size_t next = 0;
 	int depth_guard = 0;
-	rc = smp__get_small(s, s->base, NULL, NULL, NULL, &b, err, errlen);
+	rc = smp__get_small(c, base, NULL, NULL, NULL, NULL, &b, err, errlen);
 	if (rc)
 		goto out;
 	rc = smp__parse_autoindex(b.p ? b.p : "", b.len, "", l, &dirs, err, errlen);
@@ -355,8 +284,8 @@ int smp__http_list(struct smp_store *s, struct smp_listing *l, char *err, size_t
 		const char *rel = dirs.p + next;
 		size_t rl = strlen(rel);
 		int depth = 0;
-		for (const char *c = rel; *c; c++)
-			depth += *c == '/';
+		for (const char *q = rel; *q; q++)
+			depth += *q == '/';
 		if (depth > SMP_LIST_MAX_DEPTH || ++depth_guard > 10000000) {
 			snprintf(err, errlen, "autoindex: directories nested deeper than %d levels",
 				 SMP_LIST_MAX_DEPTH);
@@ -367,11 +296,11 @@ int smp__http_list(struct smp_store *s, struct smp_listing *l, char *err, size_t
 			next += rl + 1;
 			continue;
 		}
-		snprintf(url, sizeof(url), "%s%s", s->base, enc);
-		char relcopy[SMP_KEY_MAX + 2];
-		smp__copy_str(relcopy, sizeof(relcopy), rel);
+		snprintf(url, sizeof(url), "%s%s", base, enc);
+		char relcopy[SMP_KEY_MAX + 2]; /* dirs may move while the page is parsed */
+		snprintf(relcopy, sizeof(relcopy), "%s", rel);
 		next += rl + 1;
-		rc = smp__get_small(s, url, NULL, NULL, NULL, &b, err, errlen);
+		rc = smp__get_small(c, url, NULL, NULL, NULL, NULL, &b, err, errlen);
 		if (rc)
 			break;
 		rc = smp__parse_autoindex(b.p ? b.p : "", b.len, relcopy, l, &dirs, err, errlen);

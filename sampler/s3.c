@@ -10,8 +10,12 @@
  * Listing pages are XML parsed with expat, capped at SMP_LIST_BODY_CAP bytes
  * per page and SMP_LIST_MAX_PAGES pages; element text is capped per field.
  * Secrets never leave this file except inside the Authorization header.
+ *
+ * Owns struct smp_s3 (URL, endpoint, signing identity).  Does not know the
+ * generic source (source.c dispatches here) and reads credentials through
+ * s3_credentials.c.  No locking: a source is used by one thread at a time.
  */
-#include "sampler/store_i.h"
+#include "sampler/s3_i.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,11 +26,114 @@
 #include <expat.h>
 
 #include "common/log.h"
+#include "sampler/listing_i.h"
 #include "sampler/sigv4.h"
 
 #define TEXT_CAP 4096
 
-int smp__s3_url(struct smp_store *s, const char *key, char *out, size_t outlen, char *canon,
+/* Copies src into dst (capacity n > 0), truncating; always NUL-terminates. */
+static void copy_str(char *dst, size_t n, const char *src)
+{
+	size_t l = strlen(src);
+	if (l >= n)
+		l = n - 1;
+	memcpy(dst, src, l);
+	dst[l] = '\0';
+}
+
+static char *with_slash(const char *s, size_t n)
+{
+	bool add = n == 0 || s[n - 1] != '/';
+	char *r = malloc(n + 2);
+	if (!r)
+		return NULL;
+	memcpy(r, s, n);
+	if (add)
+		r[n++] = '/';
+	r[n] = '\0';
+	return r;
+}
+
+int smp__s3_open(struct smp_s3 *s, const struct smp_s3_opts *o, char *err, size_t errlen)
+{
+	const char *url = o->url;
+	s->region = strdup(o->region && *o->region ? o->region : "us-east-1");
+	if (!s->region)
+		goto nomem;
+	const char *b = url + 5, *sl = strchr(b, '/');
+	size_t bl = sl ? (size_t)(sl - b) : strlen(b);
+	if (bl < 1 || bl > 255) {
+		snprintf(err, errlen, "%s: expected s3://bucket/prefix/", url);
+		return -EINVAL;
+	}
+	s->bucket = strndup(b, bl);
+	const char *pfx = sl ? sl + 1 : "";
+	s->prefix = *pfx ? with_slash(pfx, strlen(pfx)) : strdup("");
+	if (!s->bucket || !s->prefix)
+		goto nomem;
+	if (o->endpoint && *o->endpoint) {
+		const char *ep = o->endpoint;
+		if (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) {
+			snprintf(err, errlen, "endpoint=%s: expected http(s)://host[:port]", ep);
+			return -EINVAL;
+		}
+		size_t n = strlen(ep);
+		while (n > 0 && ep[n - 1] == '/')
+			n--;
+		s->endpoint = strndup(ep, n);
+		if (!s->endpoint)
+			goto nomem;
+		const char *h = strstr(s->endpoint, "://") + 3;
+		if (strchr(h, '/')) {
+			snprintf(err, errlen,
+				 "endpoint=%s: expected http(s)://host[:port] without a path", ep);
+			return -EINVAL;
+		}
+		s->host = strdup(h);
+	} else {
+		char buf[512];
+		s->virtual_host = true;
+		snprintf(buf, sizeof(buf), "%s.s3.%s.amazonaws.com", s->bucket, s->region);
+		s->host = strdup(buf);
+		snprintf(buf, sizeof(buf), "https://%s.s3.%s.amazonaws.com", s->bucket, s->region);
+		s->endpoint = strdup(buf);
+	}
+	if (!s->endpoint || !s->host)
+		goto nomem;
+	int rc = smp__s3_credentials(s, o->credentials_file, o->profile, err, errlen);
+	if (rc)
+		return rc;
+	if (!s->access_key)
+		cmn_log(CMN_LOG_INFO, "s3://%s/: no credentials found, sending anonymous requests",
+			s->bucket);
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory opening the source");
+	return -ENOMEM;
+}
+
+static void free_secret(char *p)
+{
+	if (p) {
+		explicit_bzero(p, strlen(p));
+		free(p);
+	}
+}
+
+void smp__s3_clear(struct smp_s3 *s)
+{
+	free(s->endpoint);
+	free(s->bucket);
+	free(s->prefix);
+	free(s->host);
+	free(s->region);
+	free_secret(s->access_key);
+	free_secret(s->secret_key);
+	free_secret(s->session_token);
+	memset(s, 0, sizeof(*s));
+}
+
+int smp__s3_url(const struct smp_s3 *s, const char *key, char *out, size_t outlen, char *canon,
 		size_t canonlen)
 {
 	char full[2 * SMP_KEY_MAX + 2], enc[3 * (2 * SMP_KEY_MAX + 2) + 1], path[sizeof(enc) + 300];
@@ -44,7 +151,7 @@ int smp__s3_url(struct smp_store *s, const char *key, char *out, size_t outlen, 
 			return -ENAMETOOLONG;
 		memcpy(canon, path, (size_t)n + 1);
 	}
-	n = snprintf(out, outlen, "%s%s", s->base, path);
+	n = snprintf(out, outlen, "%s%s", s->endpoint, path);
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
@@ -70,7 +177,7 @@ static int add_hdr(struct curl_slist **h, const char *name, const char *value)
 	return 0;
 }
 
-int smp__s3_sign(struct smp_store *s, const char *canon_uri, const char *query, const char *range,
+int smp__s3_sign(struct smp_s3 *s, const char *canon_uri, const char *query, const char *range,
 		 struct curl_slist **hdrs, char *err, size_t errlen)
 {
 	char date[17], sig[65], signed_hdrs[128], auth[1024];
@@ -128,13 +235,13 @@ int smp__s3_sign(struct smp_store *s, const char *canon_uri, const char *query, 
 	return rc;
 }
 
-static int sign_list(struct smp_store *s, const char *canon_uri, const char *query,
-		     struct curl_slist **hdrs, char *err, size_t errlen)
+static int sign_list(void *ctx, const char *canon_uri, const char *query, struct curl_slist **hdrs,
+		     char *err, size_t errlen)
 {
-	return smp__s3_sign(s, canon_uri, query, NULL, hdrs, err, errlen);
+	return smp__s3_sign(ctx, canon_uri, query, NULL, hdrs, err, errlen);
 }
 
-int smp__s3_prepare(struct smp_store *s, CURL *e, const char *key, uint64_t off, uint64_t len,
+int smp__s3_prepare(struct smp_s3 *s, CURL *e, const char *key, uint64_t off, uint64_t len,
 		    struct curl_slist **hdrs, char *err, size_t errlen)
 {
 	char url[8192], canon[8192], range[64];
@@ -226,7 +333,7 @@ static void on_end(void *ud, const XML_Char *name)
 			c->size = strtoull(c->text, NULL, 10);
 			break;
 		case F_ETAG:
-			smp__copy_str(c->etag, sizeof(c->etag), c->text);
+			copy_str(c->etag, sizeof(c->etag), c->text);
 			break;
 		case F_TRUNC:
 			c->truncated = !strcmp(c->text, "true");
@@ -235,7 +342,7 @@ static void on_end(void *ud, const XML_Char *name)
 			memcpy(c->token, c->text, c->tlen + 1);
 			break;
 		case F_CODE:
-			smp__copy_str(c->code, sizeof(c->code), c->text);
+			copy_str(c->code, sizeof(c->code), c->text);
 			break;
 		default:
 			break;
@@ -256,7 +363,8 @@ static void on_end(void *ud, const XML_Char *name)
 	c->depth--;
 }
 
-int smp__s3_list(struct smp_store *s, struct smp_listing *l, char *err, size_t errlen)
+int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l, char *err,
+		 size_t errlen)
 {
 	struct smp_buf b = {.max = SMP_LIST_BODY_CAP};
 	struct xml_ctx *c = calloc(1, sizeof(*c));
@@ -295,8 +403,8 @@ int smp__s3_list(struct smp_store *s, struct smp_listing *l, char *err, size_t e
 		} else {
 			sprintf(query, "list-type=2&prefix=%s", enc_pfx);
 		}
-		sprintf(url, "%s%s?%s", s->base, canon, query);
-		rc = smp__get_small(s, url, canon, query, sign_list, &b, err, errlen);
+		sprintf(url, "%s%s?%s", s->endpoint, canon, query);
+		rc = smp__get_small(conn, url, canon, query, sign_list, s, &b, err, errlen);
 		if (rc)
 			goto out;
 		XML_Parser p = XML_ParserCreate("UTF-8");

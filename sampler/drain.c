@@ -1,0 +1,159 @@
+/*
+ * drain.c - the shuffle drain: records leaving the shuffle buffer go into
+ * the shard being filled, under the byte budget.
+ *
+ * Owns the path of a record from the shuffle buffer's sink to
+ * cfs_shard_writer_append(), and the waiting for room in the budget.  Does
+ * not seal shards (seal.c), decode objects (reader.c) or run transfers
+ * (fetch.c, dispatch.c).
+ *
+ * Invariants: DESIGN 4 (every byte is reserved before it is written: room
+ * comes from cfs_shard_writer_reserve/try_reserve), DESIGN 5 (only records
+ * that passed their CRC reach the shuffle buffer, so only they are written).
+ * Threads: the sampler's thread only; smp__write_record() may run inside a
+ * transfer callback (may_block false: it must not sleep, see smp__get_room).
+ */
+#include "sampler/sampler_i.h"
+
+#include <errno.h>
+
+#include "cachefs/shard_writer.h"
+#include "common/log.h"
+
+/*
+ * Gets `need` bytes of room in writer w: a chunk ahead when possible, else
+ * exactly what is needed; waits for room unless stop_when_full.  Before it
+ * sleeps it seals the sampler's partial shard, so w may then be replaced
+ * by a new writer: callers go on with s->w.  Returns 0, -ENOSPC (full,
+ * stop_when_full), -EFBIG (can never fit), -ECANCELED.
+ */
+int smp__get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t need, uint64_t ahead,
+		  bool may_block)
+{
+	uint64_t room = cfs_shard_writer_room(w);
+	if (room >= need)
+		return 0;
+	if (ahead > need && cfs_shard_writer_try_reserve(w, ahead - room) == 0)
+		return 0;
+	int rc = cfs_shard_writer_try_reserve(w, need - room);
+	if (rc != -EAGAIN)
+		return rc;
+	if (s->stop_when_full) {
+		s->full = true;
+		return -ENOSPC;
+	}
+	if (!may_block && smp_source_scheme(s->source) != SMP_SCHEME_FILE) {
+		/*
+		 * Inside a transfer callback: do not sleep here (every transfer
+		 * would stall).  Hold the transfers (they pause, keeping their
+		 * data) and let the fetch loop wait for room (smp__wait_for_room, from dispatch.c).
+		 * file:// transfers cannot pause (curl reads the file in one go)
+		 * and stall no server: they wait right here.
+		 */
+		s->need_room = true;
+		s->room_need = need;
+		smp_fetch_hold(s->fetch, true);
+		return -EWOULDBLOCK;
+	}
+	/*
+	 * About to sleep for room, perhaps until the next epoch boundary: seal
+	 * what the current shard holds first, so that its records are in the
+	 * next snapshot instead of waiting, unsealed, with the sampler.
+	 */
+	if (w == s->w && cfs_shard_writer_records(w) > 0) {
+		rc = smp__seal_current(s);
+		if (rc == 0)
+			rc = smp__open_shard(s);
+		if (rc)
+			return rc;
+		w = s->w;
+		room = cfs_shard_writer_room(w);
+		if (room >= need)
+			return 0;
+	}
+	SMP_STAT_ADD(&s->stats, budget_waits, 1);
+	/* sleeps on the budget's condition variable; re-waits until stopped */
+	while (!atomic_load(&s->stop)) {
+		rc = cfs_shard_writer_reserve(w, need - room, s->room_wait_ms);
+		if (rc != -ETIMEDOUT)
+			return rc;
+	}
+	return -ECANCELED;
+}
+
+/* Writes one shuffled record into the current shard (opening/sealing shards). */
+int smp__write_record(const struct smp_rec *r, void *ctx)
+{
+	struct smp_sampler *s = ctx;
+	uint64_t need = cfs_shard_writer_record_bytes(r->len);
+	int rc;
+
+	if (s->full || s->fatal)
+		return -ENOSPC;
+	if (s->w && cfs_shard_writer_records(s->w) > 0 &&
+	    cfs_shard_writer_bytes(s->w) + need > s->cfg->shard_size) {
+		rc = smp__seal_current(s);
+		if (rc)
+			return rc;
+	}
+	rc = smp__open_shard(s);
+	if (rc)
+		return rc;
+	uint64_t left = s->cfg->shard_size > cfs_shard_writer_bytes(s->w)
+			    ? s->cfg->shard_size - cfs_shard_writer_bytes(s->w)
+			    : 0;
+	uint64_t ahead = left < SMP_RESERVE_CHUNK ? left : SMP_RESERVE_CHUNK;
+	rc = smp__get_room(s, s->w, need, ahead, s->may_block);
+	if (rc == -EFBIG) {
+		cmn_log(CMN_LOG_WARN,
+			"a record of %zu bytes can never fit the cache limit: skipped", r->len);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	rc = cfs_shard_writer_append(s->w, r->data, r->len, r->crc, r->object_id, r->object_offset);
+	if (rc)
+		return smp__fail_local(s, rc, "writing a shard");
+	return 0;
+}
+
+/*
+ * Waits (on the budget's condition, in room_wait_ms slices so a stop is
+ * seen) for the room a held record needs, then lets the shuffle buffer shed
+ * what it took in meanwhile and releases the transfers.  Runs in the fetch
+ * loop, never inside a callback.  Returns 0, -ECANCELED (stopped) or a
+ * budget error.
+ */
+int smp__wait_for_room(struct smp_sampler *s)
+{
+	int rc = 0;
+	if (s->w) {
+		s->may_block = true;
+		rc = smp__get_room(s, s->w, s->room_need, 0, true);
+		if (rc == -EFBIG)
+			rc = 0; /* the limit shrank below the record: smp__write_record skips it */
+		if (rc == 0)
+			rc = smp_shuffle_shed(s->shuf, smp__write_record, s);
+		s->may_block = false;
+	}
+	if (rc == 0) {
+		s->need_room = false;
+		smp_fetch_hold(s->fetch, false);
+	}
+	return rc;
+}
+
+/*
+ * At the end of a pass: what the shuffle buffer still holds goes out in
+ * random order (unless the pass failed or was stopped), then the transfers
+ * are released.  The buffer itself stays for the caller to free.
+ */
+void smp__drain(struct smp_sampler *s)
+{
+	s->may_block = true;
+	if (!s->fatal && !atomic_load(&s->stop))
+		smp_shuffle_drain(s->shuf, smp__write_record, s);
+	s->may_block = false;
+	s->need_room = false;
+	smp_fetch_hold(s->fetch, false);
+}

@@ -1,0 +1,73 @@
+/*
+ * listing.c - building and freeing a listing.
+ *
+ * Owns nothing beyond the listing it is given.  Does not fetch anything: the
+ * back-ends (file_list.c, http_list.c, s3.c) fill listings through
+ * smp__listing_add(), which enforces the key and count caps of listing.h.
+ * No locking: a listing belongs to one thread.
+ */
+#include "sampler/listing_i.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int smp__listing_add(struct smp_listing *l, const char *key, size_t keylen, uint64_t size,
+		     const char *etag)
+{
+	if (keylen == 0 || keylen > SMP_KEY_MAX || memchr(key, '\0', keylen))
+		return -EINVAL;
+	if (l->n >= SMP_LIST_MAX_OBJECTS)
+		return -E2BIG;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 256;
+		struct smp_object *v = realloc(l->v, nc * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = nc;
+	}
+	struct smp_object *o = &l->v[l->n];
+	o->key = strndup(key, keylen);
+	o->etag = strdup(etag ? etag : "");
+	o->size = size;
+	if (!o->key || !o->etag) {
+		free(o->key);
+		free(o->etag);
+		return -ENOMEM;
+	}
+	l->n++;
+	return 0;
+}
+
+void smp_listing_free(struct smp_listing *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].key);
+		free(l->v[i].etag);
+	}
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+	return strcmp(((const struct smp_object *)a)->key, ((const struct smp_object *)b)->key);
+}
+
+void smp__listing_sort_unique(struct smp_listing *l)
+{
+	if (l->n > 1) /* qsort(NULL, 0) is undefined: an empty listing */
+		qsort(l->v, l->n, sizeof(l->v[0]), cmp_obj);
+	/* A key listed twice (MANIFEST duplicates) is one object. */
+	size_t w = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if (w > 0 && !strcmp(l->v[w - 1].key, l->v[i].key)) {
+			free(l->v[i].key);
+			free(l->v[i].etag);
+			continue;
+		}
+		l->v[w++] = l->v[i];
+	}
+	l->n = w;
+}

@@ -1,0 +1,35 @@
+/*
+ * listing.h - what a listing of a source is: objects (key, size, etag) under
+ * hard caps on what a server can make us hold.
+ *
+ * Keys are relative to the source URL's prefix and are data (DESIGN 7): they
+ * are only ever percent-encoded into URLs, never turned into local paths.
+ */
+#ifndef RC_SAMPLER_LISTING_H
+#define RC_SAMPLER_LISTING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Caps on what a server can make us hold. */
+#define SMP_LIST_BODY_CAP    ((size_t)64 << 20) /* one listing response (JSON, MANIFEST, XML page) */
+#define SMP_LIST_MAX_OBJECTS 50000000u		/* objects in one listing */
+#define SMP_LIST_MAX_DEPTH   32			/* autoindex / directory nesting */
+#define SMP_LIST_MAX_PAGES   1000000u		/* ListObjectsV2 pages */
+#define SMP_KEY_MAX	     1024		/* bytes of one key (S3's own limit) */
+
+struct smp_object {
+	char *key; /* relative to the source prefix; owned */
+	uint64_t size;
+	char *etag; /* ETag (s3), or "mtime-size" (http, file); owned */
+};
+
+struct smp_listing {
+	struct smp_object *v; /* sorted by key (bytewise) once complete */
+	size_t n, cap;
+};
+
+/* Frees every object and the array; *l is zeroed (ready for reuse). */
+void smp_listing_free(struct smp_listing *l);
+
+#endif

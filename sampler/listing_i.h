@@ -1,0 +1,21 @@
+/*
+ * listing_i.h - building a listing (listing.c), for the source back-ends.
+ */
+#ifndef RC_SAMPLER_LISTING_I_H
+#define RC_SAMPLER_LISTING_I_H
+
+#include "sampler/listing.h"
+
+/*
+ * Appends a copy of key[0..keylen) with size and etag (NULL: "").  Returns 0,
+ * -EINVAL (empty key, a NUL inside, over SMP_KEY_MAX bytes), -E2BIG (the
+ * listing already holds SMP_LIST_MAX_OBJECTS), -ENOMEM; *l is unchanged on
+ * failure.
+ */
+int smp__listing_add(struct smp_listing *l, const char *key, size_t keylen, uint64_t size,
+		     const char *etag);
+
+/* Sorts by key (bytewise) and drops all but the first of equal keys. */
+void smp__listing_sort_unique(struct smp_listing *l);
+
+#endif

@@ -1,0 +1,294 @@
+/*
+ * reader.c - one object's reader: the fetch callbacks that turn a body into
+ * records (or, for format=raw, into one local file).
+ *
+ * Records and retries: an uncompressed object is read as one TFRecord stream
+ * through the push decoder.  Each delivered record advances `good_end`, the
+ * object offset after the last good record.  Bad data - a payload CRC
+ * mismatch, lost framing, a body ending inside a record - makes the reader
+ * answer -EAGAIN; fetch.c retries from good_end with a Range request, so no
+ * record is delivered twice and a transient corruption costs no record.  On
+ * the last attempt the reader turns lenient: a record whose CRC fails is
+ * counted and skipped (DESIGN 5) and the rest of the object is kept.  GZIP
+ * objects cannot be resumed mid-stream: they restart at 0 and skip the
+ * records already delivered.
+ *
+ * Owns struct smp__reader (one per request in flight).  Does not decide
+ * what to read (plan.c), queue requests (dispatch.c) or write shards
+ * (records go to the shuffle buffer, whose sink is drain.c).
+ * Invariants: DESIGN 5 (only records whose CRC passed are passed on),
+ * DESIGN 7 (the key goes to the raw writer as a display name, never into a
+ * path).  Threads: the sampler's thread (fetch callbacks run inside
+ * smp_fetch_step()).
+ */
+#include "sampler/sampler_i.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cachefs/catalog.h"
+#include "cachefs/shard_writer.h"
+#include "common/log.h"
+#include "common/tfrecord.h"
+
+struct smp__reader {
+	struct smp_sampler *s;
+	const struct smp_object *obj;
+	int64_t object_id;
+	struct cmn_tfr_push *push;
+	uint64_t base;		  /* object offset where the push stream starts */
+	uint64_t good_end;	  /* object offset after the last delivered record */
+	uint64_t delivered;	  /* records delivered from this object */
+	uint64_t attempt_records; /* records seen in this attempt (gzip skip) */
+	uint64_t skip;		  /* gzip restart: records to skip */
+	uint64_t bad_seen;	  /* decoder's bad_records already accounted */
+	bool lenient;		  /* last attempt: skip bad records instead of retrying */
+	bool gzip;
+	struct cfs_shard_writer *raw; /* format=raw */
+	uint64_t raw_bytes;
+	const uint64_t *wanted; /* strategy=records: offsets to admit (sorted), else NULL */
+	uint32_t nwanted, wi;
+};
+
+static int on_record(const struct cmn_tfr_record *rec, void *ctx)
+{
+	struct smp__reader *o = ctx;
+	struct smp_sampler *s = o->s;
+	uint64_t bad = cmn_tfr_push_bad_records(o->push);
+	if (bad > o->bad_seen) {
+		SMP_STAT_ADD(&s->stats, bad_records, bad - o->bad_seen);
+		o->bad_seen = bad;
+		if (!o->lenient)
+			return -EAGAIN; /* retry from good_end: this record is re-read */
+	}
+	if (o->gzip && o->attempt_records++ < o->skip)
+		return 0;
+	if (o->wanted) { /* a coalesced range: admit only the drawn records */
+		uint64_t at = o->base + rec->offset;
+		while (o->wi < o->nwanted && o->wanted[o->wi] < at)
+			o->wi++;
+		if (o->wi >= o->nwanted || o->wanted[o->wi] != at) {
+			o->good_end = at + CMN_TFR_OVERHEAD + rec->len;
+			return 0;
+		}
+		o->wi++;
+	}
+	struct smp_rec r = {
+	    .data = rec->data,
+	    .len = rec->len,
+	    .crc = rec->crc,
+	    .object_id = o->object_id,
+	    .object_offset = o->base + rec->offset,
+	};
+	/*
+	 * A record cut by chunk boundaries (with libcurl every record above
+	 * 16 KiB) was gathered by the decoder: the shuffle buffer takes that
+	 * buffer over, with a spare from its pool in exchange, instead of
+	 * copying the record once more.
+	 */
+	size_t spare_cap, bcap;
+	void *spare = smp_shuffle_spare(s->shuf, CMN_TFR_OVERHEAD + rec->len, &spare_cap), *blk;
+	int rc;
+	if (cmn_tfr_push_take(o->push, spare, spare_cap, &blk, &bcap) == 0) {
+		rc = smp_shuffle_add_block(s->shuf, &r, blk, bcap, smp__write_record, s);
+	} else {
+		smp_shuffle_unspare(s->shuf, spare, spare_cap); /* the record is in the chunk */
+		rc = smp_shuffle_add(s->shuf, &r, smp__write_record, s);
+	}
+	if (rc)
+		return rc == -EAGAIN ? -EIO : rc;
+	o->delivered++;
+	if (!o->gzip)
+		o->good_end = o->base + rec->offset + CMN_TFR_OVERHEAD + rec->len;
+	return 0;
+}
+
+static int obj_data(void *ctx, const void *p, size_t n)
+{
+	struct smp__reader *o = ctx;
+	struct smp_sampler *s = o->s;
+	if (atomic_load(&s->stop) || s->full || s->fatal)
+		return -ECANCELED;
+	if (o->raw) {
+		int rc = cfs_raw_writer_write(o->raw, p, n);
+		if (rc)
+			return rc == -ENOBUFS ? -EAGAIN
+					      : smp__fail_local(s, rc, "writing a raw object");
+		o->raw_bytes += n;
+		return 0;
+	}
+	int rc = cmn_tfr_push_feed(o->push, p, n);
+	if (rc == 0) {
+		uint64_t bad = cmn_tfr_push_bad_records(o->push);
+		if (bad > o->bad_seen) {
+			SMP_STAT_ADD(&s->stats, bad_records, bad - o->bad_seen);
+			o->bad_seen = bad;
+			if (!o->lenient)
+				return -EAGAIN;
+		}
+		return 0;
+	}
+	if (rc == -EAGAIN || rc == -EILSEQ || rc == -EMSGSIZE || rc == -EPROTO || rc == -EIO) {
+		if (rc != -EAGAIN)
+			cmn_log(CMN_LOG_INFO, "%s: %s", o->obj->key, cmn_tfr_push_error(o->push));
+		if (rc == -EILSEQ || rc == -EIO)
+			SMP_STAT_ADD(&s->stats, bad_records, 1);
+		return o->lenient && rc != -EAGAIN ? -EBADMSG : -EAGAIN;
+	}
+	return rc; /* -ENOSPC (full), local write errors, -ENOMEM */
+}
+
+static int obj_end(void *ctx)
+{
+	struct smp__reader *o = ctx;
+	if (o->raw)
+		return 0;
+	int rc = cmn_tfr_push_finish(o->push);
+	if (rc == -EPROTO)
+		return o->lenient ? -EPROTO : -EAGAIN;
+	if (rc == 0) {
+		uint64_t bad = cmn_tfr_push_bad_records(o->push);
+		if (bad > o->bad_seen) {
+			SMP_STAT_ADD(&o->s->stats, bad_records, bad - o->bad_seen);
+			o->bad_seen = bad;
+			if (!o->lenient)
+				return -EAGAIN;
+		}
+	}
+	return rc;
+}
+
+static int raw_open(struct smp__reader *o, char *err, size_t errlen);
+
+static uint64_t obj_restart(void *ctx, bool final)
+{
+	struct smp__reader *o = ctx;
+	o->lenient = final;
+	if (o->raw) {
+		char err[256];
+		cfs_shard_writer_abort(o->raw);
+		o->raw = NULL;
+		o->raw_bytes = 0;
+		if (raw_open(o, err, sizeof(err)) == 0 &&
+		    cfs_shard_writer_try_reserve(o->raw, o->obj->size) == 0)
+			return 0;
+		cmn_log(CMN_LOG_WARN, "%s: cannot restart the raw object: %s", o->obj->key, err);
+		return 0; /* obj_data fails on the missing writer */
+	}
+	cmn_tfr_push_reset(o->push);
+	o->bad_seen = 0;
+	if (o->gzip) {
+		o->skip = o->delivered;
+		o->attempt_records = 0;
+		o->base = 0;
+		return 0;
+	}
+	o->base = o->good_end;
+	return o->good_end;
+}
+
+static void obj_done(void *ctx, int rc, const char *msg)
+{
+	struct smp__reader *o = ctx;
+	struct smp_sampler *s = o->s;
+	s->inflight--;
+	if (o->raw) {
+		if (rc == 0) {
+			char err[512];
+			uint64_t bytes = o->raw_bytes;
+			int src = cfs_shard_writer_seal(o->raw, NULL, err, sizeof(err));
+			o->raw = NULL;
+			if (src) {
+				cmn_log(CMN_LOG_ERROR, "%s: sealing: %s", o->obj->key, err);
+				if (src != -EEXIST && src != -EINVAL)
+					smp__fail_local(s, src, "sealing a raw object");
+				rc = src;
+			} else {
+				SMP_STAT_ADD(&s->stats, records_admitted, 1);
+				SMP_STAT_ADD(&s->stats, bytes_admitted, bytes);
+			}
+		} else {
+			cfs_shard_writer_abort(o->raw);
+			o->raw = NULL;
+		}
+	}
+	if (rc == 0) {
+		s->prog.objects_done++;
+		if (!o->wanted) { /* a whole object, not a range of drawn records */
+			SMP_STAT_ADD(&s->stats, objects_done, 1);
+			cfs_catalog_object_fetched(s->cat, o->object_id, s->epoch);
+		}
+	} else if (rc != -ECANCELED && rc != -ENOSPC && !s->fatal) {
+		cmn_log(CMN_LOG_WARN, "%s", msg);
+	}
+	cmn_tfr_push_free(o->push);
+	free(o);
+}
+
+const struct smp_xfer_ops smp__reader_ops = {
+    .data = obj_data,
+    .end = obj_end,
+    .restart = obj_restart,
+    .done = obj_done,
+};
+
+static int raw_open(struct smp__reader *o, char *err, size_t errlen)
+{
+	return cfs_raw_writer_open(&o->raw, o->s->cstore, o->s->epoch, o->object_id, o->obj->key,
+				   err, errlen);
+}
+
+int smp__reader_new(struct smp_sampler *s, const struct smp__work *w, struct smp__reader **out)
+{
+	char err[512];
+	struct smp__reader *o = calloc(1, sizeof(*o));
+	int rc;
+	*out = NULL;
+	if (!o)
+		return smp__fail_local(s, -ENOMEM, "starting an object");
+	o->s = s;
+	o->obj = &s->listing.v[w->obj];
+	o->object_id = s->object_ids[w->obj];
+	o->base = o->good_end = w->off;
+	o->wanted = w->wanted;
+	o->nwanted = w->nwanted;
+	if (s->cfg->format == CMN_FORMAT_RAW) {
+		rc = raw_open(o, err, sizeof(err));
+		if (rc) {
+			free(o);
+			cmn_log(CMN_LOG_ERROR, "%s", err);
+			return smp__fail_local(s, rc, "opening a raw object");
+		}
+		rc = smp__get_room(s, o->raw, o->obj->size, 0, true);
+		if (rc) {
+			cfs_shard_writer_abort(o->raw);
+			if (rc == -EFBIG)
+				cmn_log(CMN_LOG_WARN,
+					"%s: %llu bytes can never fit the cache limit: skipped",
+					o->obj->key, (unsigned long long)o->obj->size);
+			free(o);
+			return rc == -EFBIG ? 0 : rc;
+		}
+	} else {
+		struct cmn_tfr_opts to = {
+		    .compression =
+			s->cfg->compression == CMN_COMPRESSION_GZIP ? CMN_TFR_GZIP : CMN_TFR_NONE,
+		    .name = o->obj->key,
+		};
+		o->gzip = to.compression == CMN_TFR_GZIP;
+		rc = cmn_tfr_push_new(&o->push, &to, on_record, o, err, sizeof(err));
+		if (rc) {
+			free(o);
+			return smp__fail_local(s, rc, "starting a record reader");
+		}
+	}
+	*out = o;
+	return 0;
+}
+
+void smp__reader_free(struct smp__reader *o)
+{
+	cmn_tfr_push_free(o->push);
+	cfs_shard_writer_abort(o->raw);
+	free(o);
+}

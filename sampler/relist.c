@@ -1,0 +1,108 @@
+/*
+ * relist.c - the sampler's listing: lists the source, sets the index
+ * sidecars apart and records the objects in the catalog.
+ *
+ * Owns s->listing, s->object_ids and s->has_idx (replaced together, only
+ * when a new listing is complete and recorded).  Does not choose what a
+ * pass reads (plan.c); the catalog's objects_sync marks changed objects so
+ * their old samples retire at the next epoch.
+ * Invariants: DESIGN 7 (keys go to the catalog as data, never into a path).
+ * Threads: the sampler's thread only; no locks.
+ */
+#include "sampler/sampler_i.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cachefs/catalog.h"
+#include "common/log.h"
+
+static bool is_sidecar(const struct smp_listing *l, size_t i)
+{
+	const char *k = l->v[i].key;
+	size_t n = strlen(k);
+	return n > 4 && !strcmp(k + n - 4, ".idx");
+}
+
+int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
+{
+	struct smp_listing l;
+	int rc = smp_source_list(s->source, &l, err, errlen);
+	if (rc)
+		return rc;
+	/*
+	 * Index sidecars are not objects (strategy=records reads them): note
+	 * which objects have one, then drop them from the listing.  The listing
+	 * is sorted, so "x.idx" is found by binary search for "x".
+	 */
+	bool *idx = calloc(l.n ? l.n : 1, sizeof(*idx));
+	if (!idx) {
+		smp_listing_free(&l);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		if (!is_sidecar(&l, i))
+			continue;
+		size_t kl = strlen(l.v[i].key) - 4, lo = 0, hi = l.n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			int c = strncmp(l.v[mid].key, l.v[i].key, kl);
+			if (c == 0 && l.v[mid].key[kl] != '\0')
+				c = 1;
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < l.n && !strncmp(l.v[lo].key, l.v[i].key, kl) && l.v[lo].key[kl] == '\0')
+			idx[lo] = true;
+	}
+	size_t w = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		if (is_sidecar(&l, i)) {
+			free(l.v[i].key);
+			free(l.v[i].etag);
+			continue;
+		}
+		idx[w] = idx[i];
+		l.v[w++] = l.v[i];
+	}
+	l.n = w;
+	struct cfs_listing_entry *ents = calloc(l.n ? l.n : 1, sizeof(*ents));
+	int64_t *ids = calloc(l.n ? l.n : 1, sizeof(*ids));
+	if (!ents || !ids) {
+		free(ents);
+		free(ids);
+		smp_listing_free(&l);
+		snprintf(err, errlen, "out of memory for a listing of %zu objects", w);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < l.n; i++)
+		ents[i] = (struct cfs_listing_entry){l.v[i].key, l.v[i].size, l.v[i].etag};
+	struct cfs_sync_result res = {0};
+	rc = cfs_catalog_objects_sync(s->cat, s->source_id, ents, l.n, epoch, ids, &res);
+	free(ents);
+	if (rc) {
+		free(ids);
+		free(idx);
+		smp_listing_free(&l);
+		snprintf(err, errlen, "recording the listing in the catalog: %s", strerror(-rc));
+		return rc;
+	}
+	if (res.changed)
+		cmn_log(CMN_LOG_INFO,
+			"%s: %llu objects changed (old samples retire at the next epoch)",
+			s->cfg->url, (unsigned long long)res.changed);
+	smp_listing_free(&s->listing);
+	free(s->object_ids);
+	free(s->has_idx);
+	s->listing = l;
+	s->object_ids = ids;
+	s->has_idx = idx;
+	s->listed = true;
+	s->listed_epoch = epoch;
+	return 0;
+}

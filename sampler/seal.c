@@ -1,0 +1,153 @@
+/*
+ * seal.c - shard sealing: the sealer thread, and opening and handing off
+ * the shard being filled.
+ *
+ * Owns the sealer thread and its bounded queue (SMP_SEAL_QUEUE writers).
+ * Does not choose which records go into a shard (drain.c) and does not
+ * write a byte itself: cfs_shard_writer_seal() does the fsyncs and the
+ * catalog commit of DESIGN 2.
+ *
+ * Invariants: DESIGN 2 (a shard is visible only once sealed), DESIGN 4 (a
+ * queued writer's reservation stays counted in the budget until sealed).
+ * Locking: seal_mu protects seal_q, seal_n, seal_busy, seal_quit, seal_err
+ * and seal_msg; it is never held while calling into cachefs.  Everything
+ * but sealer_main() runs on the sampler's thread.
+ */
+#include "sampler/sampler_i.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cachefs/shard_writer.h"
+#include "common/log.h"
+
+/*
+ * Sealing runs on a sealer thread: the fsyncs of invariant 2 take as long as
+ * the disk needs, and meanwhile the fetch loop keeps the connections busy.
+ * The hand-off queue is bounded (SMP_SEAL_QUEUE writers; their reservations stay
+ * counted in the budget until sealed, so invariant 4 holds throughout).
+ */
+static void *sealer_main(void *arg)
+{
+	struct smp_sampler *s = arg;
+	pthread_mutex_lock(&s->seal_mu);
+	for (;;) {
+		while (s->seal_n == 0 && !s->seal_quit)
+			pthread_cond_wait(&s->seal_cv, &s->seal_mu);
+		if (s->seal_n == 0 && s->seal_quit)
+			break;
+		struct cfs_shard_writer *w = s->seal_q[0];
+		memmove(s->seal_q, s->seal_q + 1, (size_t)(s->seal_n - 1) * sizeof(s->seal_q[0]));
+		s->seal_n--;
+		s->seal_busy = true;
+		pthread_cond_broadcast(&s->seal_cv);
+		pthread_mutex_unlock(&s->seal_mu);
+
+		char err[512];
+		uint64_t bytes = cfs_shard_writer_bytes(w), recs = cfs_shard_writer_records(w);
+		int rc = cfs_shard_writer_seal(w, NULL, err, sizeof(err));
+		if (rc == 0) {
+			SMP_STAT_ADD(&s->stats, records_admitted, recs);
+			SMP_STAT_ADD(&s->stats, bytes_admitted, bytes);
+		} else if (rc != -ENODATA) {
+			cmn_log(CMN_LOG_ERROR, "sealing a shard: %s", err);
+		}
+		pthread_mutex_lock(&s->seal_mu);
+		if (rc && rc != -ENODATA && !s->seal_err) {
+			s->seal_err = rc;
+			snprintf(s->seal_msg, sizeof(s->seal_msg), "sealing a shard: %s", err);
+		}
+		s->seal_busy = false;
+		pthread_cond_broadcast(&s->seal_cv);
+	}
+	pthread_mutex_unlock(&s->seal_mu);
+	return NULL;
+}
+
+/* Hands the current shard to the sealer (waits while its queue is full). */
+int smp__seal_current(struct smp_sampler *s)
+{
+	if (!s->w)
+		return 0;
+	struct cfs_shard_writer *w = s->w;
+	s->w = NULL;
+	pthread_mutex_lock(&s->seal_mu);
+	while (s->seal_n == SMP_SEAL_QUEUE && !s->seal_err)
+		pthread_cond_wait(&s->seal_cv,
+				  &s->seal_mu); /* bounded: the sealer always progresses */
+	int err = s->seal_err;
+	if (!err) {
+		s->seal_q[s->seal_n++] = w;
+		pthread_cond_broadcast(&s->seal_cv);
+	}
+	pthread_mutex_unlock(&s->seal_mu);
+	if (err) {
+		cfs_shard_writer_abort(w);
+		return smp__fail_local(s, err, "sealing a shard");
+	}
+	return 0;
+}
+
+/* Waits until every handed-off shard is sealed; returns the first error. */
+int smp__seal_flush(struct smp_sampler *s)
+{
+	pthread_mutex_lock(&s->seal_mu);
+	while (s->seal_n > 0 || s->seal_busy)
+		pthread_cond_wait(&s->seal_cv, &s->seal_mu);
+	int err = s->seal_err;
+	if (err && !s->fatal) {
+		s->fatal = err;
+		snprintf(s->fatal_msg, sizeof(s->fatal_msg), "%s", s->seal_msg);
+	}
+	pthread_mutex_unlock(&s->seal_mu);
+	return err;
+}
+
+/* Opens the sampler's shard writer if it has none. */
+int smp__open_shard(struct smp_sampler *s)
+{
+	char err[512];
+	if (s->w)
+		return 0;
+	int rc = cfs_shard_writer_open(&s->w, s->cstore, s->epoch, err, sizeof(err));
+	if (rc) {
+		cmn_log(CMN_LOG_ERROR, "%s", err);
+		return smp__fail_local(s, rc, "opening a shard");
+	}
+	return 0;
+}
+
+/*
+ * Starts the sealer thread.  Returns 0, or -errno with a message (nothing
+ * is left to undo then).
+ */
+int smp__sealer_start(struct smp_sampler *s, char *err, size_t errlen)
+{
+	pthread_mutex_init(&s->seal_mu, NULL);
+	pthread_cond_init(&s->seal_cv, NULL);
+	int rc = -pthread_create(&s->sealer, NULL, sealer_main, s);
+	if (rc) {
+		snprintf(err, errlen, "cannot start the sealer thread: %s", strerror(-rc));
+		pthread_cond_destroy(&s->seal_cv);
+		pthread_mutex_destroy(&s->seal_mu);
+		return rc;
+	}
+	s->sealer_started = true;
+	return 0;
+}
+
+/* Stops the sealer thread once its queue is empty; a no-op if it never started. */
+void smp__sealer_stop(struct smp_sampler *s)
+{
+	if (!s->sealer_started)
+		return;
+	pthread_mutex_lock(&s->seal_mu);
+	s->seal_quit = true;
+	pthread_cond_broadcast(&s->seal_cv);
+	pthread_mutex_unlock(&s->seal_mu);
+	pthread_join(s->sealer, NULL);
+	pthread_cond_destroy(&s->seal_cv);
+	pthread_mutex_destroy(&s->seal_mu);
+	s->sealer_started = false;
+}
