@@ -1,6 +1,6 @@
 """Shared pieces of the feeder's peer baselines (bench/feeder_*.py).
 
-- example_pb2: tests/example/proto/{feature,example}.proto compiled with
+- example_pb2: tests/common/proto/{feature,example}.proto compiled with
   protoc at run time (Debian protobuf-compiler) and imported with Debian's
   python3-protobuf: the Python way of reading tf.Example without TensorFlow.
 - TFRecord framing read in Python (length, skip the CRCs: a Python CRC32C

@@ -73,6 +73,7 @@
  */
 #include "cachefs/catalog.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -276,13 +277,6 @@ struct cfs_catalog {
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Maps an SQLite result code to a negative errno. */
 static int sqlerr(int rc)
 {
@@ -469,7 +463,7 @@ static int migrate(struct cfs_catalog *c, char *err, size_t errlen)
 			goto rollback;
 		snprintf(sql, sizeof(sql),
 			 "INSERT INTO migrations(version, applied_ms) VALUES(%d, %" PRIu64 ")",
-			 i + 1, now_ms());
+			 i + 1, cmn_wall_ms());
 		rc = exec(c, sql);
 		if (rc < 0)
 			goto rollback;
@@ -1513,7 +1507,7 @@ int cfs_catalog_epoch_begin(struct cfs_catalog *c, const struct cfs_epoch_row *r
 		return -EIO;
 	}
 	sqlite3_bind_int64(st, 1, r->number);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)(r->started_ms ? r->started_ms : now_ms()));
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)(r->started_ms ? r->started_ms : cmn_wall_ms()));
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)r->limit);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)r->admit);
 	sqlite3_bind_text(st, 5, r->policy, (int)strnlen(r->policy, sizeof(r->policy)),

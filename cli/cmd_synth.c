@@ -28,7 +28,7 @@
  *   ragged length L(r, i) = mix(key(r, i) ^ 0xffffffffffffffff) mod (2m + 1)
  *
  * where m, the mean length of a ragged feature, is chosen from the record
- * size (below).  Tests recompute these (tests/example/oracle_synth.py).
+ * size (below).  Tests recompute these (tests/common/oracle_synth.py).
  *
  * Sizing.  Without --schema the schema is `x:float32[n],y:int64[1]` with the
  * largest n whose Example is at most --record-size bytes (the payload; the

@@ -12,7 +12,7 @@
  *   Int64List { repeated int64 value = 1 [packed = true]; }
  *
  * Decoding follows protobuf's parse semantics, so that a record means here
- * what it means to python3-protobuf (tests/example checks this on random
+ * what it means to python3-protobuf (tests/common checks this on random
  * Examples):
  *   - packed and unpacked repeated values are both accepted, mixed too, and
  *     several value fields of one list concatenate;

@@ -72,17 +72,4 @@ struct evc_plan {
 int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct evc_shard *shards,
 		      size_t n, uint64_t other, size_t *victims, struct evc_plan *out);
 
-/*
- * The eviction part of `.rollcache/stats` for the boundary into `epoch`, as
- * one JSON object (no newline), e.g.
- *   {"epoch":3,"entry":{"first":2,"last":null,"limit":21474836480,
- *    "admit":10737418240,"policy":"fifo","min_uses":1,"seed":0},
- *    "evicted_shards":2,"evicted_bytes":134217728,"used":10737418240,
- *    "admit_budget":10737418240,"reason":"ok","why":""}
- * ("last" is null for an open-ended entry).  Always NUL-terminates buf.
- * Returns the length written, or -ENOSPC if buf was too small (truncated).
- */
-int evc_plan_json(uint32_t epoch, const struct evc_entry *s, const struct evc_plan *p, char *buf,
-		  size_t len);
-
 #endif

@@ -5,7 +5,7 @@
  * Messages are built with the kernel's structures (linux/fuse.h) and sent
  * through pipes with the module's own read and writev hooks, so what is
  * checked is the byte stream the kernel would see.  The real mount (the
- * kernel accepting what is sent here) is tests/fuse/test_passthrough.py.
+ * kernel accepting what is sent here) is tests/daemon/test_passthrough.py.
  */
 #include "cachefs/passthrough.h"
 

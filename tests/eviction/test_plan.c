@@ -185,36 +185,6 @@ START_TEST(none_freezes)
 }
 END_TEST
 
-START_TEST(stats_json)
-{
-	const struct evc_shard s[] = {SH(1, 9 * G, 0, 1, 0, 0), SH(2, 9 * G, 1, 1, 0, 0),
-				      SH(3, 2 * G, 0, 2, 0, 0)};
-	struct evc_entry e = entry(20 * G, 5 * G, CMN_POLICY_FIFO, 2);
-	struct evc_plan p;
-	size_t v[3];
-	char buf[1024], small[40];
-	e.first = 2;
-	ck_assert_int_eq(evc_plan_boundary(&e, 9, s, 3, 0, v, &p), 0);
-	int n = evc_plan_json(9, &e, &p, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "{\"epoch\":9,\"entry\":{\"first\":2,\"last\":null,"
-			      "\"limit\":21474836480,\"admit\":5368709120,\"policy\":\"fifo\","
-			      "\"min_uses\":2,\"seed\":0},\"evicted_shards\":1,"
-			      "\"evicted_bytes\":2147483648,\"used\":19327352832,"
-			      "\"admit_budget\":2147483648,\"reason\":\"min_uses\",\"why\":"
-			      "\"admit 5.0 GiB cut to 2.0 GiB: 18.0 GiB of 20.0 GiB held by shards "
-			      "read fewer than min_uses=2 times\"}");
-	ck_assert_int_eq(n, (int)strlen(buf));
-	/* Escaping, a closed range, and truncation. */
-	e.last = 7;
-	snprintf(p.why, sizeof(p.why), "a \"quoted\\ line\n");
-	ck_assert_int_gt(evc_plan_json(9, &e, &p, buf, sizeof(buf)), 0);
-	ck_assert_ptr_nonnull(strstr(buf, "\"last\":7,"));
-	ck_assert_ptr_nonnull(strstr(buf, "\"why\":\"a \\\"quoted\\\\ line\\u000a\"}"));
-	ck_assert_int_eq(evc_plan_json(9, &e, &p, small, sizeof(small)), -ENOSPC);
-	ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
-}
-END_TEST
-
 /* ---- property test -------------------------------------------------------- */
 
 static uint64_t prng;
@@ -406,7 +376,6 @@ static Suite *plan_suite(void)
 	    {"min-uses-no-deadlock", min_uses_no_deadlock},
 	    {"pins-draining", pins_and_draining},
 	    {"none-freezes", none_freezes},
-	    {"stats-json", stats_json},
 	    {"property", property_random_statistics},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

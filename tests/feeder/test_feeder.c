@@ -5,7 +5,7 @@
  * id g, so each batch row is checked value by value, and the ids collected
  * over an epoch prove that every record arrives exactly once.  The oracle
  * for encoding is common/example.c's encoder, checked against
- * python3-protobuf by tests/example; test_python.py checks the Python path.
+ * python3-protobuf by tests/common; tests/python/test_feeder.py checks the Python path.
  */
 #include "rollcache/feeder.h"
 

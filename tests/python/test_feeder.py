@@ -2,7 +2,7 @@
 """The Python binding (python/rollcache) over librollcache.so, with numpy and
 (when installed) torch as DLPack consumers.
 
-usage: test_python.py FDR_GEN [--gpu]
+usage: test_feeder.py FDR_GEN [--gpu]
 
 Data comes from fdr_gen (formulas in tests/feeder/fdr_gen.h, repeated here
 in numpy as the oracle).  --gpu runs the device test only and exits 77 when

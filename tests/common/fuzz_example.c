@@ -12,7 +12,7 @@
  *             differential check of the two paths);
  *   192..255  a schema string for cmn_schema_parse(); a parsed schema is
  *             formatted and parsed again and must be equal.
- * Built with -fsanitize=fuzzer,address,undefined (tests/fuzz/meson.build):
+ * Built with -fsanitize=fuzzer,address,undefined (tests/common/meson.build):
  * any read outside the input or the destinations is a crash.
  */
 #include "common/example.h"

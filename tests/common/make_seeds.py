@@ -2,13 +2,13 @@
 """make_seeds.py - writes the committed seed corpora of the fuzz targets.
 
   seeds/example/   a selector byte + a tf.Example (hand-built with the
-                   helpers of tests/example/oracle_random.py, and the records
+                   helpers of tests/common/oracle_random.py, and the records
                    of the real pytorch/data file), and a few schema strings
   seeds/tfrecord/  a chunk-size byte + whole TFRecord files of
                    ../shared/testdata (plain and GZIP), a truncated one and
                    one with a flipped payload bit
 
-Run from anywhere: /usr/bin/python3 tests/fuzz/make_seeds.py [TESTDATA_DIR].
+Run from anywhere: /usr/bin/python3 tests/common/make_seeds.py [TESTDATA_DIR].
 The outputs are small (a few KiB in all) and deterministic.
 """
 import os
@@ -17,7 +17,7 @@ import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "example"))
+sys.path.insert(0, HERE)  # oracle_random.py lives beside this file
 import oracle_random as o  # noqa: E402
 
 

@@ -3,7 +3,7 @@
 python3-protobuf + numpy decoding tf.Examples of a TFRecord file in a plain
 loop (what a Python input pipeline does without native help).
 
-  /usr/bin/python3 tests/example/bench_python_baseline.py FILE.tfrecord SPEC [SECONDS]
+  /usr/bin/python3 tests/common/bench_python_baseline.py FILE.tfrecord SPEC [SECONDS]
 
 SPEC is a schema string (fixed features only, e.g. x:float32[4000],y:int64[1]).
 Prints records/s, MB/s and CPU seconds per GB of payload, in the same form

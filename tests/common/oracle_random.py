@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """oracle_random.py - the tf.Example decoder agrees with python3-protobuf.
 
-Compiles tests/example/proto/{feature,example}.proto with protoc into a
+Compiles tests/common/proto/{feature,example}.proto with protoc into a
 temporary directory and uses Debian's python3-protobuf as the oracle.
 
 1. Writes --count random Examples (default 10000) built byte by byte: random

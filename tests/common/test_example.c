@@ -7,7 +7,7 @@
  * that ASan (meson test --setup=asan) catches any read past the end.
  */
 #include "common/example.h"
-#include "tests/example/pb_build.h"
+#include "tests/common/pb_build.h"
 
 #include <check.h>
 #include <errno.h>
