@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROTO_DIR = os.path.join(HERE, "..", "tests", "example", "proto")
+PROTO_DIR = os.path.join(HERE, "..", "tests", "common", "proto")
 
 
 def load_example_pb2():

@@ -72,10 +72,13 @@ int main(int argc, char **argv)
 				continue;
 			}
 			for (off_t off = 0; off < sb.st_size; off += (off_t)rs) {
-				size_t n = (size_t)(sb.st_size - off) < rs ? (size_t)(sb.st_size - off) : rs;
+				size_t n = (size_t)(sb.st_size - off) < rs
+					       ? (size_t)(sb.st_size - off)
+					       : rs;
 				if (use_mmap) {
-					unsigned char *m = mmap(NULL, n, PROT_READ,
-								MAP_PRIVATE | MAP_POPULATE, fd, off);
+					unsigned char *m =
+					    mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd,
+						 off);
 					if (m == MAP_FAILED) {
 						perror("mmap");
 						return 1;

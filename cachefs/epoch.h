@@ -138,7 +138,7 @@ struct cmn_events;
  *                    FUSE request;
  *   CFS_EV_ALL_READ  every file of the current epoch was read to the end.
  */
-#define CFS_EV_RETIRED (1u << 0)
+#define CFS_EV_RETIRED	(1u << 0)
 #define CFS_EV_ALL_READ (1u << 1)
 
 struct cfs_epochs {
@@ -148,11 +148,11 @@ struct cfs_epochs {
 	struct cfs_epoch *current; /* protected by mu; NULL before the first publish */
 	struct cfs_efile **hash;   /* protected by mu; by id */
 	size_t nbuckets;
-	size_t nfiles;		 /* protected by mu; files alive in the hash */
-	uint64_t draining_bytes; /* protected by mu; evicted, still on disk */
-	struct cfs_store *store;	/* deletes evicted files; NULL: nothing on disk (tests) */
-	struct cmn_events *events;	/* where CFS_EV_* are posted, or NULL */
-	struct cfs_efile *gone_pending; /* protected by mu; chain via gnext */
+	size_t nfiles;			 /* protected by mu; files alive in the hash */
+	uint64_t draining_bytes;	 /* protected by mu; evicted, still on disk */
+	struct cfs_store *store;	 /* deletes evicted files; NULL: nothing on disk (tests) */
+	struct cmn_events *events;	 /* where CFS_EV_* are posted, or NULL */
+	struct cfs_efile *gone_pending;	 /* protected by mu; chain via gnext */
 	uint64_t gone_files, gone_bytes; /* protected by mu; evicted files deleted so far */
 
 	/* epochs that left the view, until the owner takes them */

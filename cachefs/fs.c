@@ -5,10 +5,10 @@
  * Owns the inode space of the mount and the request handlers.  Does not own
  * the snapshots (epoch.c), the catalog or the stats text: what only the
  * daemon can answer (a stats text, an advance) is posted to its queue of
- * requests (requests.h), which the daemon serves; fs.c never calls up.  Lookups and reads never query SQLite: names resolve
- * in the immutable sorted trees of struct cfs_epoch and reads go to an fd
- * opened on the backing file at the handle's first read (a warm open, served
- * from the kernel's page cache, costs no syscall beyond its reply).
+ * requests (requests.h), which the daemon serves; fs.c never calls up.  Lookups and reads never
+ * query SQLite: names resolve in the immutable sorted trees of struct cfs_epoch and reads go to an
+ * fd opened on the backing file at the handle's first read (a warm open, served from the kernel's
+ * page cache, costs no syscall beyond its reply).
  *
  * Inodes: 1..7 are the fixed nodes below; every other inode number is the
  * address of a struct cfs_efile, cfs_epoch or cfs_edir, whose first field
@@ -703,7 +703,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			err = ENOMEM;
 			goto out;
 		}
-		struct cfs_req r = {.kind = ino == INO_STATS ? CFS_REQ_STATS_JSON : CFS_REQ_METRICS};
+		struct cfs_req r = {.kind =
+					ino == INO_STATS ? CFS_REQ_STATS_JSON : CFS_REQ_METRICS};
 		int rc = cfs_requests_call(&fs->rq, &r);
 		if (rc != 0) {
 			free(r.buf);
@@ -1362,8 +1363,8 @@ static ssize_t fs_io_writev(int fd, struct iovec *iov, int count, void *userdata
 static const struct fuse_custom_io fs_io = {.read = fs_io_read, .writev = fs_io_writev};
 
 int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs *set,
-		 struct cfs_budget *budget, int cache_dirfd, const struct cfs_fs_opts *opts, char *err,
-		 size_t errlen)
+		 struct cfs_budget *budget, int cache_dirfd, const struct cfs_fs_opts *opts,
+		 char *err, size_t errlen)
 {
 	struct cfs_fs *fs = calloc(1, sizeof(*fs));
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);

@@ -45,8 +45,8 @@ struct cfs_fs_opts {
  * Returns 0 and *out, or -errno with a one-line message in err.
  */
 int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs *set,
-		 struct cfs_budget *budget, int cache_dirfd, const struct cfs_fs_opts *opts, char *err,
-		 size_t errlen);
+		 struct cfs_budget *budget, int cache_dirfd, const struct cfs_fs_opts *opts,
+		 char *err, size_t errlen);
 
 /*
  * The queue of requests the view cannot answer itself (stats texts,

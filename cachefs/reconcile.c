@@ -175,8 +175,8 @@ static int scan_dir(struct rec_ctx *s, enum cfs_kind kind, struct disk_file **fi
 		if (parse_name(de->d_name, suffix, &id) < 0 ||
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode)) {
-			cmn_log(CMN_LOG_WARN, "%s/%s/%s: not a cache file: removed", s->lay->dir, sub,
-				de->d_name);
+			cmn_log(CMN_LOG_WARN, "%s/%s/%s: not a cache file: removed", s->lay->dir,
+				sub, de->d_name);
 			if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT)
 				unlinkat(dfd, de->d_name, AT_REMOVEDIR);
 			s->rec->stray_entries++;
@@ -209,12 +209,12 @@ static void remove_file(struct rec_ctx *s, int kind, int64_t id)
 
 	cfs__file_name((enum cfs_kind)kind, id, name, sizeof(name));
 	if (unlinkat(cfs__kind_fd(s->lay, (enum cfs_kind)kind), name, 0) < 0 && errno != ENOENT)
-		cmn_log(CMN_LOG_WARN, "%s: cannot remove %s: %s", s->lay->dir, name, strerror(errno));
+		cmn_log(CMN_LOG_WARN, "%s: cannot remove %s: %s", s->lay->dir, name,
+			strerror(errno));
 }
 
-int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat,
-		   struct cfs_budget *budget, struct cfs_reconcile_report *rec, char *err,
-		   size_t errlen)
+int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct cfs_budget *budget,
+		   struct cfs_reconcile_report *rec, char *err, size_t errlen)
 {
 	struct rec_ctx ctx = {.lay = lay, .cat = cat, .budget = budget, .rec = rec};
 	struct rec_ctx *s = &ctx;
@@ -310,13 +310,13 @@ int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat,
 	s->rec->elapsed_us = (cmn_mono_ns() - t0) / 1000u;
 	if (s->rec->tmp_removed || s->rec->rows_dropped || s->rec->files_removed ||
 	    s->rec->size_mismatches || s->rec->evictions_finished || s->rec->stray_entries)
-		cmn_log(CMN_LOG_INFO,
-			"%s: reconciled: %" PRIu64 " tmp files removed, %" PRIu64
-			" rows without file dropped, %" PRIu64
-			" files without row removed, %" PRIu64 " size mismatches, %" PRIu64
-			" evictions finished, %" PRIu64 " strays",
-			s->lay->dir, s->rec->tmp_removed, s->rec->rows_dropped, s->rec->files_removed,
-			s->rec->size_mismatches, s->rec->evictions_finished, s->rec->stray_entries);
+		cmn_log(
+		    CMN_LOG_INFO,
+		    "%s: reconciled: %" PRIu64 " tmp files removed, %" PRIu64
+		    " rows without file dropped, %" PRIu64 " files without row removed, %" PRIu64
+		    " size mismatches, %" PRIu64 " evictions finished, %" PRIu64 " strays",
+		    s->lay->dir, s->rec->tmp_removed, s->rec->rows_dropped, s->rec->files_removed,
+		    s->rec->size_mismatches, s->rec->evictions_finished, s->rec->stray_entries);
 out:
 	free(files);
 	cfs_shard_info_free(rows, nrows);

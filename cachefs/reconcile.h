@@ -18,8 +18,7 @@
  * budget.  Fills *rec.  The caller holds the directory lock.  Returns 0 or
  * -errno with a message in err.
  */
-int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat,
-		   struct cfs_budget *budget, struct cfs_reconcile_report *rec, char *err,
-		   size_t errlen);
+int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct cfs_budget *budget,
+		   struct cfs_reconcile_report *rec, char *err, size_t errlen);
 
 #endif

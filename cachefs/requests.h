@@ -41,8 +41,8 @@ struct cfs_req {
 
 struct cfs_requests {
 	pthread_mutex_t mu;
-	pthread_cond_t posted;	 /* a request was queued, or the queue closed */
-	pthread_cond_t answered; /* some request was answered */
+	pthread_cond_t posted;	     /* a request was queued, or the queue closed */
+	pthread_cond_t answered;     /* some request was answered */
 	struct cfs_req *head, *tail; /* protected by mu: not yet taken */
 	bool closed;		     /* protected by mu */
 };

@@ -69,8 +69,8 @@ static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum c
 	w->epoch = epoch;
 	w->id = cfs_catalog_alloc_id(s->cat);
 	cfs__file_name(kind, w->id, w->name, sizeof(w->name));
-	w->fd =
-	    openat(s->lay.tmp_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+	w->fd = openat(s->lay.tmp_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		       0444);
 	if (w->fd < 0) {
 		int e = errno;
 		snprintf(err, errlen,
@@ -291,8 +291,8 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 		return -EIO;
 	}
 	if (w->kind == CFS_KIND_TFRECORD && w->nsamples == 0) {
-		snprintf(err, errlen, "%s/tmp/%s: no record was appended: nothing to seal", s->lay.dir,
-			 w->name);
+		snprintf(err, errlen, "%s/tmp/%s: no record was appended: nothing to seal",
+			 s->lay.dir, w->name);
 		cfs_shard_writer_abort(w);
 		return -ENODATA;
 	}
@@ -311,8 +311,8 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 	/* 2. rename into shards/ or objects/ and fsync that directory */
 	if (renameat(s->lay.tmp_fd, w->name, dfd, w->name) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: rename tmp/%s -> %s/%s failed: %s", s->lay.dir, w->name, sub,
-			 w->name, strerror(-rc));
+		snprintf(err, errlen, "%s: rename tmp/%s -> %s/%s failed: %s", s->lay.dir, w->name,
+			 sub, w->name, strerror(-rc));
 		goto fail;
 	}
 	if (fsync(dfd) < 0) {
@@ -355,8 +355,8 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 fail_renamed:
 	/* never visible: the row is missing, so remove the file now */
 	if (unlinkat(dfd, w->name, 0) < 0 && errno != ENOENT)
-		cmn_log(CMN_LOG_WARN, "%s/%s/%s: cannot remove: %s (removed at next start)", s->lay.dir,
-			sub, w->name, strerror(errno));
+		cmn_log(CMN_LOG_WARN, "%s/%s/%s: cannot remove: %s (removed at next start)",
+			s->lay.dir, sub, w->name, strerror(errno));
 fail:
 	cfs_shard_writer_abort(w);
 	return rc;

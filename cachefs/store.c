@@ -113,8 +113,8 @@ static int take_lock(struct cfs_store *s, char *err, size_t errlen)
 	len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
 	if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, buf, (size_t)len, 0) != len) {
 		int e = errno ? errno : EIO;
-		snprintf(err, errlen, "%s/lock: cannot write our pid: %s: check the disk", s->lay.dir,
-			 strerror(e));
+		snprintf(err, errlen, "%s/lock: cannot write our pid: %s: check the disk",
+			 s->lay.dir, strerror(e));
 		return -e;
 	}
 	return 0;

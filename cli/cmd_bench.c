@@ -38,10 +38,10 @@ struct bench_kind {
 #endif
 
 static const struct bench_kind kinds[] = {
-	{"fuse", BENCH_FUSE, "reads through a mount against direct reads of the same files"},
-	{"sampler", BENCH_SAMPLER, "ingest throughput against curl --parallel on the same objects"},
-	{"feeder", BENCH_FEEDER, "records/s, MB/s, CPU-s/GB and consumer wait of the native feeder"},
-	{"catalog", BENCH_CATALOG, "SQLite catalog insert and snapshot rates"},
+    {"fuse", BENCH_FUSE, "reads through a mount against direct reads of the same files"},
+    {"sampler", BENCH_SAMPLER, "ingest throughput against curl --parallel on the same objects"},
+    {"feeder", BENCH_FEEDER, "records/s, MB/s, CPU-s/GB and consumer wait of the native feeder"},
+    {"catalog", BENCH_CATALOG, "SQLite catalog insert and snapshot rates"},
 };
 
 static void usage(FILE *out)
@@ -73,7 +73,8 @@ int cmd_bench(int argc, char **argv)
 		}
 		return kinds[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "rollcache bench: unknown kind '%s': expected fuse, sampler, feeder or catalog\n",
+	fprintf(stderr,
+		"rollcache bench: unknown kind '%s': expected fuse, sampler, feeder or catalog\n",
 		argv[1]);
 	return 2;
 }

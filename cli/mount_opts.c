@@ -21,7 +21,6 @@
 
 /* ---- -o parsing (fuse_opt) ------------------------------------------- */
 
-
 enum {
 	KEY_IGNORE = 1,
 	KEY_PASS = 2,
@@ -208,4 +207,3 @@ bool cli_is_mount_point(const char *path, char *fstype, size_t len)
 	fclose(mi);
 	return found;
 }
-

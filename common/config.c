@@ -39,15 +39,29 @@
 #include <unistd.h>
 
 #define CONFIG_FILE_MAX ((size_t)1 << 20)
-#define MSG_MAX 512
+#define MSG_MAX		512
 
 /* ---- key table ----------------------------------------------------------- */
 
 enum key_id {
-	K_CACHE_DIR, K_LIMIT, K_ADVANCE, K_MIN_RECORDS,
-	K_URL, K_ENDPOINT, K_REGION, K_PROFILE, K_FORMAT, K_COMPRESSION, K_RANK, K_WORLD_SIZE,
+	K_CACHE_DIR,
+	K_LIMIT,
+	K_ADVANCE,
+	K_MIN_RECORDS,
+	K_URL,
+	K_ENDPOINT,
+	K_REGION,
+	K_PROFILE,
+	K_FORMAT,
+	K_COMPRESSION,
+	K_RANK,
+	K_WORLD_SIZE,
 	K_RELIST,
-	K_CONNECTIONS, K_STRATEGY, K_SHARD_SIZE, K_RETRIES, K_TIMEOUT,
+	K_CONNECTIONS,
+	K_STRATEGY,
+	K_SHARD_SIZE,
+	K_RETRIES,
+	K_TIMEOUT,
 };
 
 enum vtype { V_STR, V_URL, V_ENDPOINT, V_SIZE, V_DURATION, V_U32, V_U64, V_ENUM };
@@ -67,52 +81,51 @@ struct key_def {
 	const char *flat; /* --flag / -o name */
 	enum vtype type;
 	const char *const *names; /* V_ENUM */
-	uint64_t min, max;        /* V_U32 / V_U64 / V_SIZE range */
-	const char *example;      /* what is expected, for messages */
+	uint64_t min, max;	  /* V_U32 / V_U64 / V_SIZE range */
+	const char *example;	  /* what is expected, for messages */
 };
 
 static const struct key_def keys[] = {
-	{K_CACHE_DIR, SEC_CACHE, "dir", "cache_dir", V_STR, NULL, 0, 0, "a directory path"},
-	{K_LIMIT, SEC_CACHE, "limit", "limit", V_SIZE, NULL, 1, UINT64_MAX, "a size such as 200G"},
-	{K_ADVANCE, SEC_CACHE, "advance", "advance", V_ENUM, advance_names, 0, 0, NULL},
-	{K_MIN_RECORDS, SEC_CACHE, "min_records", "min_records", V_U64, NULL, 0, UINT64_MAX,
-	 "a record count such as 1000"},
-	{K_URL, SEC_SOURCE, "url", "url", V_URL, NULL, 0, 0, NULL},
-	{K_ENDPOINT, SEC_SOURCE, "endpoint", "endpoint", V_ENDPOINT, NULL, 0, 0, NULL},
-	{K_REGION, SEC_SOURCE, "region", "region", V_STR, NULL, 0, 0, "a region such as us-east-1"},
-	{K_PROFILE, SEC_SOURCE, "profile", "profile", V_STR, NULL, 0, 0,
-	 "a profile name of ~/.aws/credentials"},
-	{K_FORMAT, SEC_SOURCE, "format", "format", V_ENUM, format_names, 0, 0, NULL},
-	{K_COMPRESSION, SEC_SOURCE, "compression", "compression", V_ENUM, compression_names, 0, 0,
-	 NULL},
-	{K_RANK, SEC_SOURCE, "rank", "rank", V_U32, NULL, 0, UINT32_MAX - 1, "a node index such as 0"},
-	{K_WORLD_SIZE, SEC_SOURCE, "world_size", "world_size", V_U32, NULL, 1, UINT32_MAX,
-	 "a node count of at least 1"},
-	{K_RELIST, SEC_SOURCE, "relist", "relist", V_U32, NULL, 0, UINT32_MAX,
-	 "an epoch count such as 1 (0: never re-list)"},
-	{K_CONNECTIONS, SEC_SAMPLER, "connections", "connections", V_U32, NULL, 1, 1024,
-	 "a number of parallel transfers from 1 to 1024"},
-	{K_STRATEGY, SEC_SAMPLER, "strategy", "strategy", V_ENUM, strategy_names, 0, 0, NULL},
-	{K_SHARD_SIZE, SEC_SAMPLER, "shard_size", "shard_size", V_SIZE, NULL, 1, UINT64_MAX,
-	 "a size such as 64M"},
-	{K_RETRIES, SEC_SAMPLER, "retries", "retries", V_U32, NULL, 0, 1000,
-	 "a retry count from 0 to 1000"},
-	{K_TIMEOUT, SEC_SAMPLER, "timeout", "timeout", V_DURATION, NULL, 1, UINT64_MAX,
-	 "a duration such as 30s"},
+    {K_CACHE_DIR, SEC_CACHE, "dir", "cache_dir", V_STR, NULL, 0, 0, "a directory path"},
+    {K_LIMIT, SEC_CACHE, "limit", "limit", V_SIZE, NULL, 1, UINT64_MAX, "a size such as 200G"},
+    {K_ADVANCE, SEC_CACHE, "advance", "advance", V_ENUM, advance_names, 0, 0, NULL},
+    {K_MIN_RECORDS, SEC_CACHE, "min_records", "min_records", V_U64, NULL, 0, UINT64_MAX,
+     "a record count such as 1000"},
+    {K_URL, SEC_SOURCE, "url", "url", V_URL, NULL, 0, 0, NULL},
+    {K_ENDPOINT, SEC_SOURCE, "endpoint", "endpoint", V_ENDPOINT, NULL, 0, 0, NULL},
+    {K_REGION, SEC_SOURCE, "region", "region", V_STR, NULL, 0, 0, "a region such as us-east-1"},
+    {K_PROFILE, SEC_SOURCE, "profile", "profile", V_STR, NULL, 0, 0,
+     "a profile name of ~/.aws/credentials"},
+    {K_FORMAT, SEC_SOURCE, "format", "format", V_ENUM, format_names, 0, 0, NULL},
+    {K_COMPRESSION, SEC_SOURCE, "compression", "compression", V_ENUM, compression_names, 0, 0,
+     NULL},
+    {K_RANK, SEC_SOURCE, "rank", "rank", V_U32, NULL, 0, UINT32_MAX - 1, "a node index such as 0"},
+    {K_WORLD_SIZE, SEC_SOURCE, "world_size", "world_size", V_U32, NULL, 1, UINT32_MAX,
+     "a node count of at least 1"},
+    {K_RELIST, SEC_SOURCE, "relist", "relist", V_U32, NULL, 0, UINT32_MAX,
+     "an epoch count such as 1 (0: never re-list)"},
+    {K_CONNECTIONS, SEC_SAMPLER, "connections", "connections", V_U32, NULL, 1, 1024,
+     "a number of parallel transfers from 1 to 1024"},
+    {K_STRATEGY, SEC_SAMPLER, "strategy", "strategy", V_ENUM, strategy_names, 0, 0, NULL},
+    {K_SHARD_SIZE, SEC_SAMPLER, "shard_size", "shard_size", V_SIZE, NULL, 1, UINT64_MAX,
+     "a size such as 64M"},
+    {K_RETRIES, SEC_SAMPLER, "retries", "retries", V_U32, NULL, 0, 1000,
+     "a retry count from 0 to 1000"},
+    {K_TIMEOUT, SEC_SAMPLER, "timeout", "timeout", V_DURATION, NULL, 1, UINT64_MAX,
+     "a duration such as 30s"},
 };
 
 enum epoch_key { E_LIMIT, E_ADMIT, E_POLICY, E_MIN_USES, E_SEED };
 
 static const struct key_def epoch_keys[] = {
-	{E_LIMIT, SEC_EPOCH, "limit", NULL, V_SIZE, NULL, 1, UINT64_MAX, "a size such as 20G"},
-	{E_ADMIT, SEC_EPOCH, "admit", NULL, V_SIZE, NULL, 0, UINT64_MAX, "a size such as 5G"},
-	{E_POLICY, SEC_EPOCH, "policy", NULL, V_ENUM, policy_names, 0, 0, NULL},
-	{E_MIN_USES, SEC_EPOCH, "min_uses", NULL, V_U32, NULL, 0, UINT32_MAX,
-	 "a read count such as 2"},
-	{E_SEED, SEC_EPOCH, "seed", NULL, V_U64, NULL, 0, UINT64_MAX, "an integer such as 42"},
+    {E_LIMIT, SEC_EPOCH, "limit", NULL, V_SIZE, NULL, 1, UINT64_MAX, "a size such as 20G"},
+    {E_ADMIT, SEC_EPOCH, "admit", NULL, V_SIZE, NULL, 0, UINT64_MAX, "a size such as 5G"},
+    {E_POLICY, SEC_EPOCH, "policy", NULL, V_ENUM, policy_names, 0, 0, NULL},
+    {E_MIN_USES, SEC_EPOCH, "min_uses", NULL, V_U32, NULL, 0, UINT32_MAX, "a read count such as 2"},
+    {E_SEED, SEC_EPOCH, "seed", NULL, V_U64, NULL, 0, UINT64_MAX, "an integer such as 42"},
 };
 
-#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+#define N_KEYS	     (sizeof(keys) / sizeof(keys[0]))
 #define N_EPOCH_KEYS (sizeof(epoch_keys) / sizeof(epoch_keys[0]))
 
 static const struct key_def *find_key(enum key_id id)
@@ -175,8 +188,8 @@ static void names_list(const char *const *names, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (int i = 0; names[i]; i++) {
-		int n = snprintf(buf + used, len - used, "%s%s", i ? (names[i + 1] ? ", " : " or ") : "",
-				 names[i]);
+		int n = snprintf(buf + used, len - used, "%s%s",
+				 i ? (names[i + 1] ? ", " : " or ") : "", names[i]);
 		if (n < 0 || (size_t)n >= len - used)
 			break;
 		used += (size_t)n;
@@ -205,13 +218,15 @@ static int parse_value(const struct key_def *d, const char *s, struct value *v, 
 		redact_url(s, tmp, sizeof(tmp));
 		if (!has_prefix(s, "file://") && !has_prefix(s, "http://") &&
 		    !has_prefix(s, "https://") && !has_prefix(s, "s3://")) {
-			snprintf(msg, msglen,
-				 "%s: expected a URL starting with file://, http://, https:// or s3://",
-				 *s ? tmp : "(empty)");
+			snprintf(
+			    msg, msglen,
+			    "%s: expected a URL starting with file://, http://, https:// or s3://",
+			    *s ? tmp : "(empty)");
 			return -EINVAL;
 		}
 		if (has_prefix(s, "file://") && s[7] != '/') {
-			snprintf(msg, msglen, "%s: expected an absolute file URL such as file:///data/train/",
+			snprintf(msg, msglen,
+				 "%s: expected an absolute file URL such as file:///data/train/",
 				 tmp);
 			return -EINVAL;
 		}
@@ -222,8 +237,8 @@ static int parse_value(const struct key_def *d, const char *s, struct value *v, 
 			return -EINVAL;
 		}
 		if (has_prefix(s, "s3://") && s[5] == '/') {
-			snprintf(msg, msglen, "%s: the URL names no bucket (expected s3://bucket/prefix/)",
-				 tmp);
+			snprintf(msg, msglen,
+				 "%s: the URL names no bucket (expected s3://bucket/prefix/)", tmp);
 			return -EINVAL;
 		}
 		break;
@@ -231,8 +246,9 @@ static int parse_value(const struct key_def *d, const char *s, struct value *v, 
 		redact_url(s, tmp, sizeof(tmp));
 		if ((!has_prefix(s, "http://") && !has_prefix(s, "https://")) ||
 		    s[strcspn(s, ":") + 3] == '\0') {
-			snprintf(msg, msglen, "%s: expected an http:// or https:// URL such as "
-					      "http://127.0.0.1:9000",
+			snprintf(msg, msglen,
+				 "%s: expected an http:// or https:// URL such as "
+				 "http://127.0.0.1:9000",
 				 *s ? tmp : "(empty)");
 			return -EINVAL;
 		}
@@ -242,8 +258,8 @@ static int parse_value(const struct key_def *d, const char *s, struct value *v, 
 		if (rc)
 			return -EINVAL;
 		if (v->u < d->min || v->u > d->max) {
-			snprintf(msg, msglen, "%s: expected %s (at least %" PRIu64 " bytes)", s, d->example,
-				 d->min);
+			snprintf(msg, msglen, "%s: expected %s (at least %" PRIu64 " bytes)", s,
+				 d->example, d->min);
 			return -EINVAL;
 		}
 		return 0;
@@ -293,35 +309,87 @@ static void store_str(char **slot, struct value *v)
 static void store(struct cmn_config *c, const struct key_def *d, struct value *v)
 {
 	switch ((enum key_id)d->id) {
-	case K_CACHE_DIR: store_str(&c->cache_dir, v); break;
-	case K_LIMIT: c->limit = v->u; c->has_limit = true; break;
-	case K_ADVANCE: c->advance = (enum cmn_advance)v->e; break;
-	case K_MIN_RECORDS: c->min_records = v->u; break;
-	case K_URL: store_str(&c->url, v); break;
-	case K_ENDPOINT: store_str(&c->endpoint, v); break;
-	case K_REGION: store_str(&c->region, v); break;
-	case K_PROFILE: store_str(&c->profile, v); break;
-	case K_FORMAT: c->format = (enum cmn_format)v->e; break;
-	case K_COMPRESSION: c->compression = (enum cmn_compression)v->e; break;
-	case K_RANK: c->rank = (uint32_t)v->u; break;
-	case K_WORLD_SIZE: c->world_size = (uint32_t)v->u; break;
-	case K_RELIST: c->relist = (uint32_t)v->u; break;
-	case K_CONNECTIONS: c->connections = (uint32_t)v->u; break;
-	case K_STRATEGY: c->strategy = (enum cmn_strategy)v->e; break;
-	case K_SHARD_SIZE: c->shard_size = v->u; break;
-	case K_RETRIES: c->retries = (uint32_t)v->u; break;
-	case K_TIMEOUT: c->timeout_ms = v->u; break;
+	case K_CACHE_DIR:
+		store_str(&c->cache_dir, v);
+		break;
+	case K_LIMIT:
+		c->limit = v->u;
+		c->has_limit = true;
+		break;
+	case K_ADVANCE:
+		c->advance = (enum cmn_advance)v->e;
+		break;
+	case K_MIN_RECORDS:
+		c->min_records = v->u;
+		break;
+	case K_URL:
+		store_str(&c->url, v);
+		break;
+	case K_ENDPOINT:
+		store_str(&c->endpoint, v);
+		break;
+	case K_REGION:
+		store_str(&c->region, v);
+		break;
+	case K_PROFILE:
+		store_str(&c->profile, v);
+		break;
+	case K_FORMAT:
+		c->format = (enum cmn_format)v->e;
+		break;
+	case K_COMPRESSION:
+		c->compression = (enum cmn_compression)v->e;
+		break;
+	case K_RANK:
+		c->rank = (uint32_t)v->u;
+		break;
+	case K_WORLD_SIZE:
+		c->world_size = (uint32_t)v->u;
+		break;
+	case K_RELIST:
+		c->relist = (uint32_t)v->u;
+		break;
+	case K_CONNECTIONS:
+		c->connections = (uint32_t)v->u;
+		break;
+	case K_STRATEGY:
+		c->strategy = (enum cmn_strategy)v->e;
+		break;
+	case K_SHARD_SIZE:
+		c->shard_size = v->u;
+		break;
+	case K_RETRIES:
+		c->retries = (uint32_t)v->u;
+		break;
+	case K_TIMEOUT:
+		c->timeout_ms = v->u;
+		break;
 	}
 }
 
 static void store_epoch(struct cmn_epoch_section *e, const struct key_def *d, const struct value *v)
 {
 	switch ((enum epoch_key)d->id) {
-	case E_LIMIT: e->limit = v->u; e->has_limit = true; break;
-	case E_ADMIT: e->admit = v->u; e->has_admit = true; break;
-	case E_POLICY: e->policy = (enum cmn_policy)v->e; e->has_policy = true; break;
-	case E_MIN_USES: e->min_uses = (uint32_t)v->u; e->has_min_uses = true; break;
-	case E_SEED: e->seed = v->u; e->has_seed = true; break;
+	case E_LIMIT:
+		e->limit = v->u;
+		e->has_limit = true;
+		break;
+	case E_ADMIT:
+		e->admit = v->u;
+		e->has_admit = true;
+		break;
+	case E_POLICY:
+		e->policy = (enum cmn_policy)v->e;
+		e->has_policy = true;
+		break;
+	case E_MIN_USES:
+		e->min_uses = (uint32_t)v->u;
+		e->has_min_uses = true;
+		break;
+	case E_SEED:
+		e->seed = v->u;
+		e->has_seed = true;
+		break;
 	}
 }
 
@@ -435,7 +503,8 @@ int cmn_config_parse_o(struct cmn_config *c, const char *opts, char *err, size_t
 		char origin[80];
 		char *eq = strchr(item, '=');
 		if (!eq) {
-			snprintf(err, errlen, "-o %s: expected key=value, such as -o limit=20G", item);
+			snprintf(err, errlen, "-o %s: expected key=value, such as -o limit=20G",
+				 item);
 			rc = -EINVAL;
 			break;
 		}
@@ -456,18 +525,18 @@ struct ini_ctx {
 	const char *path;
 	const char *text;
 	size_t pos, len;
-	int line;                 /* lines handed to inih so far */
-	enum section_id sec;      /* section of the current line */
-	char sec_text[64];        /* as written, for messages */
-	size_t epoch_idx;         /* c->epochs index when sec == SEC_EPOCH */
-	int rc;                   /* first error, 0 if none */
+	int line;	     /* lines handed to inih so far */
+	enum section_id sec; /* section of the current line */
+	char sec_text[64];   /* as written, for messages */
+	size_t epoch_idx;    /* c->epochs index when sec == SEC_EPOCH */
+	int rc;		     /* first error, 0 if none */
 	int rc_line;
 	char *err;
 	size_t errlen;
 };
 
 static void ini_fail(struct ini_ctx *x, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void ini_fail(struct ini_ctx *x, int rc, const char *fmt, ...)
 {
@@ -547,8 +616,9 @@ static void ini_section(struct ini_ctx *x, const char *line)
 		n--;
 	}
 	if (n >= sizeof(name)) {
-		ini_fail(x, -EINVAL, "unknown section [%.40s...]: expected [cache], [source], "
-				     "[sampler] or [epoch N], [epoch N-M], [epoch N-]",
+		ini_fail(x, -EINVAL,
+			 "unknown section [%.40s...]: expected [cache], [source], "
+			 "[sampler] or [epoch N], [epoch N-M], [epoch N-]",
 			 line);
 		return;
 	}
@@ -641,8 +711,9 @@ static int handle_key(void *user, const char *section, const char *name, const c
 	if (x->rc || x->sec == SEC_BAD)
 		return 1;
 	if (x->sec == SEC_NONE) {
-		ini_fail(x, -EINVAL, "%s = %s: key outside a section: put it under [cache], [source], "
-				     "[sampler] or [epoch N]",
+		ini_fail(x, -EINVAL,
+			 "%s = %s: key outside a section: put it under [cache], [source], "
+			 "[sampler] or [epoch N]",
 			 name, value);
 		return 0;
 	}
@@ -746,8 +817,9 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 	struct value v;
 
 	if (!c->has_limit || c->limit == 0) {
-		snprintf(err, errlen, "limit is not set: add `limit = 200G` under [cache] in the "
-				      "config file, or pass --limit SIZE (-o limit=SIZE)");
+		snprintf(err, errlen,
+			 "limit is not set: add `limit = 200G` under [cache] in the "
+			 "config file, or pass --limit SIZE (-o limit=SIZE)");
 		return -EINVAL;
 	}
 	if (c->world_size < 1) {
@@ -762,7 +834,8 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (c->connections < 1 || c->connections > 1024) {
-		snprintf(err, errlen, "connections = %" PRIu32 ": expected 1 to 1024", c->connections);
+		snprintf(err, errlen, "connections = %" PRIu32 ": expected 1 to 1024",
+			 c->connections);
 		return -EINVAL;
 	}
 	if (c->url) {
@@ -773,8 +846,9 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 		free(v.s);
 	}
 	if (c->shard_size == 0 || c->shard_size > c->limit) {
-		snprintf(err, errlen, "shard_size = %s is larger than limit = %s: lower shard_size or "
-				      "raise limit",
+		snprintf(err, errlen,
+			 "shard_size = %s is larger than limit = %s: lower shard_size or "
+			 "raise limit",
 			 cmn_format_size(c->shard_size, a, sizeof(a)),
 			 cmn_format_size(c->limit, b, sizeof(b)));
 		return -EINVAL;
@@ -784,8 +858,9 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (c->format == CMN_FORMAT_RAW && c->compression != CMN_COMPRESSION_NONE) {
-		snprintf(err, errlen, "compression = gzip applies to format = tfrecord only: "
-				      "set compression = none for raw objects");
+		snprintf(err, errlen,
+			 "compression = gzip applies to format = tfrecord only: "
+			 "set compression = none for raw objects");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < c->n_epochs; i++) {
@@ -793,11 +868,12 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 		const char *where = c->path ? c->path : "config";
 		uint64_t lim = e->has_limit ? e->limit : c->limit;
 		if (e->has_limit && e->limit > c->limit) {
-			snprintf(err, errlen,
-				 "%s:%d: [epoch] limit = %s is above the cache limit = %s: an epoch "
-				 "may not hold more than the cache",
-				 where, e->line, cmn_format_size(e->limit, a, sizeof(a)),
-				 cmn_format_size(c->limit, b, sizeof(b)));
+			snprintf(
+			    err, errlen,
+			    "%s:%d: [epoch] limit = %s is above the cache limit = %s: an epoch "
+			    "may not hold more than the cache",
+			    where, e->line, cmn_format_size(e->limit, a, sizeof(a)),
+			    cmn_format_size(c->limit, b, sizeof(b)));
 			return -EINVAL;
 		}
 		if (e->has_admit && e->admit > lim) {

@@ -44,7 +44,7 @@ enum cmn_policy {
 /* One [epoch ...] section as written; has_* says which keys it set. */
 struct cmn_epoch_section {
 	uint32_t first, last; /* inclusive; last = CMN_EPOCH_OPEN for "N-" */
-	int line;             /* line of the section header */
+	int line;	      /* line of the section header */
 	bool has_limit, has_admit, has_policy, has_min_uses, has_seed;
 	uint64_t limit;
 	uint64_t admit;
@@ -57,29 +57,29 @@ struct cmn_config {
 	char *path; /* the config file loaded, or NULL */
 
 	/* [cache] */
-	char *cache_dir;      /* NULL: $XDG_CACHE_HOME/rollcache/<hash(url)> */
-	uint64_t limit;       /* bytes; required */
+	char *cache_dir; /* NULL: $XDG_CACHE_HOME/rollcache/<hash(url)> */
+	uint64_t limit;	 /* bytes; required */
 	bool has_limit;
 	enum cmn_advance advance; /* manual */
-	uint64_t min_records; /* 1000 */
+	uint64_t min_records;	  /* 1000 */
 
 	/* [source] */
-	char *url;      /* file:///abs/, http(s)://host/prefix/, s3://bucket/prefix/ */
-	char *endpoint; /* S3-compatible endpoint URL, or NULL for AWS */
-	char *region;   /* us-east-1 */
-	char *profile;  /* ~/.aws/credentials profile; "default" */
-	enum cmn_format format;           /* tfrecord */
+	char *url;		/* file:///abs/, http(s)://host/prefix/, s3://bucket/prefix/ */
+	char *endpoint;		/* S3-compatible endpoint URL, or NULL for AWS */
+	char *region;		/* us-east-1 */
+	char *profile;		/* ~/.aws/credentials profile; "default" */
+	enum cmn_format format; /* tfrecord */
 	enum cmn_compression compression; /* none */
-	uint32_t rank;                    /* 0 */
-	uint32_t world_size;              /* 1 */
-	uint32_t relist;                  /* 1 */
+	uint32_t rank;			  /* 0 */
+	uint32_t world_size;		  /* 1 */
+	uint32_t relist;		  /* 1 */
 
 	/* [sampler] */
-	uint32_t connections;        /* 8 */
-	enum cmn_strategy strategy;  /* objects */
-	uint64_t shard_size;         /* 64M */
-	uint32_t retries;            /* 5 */
-	uint64_t timeout_ms;         /* 30s */
+	uint32_t connections;	    /* 8 */
+	enum cmn_strategy strategy; /* objects */
+	uint64_t shard_size;	    /* 64M */
+	uint32_t retries;	    /* 5 */
+	uint64_t timeout_ms;	    /* 30s */
 
 	/* [epoch ...], in file order */
 	struct cmn_epoch_section *epochs;

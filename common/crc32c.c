@@ -30,14 +30,14 @@
 #define POLY 0x82f63b78u
 
 /* Block sizes of the 3-way interleaved loop (bytes per chain). */
-#define LONG_BLOCK 8192
+#define LONG_BLOCK  8192
 #define SHORT_BLOCK 256
 
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-static uint32_t crc_table[8][256];     /* slicing-by-8 */
-static uint32_t crc_long[4][256];      /* shift a crc over LONG_BLOCK zero bytes */
-static uint32_t crc_short[4][256];     /* shift a crc over SHORT_BLOCK zero bytes */
-static bool crc_hw;                    /* the CPU has SSE4.2 */
+static uint32_t crc_table[8][256]; /* slicing-by-8 */
+static uint32_t crc_long[4][256];  /* shift a crc over LONG_BLOCK zero bytes */
+static uint32_t crc_short[4][256]; /* shift a crc over SHORT_BLOCK zero bytes */
+static bool crc_hw;		   /* the CPU has SSE4.2 */
 
 /* ---- GF(2) operators for "append n zero bytes" ----------------------- */
 

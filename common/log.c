@@ -19,9 +19,9 @@
 #define LOG_LINE_MAX 1024
 
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static cmn_log_sink log_sink;      /* protected by log_mu; NULL = stderr */
-static void *log_sink_ctx;         /* protected by log_mu */
-static atomic_int log_level = -1;  /* -1: not yet read from the environment */
+static cmn_log_sink log_sink;	  /* protected by log_mu; NULL = stderr */
+static void *log_sink_ctx;	  /* protected by log_mu */
+static atomic_int log_level = -1; /* -1: not yet read from the environment */
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 

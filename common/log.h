@@ -25,7 +25,8 @@ typedef void (*cmn_log_sink)(enum cmn_log_level level, const char *line, void *c
  * call from any thread; lines from different threads never interleave.
  */
 void cmn_log(enum cmn_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cmn_vlog(enum cmn_log_level level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+void cmn_vlog(enum cmn_log_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 /* Sets the threshold (default CMN_LOG_WARN, or $ROLLCACHE_LOG=error|warn|info|debug). */
 void cmn_log_set_level(enum cmn_log_level level);

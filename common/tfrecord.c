@@ -128,8 +128,8 @@ int tfr__step(struct tfr__core *c, const uint8_t *p, size_t avail, uint64_t off,
 	if (!c->skip_crc && cmn_crc32c(0, rec->data, rec->len) != stored) {
 		c->bad++;
 		snprintf(c->msg, sizeof(c->msg),
-			 "%s: offset %" PRIu64 ": payload crc mismatch (record of %zu bytes)", c->name,
-			 off, rec->len);
+			 "%s: offset %" PRIu64 ": payload crc mismatch (record of %zu bytes)",
+			 c->name, off, rec->len);
 		return -EBADMSG;
 	}
 	c->records++;
@@ -154,17 +154,17 @@ void tfr__truncated(struct tfr__core *c, uint64_t off, size_t have, size_t need)
 
 struct cmn_tfr_reader {
 	struct tfr__core core;
-	int fd;         /* -1 for buffer input */
+	int fd; /* -1 for buffer input */
 	bool gzip;
-	bool eof;       /* no more stream bytes will come beyond the window */
-	int dead;       /* sticky fatal error, 0 if none */
+	bool eof; /* no more stream bytes will come beyond the window */
+	int dead; /* sticky fatal error, 0 if none */
 
 	/* the window of stream bytes: win[pos, win_len), win[0] at win_off */
 	const uint8_t *win;
 	size_t win_len, pos;
 	uint64_t win_off;
 
-	uint8_t *buf;   /* owned window storage (fd or gzip input), capacity cap */
+	uint8_t *buf; /* owned window storage (fd or gzip input), capacity cap */
 	size_t cap;
 	size_t read_size;
 
@@ -264,8 +264,9 @@ static ssize_t read_some(int fd, void *p, size_t n)
 
 static int read_error(struct cmn_tfr_reader *r, ssize_t rc)
 {
-	snprintf(r->core.msg, sizeof(r->core.msg), "%s: read failed after stream offset %" PRIu64 ": %s",
-		 r->core.name, r->win_off + r->win_len, strerror((int)-rc));
+	snprintf(r->core.msg, sizeof(r->core.msg),
+		 "%s: read failed after stream offset %" PRIu64 ": %s", r->core.name,
+		 r->win_off + r->win_len, strerror((int)-rc));
 	return -EIO;
 }
 
@@ -291,7 +292,8 @@ int cmn_tfr_reader_open_fd(struct cmn_tfr_reader **out, int fd, const struct cmn
 	while ((size_t)got < 2) {
 		ssize_t n = read_some(fd, first + got, r->read_size - (size_t)got);
 		if (n < 0) {
-			snprintf(err, errlen, "%s: read failed: %s", r->core.name, strerror((int)-n));
+			snprintf(err, errlen, "%s: read failed: %s", r->core.name,
+				 strerror((int)-n));
 			free(first);
 			cmn_tfr_reader_free(r);
 			return -EIO;
@@ -335,7 +337,8 @@ static int window_make_room(struct cmn_tfr_reader *r, size_t need)
 	if (need > r->cap) {
 		size_t ncap = r->cap * 2 > need ? r->cap * 2 : need;
 		uint8_t *nb;
-		if (ncap > r->core.max_record + CMN_TFR_OVERHEAD && need <= r->core.max_record + CMN_TFR_OVERHEAD)
+		if (ncap > r->core.max_record + CMN_TFR_OVERHEAD &&
+		    need <= r->core.max_record + CMN_TFR_OVERHEAD)
 			ncap = r->core.max_record + CMN_TFR_OVERHEAD;
 		nb = realloc(r->buf, ncap);
 		if (!nb) {
@@ -377,10 +380,11 @@ static int gzip_fill_once(struct cmn_tfr_reader *r, bool *progress)
 	if (!*progress && r->src_pos == r->src_len && (r->fd < 0 || r->fd_eof)) {
 		r->eof = true;
 		if (r->gz.in_member) {
-			snprintf(r->core.msg, sizeof(r->core.msg),
-				 "%s: gzip stream ends inside a member at compressed offset %" PRIu64
-				 ": truncated file",
-				 r->core.name, r->gz.in_total);
+			snprintf(
+			    r->core.msg, sizeof(r->core.msg),
+			    "%s: gzip stream ends inside a member at compressed offset %" PRIu64
+			    ": truncated file",
+			    r->core.name, r->gz.in_total);
 			return -EPROTO;
 		}
 	}

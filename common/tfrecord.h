@@ -38,7 +38,7 @@
 
 #define CMN_TFR_HEADER_SIZE 12 /* length + masked crc of the length */
 #define CMN_TFR_FOOTER_SIZE 4  /* masked crc of the payload */
-#define CMN_TFR_OVERHEAD (CMN_TFR_HEADER_SIZE + CMN_TFR_FOOTER_SIZE)
+#define CMN_TFR_OVERHEAD    (CMN_TFR_HEADER_SIZE + CMN_TFR_FOOTER_SIZE)
 
 /* Default cap on one record's payload (readers refuse larger lengths). */
 #define CMN_TFR_DEFAULT_MAX_RECORD ((size_t)256 << 20)
@@ -51,11 +51,11 @@ enum cmn_tfr_compression {
 };
 
 struct cmn_tfr_opts {
-	size_t max_record;                    /* 0: CMN_TFR_DEFAULT_MAX_RECORD */
-	size_t read_size;                     /* fd reader read(2) size; 0: 1 MiB */
-	bool skip_crc;                        /* trust the payload CRC (lengths still checked) */
+	size_t max_record;		      /* 0: CMN_TFR_DEFAULT_MAX_RECORD */
+	size_t read_size;		      /* fd reader read(2) size; 0: 1 MiB */
+	bool skip_crc;			      /* trust the payload CRC (lengths still checked) */
 	enum cmn_tfr_compression compression; /* fd and push front ends */
-	const char *name;                     /* for messages; copied; NULL: "<stream>" */
+	const char *name;		      /* for messages; copied; NULL: "<stream>" */
 };
 
 /* One record as handed out by the readers. */
@@ -63,7 +63,7 @@ struct cmn_tfr_record {
 	const uint8_t *data; /* payload; see the front end for lifetime */
 	size_t len;
 	uint64_t offset; /* stream offset of the record's header */
-	uint32_t crc;    /* unmasked crc32c of the payload (as stored) */
+	uint32_t crc;	 /* unmasked crc32c of the payload (as stored) */
 };
 
 /* ---- framing helpers ------------------------------------------------- */
@@ -78,8 +78,7 @@ void cmn_tfr_put_footer(uint8_t ftr[CMN_TFR_FOOTER_SIZE], uint32_t crc);
  * Checks a 12-byte header; returns 0 and the length, -EILSEQ on a length CRC
  * mismatch, -EMSGSIZE if the length exceeds max_record.
  */
-int cmn_tfr_get_header(const uint8_t hdr[CMN_TFR_HEADER_SIZE], size_t max_record,
-		       uint64_t *len);
+int cmn_tfr_get_header(const uint8_t hdr[CMN_TFR_HEADER_SIZE], size_t max_record, uint64_t *len);
 
 /* ---- pull reader ----------------------------------------------------- */
 

@@ -54,8 +54,8 @@ int tfr__gz_run(struct tfr__gz *g, struct tfr__core *c, uint64_t uoff, const uin
 	while (*produced < outcap && (*used < inlen || g->in_member)) {
 		size_t in_before = *used, out_before = *produced;
 		uInt in_chunk = (uInt)((inlen - *used) > UINT32_MAX ? UINT32_MAX : inlen - *used);
-		uInt out_chunk = (uInt)((outcap - *produced) > UINT32_MAX ? UINT32_MAX
-									   : outcap - *produced);
+		uInt out_chunk =
+		    (uInt)((outcap - *produced) > UINT32_MAX ? UINT32_MAX : outcap - *produced);
 		int rc;
 
 		g->z.next_in = (Bytef *)(uintptr_t)(in + *used);
@@ -86,7 +86,8 @@ int tfr__gz_run(struct tfr__gz *g, struct tfr__core *c, uint64_t uoff, const uin
 		if (*used || *produced)
 			return 0;
 		if (rc == Z_MEM_ERROR) {
-			snprintf(c->msg, sizeof(c->msg), "%s: out of memory in zlib inflate", c->name);
+			snprintf(c->msg, sizeof(c->msg), "%s: out of memory in zlib inflate",
+				 c->name);
 			return -ENOMEM;
 		}
 		snprintf(c->msg, sizeof(c->msg),

@@ -12,16 +12,16 @@
 
 #include <zlib.h>
 
-#define TFR_MSG_MAX 384
+#define TFR_MSG_MAX	      384
 #define TFR_DEFAULT_READ_SIZE ((size_t)1 << 20)
 
 /* What every front end carries: options, counters and the last message. */
 struct tfr__core {
-	char *name;        /* owned copy of opts->name */
+	char *name;	   /* owned copy of opts->name */
 	size_t max_record; /* payload cap */
 	bool skip_crc;
-	uint64_t records;  /* records whose CRCs passed (or were not checked) */
-	uint64_t bad;      /* payload CRC failures skipped */
+	uint64_t records; /* records whose CRCs passed (or were not checked) */
+	uint64_t bad;	  /* payload CRC failures skipped */
 	char msg[TFR_MSG_MAX];
 };
 
@@ -50,8 +50,8 @@ void tfr__truncated(struct tfr__core *c, uint64_t off, size_t have, size_t need)
 /* One inflater over a sequence of gzip members. */
 struct tfr__gz {
 	z_stream z;
-	bool ready;        /* inflateInit2 done */
-	bool in_member;    /* input ended inside a member so far */
+	bool ready;	   /* inflateInit2 done */
+	bool in_member;	   /* input ended inside a member so far */
 	uint64_t in_total; /* compressed bytes consumed */
 };
 

@@ -24,10 +24,10 @@
 typedef unsigned __int128 u128;
 
 struct number {
-	u128 whole;        /* integer part */
-	u128 frac;         /* fraction digits as an integer */
-	u128 frac_scale;   /* 10^(number of fraction digits) */
-	const char *rest;  /* first character after the number and blanks */
+	u128 whole;	  /* integer part */
+	u128 frac;	  /* fraction digits as an integer */
+	u128 frac_scale;  /* 10^(number of fraction digits) */
+	const char *rest; /* first character after the number and blanks */
 };
 
 /*
@@ -118,8 +118,8 @@ int cmn_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
 		if (rc == -ERANGE)
 			snprintf(err, errlen, "%s: size out of range (at most 16E - 1 bytes)", s);
 		else
-			snprintf(err, errlen, "%s: %s%sexpected a size such as 20G, 1.5T or 4096", s,
-				 why ? why : "", why ? "; " : "");
+			snprintf(err, errlen, "%s: %s%sexpected a size such as 20G, 1.5T or 4096",
+				 s, why ? why : "", why ? "; " : "");
 		return rc;
 	}
 	ul = unit_len(n.rest);
@@ -163,7 +163,8 @@ int cmn_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
 		u128 part = n.frac * mult; /* < 10^18 * 2^60 < 2^120 */
 		if (part % n.frac_scale) {
 			snprintf(err, errlen,
-				 "%s: not a whole number of bytes: use a smaller unit (e.g. 1536K for 1.5M)",
+				 "%s: not a whole number of bytes: use a smaller unit (e.g. 1536K "
+				 "for 1.5M)",
 				 s);
 			return -EINVAL;
 		}
@@ -183,8 +184,8 @@ int cmn_parse_duration(const char *s, uint64_t *out_ms, char *err, size_t errlen
 		const char *name;
 		uint64_t ms;
 	} units[] = {
-		{"ms", 1}, {"s", 1000}, {"sec", 1000}, {"m", 60000}, {"min", 60000},
-		{"h", 3600000}, {"d", 86400000},
+	    {"ms", 1},	    {"s", 1000},    {"sec", 1000},   {"m", 60000},
+	    {"min", 60000}, {"h", 3600000}, {"d", 86400000},
 	};
 	struct number n;
 	const char *why = NULL;
@@ -201,7 +202,8 @@ int cmn_parse_duration(const char *s, uint64_t *out_ms, char *err, size_t errlen
 		if (rc == -ERANGE)
 			snprintf(err, errlen, "%s: duration out of range", s);
 		else
-			snprintf(err, errlen, "%s: %s%sexpected a duration such as 30s, 5m or 250ms", s,
+			snprintf(err, errlen,
+				 "%s: %s%sexpected a duration such as 30s, 5m or 250ms", s,
 				 why ? why : "", why ? "; " : "");
 		return rc;
 	}
@@ -209,7 +211,8 @@ int cmn_parse_duration(const char *s, uint64_t *out_ms, char *err, size_t errlen
 	if (ul > 0) {
 		bool found = false;
 		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-			if (strlen(units[i].name) == ul && strncasecmp(n.rest, units[i].name, ul) == 0) {
+			if (strlen(units[i].name) == ul &&
+			    strncasecmp(n.rest, units[i].name, ul) == 0) {
 				mult = units[i].ms;
 				found = true;
 				break;

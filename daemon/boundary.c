@@ -158,7 +158,8 @@ static int load_sealed(struct dmn_boundary *b)
 	cfs_shard_info_free(b->snap, b->nsnap);
 	b->snap = NULL;
 	b->nsnap = 0;
-	int rc = cfs_catalog_shards_list(cfs_store_catalog(b->store), 1u << CFS_SHARD_SEALED, &b->snap, &b->nsnap);
+	int rc = cfs_catalog_shards_list(cfs_store_catalog(b->store), 1u << CFS_SHARD_SEALED,
+					 &b->snap, &b->nsnap);
 	if (rc == 0 && b->nsnap)
 		qsort(b->snap, b->nsnap, sizeof(*b->snap), cmp_info_id);
 	return rc;
@@ -357,4 +358,3 @@ out:
 	free(rows);
 	return rc;
 }
-

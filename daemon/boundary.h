@@ -41,7 +41,7 @@ struct dmn_boundary {
 	struct cfs_epochs *set;
 	struct cfs_fs *fs; /* the mount, or NULL (tests): told when `current` changes */
 
-	pthread_mutex_t flush_mu;     /* serialises read-statistics flushes */
+	pthread_mutex_t flush_mu;      /* serialises read-statistics flushes */
 	_Atomic uint64_t errors_flush; /* flushes that failed (stats: errors.stats_flush) */
 
 	/* scratch of one boundary (the boundary's thread only) */

@@ -82,8 +82,8 @@ static int mount_view(struct dmn *d, char *err, size_t errlen)
 	    .fsname = o->source,
 	    .extra_opts = o->fuse_opts,
 	};
-	int rc = cfs_fs_mount(&d->fs, o->mountpoint, &d->set, d->budget, d->dirfd, &fo, err,
-			      errlen);
+	int rc =
+	    cfs_fs_mount(&d->fs, o->mountpoint, &d->set, d->budget, d->dirfd, &fo, err, errlen);
 	if (rc != 0)
 		return rc;
 	d->bd.fs = d->fs;

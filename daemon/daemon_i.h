@@ -24,7 +24,7 @@
 
 /* Bits of d->ev besides cachefs's CFS_EV_RETIRED and CFS_EV_ALL_READ. */
 #define DMN_EV_ADVANCE (1u << 8) /* an advance was requested (d->adv_requested) */
-#define DMN_EV_STOP (1u << 9)	 /* d->stop was set */
+#define DMN_EV_STOP    (1u << 9) /* d->stop was set */
 
 /* A control command waiting for its boundary. */
 struct dmn_pending {
@@ -52,26 +52,25 @@ struct dmn {
 	bool have_epoch_thread, have_control_thread;
 
 	pthread_mutex_t mu;
-	bool stop;			   /* protected by mu */
-	uint64_t adv_requested;		   /* protected by mu: boundaries asked for (sequence) */
-	uint64_t adv_done;		   /* protected by mu: boundaries finished */
-	uint64_t adv_wait_upto;		   /* protected by mu: requests up to this one want "wait" */
-	int adv_rc;			   /* protected by mu: result of the last boundary */
-	struct dmn_pending *pending;	   /* protected by mu: control commands in flight */
-	size_t npending, cap_pending;	   /* protected by mu */
-	struct evc_plan last_plan;	   /* protected by mu */
-	bool have_plan;			   /* protected by mu */
-	char entry_desc[256];		   /* protected by mu */
-	const struct evc_entry *entry;	   /* protected by mu: entry in force */
-	uint64_t err_boundary;		   /* protected by mu */
-	double ingest_bps, fetch_bps;	   /* protected by mu */
+	bool stop;		       /* protected by mu */
+	uint64_t adv_requested;	       /* protected by mu: boundaries asked for (sequence) */
+	uint64_t adv_done;	       /* protected by mu: boundaries finished */
+	uint64_t adv_wait_upto;	       /* protected by mu: requests up to this one want "wait" */
+	int adv_rc;		       /* protected by mu: result of the last boundary */
+	struct dmn_pending *pending;   /* protected by mu: control commands in flight */
+	size_t npending, cap_pending;  /* protected by mu */
+	struct evc_plan last_plan;     /* protected by mu */
+	bool have_plan;		       /* protected by mu */
+	char entry_desc[256];	       /* protected by mu */
+	const struct evc_entry *entry; /* protected by mu: entry in force */
+	uint64_t err_boundary;	       /* protected by mu */
+	double ingest_bps, fetch_bps;  /* protected by mu */
 	uint64_t rate_bytes, rate_fetched; /* protected by mu */
 	uint64_t rate_t_ms;		   /* protected by mu */
 };
 
 /* epochs.c: runs one boundary into current + 1 (or into `first` at start-up). */
-int dmn__boundary(struct dmn *d, bool wait, bool startup, uint32_t first, char *err,
-		  size_t errlen);
+int dmn__boundary(struct dmn *d, bool wait, bool startup, uint32_t first, char *err, size_t errlen);
 
 /* epochs.c: the epoch thread's body. */
 void *dmn__epoch_main(void *arg);

@@ -106,8 +106,8 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
  * and the snapshot waits for min_records (DESIGN "Epochs" step 3).
  * *deferred collects event bits that arrive meanwhile.
  */
-static int run_boundary(struct dmn *d, bool wait, bool startup, uint32_t first,
-			uint32_t *deferred, char *err, size_t errlen)
+static int run_boundary(struct dmn *d, bool wait, bool startup, uint32_t first, uint32_t *deferred,
+			char *err, size_t errlen)
 {
 	bool have;
 	uint32_t cur = cfs_epochs_current_number(&d->set, &have);
@@ -165,8 +165,7 @@ fail:
 	return rc;
 }
 
-int dmn__boundary(struct dmn *d, bool wait, bool startup, uint32_t first, char *err,
-		  size_t errlen)
+int dmn__boundary(struct dmn *d, bool wait, bool startup, uint32_t first, char *err, size_t errlen)
 {
 	uint32_t deferred = 0;
 	int rc = run_boundary(d, wait, startup, first, &deferred, err, errlen);

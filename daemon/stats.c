@@ -107,7 +107,8 @@ int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_
 	set_str(root, "source", v->source);
 	set_str(root, "cache_dir", v->cache_dir);
 	set_str(root, "mountpoint", v->mountpoint);
-	json_object_set_new(root, "uptime_s", json_real((double)(long long)(v->uptime_s * 10) / 10));
+	json_object_set_new(root, "uptime_s",
+			    json_real((double)(long long)(v->uptime_s * 10) / 10));
 
 	o = obj_in(root, "resident");
 	set_u64(o, "files", v->resident.files);
@@ -196,7 +197,8 @@ int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_
 	set_u64(o, "boundary", v->errors_boundary);
 	set_u64(o, "read", v->errors_read);
 
-	char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	char *text =
+	    json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 	json_decref(root);
 	if (!text)
 		return -ENOMEM;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test: the default suite
-# in build/, then the unit and integration suites under ASan+UBSan in
-# build-asan/.  Prints Check's summary line of each suite and one closing
+# Installs what is missing, checks the format of every C file
+# (clang-format, counted as one test), builds, and runs every test: the
+# default suite in build/, then the unit and integration suites under
+# ASan+UBSan in build-asan/.  Prints Check's summary line of each suite and one closing
 # line "N passed, N failed, N skipped".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +44,21 @@ PY
 }
 
 status=0
+
+# .clang-format is the law of the tree: every tracked C file must pass it.
+unformatted=$(git ls-files '*.c' '*.h' 2>/dev/null | while read -r f; do
+  clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "$f"
+done)
+if [ -n "$unformatted" ]; then
+  echo "clang-format: these files differ from .clang-format (run clang-format -i on them):"
+  echo "$unformatted" | sed 's/^/  /'
+  failed=$((failed + 1))
+  status=1
+else
+  echo "clang-format: $(git ls-files '*.c' '*.h' | wc -l) C files clean"
+  passed=$((passed + 1))
+fi
+
 configure build
 meson compile -C build
 run_suite build || status=1

@@ -279,7 +279,6 @@ START_TEST(tree_of_nested_names)
 }
 END_TEST
 
-
 static Suite *epoch_suite(void)
 {
 	Suite *s = suite_create("fuse-epoch");

@@ -48,7 +48,8 @@ int main(int argc, char **argv)
 		printf("crc32c %8zu KiB: sw %.2f GB/s", sizes[k] >> 10,
 		       measure(cmn_crc32c_sw, buf, sizes[k], &sink));
 		if (cmn_crc32c_hw_available())
-			printf(", hw (sse4.2, 3-way) %.2f GB/s", measure(cmn_crc32c_hw, buf, sizes[k], &sink));
+			printf(", hw (sse4.2, 3-way) %.2f GB/s",
+			       measure(cmn_crc32c_hw, buf, sizes[k], &sink));
 		else
 			printf(", hw: not available on this CPU");
 		printf("\n");

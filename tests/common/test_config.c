@@ -86,45 +86,45 @@ END_TEST
 START_TEST(test_full_file)
 {
 	static const char ini[] =
-		"; rollcache config\n"
-		"[cache]\n"
-		"dir = /var/cache/rollcache/train   ; default: somewhere\n"
-		"limit = 200G\n"
-		"advance = auto\n"
-		"min_records = 1000\n"
-		"\n"
-		"[source]\n"
-		"url = s3://bucket/train/\n"
-		"endpoint = http://127.0.0.1:9000   ; S3-compatible store\n"
-		"region = eu-west-1\n"
-		"profile = training\n"
-		"format = tfrecord\n"
-		"compression = gzip\n"
-		"rank = 1\n"
-		"world_size = 4\n"
-		"relist = 3\n"
-		"\n"
-		"[sampler]\n"
-		"connections = 16\n"
-		"strategy = records\n"
-		"shard_size = 128M\n"
-		"retries = 7\n"
-		"timeout = 2m\n"
-		"\n"
-		"[epoch 0]\n"
-		"limit = 20G\n"
-		"admit = 5G\n"
-		"policy = fifo\n"
-		"[epoch 1-4]\n"
-		"  policy = uses     ; indented keys are keys, not continuations\n"
-		"  min_uses = 2\n"
-		"[epoch 5-]\n"
-		"limit = 200G\n"
-		"admit = 20G\n"
-		"policy = lru\n"
-		"seed = 42\n"
-		"[ cache ]\n"
-		"min-records = 5\n";
+	    "; rollcache config\n"
+	    "[cache]\n"
+	    "dir = /var/cache/rollcache/train   ; default: somewhere\n"
+	    "limit = 200G\n"
+	    "advance = auto\n"
+	    "min_records = 1000\n"
+	    "\n"
+	    "[source]\n"
+	    "url = s3://bucket/train/\n"
+	    "endpoint = http://127.0.0.1:9000   ; S3-compatible store\n"
+	    "region = eu-west-1\n"
+	    "profile = training\n"
+	    "format = tfrecord\n"
+	    "compression = gzip\n"
+	    "rank = 1\n"
+	    "world_size = 4\n"
+	    "relist = 3\n"
+	    "\n"
+	    "[sampler]\n"
+	    "connections = 16\n"
+	    "strategy = records\n"
+	    "shard_size = 128M\n"
+	    "retries = 7\n"
+	    "timeout = 2m\n"
+	    "\n"
+	    "[epoch 0]\n"
+	    "limit = 20G\n"
+	    "admit = 5G\n"
+	    "policy = fifo\n"
+	    "[epoch 1-4]\n"
+	    "  policy = uses     ; indented keys are keys, not continuations\n"
+	    "  min_uses = 2\n"
+	    "[epoch 5-]\n"
+	    "limit = 200G\n"
+	    "admit = 20G\n"
+	    "policy = lru\n"
+	    "seed = 42\n"
+	    "[ cache ]\n"
+	    "min-records = 5\n";
 	struct cmn_config c;
 	char err[256];
 
@@ -181,48 +181,58 @@ static const struct {
 	int line;
 	const char *want; /* substring after "path:line: " */
 } bad_files[] = {
-	{"[cache]\nlimit = 20X\n", 2, "[cache] limit = 20X: unknown unit: expected a size"},
-	{"[cache]\nlimit = -5G\n", 2, "[cache] limit = -5G: negative"},
-	{"[cache]\nlimit = 20000P\n", 2, "[cache] limit = 20000P: size out of range"},
-	{"[cache]\nlimit = 0\n", 2, "[cache] limit = 0: expected a size such as 200G"},
-	{"[cache]\nlimit = 20G\nlimt = 20G\n", 3, "[cache] unknown key 'limt': expected one of dir, limit"},
-	{"[cache]\nadvance = sometimes\n", 2, "[cache] advance = sometimes: expected manual or auto"},
-	{"[cache]\nmin_records = many\n", 2, "[cache] min_records = many: expected a record count"},
-	{"[cache]\nmin_records = -1\n", 2, "[cache] min_records = -1: expected a record count"},
-	{"[cahce]\nlimit = 20G\n", 1, "unknown section [cahce]: expected [cache], [source]"},
-	{"[cache]\nlimit = 1G\n[typo]\n", 3, "unknown section [typo]"},
-	{"limit = 20G\n", 1, "limit = 20G: key outside a section"},
-	{"[source]\nurl = ftp://host/data/\n", 2,
-	 "[source] url = ftp://host/data/: expected a URL starting with file://, http://, https:// or s3://"},
-	{"[source]\nurl = file://relative/\n", 2, "[source] url = file://relative/: expected an absolute file URL"},
-	{"[source]\nurl = s3://\n", 2, "[source] url = s3://: the URL names no bucket"},
-	{"[source]\nendpoint = 127.0.0.1:9000\n", 2, "[source] endpoint = 127.0.0.1:9000: expected an http"},
-	{"[source]\nformat = parquet\n", 2, "[source] format = parquet: expected tfrecord or raw"},
-	{"[source]\ncompression = zstd\n", 2, "[source] compression = zstd: expected none or gzip"},
-	{"[source]\nrank = x\n", 2, "[source] rank = x: expected a node index"},
-	{"[source]\nworld_size = 0\n", 2, "[source] world_size = 0: expected a node count of at least 1"},
-	{"[source]\nworld_size = 99999999999\n", 2, "[source] world_size = 99999999999: expected"},
-	{"[source]\nregion =\n", 2, "[source] region = (empty): expected a region"},
-	{"[sampler]\nconnections = 0\n", 2, "[sampler] connections = 0: expected a number of parallel transfers from 1 to 1024"},
-	{"[sampler]\nconnections = 1025\n", 2, "[sampler] connections = 1025: expected"},
-	{"[sampler]\nstrategy = all\n", 2, "[sampler] strategy = all: expected objects or records"},
-	{"[sampler]\nshard_size = 1.5\n", 2, "[sampler] shard_size = 1.5: not a whole number of bytes"},
-	{"[sampler]\ntimeout = soon\n", 2, "[sampler] timeout = soon: expected a duration"},
-	{"[sampler]\ntimeout = 0s\n", 2, "[sampler] timeout = 0s: expected a duration such as 30s (more than zero)"},
-	{"[sampler]\nretries = 5x\n", 2, "[sampler] retries = 5x: expected a retry count"},
-	{"[epoch 0]\npolicy = mru\n", 2, "[epoch 0] policy = mru: expected fifo, lru, uses, random or none"},
-	{"[epoch 0]\nlimit = 20X\n", 2, "[epoch 0] limit = 20X: unknown unit"},
-	{"[epoch 0]\nadmit = lots\n", 2, "[epoch 0] admit = lots"},
-	{"[epoch 0]\nmin_uses = -2\n", 2, "[epoch 0] min_uses = -2: expected a read count"},
-	{"[epoch 0]\nseed = 0x10\n", 2, "[epoch 0] seed = 0x10: expected an integer"},
-	{"[epoch 0]\nconnections = 3\n", 2, "[epoch 0] unknown key 'connections': expected one of limit, admit, policy, min_uses, seed"},
-	{"[epoch 5-3]\nlimit = 1G\n", 1, "[epoch 5-3]: expected an epoch section such as [epoch 0]"},
-	{"[epoch x]\n", 1, "[epoch x]: expected an epoch section"},
-	{"[epoch]\n", 1, "unknown section [epoch]"},
-	{"[epoch -3]\n", 1, "[epoch -3]: expected an epoch section"},
-	{"[cache]\nthis line has no equals sign\n", 2, "syntax error"},
-	{"[cache]\n[broken\nlimit = 1G\n", 2, "syntax error"},
-	{"[cache]\nlimit = 1G\n\n\n[source]\nurl = gopher://x/\n[typo]\n", 6, "[source] url = gopher://x/"},
+    {"[cache]\nlimit = 20X\n", 2, "[cache] limit = 20X: unknown unit: expected a size"},
+    {"[cache]\nlimit = -5G\n", 2, "[cache] limit = -5G: negative"},
+    {"[cache]\nlimit = 20000P\n", 2, "[cache] limit = 20000P: size out of range"},
+    {"[cache]\nlimit = 0\n", 2, "[cache] limit = 0: expected a size such as 200G"},
+    {"[cache]\nlimit = 20G\nlimt = 20G\n", 3,
+     "[cache] unknown key 'limt': expected one of dir, limit"},
+    {"[cache]\nadvance = sometimes\n", 2, "[cache] advance = sometimes: expected manual or auto"},
+    {"[cache]\nmin_records = many\n", 2, "[cache] min_records = many: expected a record count"},
+    {"[cache]\nmin_records = -1\n", 2, "[cache] min_records = -1: expected a record count"},
+    {"[cahce]\nlimit = 20G\n", 1, "unknown section [cahce]: expected [cache], [source]"},
+    {"[cache]\nlimit = 1G\n[typo]\n", 3, "unknown section [typo]"},
+    {"limit = 20G\n", 1, "limit = 20G: key outside a section"},
+    {"[source]\nurl = ftp://host/data/\n", 2,
+     "[source] url = ftp://host/data/: expected a URL starting with file://, http://, https:// or "
+     "s3://"},
+    {"[source]\nurl = file://relative/\n", 2,
+     "[source] url = file://relative/: expected an absolute file URL"},
+    {"[source]\nurl = s3://\n", 2, "[source] url = s3://: the URL names no bucket"},
+    {"[source]\nendpoint = 127.0.0.1:9000\n", 2,
+     "[source] endpoint = 127.0.0.1:9000: expected an http"},
+    {"[source]\nformat = parquet\n", 2, "[source] format = parquet: expected tfrecord or raw"},
+    {"[source]\ncompression = zstd\n", 2, "[source] compression = zstd: expected none or gzip"},
+    {"[source]\nrank = x\n", 2, "[source] rank = x: expected a node index"},
+    {"[source]\nworld_size = 0\n", 2,
+     "[source] world_size = 0: expected a node count of at least 1"},
+    {"[source]\nworld_size = 99999999999\n", 2, "[source] world_size = 99999999999: expected"},
+    {"[source]\nregion =\n", 2, "[source] region = (empty): expected a region"},
+    {"[sampler]\nconnections = 0\n", 2,
+     "[sampler] connections = 0: expected a number of parallel transfers from 1 to 1024"},
+    {"[sampler]\nconnections = 1025\n", 2, "[sampler] connections = 1025: expected"},
+    {"[sampler]\nstrategy = all\n", 2, "[sampler] strategy = all: expected objects or records"},
+    {"[sampler]\nshard_size = 1.5\n", 2, "[sampler] shard_size = 1.5: not a whole number of bytes"},
+    {"[sampler]\ntimeout = soon\n", 2, "[sampler] timeout = soon: expected a duration"},
+    {"[sampler]\ntimeout = 0s\n", 2,
+     "[sampler] timeout = 0s: expected a duration such as 30s (more than zero)"},
+    {"[sampler]\nretries = 5x\n", 2, "[sampler] retries = 5x: expected a retry count"},
+    {"[epoch 0]\npolicy = mru\n", 2,
+     "[epoch 0] policy = mru: expected fifo, lru, uses, random or none"},
+    {"[epoch 0]\nlimit = 20X\n", 2, "[epoch 0] limit = 20X: unknown unit"},
+    {"[epoch 0]\nadmit = lots\n", 2, "[epoch 0] admit = lots"},
+    {"[epoch 0]\nmin_uses = -2\n", 2, "[epoch 0] min_uses = -2: expected a read count"},
+    {"[epoch 0]\nseed = 0x10\n", 2, "[epoch 0] seed = 0x10: expected an integer"},
+    {"[epoch 0]\nconnections = 3\n", 2,
+     "[epoch 0] unknown key 'connections': expected one of limit, admit, policy, min_uses, seed"},
+    {"[epoch 5-3]\nlimit = 1G\n", 1, "[epoch 5-3]: expected an epoch section such as [epoch 0]"},
+    {"[epoch x]\n", 1, "[epoch x]: expected an epoch section"},
+    {"[epoch]\n", 1, "unknown section [epoch]"},
+    {"[epoch -3]\n", 1, "[epoch -3]: expected an epoch section"},
+    {"[cache]\nthis line has no equals sign\n", 2, "syntax error"},
+    {"[cache]\n[broken\nlimit = 1G\n", 2, "syntax error"},
+    {"[cache]\nlimit = 1G\n\n\n[source]\nurl = gopher://x/\n[typo]\n", 6,
+     "[source] url = gopher://x/"},
 };
 
 START_TEST(test_bad_file)
@@ -267,13 +277,14 @@ START_TEST(test_file_edge_cases)
 		cmn_config_free(&c);
 	}
 	/* CRLF line ends, a BOM, # comments, empty sections */
-	ck_assert_msg(load(&c, "\xef\xbb\xbf[cache]\r\n# comment\r\nlimit = 3G\r\n[sampler]\r\n", err,
-			   sizeof(err)) == 0,
+	ck_assert_msg(load(&c, "\xef\xbb\xbf[cache]\r\n# comment\r\nlimit = 3G\r\n[sampler]\r\n",
+			   err, sizeof(err)) == 0,
 		      "%s", err);
 	ck_assert_uint_eq(c.limit, 3ull << 30);
 	cmn_config_free(&c);
 	/* an empty epoch section is recorded with its line */
-	ck_assert_msg(load(&c, "[cache]\nlimit=1G\n\n[epoch 7]\n", err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(load(&c, "[cache]\nlimit=1G\n\n[epoch 7]\n", err, sizeof(err)) == 0, "%s",
+		      err);
 	ck_assert_uint_eq(c.n_epochs, 1);
 	ck_assert_int_eq(c.epochs[0].line, 4);
 	ck_assert_uint_eq(c.epochs[0].first, 7);
@@ -300,13 +311,14 @@ START_TEST(test_precedence)
 	struct cmn_config c;
 	char err[512];
 
-	ck_assert_int_eq(load(&c, "[cache]\nlimit = 10G\ndir = /from/file\n[sampler]\nconnections = 4\n",
-			      err, sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+	    load(&c, "[cache]\nlimit = 10G\ndir = /from/file\n[sampler]\nconnections = 4\n", err,
+		 sizeof(err)),
+	    0);
 	ck_assert_uint_eq(c.connections, 4);
 	ck_assert_int_eq(cmn_config_set(&c, "limit", "30G", "--limit", err, sizeof(err)), 0);
-	ck_assert_int_eq(cmn_config_set(&c, "cache-dir", "/from/flag", "--cache-dir", err, sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+	    cmn_config_set(&c, "cache-dir", "/from/flag", "--cache-dir", err, sizeof(err)), 0);
 	ck_assert_int_eq(cmn_config_parse_o(&c, "connections=32,world-size=2,rank=1,timeout=500ms",
 					    err, sizeof(err)),
 			 0);
@@ -332,12 +344,14 @@ START_TEST(test_set_errors)
 	ck_assert_int_eq(cmn_config_set(&c, "limit", "20X", "--limit", err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "--limit 20X: unknown unit: expected a size"), "%s", err);
 	ck_assert_uint_eq(c.limit, 20ull << 30);
-	ck_assert_int_eq(cmn_config_parse_o(&c, "limit=5G,advance=never", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(cmn_config_parse_o(&c, "limit=5G,advance=never", err, sizeof(err)),
+			 -EINVAL);
 	ck_assert_msg(strstr(err, "-o advance=never: expected manual or auto"), "%s", err);
 	/* unknown key */
 	ck_assert_int_eq(cmn_config_set(&c, "limitt", "1G", "--limitt", err, sizeof(err)), -EINVAL);
-	ck_assert_msg(strstr(err, "--limitt: unknown setting 'limitt': expected one of cache_dir, limit"),
-		      "%s", err);
+	ck_assert_msg(
+	    strstr(err, "--limitt: unknown setting 'limitt': expected one of cache_dir, limit"),
+	    "%s", err);
 	/* [cache] dir is cache_dir on the command line */
 	ck_assert_int_eq(cmn_config_set(&c, "dir", "/x", "--dir", err, sizeof(err)), -EINVAL);
 	/* -o item without '=' */
@@ -380,14 +394,18 @@ START_TEST(test_finish)
 		     "compression = gzip applies to format = tfrecord only");
 	FINISH_FAILS(c.timeout_ms = 0, "timeout = 0");
 	{
-		static struct cmn_epoch_section e = {.first = 0, .last = 0, .line = 9, .has_limit = true,
-						     .limit = 200ull << 30};
+		static struct cmn_epoch_section e = {
+		    .first = 0, .last = 0, .line = 9, .has_limit = true, .limit = 200ull << 30};
 		FINISH_FAILS((c.epochs = malloc(sizeof(e)), c.epochs[0] = e, c.n_epochs = 1),
 			     "config:9: [epoch] limit = 200.0 GiB is above the cache limit");
 	}
 	{
-		static struct cmn_epoch_section e = {.first = 0, .last = 0, .line = 3, .has_limit = true,
-						     .limit = 10ull << 30, .has_admit = true,
+		static struct cmn_epoch_section e = {.first = 0,
+						     .last = 0,
+						     .line = 3,
+						     .has_limit = true,
+						     .limit = 10ull << 30,
+						     .has_admit = true,
 						     .admit = 11ull << 30};
 		FINISH_FAILS((c.epochs = malloc(sizeof(e)), c.epochs[0] = e, c.n_epochs = 1),
 			     "config:3: [epoch] admit = 11.0 GiB is above its limit = 10.0 GiB");
@@ -395,9 +413,9 @@ START_TEST(test_finish)
 #undef FINISH_FAILS
 	/* and a good one passes */
 	cmn_config_init(&c);
-	ck_assert_int_eq(cmn_config_parse_o(&c, "limit=1G,url=file:///data/,shard_size=64M", err,
-					    sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+	    cmn_config_parse_o(&c, "limit=1G,url=file:///data/,shard_size=64M", err, sizeof(err)),
+	    0);
 	ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "%s", err);
 	cmn_config_free(&c);
 }

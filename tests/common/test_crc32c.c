@@ -75,10 +75,18 @@ START_TEST(test_paths_agree)
 		size_t len;
 		uint32_t seed = it % 3 == 0 ? 0 : (uint32_t)rnd();
 		switch (it % 4) {
-		case 0: len = rnd() % 64; break;
-		case 1: len = 3 * 256 - 8 + rnd() % 16; break;
-		case 2: len = 3 * 8192 - 8 + rnd() % 16 + (rnd() % 2) * 3 * 8192; break;
-		default: len = rnd() % (cap - 16); break;
+		case 0:
+			len = rnd() % 64;
+			break;
+		case 1:
+			len = 3 * 256 - 8 + rnd() % 16;
+			break;
+		case 2:
+			len = 3 * 8192 - 8 + rnd() % 16 + (rnd() % 2) * 3 * 8192;
+			break;
+		default:
+			len = rnd() % (cap - 16);
+			break;
 		}
 		uint32_t sw = cmn_crc32c_sw(seed, buf + off, len);
 		uint32_t dispatch = cmn_crc32c(seed, buf + off, len);

@@ -53,9 +53,9 @@ static void build(struct stream *s, const size_t *sizes, size_t n, size_t buf_si
 		if (i % 2)
 			ck_assert_int_eq(cmn_tfr_writer_append(w, p, sizes[i], 0, false), 0);
 		else
-			ck_assert_int_eq(cmn_tfr_writer_append(w, p, sizes[i],
-							       cmn_crc32c(0, p, sizes[i]), true),
-					 0);
+			ck_assert_int_eq(
+			    cmn_tfr_writer_append(w, p, sizes[i], cmn_crc32c(0, p, sizes[i]), true),
+			    0);
 		s->off[i] = off;
 		s->rlen[i] = sizes[i];
 		s->hash[i] = fnv1a(p, sizes[i]);
@@ -77,8 +77,9 @@ static void assert_matches(const struct tfr_result *r, const struct stream *s, c
 	ck_assert_msg(r->n == s->n, "%s: %zu records read, %zu written (%s)", what, r->n, s->n,
 		      r->msg);
 	for (size_t i = 0; i < s->n; i++) {
-		ck_assert_msg(r->off[i] == s->off[i], "%s: record %zu at %llu, written at %llu", what,
-			      i, (unsigned long long)r->off[i], (unsigned long long)s->off[i]);
+		ck_assert_msg(r->off[i] == s->off[i], "%s: record %zu at %llu, written at %llu",
+			      what, i, (unsigned long long)r->off[i],
+			      (unsigned long long)s->off[i]);
 		ck_assert_msg(r->len[i] == s->rlen[i], "%s: record %zu length", what, i);
 		ck_assert_msg(r->hash[i] == s->hash[i], "%s: record %zu payload differs", what, i);
 	}
@@ -104,8 +105,8 @@ static uint8_t *gzip_of(const uint8_t *data, size_t len, int members, size_t *ou
 		h.name = (Bytef *)"data_tfrecord-00000-of-00001";
 		h.time = 1600000000;
 		h.os = 3;
-		ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
-				 Z_OK);
+		ck_assert_int_eq(
+		    deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
 		ck_assert_int_eq(deflateSetHeader(&z, &h), Z_OK);
 		z.next_in = (Bytef *)(uintptr_t)(data + at);
 		z.avail_in = (uInt)part;
@@ -219,8 +220,8 @@ START_TEST(test_truncated_everywhere)
 		while (whole < s.n && s.off[whole] + s.rlen[whole] + CMN_TFR_OVERHEAD <= cut)
 			whole++;
 		boundary = whole < s.n && s.off[whole] == cut;
-		snprintf(want, sizeof(want), "cut.tfrecord: offset %llu:",
-			 (unsigned long long)s.off[whole]);
+		snprintf(want, sizeof(want),
+			 "cut.tfrecord: offset %llu:", (unsigned long long)s.off[whole]);
 		for (int fe = 0; fe < 4; fe++) {
 			if (fe == 0)
 				collect_buf(s.data, cut, &o, &r);
@@ -228,16 +229,19 @@ START_TEST(test_truncated_everywhere)
 				collect_fd(s.data, cut, &o, &r);
 			else
 				collect_push(s.data, cut, &o, fe == 2 ? 1 : 0, &r);
-			ck_assert_msg(r.n == whole, "cut %zu, front end %d: %zu records, want %zu", cut,
-				      fe, r.n, whole);
+			ck_assert_msg(r.n == whole, "cut %zu, front end %d: %zu records, want %zu",
+				      cut, fe, r.n, whole);
 			if (boundary) {
-				ck_assert_msg(r.end_rc == 0, "cut %zu at a record boundary, fe %d: %d (%s)",
-					      cut, fe, r.end_rc, r.msg);
+				ck_assert_msg(r.end_rc == 0,
+					      "cut %zu at a record boundary, fe %d: %d (%s)", cut,
+					      fe, r.end_rc, r.msg);
 			} else {
-				ck_assert_msg(r.end_rc == -EPROTO, "cut %zu, fe %d: %d, want -EPROTO",
-					      cut, fe, r.end_rc);
+				ck_assert_msg(r.end_rc == -EPROTO,
+					      "cut %zu, fe %d: %d, want -EPROTO", cut, fe,
+					      r.end_rc);
 				ck_assert_msg(strstr(r.msg, want) && strstr(r.msg, "truncated"),
-					      "cut %zu, fe %d: '%s' lacks '%s'", cut, fe, r.msg, want);
+					      "cut %zu, fe %d: '%s' lacks '%s'", cut, fe, r.msg,
+					      want);
 			}
 		}
 	}
@@ -273,7 +277,8 @@ START_TEST(test_oversized)
 	ck_assert_uint_eq(r.n, 3);
 	ck_assert_int_eq(r.end_rc, 0);
 
-	/* a valid header announcing 2^62 bytes: refused by the default cap, before any allocation */
+	/* a valid header announcing 2^62 bytes: refused by the default cap, before any allocation
+	 */
 	cmn_tfr_put_header(hdr, 1ull << 62);
 	ck_assert_int_eq(cmn_tfr_get_header(hdr, CMN_TFR_DEFAULT_MAX_RECORD, &len), -EMSGSIZE);
 	collect_fd(hdr, sizeof(hdr), NULL, &r);
@@ -284,7 +289,8 @@ START_TEST(test_oversized)
 }
 END_TEST
 
-/* A flipped bit in a length or in the length's CRC: -EILSEQ at that record, and the stream is dead. */
+/* A flipped bit in a length or in the length's CRC: -EILSEQ at that record, and the stream is dead.
+ */
 START_TEST(test_length_crc_flip)
 {
 	static const size_t sizes[] = {7, 30, 9};
@@ -353,8 +359,9 @@ START_TEST(test_payload_crc_flip)
 			ck_assert_uint_eq(r.records, 4);
 			if (fe < 2) {
 				ck_assert_int_eq(r.n_badmsg, 1);
-				ck_assert_msg(strstr(r.msg, "p.tfrecord: offset 112: payload crc mismatch "
-							    "(record of 40 bytes)"),
+				ck_assert_msg(strstr(r.msg,
+						     "p.tfrecord: offset 112: payload crc mismatch "
+						     "(record of 40 bytes)"),
 					      "message: %s", r.msg);
 			}
 		}
@@ -426,8 +433,8 @@ START_TEST(test_gzip_errors)
 				collect_fd(z, cut, &o, &r);
 			else
 				collect_push(z, cut, &o, 0, &r);
-			ck_assert_msg(r.end_rc == -EPROTO, "cut %zu of %zu, fe %d: %d (%s)", cut, zlen,
-				      fe, r.end_rc, r.msg);
+			ck_assert_msg(r.end_rc == -EPROTO, "cut %zu of %zu, fe %d: %d (%s)", cut,
+				      zlen, fe, r.end_rc, r.msg);
 			ck_assert_ptr_nonnull(strstr(r.msg, "truncated"));
 		}
 	}
@@ -647,7 +654,7 @@ START_TEST(test_push_take)
 	}
 	ck_assert_int_eq(cmn_tfr_push_finish(c.p), 0);
 	ck_assert_uint_eq(c.seen, n);
-	ck_assert_uint_ge(c.taken, 3);    /* 5000, 3000 and 40000 span chunks */
+	ck_assert_uint_ge(c.taken, 3);	  /* 5000, 3000 and 40000 span chunks */
 	ck_assert_uint_ge(c.in_chunk, 1); /* the small ones fit inside one */
 	/* taken records are intact after every later feed */
 	for (size_t i = 0; i < n; i++)

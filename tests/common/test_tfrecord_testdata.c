@@ -43,8 +43,9 @@ static void check_file(const char *name, size_t want, struct tfr_result *out)
 	ck_assert_ptr_nonnull(a);
 	ck_assert_ptr_nonnull(b);
 	collect_fd(data, len, &o, a);
-	ck_assert_msg(a->n == want && a->end_rc == 0, "%s: %zu records (end %d: %s), README says %zu",
-		      name, a->n, a->end_rc, a->msg, want);
+	ck_assert_msg(a->n == want && a->end_rc == 0,
+		      "%s: %zu records (end %d: %s), README says %zu", name, a->n, a->end_rc,
+		      a->msg, want);
 	ck_assert_uint_eq(a->bad, 0);
 	collect_buf(data, len, &o, b);
 	assert_same(a, b, "buffer reader vs fd reader");

@@ -12,24 +12,24 @@ static const struct {
 	const char *in;
 	uint64_t want;
 } sizes_ok[] = {
-	{"0", 0},
-	{"4096", 4096},
-	{"4096B", 4096},
-	{"1K", 1024},
-	{"1k", 1024},
-	{"64M", 64ull << 20},
-	{"64MB", 64ull << 20},
-	{"64MiB", 64ull << 20},
-	{"64mib", 64ull << 20},
-	{"20G", 20ull << 30},
-	{"20 G", 20ull << 30},
-	{" 20G ", 20ull << 30},
-	{"1.5T", 3ull << 39},
-	{"0.5K", 512},
-	{"2P", 2ull << 50},
-	{"15E", 15ull << 60},
-	{"18446744073709551615", UINT64_MAX},
-	{"1.25G", (5ull << 30) / 4},
+    {"0", 0},
+    {"4096", 4096},
+    {"4096B", 4096},
+    {"1K", 1024},
+    {"1k", 1024},
+    {"64M", 64ull << 20},
+    {"64MB", 64ull << 20},
+    {"64MiB", 64ull << 20},
+    {"64mib", 64ull << 20},
+    {"20G", 20ull << 30},
+    {"20 G", 20ull << 30},
+    {" 20G ", 20ull << 30},
+    {"1.5T", 3ull << 39},
+    {"0.5K", 512},
+    {"2P", 2ull << 50},
+    {"15E", 15ull << 60},
+    {"18446744073709551615", UINT64_MAX},
+    {"1.25G", (5ull << 30) / 4},
 };
 
 START_TEST(test_size_ok)
@@ -49,24 +49,24 @@ static const struct {
 	int rc;
 	const char *msg; /* substring of the message */
 } sizes_bad[] = {
-	{"", -EINVAL, "empty"},
-	{"   ", -EINVAL, "empty"},
-	{"-5M", -EINVAL, "negative"},
-	{"+5M", -EINVAL, "sign"},
-	{"abc", -EINVAL, "expected a size"},
-	{"20X", -EINVAL, "20X: unknown unit"},
-	{"20GG", -EINVAL, "unknown unit"},
-	{"20Gi", -EINVAL, "unknown unit"},
-	{"20G x", -EINVAL, "unknown unit"},
-	{"1.5", -EINVAL, "not a whole number of bytes"},
-	{"0.3K", -EINVAL, "not a whole number of bytes"},
-	{".", -EINVAL, "expected a size"},
-	{"1..5G", -EINVAL, "expected a size"},
-	{"20000P", -ERANGE, "out of range"},
-	{"16E", -ERANGE, "out of range"},
-	{"18446744073709551616", -ERANGE, "out of range"},
-	{"99999999999999999999999", -ERANGE, "out of range"},
-	{"0x10", -EINVAL, "unknown unit"},
+    {"", -EINVAL, "empty"},
+    {"   ", -EINVAL, "empty"},
+    {"-5M", -EINVAL, "negative"},
+    {"+5M", -EINVAL, "sign"},
+    {"abc", -EINVAL, "expected a size"},
+    {"20X", -EINVAL, "20X: unknown unit"},
+    {"20GG", -EINVAL, "unknown unit"},
+    {"20Gi", -EINVAL, "unknown unit"},
+    {"20G x", -EINVAL, "unknown unit"},
+    {"1.5", -EINVAL, "not a whole number of bytes"},
+    {"0.3K", -EINVAL, "not a whole number of bytes"},
+    {".", -EINVAL, "expected a size"},
+    {"1..5G", -EINVAL, "expected a size"},
+    {"20000P", -ERANGE, "out of range"},
+    {"16E", -ERANGE, "out of range"},
+    {"18446744073709551616", -ERANGE, "out of range"},
+    {"99999999999999999999999", -ERANGE, "out of range"},
+    {"0x10", -EINVAL, "unknown unit"},
 };
 
 START_TEST(test_size_bad)
@@ -90,22 +90,22 @@ START_TEST(test_duration)
 		const char *in;
 		uint64_t ms;
 	} ok[] = {
-		{"30s", 30000}, {"30", 30000}, {"5m", 300000}, {"250ms", 250}, {"2h", 7200000},
-		{"1d", 86400000}, {"1.5s", 1500}, {"0.5m", 30000}, {"10 sec", 10000}, {"3min", 180000},
-		{"0", 0},
+	    {"30s", 30000},    {"30", 30000},	 {"5m", 300000}, {"250ms", 250},
+	    {"2h", 7200000},   {"1d", 86400000}, {"1.5s", 1500}, {"0.5m", 30000},
+	    {"10 sec", 10000}, {"3min", 180000}, {"0", 0},
 	};
 	static const struct {
 		const char *in;
 		int rc;
 		const char *msg;
 	} bad[] = {
-		{"", -EINVAL, "empty"},
-		{"-1s", -EINVAL, "negative"},
-		{"5x", -EINVAL, "unknown unit"},
-		{"s", -EINVAL, "expected a duration"},
-		{"1.0005s", -EINVAL, "whole number of milliseconds"},
-		{"99999999999999999999d", -ERANGE, "out of range"},
-		{"999999999999999999d", -ERANGE, "out of range"},
+	    {"", -EINVAL, "empty"},
+	    {"-1s", -EINVAL, "negative"},
+	    {"5x", -EINVAL, "unknown unit"},
+	    {"s", -EINVAL, "expected a duration"},
+	    {"1.0005s", -EINVAL, "whole number of milliseconds"},
+	    {"99999999999999999999d", -ERANGE, "out of range"},
+	    {"999999999999999999d", -ERANGE, "out of range"},
 	};
 	char err[256];
 	uint64_t v;

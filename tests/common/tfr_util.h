@@ -23,10 +23,10 @@ struct tfr_result {
 	uint64_t off[RES_MAX];
 	size_t len[RES_MAX];
 	uint64_t hash[RES_MAX]; /* FNV-1a of the payload, independent of CRC code */
-	int end_rc;             /* 0 clean end, else the error that stopped the stream */
-	int n_badmsg;           /* -EBADMSG returns seen (pull readers) */
-	uint64_t records, bad;  /* the front end's own counters */
-	char msg[512];          /* message of end_rc, or of the first -EBADMSG */
+	int end_rc;		/* 0 clean end, else the error that stopped the stream */
+	int n_badmsg;		/* -EBADMSG returns seen (pull readers) */
+	uint64_t records, bad;	/* the front end's own counters */
+	char msg[512];		/* message of end_rc, or of the first -EBADMSG */
 };
 
 static inline uint64_t fnv1a(const uint8_t *p, size_t n)
@@ -59,7 +59,8 @@ static inline void collect_reader(struct cmn_tfr_reader *rd, struct tfr_result *
 		}
 		if (rc == -EBADMSG) {
 			if (res->n_badmsg++ == 0)
-				snprintf(res->msg, sizeof(res->msg), "%s", cmn_tfr_reader_error(rd));
+				snprintf(res->msg, sizeof(res->msg), "%s",
+					 cmn_tfr_reader_error(rd));
 			continue;
 		}
 		res->end_rc = rc;

@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REC 1000u			 /* payload bytes of a record */
-#define RECS 4				 /* records per shard */
+#define REC   1000u			    /* payload bytes of a record */
+#define RECS  4				    /* records per shard */
 #define SHARD ((uint64_t)RECS * (REC + 16)) /* bytes of one shard on disk */
 
 static char dir[256];
@@ -67,8 +67,8 @@ static int64_t write_shard(uint32_t epoch)
 	ck_assert_int_eq(cfs_shard_writer_open(&w, store, epoch, err, sizeof(err)), 0);
 	for (int i = 0; i < RECS; i++) {
 		memset(buf, 'a' + i, sizeof(buf));
-		ck_assert_int_eq(cfs_shard_writer_reserve(w, cfs_shard_writer_record_bytes(REC), 1000),
-				 0);
+		ck_assert_int_eq(
+		    cfs_shard_writer_reserve(w, cfs_shard_writer_record_bytes(REC), 1000), 0);
 		ck_assert_int_eq(cfs_shard_writer_append(w, buf, REC, cmn_crc32c(0, buf, REC), 1,
 							 (uint64_t)i * REC),
 				 0);
@@ -97,11 +97,8 @@ static enum cfs_shard_state state_of(int64_t id)
 
 static struct evc_entry entry(uint64_t limit, uint64_t admit, enum cmn_policy p)
 {
-	return (struct evc_entry){.first = 0,
-				  .last = CMN_EPOCH_OPEN,
-				  .limit = limit,
-				  .admit = admit,
-				  .policy = p};
+	return (struct evc_entry){
+	    .first = 0, .last = CMN_EPOCH_OPEN, .limit = limit, .admit = admit, .policy = p};
 }
 
 /* Runs the whole boundary into `next` (evict, then publish); returns the plan. */

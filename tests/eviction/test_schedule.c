@@ -221,14 +221,14 @@ static Suite *schedule_suite(void)
 		const char *name;
 		const TTest *t;
 	} cases[] = {
-	    {"default", no_sections_one_default_entry},
-	    {"inheritance", inheritance_and_lookup},
-	    {"overlap", overlap_names_both_lines},
-	    {"gap", gap_names_the_line},
-	    {"bad-range", bad_ranges_name_the_line},
-	    {"limits", limits_checked_with_line},
+		{"default", no_sections_one_default_entry},
+		{"inheritance", inheritance_and_lookup},
+		{"overlap", overlap_names_both_lines},
+		{"gap", gap_names_the_line},
+		{"bad-range", bad_ranges_name_the_line},
+		{"limits", limits_checked_with_line},
 #if EVC_TEST_HAVE_CONFIG
-	    {"ini-file", from_ini_file},
+		{"ini-file", from_ini_file},
 #endif
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
