@@ -8,6 +8,8 @@
  */
 #include "cachefs/requests.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
@@ -60,13 +62,7 @@ int cfs_requests_call(struct cfs_requests *q, struct cfs_req *r)
 int cfs_requests_take(struct cfs_requests *q, uint32_t timeout_ms, struct cfs_req **out)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000u;
-	ts.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	cmn_mono_deadline(&ts, timeout_ms);
 	int rc = 0;
 	pthread_mutex_lock(&q->mu);
 	while (!q->head && !q->closed && rc == 0)

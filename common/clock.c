@@ -34,3 +34,14 @@ uint64_t cmn_wall_ms(void)
 {
 	return ns_of(CLOCK_REALTIME) / 1000000u;
 }
+
+void cmn_mono_deadline(struct timespec *ts, uint32_t ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000u;
+	ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}

@@ -18,4 +18,12 @@ double cmn_mono_s(void);
 /* CLOCK_REALTIME in milliseconds since the Unix epoch. */
 uint64_t cmn_wall_ms(void);
 
+struct timespec;
+
+/*
+ * The CLOCK_MONOTONIC instant `ms` from now, for pthread_cond_timedwait on
+ * a condition created with pthread_condattr_setclock(CLOCK_MONOTONIC).
+ */
+void cmn_mono_deadline(struct timespec *ts, uint32_t ms);
+
 #endif

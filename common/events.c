@@ -3,6 +3,8 @@
  */
 #include "common/events.h"
 
+#include "common/clock.h"
+
 #include <time.h>
 
 void cmn_events_init(struct cmn_events *ev)
@@ -33,13 +35,7 @@ void cmn_events_post(struct cmn_events *ev, uint32_t bits)
 uint32_t cmn_events_wait(struct cmn_events *ev, uint32_t timeout_ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000u;
-	ts.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	cmn_mono_deadline(&ts, timeout_ms);
 	pthread_mutex_lock(&ev->mu);
 	while (!ev->bits && timeout_ms)
 		if (pthread_cond_timedwait(&ev->cv, &ev->mu, &ts) != 0)

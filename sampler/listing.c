@@ -9,6 +9,7 @@
 #include "sampler/listing_i.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,4 +71,17 @@ void smp__listing_sort_unique(struct smp_listing *l)
 		l->v[w++] = l->v[i];
 	}
 	l->n = w;
+}
+
+char *smp__with_slash(const char *s, size_t n)
+{
+	bool add = n == 0 || s[n - 1] != '/';
+	char *r = malloc(n + 2);
+	if (!r)
+		return NULL;
+	memcpy(r, s, n);
+	if (add)
+		r[n++] = '/';
+	r[n] = '\0';
+	return r;
 }

@@ -18,4 +18,10 @@ int smp__listing_add(struct smp_listing *l, const char *key, size_t keylen, uint
 /* Sorts by key (bytewise) and drops all but the first of equal keys. */
 void smp__listing_sort_unique(struct smp_listing *l);
 
+/*
+ * A malloc'd copy of s[0..n) ending in exactly one '/' added if missing (a
+ * prefix or a directory URL).  NULL when out of memory.
+ */
+char *smp__with_slash(const char *s, size_t n);
+
 #endif

@@ -41,19 +41,6 @@ static void copy_str(char *dst, size_t n, const char *src)
 	dst[l] = '\0';
 }
 
-static char *with_slash(const char *s, size_t n)
-{
-	bool add = n == 0 || s[n - 1] != '/';
-	char *r = malloc(n + 2);
-	if (!r)
-		return NULL;
-	memcpy(r, s, n);
-	if (add)
-		r[n++] = '/';
-	r[n] = '\0';
-	return r;
-}
-
 int smp__s3_open(struct smp_s3 *s, const struct smp_s3_opts *o, char *err, size_t errlen)
 {
 	const char *url = o->url;
@@ -68,7 +55,7 @@ int smp__s3_open(struct smp_s3 *s, const struct smp_s3_opts *o, char *err, size_
 	}
 	s->bucket = strndup(b, bl);
 	const char *pfx = sl ? sl + 1 : "";
-	s->prefix = *pfx ? with_slash(pfx, strlen(pfx)) : strdup("");
+	s->prefix = *pfx ? smp__with_slash(pfx, strlen(pfx)) : strdup("");
 	if (!s->bucket || !s->prefix)
 		goto nomem;
 	if (o->endpoint && *o->endpoint) {

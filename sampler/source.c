@@ -32,19 +32,6 @@ uint64_t smp_key_hash(const char *key)
 	return h;
 }
 
-static char *with_slash(const char *s, size_t n)
-{
-	bool add = n == 0 || s[n - 1] != '/';
-	char *r = malloc(n + 2);
-	if (!r)
-		return NULL;
-	memcpy(r, s, n);
-	if (add)
-		r[n++] = '/';
-	r[n] = '\0';
-	return r;
-}
-
 int smp_source_open(struct smp_source **out, const struct smp_source_opts *o, char *err,
 		    size_t errlen)
 {
@@ -73,7 +60,7 @@ int smp_source_open(struct smp_source **out, const struct smp_source_opts *o, ch
 			    url);
 			goto fail;
 		}
-		s->base = with_slash(url + 7, strlen(url + 7));
+		s->base = smp__with_slash(url + 7, strlen(url + 7));
 		if (!s->base)
 			goto nomem;
 	} else if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8)) {
@@ -82,7 +69,7 @@ int smp_source_open(struct smp_source **out, const struct smp_source_opts *o, ch
 			snprintf(err, errlen, "%s: a source URL has no query or fragment", url);
 			goto fail;
 		}
-		s->base = with_slash(url, strlen(url));
+		s->base = smp__with_slash(url, strlen(url));
 		if (!s->base)
 			goto nomem;
 	} else if (!strncmp(url, "s3://", 5)) {
