@@ -128,7 +128,7 @@ static void control(struct dmn *d, struct cfs_req *r)
 		return;
 	}
 	pthread_mutex_lock(&d->mu);
-	if (d->stop) {
+	if (d->stop || d->epoch_gone) { /* no boundary would answer it */
 		pthread_mutex_unlock(&d->mu);
 		cfs_requests_done(q, r, -ECANCELED, NULL, 0);
 		return;

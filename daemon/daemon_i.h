@@ -53,6 +53,7 @@ struct dmn {
 
 	pthread_mutex_t mu;
 	bool stop;		       /* protected by mu */
+	bool epoch_gone;	       /* protected by mu: the epoch thread ended */
 	uint64_t adv_requested;	       /* protected by mu: boundaries asked for (sequence) */
 	uint64_t adv_done;	       /* protected by mu: boundaries finished */
 	uint64_t adv_wait_upto;	       /* protected by mu: requests up to this one want "wait" */

@@ -278,5 +278,10 @@ void *dmn__epoch_main(void *arg)
 			}
 		}
 	}
+	/* nobody runs boundaries now: commands still waiting get -ECANCELED */
+	pthread_mutex_lock(&d->mu);
+	d->epoch_gone = true;
+	pthread_mutex_unlock(&d->mu);
+	dmn__cancel_pending(d);
 	return NULL;
 }
