@@ -162,8 +162,15 @@ static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)
 {
 	if (f->nopen)
 		return;
-	/* invariant 3: never while its epoch is current or a handle is open */
-	if (f->evicted && !f->deleted && !f->in_current) {
+	/*
+	 * invariant 3: never while its epoch is current or a handle is open;
+	 * the exception (retire = read): a retiring file read to the end in
+	 * the current epoch, once its last handle closed.
+	 */
+	bool retired = s->retire_read && f->in_current &&
+		       atomic_load_explicit(&f->full_epoch, memory_order_relaxed) ==
+			   atomic_load_explicit(&s->cur_number1, memory_order_relaxed);
+	if (f->evicted && !f->deleted && (!f->in_current || retired)) {
 		f->deleted = true;
 		f->gone_busy = true;
 		f->gnext = s->gone_pending;
@@ -425,7 +432,7 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_efile *f = hash_find(s, in[i].id);
-		if (f && (f->evicted || f->deleted)) {
+		if (f && (f->deleted || (f->evicted && !in[i].retiring))) {
 			rc = -EINVAL; /* an evicted file never comes back (invariant 1) */
 			goto fail_locked;
 		}
@@ -741,8 +748,13 @@ void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st)
 	for (size_t i = 0; i < s->nbuckets; i++) {
 		for (struct cfs_efile *f = s->hash[i]; f; f = f->hnext) {
 			st->open_handles += f->nopen;
-			if (f->evicted && !f->deleted)
+			if (f->evicted && !f->deleted) {
 				st->draining_files++;
+				if (!f->nopen)
+					st->draining_unheld_bytes += f->bytes;
+				if (f->in_current)
+					st->retiring_files++;
+			}
 		}
 	}
 	pthread_mutex_unlock(&s->mu);

@@ -124,6 +124,7 @@ struct cfs_efile_in {
 	const char *relpath; /* copied */
 	uint64_t bytes, records;
 	uint32_t created_epoch;
+	bool retiring; /* a victim of this boundary kept in the view (retire = read) */
 };
 
 struct cfs_store;
@@ -148,9 +149,12 @@ struct cfs_epochs {
 	struct cfs_epoch *current; /* protected by mu; NULL before the first publish */
 	struct cfs_efile **hash;   /* protected by mu; by id */
 	size_t nbuckets;
-	size_t nfiles;			 /* protected by mu; files alive in the hash */
-	uint64_t draining_bytes;	 /* protected by mu; evicted, still on disk */
-	struct cfs_store *store;	 /* deletes evicted files; NULL: nothing on disk (tests) */
+	size_t nfiles;		 /* protected by mu; files alive in the hash */
+	uint64_t draining_bytes; /* protected by mu; evicted, still on disk */
+	struct cfs_store *store; /* deletes evicted files; NULL: nothing on disk (tests) */
+	bool retire_read; /* retire = read: an evicted file of the current epoch goes once it was
+			     read to the end in that epoch and its last handle closed; set before
+			     the first publish */
 	struct cmn_events *events;	 /* where CFS_EV_* are posted, or NULL */
 	struct cfs_efile *gone_pending;	 /* protected by mu; chain via gnext */
 	uint64_t gone_files, gone_bytes; /* protected by mu; evicted files deleted so far */
@@ -204,7 +208,9 @@ void cfs_epochs_destroy(struct cfs_epochs *s);
 
 /*
  * Makes a new epoch `number` of the n files in `in` current.  Files already
- * known (by id) are shared with older snapshots.  The previous current
+ * known (by id) are shared with older snapshots.  An evicted file may be
+ * listed only with in[i].retiring (retire = read: it stays in the view of
+ * this epoch until read, DESIGN "Epochs" step 2).  The previous current
  * epoch leaves the list at once if nothing holds it; otherwise when its last
  * holder lets go.  *held (may be NULL) gets the previous epoch's number + 1
  * when it is still held (the caller then invalidates the kernel's entry for
@@ -283,6 +289,8 @@ struct cfs_epochs_stat {
 	uint64_t draining_files;
 	uint64_t open_handles;
 	uint64_t gone_files, gone_bytes; /* evicted files deleted on their last release */
+	uint64_t draining_unheld_bytes;	 /* evicted, no handle open: leave at the next publish */
+	uint64_t retiring_files;	 /* evicted files the current epoch still lists */
 };
 void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st);
 

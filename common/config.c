@@ -48,6 +48,8 @@ enum key_id {
 	K_LIMIT,
 	K_ADVANCE,
 	K_MIN_RECORDS,
+	K_RETIRE,
+	K_WAIT_TIMEOUT,
 	K_URL,
 	K_ENDPOINT,
 	K_REGION,
@@ -69,6 +71,7 @@ enum vtype { V_STR, V_URL, V_ENDPOINT, V_SIZE, V_DURATION, V_U32, V_U64, V_ENUM 
 enum section_id { SEC_NONE, SEC_CACHE, SEC_SOURCE, SEC_SAMPLER, SEC_EPOCH, SEC_BAD };
 
 static const char *const advance_names[] = {"manual", "auto", NULL};
+static const char *const retire_names[] = {"boundary", "read", NULL};
 static const char *const format_names[] = {"tfrecord", "raw", NULL};
 static const char *const compression_names[] = {"none", "gzip", NULL};
 static const char *const strategy_names[] = {"objects", "records", NULL};
@@ -91,6 +94,9 @@ static const struct key_def keys[] = {
     {K_ADVANCE, SEC_CACHE, "advance", "advance", V_ENUM, advance_names, 0, 0, NULL},
     {K_MIN_RECORDS, SEC_CACHE, "min_records", "min_records", V_U64, NULL, 0, UINT64_MAX,
      "a record count such as 1000"},
+    {K_RETIRE, SEC_CACHE, "retire", "retire", V_ENUM, retire_names, 0, 0, NULL},
+    {K_WAIT_TIMEOUT, SEC_CACHE, "wait_timeout", "wait_timeout", V_DURATION, NULL, 1, UINT64_MAX,
+     "a duration such as 10m"},
     {K_URL, SEC_SOURCE, "url", "url", V_URL, NULL, 0, 0, NULL},
     {K_ENDPOINT, SEC_SOURCE, "endpoint", "endpoint", V_ENDPOINT, NULL, 0, 0, NULL},
     {K_REGION, SEC_SOURCE, "region", "region", V_STR, NULL, 0, 0, "a region such as us-east-1"},
@@ -322,6 +328,12 @@ static void store(struct cmn_config *c, const struct key_def *d, struct value *v
 	case K_MIN_RECORDS:
 		c->min_records = v->u;
 		break;
+	case K_RETIRE:
+		c->retire = (enum cmn_retire)v->e;
+		break;
+	case K_WAIT_TIMEOUT:
+		c->wait_timeout_ms = v->u;
+		break;
 	case K_URL:
 		store_str(&c->url, v);
 		break;
@@ -433,6 +445,8 @@ void cmn_config_init(struct cmn_config *c)
 	memset(c, 0, sizeof(*c));
 	c->advance = CMN_ADVANCE_MANUAL;
 	c->min_records = 1000;
+	c->retire = CMN_RETIRE_BOUNDARY;
+	c->wait_timeout_ms = 10 * 60 * 1000;
 	c->format = CMN_FORMAT_TFRECORD;
 	c->compression = CMN_COMPRESSION_NONE;
 	c->rank = 0;

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 enum cmn_advance { CMN_ADVANCE_MANUAL = 0, CMN_ADVANCE_AUTO = 1 };
+enum cmn_retire { CMN_RETIRE_BOUNDARY = 0, CMN_RETIRE_READ = 1 };
 enum cmn_format { CMN_FORMAT_TFRECORD = 0, CMN_FORMAT_RAW = 1 };
 enum cmn_compression { CMN_COMPRESSION_NONE = 0, CMN_COMPRESSION_GZIP = 1 };
 enum cmn_strategy { CMN_STRATEGY_OBJECTS = 0, CMN_STRATEGY_RECORDS = 1 };
@@ -62,6 +63,9 @@ struct cmn_config {
 	bool has_limit;
 	enum cmn_advance advance; /* manual */
 	uint64_t min_records;	  /* 1000 */
+	enum cmn_retire retire;	  /* boundary: victims leave the view at the boundary; read: they
+				     stay in it and leave once read (DESIGN "Epochs") */
+	uint64_t wait_timeout_ms; /* 10 min: bound of `epoch next --wait` */
 
 	/* [source] */
 	char *url;		/* file:///abs/, http(s)://host/prefix/, s3://bucket/prefix/ */

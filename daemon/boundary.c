@@ -152,22 +152,45 @@ static int cmp_info_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Reloads b->snap with every SEALED file (sorted by id). */
-static int load_sealed(struct dmn_boundary *b)
+/*
+ * Reloads b->snap with every SEALED file, and with retiring >= 0 also the
+ * EVICTING files chosen at the boundary into epoch `retiring` (retire =
+ * read keeps them in that epoch's view); sorted by id.
+ */
+static int load_files(struct dmn_boundary *b, int64_t retiring)
 {
+	unsigned mask = 1u << CFS_SHARD_SEALED;
+	if (retiring >= 0)
+		mask |= 1u << CFS_SHARD_EVICTING;
 	cfs_shard_info_free(b->snap, b->nsnap);
 	b->snap = NULL;
 	b->nsnap = 0;
-	int rc = cfs_catalog_shards_list(cfs_store_catalog(b->store), 1u << CFS_SHARD_SEALED,
-					 &b->snap, &b->nsnap);
-	if (rc == 0 && b->nsnap)
+	int rc = cfs_catalog_shards_list(cfs_store_catalog(b->store), mask, &b->snap, &b->nsnap);
+	if (rc != 0)
+		return rc;
+	size_t k = 0;
+	for (size_t i = 0; i < b->nsnap; i++) {
+		struct cfs_shard_info *si = &b->snap[i];
+		if (si->state == CFS_SHARD_EVICTING && si->evicted_epoch != retiring) {
+			free(si->name); /* an older victim, kept only by a handle */
+			continue;
+		}
+		b->snap[k++] = *si;
+	}
+	b->nsnap = k;
+	if (b->nsnap > 1)
 		qsort(b->snap, b->nsnap, sizeof(*b->snap), cmp_info_id);
-	return rc;
+	return 0;
+}
+
+static int load_sealed(struct dmn_boundary *b)
+{
+	return load_files(b, -1);
 }
 
 int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, size_t errlen)
 {
-	int rc = load_sealed(b);
+	int rc = load_files(b, b->retire_read ? (int64_t)number : -1);
 	if (rc != 0) {
 		snprintf(err, errlen, "epoch %" PRIu32 ": listing sealed files: %s", number,
 			 strerror(-rc));
@@ -200,6 +223,7 @@ int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, siz
 		    .bytes = si->bytes,
 		    .records = si->records,
 		    .created_epoch = si->created_epoch,
+		    .retiring = si->state == CFS_SHARD_EVICTING,
 		};
 	}
 	uint64_t started = cmn_wall_ms();
@@ -291,7 +315,17 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 	}
 	struct cfs_budget_stat bs;
 	cfs_budget_get(cfs_store_budget(b->store), &bs);
-	rc = evc_plan_boundary(entry, next, sh, n, bs.draining + bs.reserved, victims, plan);
+	/*
+	 * other: bytes on disk that are not resident and stay: being written,
+	 * and evicted files held by a handle.  Evicted files nobody holds leave
+	 * when this boundary publishes (retire = read: victims of the last
+	 * boundary not read in their epoch), so their room is the plan's.
+	 */
+	struct cfs_epochs_stat es;
+	cfs_epochs_stat(b->set, &es);
+	uint64_t draining =
+	    bs.draining > es.draining_unheld_bytes ? bs.draining - es.draining_unheld_bytes : 0;
+	rc = evc_plan_boundary(entry, next, sh, n, draining + bs.reserved, victims, plan);
 	if (rc != 0) {
 		snprintf(err, errlen, "boundary %" PRIu32 ": plan: %s", next, strerror(-rc));
 		goto out;

@@ -13,7 +13,9 @@
  *                               held by a snapshot or a handle are deleted
  *                               on their last release (invariant 3);
  *   dmn_boundary_publish()      step 1, the snapshot: epoch N = every sealed
- *                               file, made current in the view.
+ *                               file (with retire_read, also the victims
+ *                               chosen for N: they retire once read in N),
+ *                               made current in the view.
  *
  * The order of a boundary, the budget and the samplers around it are the
  * epoch thread's (daemon/epochs.c).  Not thread-safe against itself: one
@@ -40,6 +42,7 @@ struct dmn_boundary {
 	struct cfs_store *store;
 	struct cfs_epochs *set;
 	struct cfs_fs *fs; /* the mount, or NULL (tests): told when `current` changes */
+	bool retire_read;  /* retire = read: a boundary's victims stay in the new epoch's view */
 
 	pthread_mutex_t flush_mu;      /* serialises read-statistics flushes */
 	_Atomic uint64_t errors_flush; /* flushes that failed (stats: errors.stats_flush) */

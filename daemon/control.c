@@ -87,12 +87,15 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	struct evc_plan plan = d->last_plan;
 	bool have_plan = d->have_plan;
 	const struct evc_entry *entry = d->entry;
+	char wait_why[512];
+	memcpy(wait_why, d->wait_why, sizeof(wait_why));
 	v.errors_stats_flush = atomic_load(&d->bd.errors_flush);
 	v.errors_boundary = d->err_boundary;
 	v.sampler.ingest_bps = d->ingest_bps;
 	v.sampler.fetch_bps = d->fetch_bps;
 	pthread_mutex_unlock(&d->mu);
 	v.schedule = desc;
+	v.last_wait = wait_why;
 	v.policy = entry ? cmn_policy_name(entry->policy) : "";
 	v.min_uses = entry ? entry->min_uses : 0;
 	v.entry_limit = entry ? entry->limit : 0;

@@ -43,7 +43,6 @@ struct dmn_opts {
 	bool passthrough;	      /* FUSE passthrough for files served once (cachefs/fs.c) */
 	uint32_t readahead_kib;	      /* kernel readahead of the mount; 0: 4096 */
 	const char *fuse_opts;	      /* pass-through mount options (allow_other, ...) or NULL */
-	uint64_t wait_timeout_ms;     /* bound of `next wait`; 0: 10 minutes */
 	bool detach; /* fork; the child detaches (setsid, stdio to /dev/null, syslog) once up */
 };
 

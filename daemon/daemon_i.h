@@ -65,6 +65,7 @@ struct dmn {
 	char entry_desc[256];	       /* protected by mu */
 	const struct evc_entry *entry; /* protected by mu: entry in force */
 	uint64_t err_boundary;	       /* protected by mu */
+	char wait_why[512];	       /* protected by mu: why the last `next wait` went ahead */
 	double ingest_bps, fetch_bps;  /* protected by mu */
 	uint64_t rate_bytes, rate_fetched; /* protected by mu */
 	uint64_t rate_t_ms;		   /* protected by mu */

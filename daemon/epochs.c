@@ -45,6 +45,14 @@ static void inval_retired(struct dmn *d)
 		cfs_fs_epoch_retired(d->fs, q[i]);
 }
 
+/* Records why the last `next wait` went ahead ("" when min_records were reached). */
+static void set_wait_why(struct dmn *d, const char *why)
+{
+	pthread_mutex_lock(&d->mu);
+	snprintf(d->wait_why, sizeof(d->wait_why), "%s", why);
+	pthread_mutex_unlock(&d->mu);
+}
+
 /*
  * Step 2: waits until min_records records are resident, the samplers have
  * nothing more to give, the bound passes, or the daemon stops.  "Nothing
@@ -57,13 +65,16 @@ static void inval_retired(struct dmn *d)
  */
 static int wait_records(struct dmn *d, uint32_t *deferred)
 {
-	uint64_t bound = d->o->wait_timeout_ms ? d->o->wait_timeout_ms : WAIT_TIMEOUT_DEFAULT_MS;
+	uint64_t bound =
+	    d->cfg->wait_timeout_ms ? d->cfg->wait_timeout_ms : WAIT_TIMEOUT_DEFAULT_MS;
 	uint64_t t0 = cmn_mono_ms(), last_change = t0, blocked_since = 0, last_records = UINT64_MAX;
 	for (;;) {
 		struct cfs_resident r = {0};
 		uint64_t now = cmn_mono_ms();
-		if (cfs_catalog_resident(d->cat, &r) == 0 && r.records >= d->cfg->min_records)
+		if (cfs_catalog_resident(d->cat, &r) == 0 && r.records >= d->cfg->min_records) {
+			set_wait_why(d, "");
 			return 0;
+		}
 		if (r.records != last_records) {
 			last_records = r.records;
 			last_change = now;
@@ -85,14 +96,26 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 		else if (ws.idle && now - t0 >= 1000)
 			why = "the source has no more data for this epoch";
 		else if (blocked_since && now - blocked_since >= 1000 && now - last_change >= 1000)
-			why = "the cache is full for this epoch (limit or admit reached)";
+			why = bs.waiting_admit
+				  ? "the epoch's admit budget is used up"
+				  : "the cache is at its limit (nothing left to retire "
+				    "before the epoch is read)";
 		else if (now - t0 > bound)
-			why = "the wait timed out";
+			why = "wait_timeout passed";
 		if (why) {
-			cmn_log(CMN_LOG_WARN,
-				"next wait: %" PRIu64 " of min_records %" PRIu64
-				" resident; going ahead: %s",
-				r.records, d->cfg->min_records, why);
+			char msg[512];
+			snprintf(msg, sizeof(msg),
+				 "%" PRIu64 " of min_records %" PRIu64 " resident after %.1f s: %s "
+				 "(admit %" PRIu64 " of %" PRIu64 " bytes used, %" PRIu64
+				 " of limit %" PRIu64 " on disk; samplers %s)",
+				 r.records, d->cfg->min_records, (double)(now - t0) / 1000.0, why,
+				 bs.admit_used, bs.admit, bs.sealed + bs.reserved + bs.draining,
+				 bs.limit,
+				 !ws.present ? "absent"
+				 : ws.idle   ? "idle (pass over)"
+					     : "running");
+			cmn_log(CMN_LOG_WARN, "next wait: going ahead: %s", msg);
+			set_wait_why(d, msg);
 			return 0;
 		}
 		/* other wake-ups are kept for the epoch thread's loop */

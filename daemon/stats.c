@@ -151,6 +151,7 @@ int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_
 	set_u64(o, "admit", v->last_admit);
 	set_str(o, "reason", v->last_reason);
 	set_str(o, "why", v->last_why);
+	set_str(o, "wait", v->last_wait);
 	json_t *arr = json_array();
 	json_object_set_new(root, "epochs", arr);
 	for (size_t i = 0; i < v->n_epochs; i++) {

@@ -63,6 +63,7 @@ struct dmn_stats_view {
 	uint64_t last_victims, last_evicted_bytes, last_admit;
 	const char *last_reason; /* evc_reason_name() or "" */
 	const char *last_why;
+	const char *last_wait; /* why the last `next wait` went ahead, or "" */
 
 	struct dmn_sampler_stats sampler;
 	uint64_t errors_stats_flush, errors_boundary, errors_read;

@@ -19,7 +19,7 @@ static void fill(struct dmn_stats_view *v)
 	v->cache_dir = "/c";
 	v->mountpoint = "/m";
 	v->advance = "manual";
-	v->schedule = v->policy = v->last_reason = v->last_why = "";
+	v->schedule = v->policy = v->last_reason = v->last_why = v->last_wait = "";
 	v->have_epoch = true;
 	v->epoch = 7;
 	v->limit = 1000;

@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""fuse-retire-read: `retire = read` on a real mount (DESIGN "Epochs").
+
+A file:// dataset four times the limit, fifo, admit = half the limit,
+advanced with `rollcache epoch MNT next --wait` and read like the feeder
+reads: every file of epochs/N once, to the end.  Proves, per epoch once the
+cache is full:
+  - the victims of a boundary stay in the new epoch's view and leave as soon
+    as they were read in it (catalog GONE before the next boundary), so the
+    view is the whole cache: >= 0.9 x limit (with `retire = boundary` it is
+    about limit - admit);
+  - the room they free goes to the samplers at once: files sealed during
+    epoch E (created_epoch E) are in E+1's view;
+  - bytes on disk, sampled every 100 ms by a thread (du of shards/ and tmp/),
+    never exceed the limit (invariant 4).
+Argument `boundary` runs the same loop with `retire = boundary` and checks
+the view is below limit - admit + one shard (the contrast).
+"""
+import os
+import sys
+import threading
+import time
+
+import rcfuse as t
+
+LIMIT = 8 << 20
+ADMIT = 4 << 20
+SHARD = 256 << 10
+EPOCHS = 7
+
+
+def du(path):
+    total = 0
+    for sub in ("shards", "tmp", "objects"):
+        d = os.path.join(path, sub)
+        for n in os.listdir(d) if os.path.isdir(d) else []:
+            try:
+                total += os.lstat(os.path.join(d, n)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def body(s, mode):
+    s.synth(records=2048, size="16K", shards=16)  # ~32 MiB: four times the limit
+    cfg = s.config("[cache]\nlimit = %d\nretire = %s\nmin_records = 100000\nwait_timeout = 3s\n"
+                   "[sampler]\nshard_size = %d\n"
+                   "[epoch 0-]\nlimit = %d\nadmit = %d\npolicy = fifo\n"
+                   % (LIMIT, mode, SHARD, LIMIT, ADMIT))
+    s.mount("file://%s/" % s.src, "--config", cfg)
+    peak = [0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], du(s.cache))
+            time.sleep(0.1)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    s.cleanups.insert(0, stop.set)
+    views = []
+    for i in range(EPOCHS):
+        t.run("epoch", s.mnt, "next", "--wait", timeout=60)
+        st = s.stats()
+        e = st["epoch"]
+        cur = os.path.join(s.mnt, "epochs", str(e))
+        names = sorted(os.listdir(cur))
+        view = st["current"]["bytes"]
+        ids = set(int(n[len("shard-"):-len(".tfrecord")]) for n in names)
+        created = dict(s.catalog("SELECT id, created_epoch FROM shards"))
+        # fresh data of the previous epoch is in this one's view
+        prev = set(x for x, c in created.items() if c == e - 1)
+        sealed_prev = set(x for (x,) in s.catalog(
+            "SELECT id FROM shards WHERE created_epoch = ? AND state != 2", e - 1))
+        if mode == "read" and not sealed_prev <= ids:
+            t.fail("epoch %d: files admitted during %d not in the view: %r"
+                   % (e, e - 1, sorted(sealed_prev - ids)))
+        victims = [x for (x,) in s.catalog(
+            "SELECT id FROM shards WHERE evicted_epoch = ?", e)]
+        for n in names:  # the reader: every file once, to the end
+            try:
+                with open(os.path.join(cur, n), "rb") as f:
+                    while f.read(1 << 20):
+                        pass
+            except FileNotFoundError:
+                t.fail("epoch %d: %s listed but gone before it was read" % (e, n))
+        if mode == "read" and victims:
+            # read and closed: each victim leaves now, not at the next boundary
+            t.wait_for(lambda: s.catalog(
+                "SELECT count(*) FROM shards WHERE evicted_epoch = ? AND state = 2",
+                e)[0][0] == len(victims), "the %d victims of epoch %d to retire once read"
+                % (len(victims), e))
+        views.append((e, len(names), view, len(victims), len(prev)))
+        print("epoch %d: %d files, view %.2f MiB (%.2f x limit), %d victims retiring, "
+              "%d files admitted during %d" % (e, len(names), view / 2**20, view / LIMIT,
+                                                len(victims), len(prev), e - 1))
+    stop.set()
+    th.join()
+    print("peak bytes on disk (du every 100 ms): %d of limit %d" % (peak[0], LIMIT))
+    if peak[0] > LIMIT:
+        t.fail("bytes on disk %d above the limit %d (invariant 4)" % (peak[0], LIMIT))
+    full = [v for v in views[3:]]  # the cache is full after limit / admit epochs
+    for e, n, view, nv, _ in full:
+        if mode == "read" and view < 0.9 * LIMIT:
+            t.fail("epoch %d: view %d bytes < 0.9 x limit with retire = read" % (e, view))
+        if mode == "boundary" and view > LIMIT - ADMIT + 2 * SHARD:
+            t.fail("epoch %d: view %d bytes with retire = boundary, expected about "
+                   "limit - admit" % (e, view))
+    s.umount()
+
+
+mode = sys.argv[1] if len(sys.argv) > 1 else "read"
+t.main(lambda s: body(s, mode), "retire-" + mode)
