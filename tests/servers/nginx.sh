@@ -7,6 +7,8 @@
 #                               STATE (created) holds the config, pid, logs.
 #   nginx.sh stop STATE         stops it (QUIT, then KILL after 10 s).
 #
+# NGINX_ACCESS_LOG=1 writes STATE/access.log: "STATUS BODY_BYTES BYTES_SENT REQUEST" per
+# request (bench/sampling.py counts bytes downloaded from it).
 # Exit 77 when nginx is not installed (tests skip).  Ranges, keepalive and
 # sendfile are nginx defaults; `autoindex_format json` is what rollcache's
 # http:// lister reads.
@@ -24,7 +26,9 @@ start() {
   root=$(cd "$root" && pwd)
   mkdir -p "$state"
   state=$(cd "$state" && pwd)
-  local user_line=""
+  local user_line="" access_line="access_log off;"
+  # NGINX_ACCESS_LOG=1: one line per request with the bytes sent (benchmarks)
+  [ "${NGINX_ACCESS_LOG:-0}" = 1 ] && access_line="access_log $state/access.log rc_bytes;"
   [ "$(id -u)" -eq 0 ] && user_line="user root;"
   for attempt in 1 2 3 4 5; do
     local port
@@ -37,7 +41,8 @@ pid $state/nginx.pid;
 error_log $state/error.log warn;
 events { worker_connections 256; }
 http {
-  access_log off;
+  log_format rc_bytes '\$status \$body_bytes_sent \$bytes_sent \$request';
+  $access_line
   client_body_temp_path $state/body;
   proxy_temp_path $state/proxy;
   fastcgi_temp_path $state/fastcgi;
