@@ -33,6 +33,7 @@ struct run {
 	char label[64];
 	char source[256]; /* the config path, or "--policy X" */
 	struct evc_schedule sch;
+	bool retire_read; /* the config's [cache] retire = read */
 	struct evc_sim_row *rows;
 };
 
@@ -315,6 +316,7 @@ static int load_config_run(const char *path, struct run *r, uint64_t *shard_size
 	}
 	if (*shard_size == 0)
 		*shard_size = c.shard_size;
+	r->retire_read = c.retire == CMN_RETIRE_READ;
 	base_label(path, r->label, sizeof(r->label));
 	snprintf(r->source, sizeof(r->source), "%s", path);
 	cmn_config_free(&c);
@@ -498,7 +500,7 @@ int cmd_simulate(int argc, char **argv)
 				    cmn_format_size(shard_size, b, sizeof(b)));
 		}
 
-	struct evc_sim_opts o = {dataset, record_size, shard_size, (uint32_t)epochs, seed};
+	struct evc_sim_opts o = {dataset, record_size, shard_size, (uint32_t)epochs, seed, false};
 	for (size_t i = 0; i < n_runs; i++) {
 		runs[i].rows = calloc(o.epochs, sizeof(*runs[i].rows));
 		if (!runs[i].rows) {
@@ -506,6 +508,7 @@ int cmd_simulate(int argc, char **argv)
 			code = 1;
 			goto out;
 		}
+		o.retire_read = runs[i].retire_read;
 		int rc = evc_sim_run(&o, &runs[i].sch, runs[i].rows, err, sizeof(err));
 		if (rc < 0) {
 			fprintf(stderr, "rollcache simulate: %s\n", err);

@@ -183,6 +183,7 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 {
 	struct sim m;
 	size_t *victims = NULL, *events = NULL;
+	char *retiring = NULL; /* retire_read: view index -> victim of this epoch */
 	int rc = -EINVAL;
 
 	memset(&m, 0, sizeof(m));
@@ -252,7 +253,16 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 			rc = evc_plan_boundary(ent, e, m.st, m.n, 0, victims, &plan);
 			if (rc < 0)
 				goto nomem;
-			evict(&m, victims, plan.n_victims, row);
+			if (o->retire_read) { /* they leave once read, during the epoch */
+				free(retiring);
+				retiring = calloc(m.n ? m.n : 1, 1);
+				if (!retiring)
+					goto nomem;
+				for (size_t i = 0; i < plan.n_victims; i++)
+					retiring[victims[i]] = 1;
+			} else {
+				evict(&m, victims, plan.n_victims, row);
+			}
 			budget = plan.admit;
 			row->reason = plan.reason;
 			memcpy(row->why, plan.why, sizeof(row->why));
@@ -280,18 +290,59 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 			events[i - 1] = events[j];
 			events[j] = t;
 		}
-		/* View shards keep their indices: admissions only append. */
-		for (size_t i = 0; i < ne; i++) {
-			if (events[i] != SIZE_MAX) {
-				distinct += read_shard(&m, events[i]);
-				continue;
+		/*
+		 * View shards keep their indices: admissions only append.  With
+		 * retire_read, a victim leaves after its read (marked in `gone`,
+		 * removed at the end of the epoch) and an admission without room
+		 * waits for the next one to leave.
+		 */
+		uint64_t pending = 0, limit_recs = ent->limit / o->record_size;
+		char *gone = o->retire_read ? calloc(n_view ? n_view : 1, 1) : NULL;
+		if (o->retire_read && !gone)
+			goto nomem;
+		for (size_t i = 0; i <= ne; i++) {
+			if (i < ne && events[i] != SIZE_MAX) {
+				size_t v = events[i];
+				distinct += read_shard(&m, v);
+				if (retiring && retiring[v]) {
+					uint32_t *rv = m.recs[v];
+					for (uint32_t j = 1; j <= rv[0]; j++)
+						set_bit(m.resident, rv[j], 0);
+					m.n_resident -= rv[0];
+					row->evicted_records += rv[0];
+					gone[v] = 1;
+				}
+			} else if (i < ne) {
+				pending++;
 			}
-			int64_t got = admit_shard(&m, e, o->record_size);
-			if (got < 0)
-				goto nomem;
-			row->fresh_records += (uint64_t)got;
-			downloaded += (uint64_t)got;
+			while (pending &&
+			       (!o->retire_read || m.n_resident + m.per_shard <= limit_recs)) {
+				int64_t got = admit_shard(&m, e, o->record_size);
+				if (got < 0) {
+					free(gone);
+					goto nomem;
+				}
+				pending--;
+				row->fresh_records += (uint64_t)got;
+				downloaded += (uint64_t)got;
+			}
 		}
+		if (gone) { /* the retired victims leave the shard list */
+			size_t w = 0;
+			for (size_t i = 0; i < m.n; i++) {
+				if (i < n_view && gone[i]) {
+					free(m.recs[i]);
+					continue;
+				}
+				m.st[w] = m.st[i];
+				m.recs[w] = m.recs[i];
+				w++;
+			}
+			m.n = w;
+			free(gone);
+		}
+		free(retiring);
+		retiring = NULL;
 		wasted += row->evicted_unread;
 		row->distinct = distinct;
 		row->downloaded_records = downloaded;
@@ -300,12 +351,14 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 	}
 	free(victims);
 	free(events);
+	free(retiring);
 	sim_free(&m);
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory simulating %llu records", (unsigned long long)nr);
 	free(victims);
 	free(events);
+	free(retiring);
 	sim_free(&m);
 	return -ENOMEM;
 }

@@ -12,7 +12,11 @@
  *     count as epoch 0's downloads.
  *   - At the start of each epoch E >= 1 the boundary plan of entry(E) runs
  *     (evc_plan_boundary) over the statistics of the resident shards, and
- *     its victims go.  The view of E is every resident shard.
+ *     its victims go.  The view of E is every resident shard.  With
+ *     retire_read the victims stay in the view of E and each leaves right
+ *     after the reader has read it; an admission that finds no room waits
+ *     (in event order) until enough victims have left, as the budget makes
+ *     the real sampler wait.
  *   - During E the reader reads every shard of the view once, to the end,
  *     in random order; meanwhile the sampler admits the plan's budget of
  *     fresh shards (joining the view at E+1).  Reads and admissions are
@@ -31,6 +35,7 @@
 #include "eviction/evictor.h"
 #include "eviction/schedule.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +47,7 @@ struct evc_sim_opts {
 	uint64_t shard_size;  /* target bytes per shard (rounded down to whole records, >= 1) */
 	uint32_t epochs;      /* rows to produce */
 	uint64_t seed;	      /* the sampler's permutation and the reader's order */
+	bool retire_read;     /* retire = read: victims stay in the view and leave once read */
 };
 
 struct evc_sim_row {

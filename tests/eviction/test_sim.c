@@ -34,7 +34,7 @@ static struct evc_schedule one_entry(uint64_t limit, uint64_t admit, enum cmn_po
 }
 
 /* 400 records of 1M, shards of 4 records: 100 shards. */
-static const struct evc_sim_opts small = {400 * M, 1 * M, 4 * M, 12, 5};
+static const struct evc_sim_opts small = {400 * M, 1 * M, 4 * M, 12, 5, false};
 
 START_TEST(fifo_rolling_window)
 {
@@ -53,6 +53,31 @@ START_TEST(fifo_rolling_window)
 		ck_assert_uint_eq(r[e].distinct, 20 * (e + 1));
 		ck_assert_uint_eq(r[e].bound, r[e].distinct);
 		ck_assert_int_eq(r[e].reason, EVC_REASON_OK);
+	}
+	evc_schedule_free(&sch);
+}
+END_TEST
+
+START_TEST(retire_read_view_is_the_cache)
+{
+	/* the same run as fifo_rolling_window, with retire = read */
+	struct evc_sim_opts o = small;
+	o.retire_read = true;
+	struct evc_schedule sch = one_entry(40 * M, 20 * M, CMN_POLICY_FIFO, 0);
+	struct evc_sim_row r[12];
+	char err[320];
+	ck_assert_int_eq(evc_sim_run(&o, &sch, r, err, sizeof(err)), 0);
+	ck_assert_uint_eq(r[0].resident_records, 20);
+	for (uint32_t e = 1; e < 12; e++) {
+		/* victims stay in the view: the reader sees the whole cache */
+		ck_assert_uint_eq(r[e].resident_records, 40);
+		ck_assert_uint_eq(r[e].resident_bytes, 40 * M);
+		/* they leave once read, and their room takes the fresh shards */
+		ck_assert_uint_eq(r[e].evicted_records, 20);
+		ck_assert_uint_eq(r[e].evicted_unread, 0);
+		ck_assert_uint_eq(r[e].fresh_records, 20);
+		ck_assert_uint_eq(r[e].downloaded_records, 20 * (e + 2));
+		ck_assert_uint_eq(r[e].distinct, 20 * (e + 1));
 	}
 	evc_schedule_free(&sch);
 }
@@ -216,6 +241,7 @@ static Suite *sim_suite(void)
 		const TTest *t;
 	} cases[] = {
 	    {"fifo-rolling-window", fifo_rolling_window},
+	    {"retire-read-view", retire_read_view_is_the_cache},
 	    {"none-freezes", none_freezes_when_full},
 	    {"lru-waste", lru_evicts_unread_fifo_does_not},
 	    {"deterministic", deterministic},
