@@ -547,6 +547,15 @@ uint64_t cfs_epochs_evict(struct cfs_epochs *s, const int64_t *ids, size_t n)
 	return bytes;
 }
 
+bool cfs_epochs_in_current(struct cfs_epochs *s, int64_t id)
+{
+	pthread_mutex_lock(&s->mu);
+	struct cfs_efile *f = hash_find(s, id);
+	bool in = f && f->in_current;
+	pthread_mutex_unlock(&s->mu);
+	return in;
+}
+
 bool cfs_epochs_pinned(struct cfs_epochs *s, int64_t id)
 {
 	pthread_mutex_lock(&s->mu);

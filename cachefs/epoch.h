@@ -228,6 +228,9 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
  */
 uint64_t cfs_epochs_evict(struct cfs_epochs *s, const int64_t *ids, size_t n);
 
+/* Whether file `id` is listed by the current epoch (it has been in a view). */
+bool cfs_epochs_in_current(struct cfs_epochs *s, int64_t id);
+
 /* Whether file `id` has an open handle now (the evictor skips pinned files). */
 bool cfs_epochs_pinned(struct cfs_epochs *s, int64_t id);
 

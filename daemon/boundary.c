@@ -309,6 +309,7 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 		    .last_use = si->last_read_ms ? si->last_read_ms
 						 : started_ms_of(rows, nrows, si->created_epoch),
 		    .pins = cfs_epochs_pinned(b->set, si->id) ? 1u : 0u, /* invariant 3 */
+		    .fresh = !cfs_epochs_in_current(b->set, si->id),	 /* never in a view */
 		};
 		resident_bytes += si->bytes;
 		resident_records += si->records;

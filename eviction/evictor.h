@@ -13,7 +13,10 @@
  *   used     = sum(sealed resident shards) + other   (other: draining + being written)
  *   target   = S.limit - S.admit                      (room for the fresh data)
  *   1. soft:  evict by S.policy (evc_order: never pinned, never below
- *             S.min_uses) while used > target.  `none` evicts nothing here.
+ *             S.min_uses, never a fresh file: one that has not been in any
+ *             view yet, so evicting it would throw away a download nobody
+ *             could read)
+ *             while used > target.  `none` evicts nothing here.
  *   2. hard:  if still used > S.limit (the limit shrank), evict the remaining
  *             unpinned shards in policy order (none: fifo) while used > S.limit,
  *             ignoring min_uses: DESIGN invariant 4 is a bound, min_uses a
@@ -42,6 +45,8 @@ enum evc_reason {
 	EVC_REASON_OVER_LIMIT,	 /* pinned + draining bytes alone exceed the limit */
 	EVC_REASON_LIMIT_FORCED, /* full budget, but the limit shrank and shards below
 				  * min_uses were evicted to honour it */
+	EVC_REASON_FRESH,	 /* room held mostly by fresh files: never in a view
+				  * yet, so not victims */
 };
 
 /* A short stable token for JSON and tables: "ok", "frozen", "min_uses", ... */
@@ -57,6 +62,7 @@ struct evc_plan {
 	uint64_t admit;		/* budget of the epoch: <= S.admit, used_after + admit <= S.limit */
 	uint64_t held_min_uses; /* bytes kept only because of min_uses */
 	uint64_t held_pinned;	/* bytes of pinned shards + other */
+	uint64_t held_fresh;	/* bytes of fresh files kept (never in a view yet) */
 	size_t n_forced;	/* victims below min_uses (hard phase) */
 	enum evc_reason reason;
 	char why[320]; /* one line for stats/status; "" when reason is OK */

@@ -2,8 +2,8 @@
  * plan.c - the boundary plan: victims, admit budget and the reason for a
  * short budget (the arithmetic is in evictor.h's comment).
  *
- * Pure: no I/O, no globals, no locks.  Does not apply the plan (evictor.c
- * hands it to the store) and does not choose the order of victims
+ * Pure: no I/O, no globals, no locks.  Does not apply the plan
+ * (daemon/boundary.c does) and does not choose the order of victims
  * (policy.c does).  Cites DESIGN invariants 3 (pinned files are never
  * victims) and 4 (used_after + admit <= limit).
  */
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const reason_names[] = {"ok",     "frozen",	   "min_uses",
-					   "pinned", "over_limit", "limit_forced"};
+static const char *const reason_names[] = {"ok",	 "frozen",	 "min_uses", "pinned",
+					   "over_limit", "limit_forced", "fresh"};
 
 const char *evc_reason_name(enum evc_reason r)
 {
@@ -79,6 +79,13 @@ static void explain(const struct evc_entry *s, struct evc_plan *out)
 			 "within it",
 			 lim, out->n_forced, s->min_uses);
 		break;
+	case EVC_REASON_FRESH: {
+		char fr[32];
+		cmn_format_size(out->held_fresh, fr, sizeof(fr));
+		snprintf(out->why, sizeof(out->why),
+			 "%s: %s of %s held by fresh files, not yet in any view", head, fr, lim);
+		break;
+	}
 	case EVC_REASON_OK:
 	default:
 		out->why[0] = '\0';
@@ -100,11 +107,23 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 	out->used_before = used;
 	out->target = sub0(s->limit, s->admit);
 
-	/* 1. soft phase: the policy down to limit - admit. */
+	/*
+	 * 1. soft phase: the policy down to limit - admit, over the shards that
+	 * have been in a view (fresh ones are held like pinned ones here).
+	 */
 	size_t k = 0;
 	if (s->policy != CMN_POLICY_NONE) {
-		int rc = evc_select(s->policy, seed, s->min_uses, shards, n, used, out->target,
+		struct evc_shard *soft = malloc((n ? n : 1) * sizeof(*soft));
+		if (!soft)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++) {
+			soft[i] = shards[i];
+			if (shards[i].fresh)
+				soft[i].pins = 1;
+		}
+		int rc = evc_select(s->policy, seed, s->min_uses, soft, n, used, out->target,
 				    victims, &k, &used);
+		free(soft);
 		if (rc < 0)
 			return rc;
 	}
@@ -153,6 +172,8 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 			continue;
 		if (shards[i].pins)
 			out->held_pinned += shards[i].bytes;
+		else if (shards[i].fresh)
+			out->held_fresh += shards[i].bytes;
 		else if (shards[i].full_reads < s->min_uses)
 			out->held_min_uses += shards[i].bytes;
 	}
@@ -179,6 +200,8 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 		out->reason = EVC_REASON_OVER_LIMIT;
 	else if (s->policy == CMN_POLICY_NONE)
 		out->reason = EVC_REASON_FROZEN;
+	else if (out->held_fresh > out->held_pinned && out->held_fresh > out->held_min_uses)
+		out->reason = EVC_REASON_FRESH;
 	else if (out->held_min_uses >= out->held_pinned)
 		out->reason = EVC_REASON_MIN_USES;
 	else

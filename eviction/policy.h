@@ -27,6 +27,7 @@
 #include "common/config.h"
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* What a policy knows about one sealed resident shard. */
@@ -40,6 +41,8 @@ struct evc_shard {
 			      * admission when never read: LRU counts admission as a
 			      * use, so fresh unread data is not the first victim */
 	uint32_t pins;	     /* open handles + live epochs holding it; > 0: never a victim */
+	bool fresh;	     /* never in a view yet (admitted after the ending epoch's snapshot):
+			      * never a victim of the soft phase (evc_plan_boundary) */
 };
 
 /*

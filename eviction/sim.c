@@ -115,6 +115,7 @@ static int64_t admit_shard(struct sim *m, uint32_t epoch, uint64_t record_size)
 	s->id = m->next_id++;
 	s->bytes = (uint64_t)k * record_size;
 	s->created = epoch;
+	s->fresh = true; /* until the next view fixes it in (evc_sim_run) */
 	s->last_use = ++m->tick;
 	m->recs[m->n] = rv;
 	m->n++;
@@ -269,6 +270,8 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 		}
 		row->bound = downloaded < nr ? downloaded : nr;
 		row->budget = budget;
+		for (size_t i = 0; i < m.n; i++) /* the view of e: every resident shard */
+			m.st[i].fresh = false;
 
 		/* The epoch: n_view reads and n_fresh admissions, interleaved. */
 		size_t n_view = m.n;

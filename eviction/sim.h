@@ -22,7 +22,9 @@
  *     fresh shards (joining the view at E+1).  Reads and admissions are
  *     interleaved uniformly at random on one tick clock: a read sets
  *     last_use, an admission sets it too (LRU counts admission as a use).
- *   - Nothing is pinned: a reader holds no shard across a boundary.
+ *   - Nothing is pinned: a reader holds no shard across a boundary.  A
+ *     shard admitted during E is fresh at the boundary into E+1 (never in a
+ *     view), so it is not a victim of the plan's soft phase.
  *
  * Figures per epoch: see struct evc_sim_row.  `bound` is the coverage no
  * policy can beat with the same downloads: the reader only ever reads

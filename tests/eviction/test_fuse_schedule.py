@@ -95,9 +95,11 @@ def config_text():
     return "\n".join(out) + "\n"
 
 
-def plan(ent, files, other, started, pinned=()):
+def plan(ent, files, other, started, pinned=(), fresh=()):
     """Model of evc_plan_boundary(): files with an open handle (ids in
-    `pinned`) are never victims.
+    `pinned`) are never victims; fresh files (ids in `fresh`: sealed after
+    the ending epoch's snapshot, never in a view) are not victims of the
+    soft phase.
 
     files: catalog rows at the boundary (dicts); other: reserved + draining
     bytes.  Returns (victim ids in order, used after, granted admit, reason).
@@ -111,12 +113,13 @@ def plan(ent, files, other, started, pinned=()):
 
     order = [f for f in sorted(files, key=lru_key if ent["policy"] == "lru" else fifo_key)
              if f["id"] not in pinned]
+    soft = [f for f in order if f["id"] not in fresh]
     used = other + sum(f["bytes"] for f in files)
     used_before = used
     target = max(ent["limit"] - ent["admit"], 0)
     victims = []
     if ent["policy"] != "none":  # soft phase: the policy, above min_uses only
-        for f in order:
+        for f in soft:
             if used <= target:
                 break
             if f["full_reads"] < ent["min_uses"]:
@@ -136,8 +139,10 @@ def plan(ent, files, other, started, pinned=()):
                                     or ent["limit"] - used_before < largest):
         room = 0  # full: no room for one more file of the largest size
     admit = min(room, ent["admit"])
-    held_min_uses = sum(f["bytes"] for f in files if f["id"] not in victims
-                        and f["id"] not in pinned and f["full_reads"] < ent["min_uses"])
+    kept = [f for f in files if f["id"] not in victims and f["id"] not in pinned]
+    held_fresh = sum(f["bytes"] for f in kept if f["id"] in fresh)
+    held_min_uses = sum(f["bytes"] for f in kept
+                        if f["id"] not in fresh and f["full_reads"] < ent["min_uses"])
     held_pinned = other + sum(f["bytes"] for f in files if f["id"] in pinned)
     if admit == ent["admit"]:
         reason = "ok"  # (limit_forced needs min_uses shards in a hard phase: not staged)
@@ -145,6 +150,8 @@ def plan(ent, files, other, started, pinned=()):
         reason = "over_limit"
     elif ent["policy"] == "none":
         reason = "frozen"
+    elif held_fresh > held_pinned and held_fresh > held_min_uses:
+        reason = "fresh"
     elif held_min_uses >= held_pinned:
         reason = "min_uses"
     else:
@@ -250,13 +257,17 @@ def body(s):
         other = st["disk"]["reserved"] + st["disk"]["draining"]
         t.eq(st["disk"]["sealed"], sum(f["bytes"] for f in files),
              "stats sealed bytes vs catalog before boundary %d" % (e + 1))
-        want_victims, want_used, want_admit, want_reason = plan(nxt, files, other, started)
+        in_view = set(int(n[len("shard-"):-len(".tfrecord")])
+                      for n in os.listdir(os.path.join(s.mnt, "current")))
+        fresh = set(f["id"] for f in files) - in_view
+        want_victims, want_used, want_admit, want_reason = plan(nxt, files, other, started,
+                                                                fresh=fresh)
 
         if e + 1 == HOLD_AT:
             t.eq(len(want_victims) > 0, True, "the shrink at %d evicts something" % HOLD_AT)
             vid = want_victims[0]  # the first victim, were it not open
             want_victims, want_used, want_admit, want_reason = plan(
-                nxt, files, other, started, pinned={vid})
+                nxt, files, other, started, pinned={vid}, fresh=fresh)
             if vid in want_victims:
                 t.fail("the model evicts the pinned file %d" % vid)
             path = os.path.join(s.mnt, "current", "shard-%d.tfrecord" % vid)

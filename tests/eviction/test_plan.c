@@ -224,6 +224,7 @@ static void one_case(uint64_t seed)
 		s[i].reads = s[i].full_reads + below(3);
 		s[i].last_use = below(100);
 		s[i].pins = below(5) == 0 ? (uint32_t)(1 + below(2)) : 0;
+		s[i].fresh = below(6) == 0; /* never in a view: not a soft victim */
 		total += s[i].bytes;
 	}
 	struct evc_entry e;
@@ -244,7 +245,7 @@ static void one_case(uint64_t seed)
 	/* P1 */
 	memset(vic, 0, sizeof(vic));
 	uint64_t vb = 0;
-	size_t forced = 0;
+	size_t forced = 0, hard_fresh = 0;
 	for (size_t i = 0; i < p.n_victims; i++) {
 		ck_assert_msg(v[i] < n, "case %llu: victim index %zu of %zu",
 			      (unsigned long long)seed, v[i], n);
@@ -255,6 +256,7 @@ static void one_case(uint64_t seed)
 			      (unsigned long long)seed, (long long)s[v[i]].id);
 		vb += s[v[i]].bytes;
 		forced += s[v[i]].full_reads < e.min_uses;
+		hard_fresh += s[v[i]].fresh; /* only the hard phase takes fresh shards */
 	}
 	ck_assert_uint_eq(p.used_after, total + other - vb);
 	ck_assert_uint_eq(p.evict_bytes, vb);
@@ -262,9 +264,9 @@ static void one_case(uint64_t seed)
 	/* P2 */
 	ck_assert_msg(forced == p.n_forced, "case %llu: %zu below min_uses, n_forced %zu",
 		      (unsigned long long)seed, forced, p.n_forced);
-	if (forced && e.policy != CMN_POLICY_NONE) {
+	if ((forced || hard_fresh) && e.policy != CMN_POLICY_NONE) {
 		for (size_t i = 0; i < n; i++)
-			if (s[i].pins == 0 && s[i].full_reads >= e.min_uses)
+			if (s[i].pins == 0 && !s[i].fresh && s[i].full_reads >= e.min_uses)
 				ck_assert_msg(vic[i],
 					      "case %llu: forced a floor shard before "
 					      "candidate %zu",
@@ -299,7 +301,8 @@ static void one_case(uint64_t seed)
 	/* P4: the last victim was needed for its phase's target. */
 	if (p.n_victims) {
 		const struct evc_shard *last = &s[v[p.n_victims - 1]];
-		uint64_t goal = forced || e.policy == CMN_POLICY_NONE ? e.limit : p.target;
+		uint64_t goal =
+		    forced || hard_fresh || e.policy == CMN_POLICY_NONE ? e.limit : p.target;
 		ck_assert_msg(p.used_after + last->bytes > goal,
 			      "case %llu: evicted more than needed (used %llu, target %llu)",
 			      (unsigned long long)seed, (unsigned long long)p.used_after,
@@ -309,14 +312,15 @@ static void one_case(uint64_t seed)
 	/* P5 */
 	if (e.policy == CMN_POLICY_FIFO) {
 		for (size_t i = 1; i < p.n_victims; i++)
-			if ((s[v[i - 1]].full_reads >= e.min_uses) ==
-			    (s[v[i]].full_reads >= e.min_uses))
+			if ((s[v[i - 1]].full_reads >= e.min_uses && !s[v[i - 1]].fresh) ==
+			    (s[v[i]].full_reads >= e.min_uses && !s[v[i]].fresh))
 				ck_assert_msg(older(&s[v[i - 1]], &s[v[i]]),
 					      "case %llu: fifo victim %zu before an older one",
 					      (unsigned long long)seed, i);
 		for (size_t i = 0; i < p.n_victims; i++)
 			for (size_t j = 0; j < n; j++)
-				if (!vic[j] && !s[j].pins && s[j].full_reads >= e.min_uses)
+				if (!vic[j] && !s[j].pins && !s[j].fresh &&
+				    s[j].full_reads >= e.min_uses)
 					ck_assert_msg(!older(&s[j], &s[v[i]]),
 						      "case %llu: fifo kept %lld, older than "
 						      "victim %lld",

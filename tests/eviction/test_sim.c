@@ -105,8 +105,13 @@ END_TEST
 
 START_TEST(lru_evicts_unread_fifo_does_not)
 {
-	/* LRU counts admission as a use, so shards admitted early in an epoch
-	 * are older than shards read late: some go before they are read. */
+	/*
+	 * LRU counts admission as a use, so shards admitted early in an epoch
+	 * are older than shards read late; before the plan kept fresh shards
+	 * (never in a view) out of the soft phase, some went before anyone
+	 * could read them.  Now nothing downloaded is evicted unread, with
+	 * or without min_uses, and coverage is the bound.
+	 */
 	struct evc_sim_opts o = small;
 	o.epochs = 20;
 	struct evc_schedule lru = one_entry(40 * M, 20 * M, CMN_POLICY_LRU, 0);
@@ -114,8 +119,8 @@ START_TEST(lru_evicts_unread_fifo_does_not)
 	struct evc_sim_row a[20], b[20];
 	char err[320];
 	ck_assert_int_eq(evc_sim_run(&o, &lru, a, err, sizeof(err)), 0);
-	ck_assert_uint_gt(a[19].wasted_records, 0);
-	ck_assert_uint_lt(a[19].distinct, a[19].bound);
+	ck_assert_uint_eq(a[19].wasted_records, 0);
+	ck_assert_uint_eq(a[19].distinct, a[19].bound);
 	/* min_uses = 1 protects unread shards: no waste, the bound again. */
 	ck_assert_int_eq(evc_sim_run(&o, &lru1, b, err, sizeof(err)), 0);
 	ck_assert_uint_eq(b[19].wasted_records, 0);
@@ -138,13 +143,16 @@ START_TEST(deterministic)
 		ck_assert_uint_eq(a[e].wasted_records, b[e].wasted_records);
 		ck_assert_uint_eq(a[e].evicted_records, b[e].evicted_records);
 	}
-	int differs = 0;
-	for (o.seed = 6; o.seed < 16 && !differs; o.seed++) {
+	/*
+	 * The seed orders the walk and the reads; the figures do not depend on
+	 * it when every downloaded record is read before it can go (the
+	 * reader reads the whole view, fresh shards are kept one boundary).
+	 */
+	for (o.seed = 6; o.seed < 16; o.seed++) {
 		ck_assert_int_eq(evc_sim_run(&o, &sch, c, err, sizeof(err)), 0);
 		for (int e = 0; e < 12; e++)
-			differs |= c[e].wasted_records != a[e].wasted_records;
+			ck_assert_uint_eq(c[e].distinct, c[e].bound);
 	}
-	ck_assert_msg(differs, "the seed changes nothing");
 	evc_schedule_free(&sch);
 }
 END_TEST
