@@ -3,7 +3,7 @@
  * the way the AWS CLI resolves it, and read with inih.
  *
  *   profile     [source] profile (like --profile), else $AWS_PROFILE, else
- *               "default"
+ *               $AWS_DEFAULT_PROFILE, else "default"
  *   credentials $AWS_ACCESS_KEY_ID + $AWS_SECRET_ACCESS_KEY (+ $AWS_SESSION_TOKEN),
  *               unless a profile was named in our config (the AWS CLI's
  *               --profile also skips the environment); else [profile] of
@@ -256,6 +256,9 @@ int smp__s3_resolve(struct smp_s3_identity *id, const struct smp_s3_opts *o, cha
 	} else if ((v = env("AWS_PROFILE"))) {
 		snprintf(id->profile, sizeof(id->profile), "%s", v);
 		id->profile_from = "AWS_PROFILE";
+	} else if ((v = env("AWS_DEFAULT_PROFILE"))) { /* the AWS CLI's older name */
+		snprintf(id->profile, sizeof(id->profile), "%s", v);
+		id->profile_from = "AWS_DEFAULT_PROFILE";
 	} else {
 		snprintf(id->profile, sizeof(id->profile), "default");
 		id->profile_from = "default";
