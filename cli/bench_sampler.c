@@ -209,6 +209,7 @@ int bench_sampler(int argc, char **argv)
 				     .endpoint = cfg.endpoint,
 				     .region = cfg.region,
 				     .profile = cfg.profile,
+				     .s3_addressing = (int)cfg.s3_addressing,
 				     .timeout_ms = cfg.timeout_ms,
 				     .retries = cfg.retries,
 				     .stats = &lst};

@@ -369,6 +369,8 @@ int cmd_epoch(int argc, char **argv)
 
 /* ---- status ------------------------------------------------------------------ */
 
+#define STATUS_COLUMNS 80 /* without --wide, no line is longer */
+
 static volatile sig_atomic_t status_stop;
 
 static void status_sig(int sig)
@@ -382,7 +384,7 @@ static void status_sig(int sig)
  * docs/mount.md, after clearing the terminal when clear.  Returns 0 or
  * stats_load()'s error (reason in err[errlen]); nothing is printed then.
  */
-static int status_once(const char *mp, bool json, bool clear, char *err, size_t errlen)
+static int status_once(const char *mp, bool json, bool clear, bool wide, char *err, size_t errlen)
 {
 	json_t *st = NULL;
 	char *text = NULL;
@@ -400,51 +402,80 @@ static int status_once(const char *mp, bool json, bool clear, char *err, size_t 
 	struct mount_view v;
 	mount_view_of(st, &v);
 	double frac = v.limit > 0 ? (double)v.used / (double)v.limit : 0;
+	int barw = wide ? 40 : 20;
 	char bar[41];
-	int fill = (int)(frac * 40 + 0.5);
-	for (int i = 0; i < 40; i++)
+	int fill = (int)(frac * barw + 0.5);
+	for (int i = 0; i < barw; i++)
 		bar[i] = i < fill ? '#' : '.';
-	bar[40] = '\0';
+	bar[barw] = '\0';
 	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+	FILE *m;
+	char *buf = NULL;
+	size_t len = 0;
+	/* the lines go through a memory stream, then out cut to 80 columns */
+	m = open_memstream(&buf, &len);
+	if (!m) {
+		json_decref(st);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	fputs("rollcache ", m);
+	put_clean(v.source, m);
+	fprintf(m, " on %s\nepoch    %" PRIu64 " (advance ", mp, v.epoch);
+	put_clean(v.advance, m);
+	fputs(", policy ", m);
+	put_clean(v.policy, m);
+	fputs(")\n", m);
+	fprintf(m, "disk     [%s] %s / %s (%.0f%%), draining %s\n", bar,
+		cmn_format_size(v.used, b1, sizeof(b1)), cmn_format_size(v.limit, b2, sizeof(b2)),
+		frac * 100, cmn_format_size(v.draining, b3, sizeof(b3)));
+	fprintf(m, "ingest   %.1f MB/s; admitted %s, evicted %s this epoch\n", v.ingest_bps / 1e6,
+		cmn_format_size(v.admitted, b4, sizeof(b4)),
+		cmn_format_size(v.evicted, b5, sizeof(b5)));
+	fprintf(m,
+		"current  %" PRIu64 " files, %" PRIu64 " records; %" PRIu64
+		" records resident; %" PRIu64 " open handles\n",
+		v.current_files, v.current_records, v.resident_records, v.open_handles);
+	fprintf(m, "reads    %s this epoch; passthrough %s (%" PRIu64 " opens passed through)\n",
+		cmn_format_size(v.read_bytes, b6, sizeof(b6)), v.passthrough ? "on" : "off",
+		v.passthrough_opens);
+	fprintf(m, "errors   %" PRIu64 "%s", v.errors, v.why[0] ? "; " : "");
+	put_clean(v.why, m);
+	fputc('\n', m);
+	fclose(m);
+	json_decref(st);
 	if (clear)
 		fputs("\033[H\033[J", stdout);
-	fputs("rollcache ", stdout);
-	put_clean(v.source, stdout);
-	printf(" on %s\nepoch    %" PRIu64 " (advance ", mp, v.epoch);
-	put_clean(v.advance, stdout);
-	fputs(", policy ", stdout);
-	put_clean(v.policy, stdout);
-	fputs(")\n", stdout);
-	printf("disk     [%s] %s / %s (%.0f%%), draining %s\n", bar,
-	       cmn_format_size(v.used, b1, sizeof(b1)), cmn_format_size(v.limit, b2, sizeof(b2)),
-	       frac * 100, cmn_format_size(v.draining, b3, sizeof(b3)));
-	printf("ingest   %.1f MB/s; admitted %s, evicted %s this epoch\n", v.ingest_bps / 1e6,
-	       cmn_format_size(v.admitted, b4, sizeof(b4)),
-	       cmn_format_size(v.evicted, b5, sizeof(b5)));
-	printf("current  %" PRIu64 " files, %" PRIu64 " records; %" PRIu64
-	       " records resident; %" PRIu64 " open handles\n",
-	       v.current_files, v.current_records, v.resident_records, v.open_handles);
-	printf("reads    %s this epoch; passthrough %s (%" PRIu64 " opens passed through)\n",
-	       cmn_format_size(v.read_bytes, b6, sizeof(b6)), v.passthrough ? "on" : "off",
-	       v.passthrough_opens);
-	printf("errors   %" PRIu64 "%s", v.errors, v.why[0] ? "; " : "");
-	put_clean(v.why, stdout);
-	fputc('\n', stdout);
+	for (char *line = buf, *nl; line && *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+		if (!wide && n > STATUS_COLUMNS)
+			printf("%.*s...\n", STATUS_COLUMNS - 3, line);
+		else
+			printf("%.*s\n", (int)n, line);
+		if (!nl)
+			break;
+	}
+	free(buf);
 	fflush(stdout);
-	json_decref(st);
 	return 0;
 }
 
 int cmd_status(int argc, char **argv)
 {
 	const char *mp = NULL;
-	bool json = false, watch = false;
+	bool json = false, watch = false, wide = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: rollcache status MOUNTPOINT [--json] [--watch]\n");
+			printf("usage: rollcache status MOUNTPOINT [--json] [--watch] [--wide]\n"
+			       "  --json   the mount's .rollcache/stats as is\n"
+			       "  --watch  again every second until interrupted\n"
+			       "  --wide   lines longer than 80 columns are not cut\n");
 			return 0;
 		} else if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--wide")) {
+			wide = true;
 		} else if (!strcmp(argv[i], "--watch")) {
 			watch = true;
 		} else if (!mp) {
@@ -460,7 +491,7 @@ int cmd_status(int argc, char **argv)
 	}
 	char err[256];
 	if (!watch) {
-		int rc = status_once(mp, json, false, err, sizeof(err));
+		int rc = status_once(mp, json, false, wide, err, sizeof(err));
 		return rc ? mp_error("status", mp, rc, err) : 0;
 	}
 	struct sigaction sa = {.sa_handler = status_sig};
@@ -468,7 +499,7 @@ int cmd_status(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	while (!status_stop) {
-		int rc = status_once(mp, json, isatty(1) && !json, err, sizeof(err));
+		int rc = status_once(mp, json, isatty(1) && !json, wide, err, sizeof(err));
 		if (rc != 0)
 			return mp_error("status", mp, rc, err);
 		struct timespec ts = {1, 0};

@@ -2,22 +2,29 @@
  * cmd_mount.c - `rollcache mount`: parses and checks everything, then hands
  * over to the daemon (daemon/daemon.h).
  *
- *   rollcache mount SOURCE MOUNTPOINT [--config FILE] [--KEY VALUE ...]
- *                   [-o k=v,...] [-f] [-d]
+ *   rollcache mount [SOURCE] MOUNTPOINT [--config FILE] [--KEY VALUE ...]
+ *                   [-o k=v,...] [-f] [-d] [--allow-non-empty]
  *
- * Usage and config errors exit 2 before anything happens; the daemon's
+ * SOURCE may be left out when the config file names [source] url.  A
+ * mount point that holds files is refused unless --allow-non-empty (or
+ * -o nonempty), as rclone and s3fs do.  Usage and config errors (a bad
+ * schedule included: it is built here once) exit 2 before anything
+ * happens; the daemon's
  * failures exit 1 with its one-line message (it forks unless -f/-d and
  * reports through a pipe, so the message is the same either way).  -o
  * parsing and the paths are in mount_opts.c; the commands that talk to a
  * running mount in cmd_control.c.
  */
 #include "cli/cmd.h"
+#include "cli/help.h"
 #include "cli/mount_opts.h"
 #include "cli/util.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "daemon/daemon.h"
+#include "eviction/schedule.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,19 +32,54 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void mount_usage(FILE *out)
+static void mount_usage(FILE *out, bool keys)
 {
 	fprintf(out,
-		"usage: rollcache mount SOURCE MOUNTPOINT [--config FILE] [--KEY VALUE ...] "
-		"[-o k=v,...] [-f] [-d]\n"
-		"  SOURCE      file:///abs/dir/, http(s)://host/prefix/ or s3://bucket/prefix/\n"
+		"usage: rollcache mount [SOURCE] MOUNTPOINT [--config FILE] [--KEY VALUE ...]\n"
+		"                       [-o k=v,...] [-f] [-d] [--allow-non-empty]\n"
+		"  SOURCE      file:///abs/dir/, http(s)://host/prefix/ or s3://bucket/prefix/;\n"
+		"              may be left out when the config file has [source] url\n"
 		"  -f          stay in the foreground (default: detach once the mount is up)\n"
 		"  -d          foreground with FUSE request tracing\n"
 		"  -o k=v,...  configuration keys (limit=20G,cache_dir=/var/cache/rc,...), FUSE\n"
-		"              options (allow_other, auto_unmount) and fstab options (ignored)\n"
-		"              no_passthrough: the daemon serves every read (default: files it\n"
-		"              served once are passed through to the kernel where it can)\n"
-		"See docs/mount.md.\n");
+		"              options (allow_other, auto_unmount), fstab options (ignored),\n"
+		"              nonempty (= --allow-non-empty), no_passthrough (the daemon\n"
+		"              serves every read)\n"
+		"  --allow-non-empty  mount over a directory that is not empty\n");
+	if (keys) {
+		fputc('\n', out);
+		cli_help_keys(out);
+		fprintf(out, "\nSee `man rollcache` and docs/configuration.md.\n");
+	}
+}
+
+/* 1 when dir holds any entry besides . and .., 0 when empty, -errno. */
+static int dir_has_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+			found = 1;
+			break;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* Builds the schedule once, so that a bad one is a config error (exit 2). */
+static int check_schedule(const struct cmn_config *cfg, char *err, size_t errlen)
+{
+	struct evc_schedule sch;
+	int rc = evc_schedule_build(cfg->epochs, cfg->n_epochs, cfg->limit, cfg->path, &sch, err,
+				    errlen);
+	if (rc == 0)
+		evc_schedule_free(&sch);
+	return rc;
 }
 
 int cmd_mount(int argc, char **argv)
@@ -45,32 +87,40 @@ int cmd_mount(int argc, char **argv)
 	struct cmn_config cfg;
 	struct mount_args ma;
 	char err[1024];
+	const char *pos[3] = {NULL, NULL, NULL};
 	const char *source = NULL, *mountpoint = NULL, *config = NULL;
-	bool foreground = false, debug = false;
+	bool foreground = false, debug = false, allow_non_empty = false;
+	int npos = 0;
 	char mp_abs[PATH_MAX], dir_abs[PATH_MAX], src_copy[2048];
 	int ret = 2;
 
 	cmn_config_init(&cfg);
 	memset(&ma, 0, sizeof(ma));
 	ma.cfg = &cfg;
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			mount_usage(stdout, true);
+			ret = 0;
+			goto out;
+		}
 		if (!strcmp(argv[i], "--config") && i + 1 < argc)
 			config = argv[i + 1];
+		else if (!strncmp(argv[i], "--config=", 9))
+			config = argv[i] + 9;
+	}
 	if (config && cmn_config_load_file(&cfg, config, err, sizeof(err))) {
 		fprintf(stderr, "rollcache mount: %s\n", err);
 		goto out;
 	}
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			mount_usage(stdout);
-			ret = 0;
-			goto out;
-		} else if (!strcmp(a, "-f")) {
+		if (!strcmp(a, "-f")) {
 			foreground = true;
 		} else if (!strcmp(a, "-d")) {
 			debug = foreground = true;
-		} else if (!strcmp(a, "-o") || !strncmp(a, "-o", 2)) {
+		} else if (!strcmp(a, "--allow-non-empty") || !strcmp(a, "--allow_non_empty")) {
+			allow_non_empty = true;
+		} else if (!strncmp(a, "-o", 2)) {
 			const char *v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v) {
 				fprintf(
@@ -83,37 +133,56 @@ int cmd_mount(int argc, char **argv)
 				goto out;
 			}
 		} else if (!strncmp(a, "--", 2)) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "rollcache mount: %s needs a value\n", a);
-				goto out;
+			/* --key value or --key=value */
+			char key[128];
+			const char *eq = strchr(a, '='), *v;
+			if (eq) {
+				snprintf(key, sizeof(key), "%.*s", (int)(eq - a), a);
+				v = eq + 1;
+			} else {
+				if (i + 1 >= argc) {
+					fprintf(stderr, "rollcache mount: %s needs a value\n", a);
+					goto out;
+				}
+				snprintf(key, sizeof(key), "%s", a);
+				v = argv[++i];
 			}
-			const char *v = argv[++i];
-			if (!strcmp(a, "--config"))
+			if (!strcmp(key, "--config"))
 				continue;
-			if (cmn_config_set(&cfg, a + 2, v, a, err, sizeof(err))) {
+			if (cmn_config_set(&cfg, key + 2, v, key, err, sizeof(err))) {
 				fprintf(stderr, "rollcache mount: %s\n", err);
 				goto out;
 			}
-		} else if (!source) {
-			source = a;
-		} else if (!mountpoint) {
-			mountpoint = a;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "rollcache mount: unknown option `%s`: see --help\n", a);
+			goto out;
+		} else if (npos < 3) {
+			pos[npos++] = a;
 		} else {
 			fprintf(stderr, "rollcache mount: unexpected argument `%s`\n", a);
-			mount_usage(stderr);
 			goto out;
 		}
 	}
-	if (!source || !mountpoint) {
-		fprintf(stderr, "rollcache mount: expected SOURCE and MOUNTPOINT\n");
-		mount_usage(stderr);
+	if (ma.nonempty)
+		allow_non_empty = true;
+	if (npos == 2) {
+		source = pos[0];
+		mountpoint = pos[1];
+	} else if (npos == 1 && cfg.url) {
+		mountpoint = pos[0]; /* the source is the config file's [source] url */
+	} else if (npos > 2) {
+		fprintf(stderr, "rollcache mount: unexpected argument `%s`\n", pos[2]);
+		goto out;
+	} else {
+		fprintf(stderr, "rollcache mount: expected SOURCE and MOUNTPOINT (or MOUNTPOINT "
+				"and url in the config file's [source]); see --help\n");
 		goto out;
 	}
-	if (cmn_config_set(&cfg, "url", source, "SOURCE", err, sizeof(err))) {
+	if (source && cmn_config_set(&cfg, "url", source, "SOURCE", err, sizeof(err))) {
 		fprintf(stderr, "rollcache mount: %s\n", err);
 		goto out;
 	}
-	if (cmn_config_finish(&cfg, err, sizeof(err))) {
+	if (cmn_config_finish(&cfg, err, sizeof(err)) || check_schedule(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "rollcache mount: %s\n", err);
 		goto out;
 	}
@@ -134,6 +203,13 @@ int cmd_mount(int argc, char **argv)
 			"(rollcache umount %s)\n",
 			mp_abs, fstype, mp_abs);
 		ret = 1;
+		goto out;
+	}
+	if (!allow_non_empty && dir_has_entries(mp_abs) > 0) {
+		fprintf(stderr,
+			"rollcache mount: %s is not empty: mount on an empty directory, or pass "
+			"--allow-non-empty (-o nonempty) to hide its files\n",
+			mp_abs);
 		goto out;
 	}
 	if (!cfg.cache_dir) {

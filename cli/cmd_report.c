@@ -2,7 +2,7 @@
  * cmd_report.c - `rollcache report`: the per-epoch table of a real run, read
  * from the catalog of a cache directory.
  *
- *   rollcache report MOUNTPOINT|CACHE_DIR [--svg FILE] [--json]
+ *   rollcache report MOUNTPOINT|CACHE_DIR [--svg FILE] [--json] [--wide]
  *
  * Given a mount point, the cache directory is taken from its
  * .rollcache/stats ("cache_dir", parsed with jansson); given a cache
@@ -86,12 +86,13 @@ struct report {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rollcache report MOUNTPOINT|CACHE_DIR [--svg FILE] [--json]\n\n"
+		"usage: rollcache report MOUNTPOINT|CACHE_DIR [--svg FILE] [--json] [--wide]\n\n"
 		"Prints the per-epoch table of a run from the catalog of its cache directory\n"
-		"(opened read-only: safe beside a running mount).  Columns:\n"
+		"(opened read-only: safe beside a running mount), in 80 columns; --wide adds\n"
+		"start, end, +records and unread, and the exact sizes.  Columns:\n"
 		"  epoch, policy, limit, admit  the schedule entry in force; admit is the budget\n"
 		"                               granted at the boundary\n"
-		"  files, start, end            resident files at the epoch's start, resident\n"
+		"  files, start|records, end    resident files at the epoch's start, resident\n"
 		"                               records at its start and at its end (the current\n"
 		"                               epoch: now)\n"
 		"  +files +records +bytes       admitted during the epoch\n"
@@ -310,7 +311,51 @@ static const char *sz(uint64_t v, char *buf, size_t len)
 	return cmn_format_size(v, buf, len);
 }
 
-static void print_table(const struct report *r)
+/* A size in at most 5 characters: "512B", "9.5K", "1023M", "12G". */
+static const char *csz(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "BKMGTPE";
+	double x = (double)v;
+	int i = 0;
+	while (x >= 1023.5 && i < 6) {
+		x /= 1024.0;
+		i++;
+	}
+	if (i > 0 && x < 9.95)
+		snprintf(buf, len, "%.1f%c", x, units[i]);
+	else
+		snprintf(buf, len, "%.0f%c", x, units[i]);
+	return buf;
+}
+
+/* The table in 80 columns: the columns that say what each epoch did. */
+static void print_narrow(const struct report *r)
+{
+	char b[6][16];
+	printf("cache ");
+	if (strlen(r->cache_dir) > 73)
+		printf("...%s\n", r->cache_dir + strlen(r->cache_dir) - 70);
+	else
+		printf("%s\n", r->cache_dir);
+	printf("%5s %-6s %5s %5s %5s %7s %6s %6s %6s %6s %6s %5s\n", "epoch", "policy", "limit",
+	       "admit", "files", "records", "+files", "+bytes", "-files", "-bytes", "seen", "read");
+	for (size_t i = 0; i < r->n; i++) {
+		const struct rep_epoch *e = &r->e[i];
+		if (e->started)
+			printf("%5u %-6.6s %5s %5s %5llu %7llu", e->number,
+			       e->policy[0] ? e->policy : "-", csz(e->limit, b[0], 16),
+			       csz(e->admit, b[1], 16), (unsigned long long)e->start_files,
+			       (unsigned long long)e->start_records);
+		else
+			printf("%5u %-6s %5s %5s %5s %7s", e->number, "-", "-", "-", "-", "-");
+		printf(" %6llu %6s %6llu %6s %6llu %5s\n", (unsigned long long)e->adm_files,
+		       csz(e->adm_bytes, b[2], 16), (unsigned long long)e->ev_files,
+		       csz(e->ev_bytes, b[3], 16), (unsigned long long)e->seen_records,
+		       csz(e->read_bytes, b[4], 16));
+	}
+}
+
+static void print_wide(const struct report *r)
 {
 	char b[8][32];
 	printf("cache %s\n", r->cache_dir);
@@ -339,6 +384,12 @@ static void print_table(const struct report *r)
 		       (unsigned long long)e->seen_records, sz(e->read_bytes, b[4], 32),
 		       e->started ? "" : "  (not begun)");
 	}
+}
+
+/* The totals: one line with --wide, else three lines of at most 80 columns. */
+static void print_totals(const struct report *r, bool wide)
+{
+	char b[8][32];
 	uint64_t adm = 0, admb = 0, ev = 0, evb = 0, unread = 0, rd = 0;
 	for (size_t i = 0; i < r->n; i++) {
 		adm += r->e[i].adm_records;
@@ -349,9 +400,12 @@ static void print_table(const struct report *r)
 		rd += r->e[i].read_bytes;
 	}
 	uint64_t seen = r->n ? r->e[r->n - 1].seen_records : 0;
-	printf("total: admitted %llu records (%s), evicted %llu records (%s, %llu files unread), "
-	       "resident now %llu files, %llu records (%s), read %s; seen %llu records "
-	       "(%llu of %llu files read to the end), seen/admitted %.2f\n",
+	printf(wide ? "total: admitted %llu records (%s), evicted %llu records (%s, %llu files "
+		      "unread), resident now %llu files, %llu records (%s), read %s; seen %llu "
+		      "records (%llu of %llu files read to the end), seen/admitted %.2f\n"
+		    : "total: admitted %llu records (%s), evicted %llu records (%s, %llu files "
+		      "unread),\n  resident now %llu files, %llu records (%s), read %s;\n  seen "
+		      "%llu records (%llu of %llu files read to the end), seen/admitted %.2f\n",
 	       (unsigned long long)adm, sz(admb, b[5], 32), (unsigned long long)ev,
 	       sz(evb, b[6], 32), (unsigned long long)unread, (unsigned long long)r->now.files,
 	       (unsigned long long)r->now.records, sz(r->now.bytes, b[7], 32), sz(rd, b[0], 32),
@@ -521,13 +575,15 @@ out:
 int cmd_report(int argc, char **argv)
 {
 	const char *arg = NULL, *svg = NULL;
-	bool json = false;
+	bool json = false, wide = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--wide")) {
+			wide = true;
 		} else if (!strcmp(argv[i], "--svg")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "rollcache report: --svg needs a FILE\n");
@@ -580,7 +636,11 @@ int cmd_report(int argc, char **argv)
 			ec = 1;
 		}
 	} else {
-		print_table(&r);
+		if (wide)
+			print_wide(&r);
+		else
+			print_narrow(&r);
+		print_totals(&r, wide);
 	}
 	if (svg && write_svg(&r, svg) != 0)
 		ec = 1;

@@ -11,6 +11,9 @@
  * `mount.rollcache SOURCE MOUNTPOINT -o OPTS`.  Both mean `rollcache mount`.
  */
 #include "cli/cmd.h"
+#ifdef HAVE_CLI_HELP
+#include "cli/help.h"
+#endif
 #include "rc_config.h"
 
 #include <stdbool.h>
@@ -77,14 +80,14 @@ struct command {
 	"-Dcatalog=disabled)"
 
 static const struct command commands[] = {
-    {"mount", CMD_MOUNT,
-     "SOURCE MOUNTPOINT [--config FILE] [--KEY VALUE ...] [-o k=v,...] [-f] [-d]",
+    {"mount", CMD_MOUNT, "[SOURCE] MOUNTPOINT [--config FILE] [--KEY VALUE] [-o k=v] [-f]",
      "this build has no FUSE support (install libfuse3-dev and rebuild)"},
     {"epoch", CMD_EPOCH, "MOUNTPOINT [next [--wait] | show]", NO_JSON},
-    {"status", CMD_STATUS, "MOUNTPOINT [--json] [--watch]", NO_JSON},
+    {"status", CMD_STATUS, "MOUNTPOINT [--json] [--watch] [--wide]", NO_JSON},
     {"ingest", CMD_INGEST, "SOURCE --cache-dir DIR --limit SIZE [--config FILE]",
      "this build has no sampler support (install libcurl4-openssl-dev and rebuild)"},
-    {"report", CMD_REPORT, "MOUNTPOINT|CACHE_DIR [--svg FILE]", "not built in this configuration"},
+    {"report", CMD_REPORT, "MOUNTPOINT|CACHE_DIR [--svg FILE] [--wide]",
+     "not built in this configuration"},
     {"simulate", CMD_SIMULATE, "--config FILE --dataset SIZE ...",
      "not built in this configuration"},
     {"synth", CMD_SYNTH,
@@ -101,8 +104,9 @@ static void usage(FILE *out)
 		     "rolling local sample cache of a remote training dataset\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  rollcache %-8s %s\n", commands[i].name, commands[i].synopsis);
-	fprintf(out, "\n`rollcache COMMAND --help` describes one command; "
-		     "`rollcache --version` prints the version.\n");
+	fprintf(out, "\n`rollcache COMMAND --help` describes one command (`rollcache mount\n"
+		     "--help` every configuration key); `rollcache --version` prints the version;\n"
+		     "`man rollcache` is the manual.\n");
 }
 
 /* True when argv is a mount helper's `[rollcache] SOURCE MOUNTPOINT ...`. */
@@ -138,6 +142,15 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+#ifdef HAVE_CLI_HELP
+	if (strcmp(argv[1], "--man") == 0) { /* rollcache(1), built by cli/meson.build */
+		struct cli_cmd_line lines[sizeof(commands) / sizeof(commands[0])];
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			lines[i] = (struct cli_cmd_line){commands[i].name, commands[i].synopsis};
+		cli_help_man(stdout, lines, sizeof(lines) / sizeof(lines[0]));
+		return fflush(stdout) == 0 ? 0 : 1;
+	}
+#endif
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
 		printf("rollcache %s\n", RC_VERSION);
 		return 0;

@@ -29,6 +29,7 @@ enum {
 	KEY_READAHEAD = 5,
 	KEY_PT = 6,
 	KEY_NOPT = 7,
+	KEY_NONEMPTY = 8,
 };
 
 static const struct fuse_opt mount_opt_spec[] = {
@@ -68,6 +69,8 @@ static const struct fuse_opt mount_opt_spec[] = {
     FUSE_OPT_KEY("passthrough", KEY_PT),
     FUSE_OPT_KEY("no_passthrough", KEY_NOPT),
     FUSE_OPT_KEY("readahead_kb=", KEY_READAHEAD),
+    FUSE_OPT_KEY("nonempty", KEY_NONEMPTY), /* s3fs and old FUSE spell it so */
+    FUSE_OPT_KEY("allow_non_empty", KEY_NONEMPTY),
     FUSE_OPT_END,
 };
 
@@ -104,6 +107,9 @@ static int mount_opt_proc(void *data, const char *arg, int key, struct fuse_args
 		return 0;
 	case KEY_NOPT:
 		ma->no_passthrough = true;
+		return 0;
+	case KEY_NONEMPTY:
+		ma->nonempty = true;
 		return 0;
 	case KEY_READAHEAD: {
 		char *end;

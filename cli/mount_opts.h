@@ -21,6 +21,7 @@ struct mount_args {
 	bool splice;		/* -o splice_read: serve reads by splice */
 	bool no_passthrough;	/* -o no_passthrough: the daemon serves every read */
 	uint32_t readahead_kib; /* -o readahead_kb=N */
+	bool nonempty;		/* -o nonempty / allow_non_empty: mount over files */
 };
 
 /* Applies one "-o a,b=c,..." string.  Returns 0, or -EINVAL/-ENOMEM with ma->err. */

@@ -54,6 +54,7 @@ enum key_id {
 	K_ENDPOINT,
 	K_REGION,
 	K_PROFILE,
+	K_S3_ADDRESSING,
 	K_FORMAT,
 	K_COMPRESSION,
 	K_RANK,
@@ -64,11 +65,20 @@ enum key_id {
 	K_SHARD_SIZE,
 	K_RETRIES,
 	K_TIMEOUT,
+	K_METRICS_LISTEN,
+	/* [epoch ...] keys given on the command line: they apply to every entry */
+	K_POLICY,
+	K_ADMIT,
+	K_MIN_USES,
+	K_SEED,
 };
 
-enum vtype { V_STR, V_URL, V_ENDPOINT, V_SIZE, V_DURATION, V_U32, V_U64, V_ENUM };
+enum vtype { V_STR, V_URL, V_ENDPOINT, V_SIZE, V_DURATION, V_U32, V_U64, V_ENUM, V_LISTEN };
 
-enum section_id { SEC_NONE, SEC_CACHE, SEC_SOURCE, SEC_SAMPLER, SEC_EPOCH, SEC_BAD };
+enum section_id { SEC_NONE, SEC_CACHE, SEC_SOURCE, SEC_SAMPLER, SEC_MOUNT, SEC_EPOCH, SEC_BAD };
+
+static const char *const section_names[] = {"",	     "cache",	"source", "sampler",
+					    "mount", "epoch N", ""};
 
 static const char *const advance_names[] = {"manual", "auto", NULL};
 static const char *const retire_names[] = {"boundary", "read", NULL};
@@ -76,59 +86,88 @@ static const char *const format_names[] = {"tfrecord", "raw", NULL};
 static const char *const compression_names[] = {"none", "gzip", NULL};
 static const char *const strategy_names[] = {"objects", "records", NULL};
 static const char *const policy_names[] = {"fifo", "lru", "uses", "random", "none", NULL};
+static const char *const addressing_names[] = {"auto", "path", "virtual", NULL};
 
+/*
+ * The one table of keys: the INI parser, --flags, -o options, `mount
+ * --help` and the man page (cmn_config_key()) all read it, so the three
+ * spellings and their documentation cannot drift apart.
+ */
 struct key_def {
 	int id; /* enum key_id, or enum epoch_key in epoch_keys */
 	enum section_id sec;
 	const char *ini;  /* name in its section */
-	const char *flat; /* --flag / -o name */
+	const char *flat; /* --flag / -o name; NULL: INI only */
 	enum vtype type;
 	const char *const *names; /* V_ENUM */
 	uint64_t min, max;	  /* V_U32 / V_U64 / V_SIZE range */
 	const char *example;	  /* what is expected, for messages */
+	const char *def;	  /* the default, as shown in help */
+	const char *help;	  /* one line for --help and the man page */
 };
 
 static const struct key_def keys[] = {
-    {K_CACHE_DIR, SEC_CACHE, "dir", "cache_dir", V_STR, NULL, 0, 0, "a directory path"},
-    {K_LIMIT, SEC_CACHE, "limit", "limit", V_SIZE, NULL, 1, UINT64_MAX, "a size such as 200G"},
-    {K_ADVANCE, SEC_CACHE, "advance", "advance", V_ENUM, advance_names, 0, 0, NULL},
+    {K_CACHE_DIR, SEC_CACHE, "dir", "cache_dir", V_STR, NULL, 0, 0, "a directory path",
+     "$XDG_CACHE_HOME/rollcache/<hash>", "the cache directory"},
+    {K_LIMIT, SEC_CACHE, "limit", "limit", V_SIZE, NULL, 1, UINT64_MAX, "a size such as 200G",
+     "(required)", "hard bound on bytes on disk"},
+    {K_ADVANCE, SEC_CACHE, "advance", "advance", V_ENUM, advance_names, 0, 0, NULL, "manual",
+     "advance on request, or once every file was read"},
     {K_MIN_RECORDS, SEC_CACHE, "min_records", "min_records", V_U64, NULL, 0, UINT64_MAX,
-     "a record count such as 1000"},
-    {K_RETIRE, SEC_CACHE, "retire", "retire", V_ENUM, retire_names, 0, 0, NULL},
+     "a record count such as 1000", "1000", "records `epoch next --wait` waits for"},
+    {K_RETIRE, SEC_CACHE, "retire", "retire", V_ENUM, retire_names, 0, 0, NULL, "boundary",
+     "victims leave at the boundary, or stay in the view until read"},
     {K_WAIT_TIMEOUT, SEC_CACHE, "wait_timeout", "wait_timeout", V_DURATION, NULL, 1, UINT64_MAX,
-     "a duration such as 10m"},
-    {K_URL, SEC_SOURCE, "url", "url", V_URL, NULL, 0, 0, NULL},
-    {K_ENDPOINT, SEC_SOURCE, "endpoint", "endpoint", V_ENDPOINT, NULL, 0, 0, NULL},
-    {K_REGION, SEC_SOURCE, "region", "region", V_STR, NULL, 0, 0, "a region such as us-east-1"},
+     "a duration such as 10m", "10m", "bound of `epoch next --wait`"},
+    {K_URL, SEC_SOURCE, "url", "url", V_URL, NULL, 0, 0, NULL, "(the SOURCE argument)",
+     "file:///dir/, http(s)://host/prefix/ or s3://bucket/prefix/"},
+    {K_ENDPOINT, SEC_SOURCE, "endpoint", "endpoint", V_ENDPOINT, NULL, 0, 0, NULL,
+     "AWS_ENDPOINT_URL, ~/.aws/config, AWS", "URL of an S3-compatible store"},
+    {K_REGION, SEC_SOURCE, "region", "region", V_STR, NULL, 0, 0, "a region such as us-east-1",
+     "AWS_REGION, ~/.aws/config, us-east-1", "SigV4 signing region"},
     {K_PROFILE, SEC_SOURCE, "profile", "profile", V_STR, NULL, 0, 0,
-     "a profile name of ~/.aws/credentials"},
-    {K_FORMAT, SEC_SOURCE, "format", "format", V_ENUM, format_names, 0, 0, NULL},
-    {K_COMPRESSION, SEC_SOURCE, "compression", "compression", V_ENUM, compression_names, 0, 0,
-     NULL},
-    {K_RANK, SEC_SOURCE, "rank", "rank", V_U32, NULL, 0, UINT32_MAX - 1, "a node index such as 0"},
+     "a profile name of ~/.aws/config", "AWS_PROFILE, default",
+     "profile of ~/.aws/credentials and ~/.aws/config"},
+    {K_S3_ADDRESSING, SEC_SOURCE, "s3_addressing", "s3_addressing", V_ENUM, addressing_names, 0, 0,
+     NULL, "auto", "bucket in the host name (virtual) or in the path"},
+    {K_FORMAT, SEC_SOURCE, "format", "format", V_ENUM, format_names, 0, 0, NULL, "tfrecord",
+     "records sampled into shards, or one object = one sample"},
+    {K_COMPRESSION, SEC_SOURCE, "compression", "compression", V_ENUM, compression_names, 0, 0, NULL,
+     "none", "TFRecord compression"},
+    {K_RANK, SEC_SOURCE, "rank", "rank", V_U32, NULL, 0, UINT32_MAX - 1, "a node index such as 0",
+     "0", "this node's part of the dataset"},
     {K_WORLD_SIZE, SEC_SOURCE, "world_size", "world_size", V_U32, NULL, 1, UINT32_MAX,
-     "a node count of at least 1"},
+     "a node count of at least 1", "1", "objects are split by hash(key) % world_size"},
     {K_RELIST, SEC_SOURCE, "relist", "relist", V_U32, NULL, 0, UINT32_MAX,
-     "an epoch count such as 1 (0: never re-list)"},
+     "an epoch count such as 1 (0: never re-list)", "1", "re-list the source every N epochs"},
     {K_CONNECTIONS, SEC_SAMPLER, "connections", "connections", V_U32, NULL, 1, 1024,
-     "a number of parallel transfers from 1 to 1024"},
-    {K_STRATEGY, SEC_SAMPLER, "strategy", "strategy", V_ENUM, strategy_names, 0, 0, NULL},
+     "a number of parallel transfers from 1 to 1024", "8", "parallel transfers"},
+    {K_STRATEGY, SEC_SAMPLER, "strategy", "strategy", V_ENUM, strategy_names, 0, 0, NULL, "objects",
+     "whole objects, or random records via .idx sidecars"},
     {K_SHARD_SIZE, SEC_SAMPLER, "shard_size", "shard_size", V_SIZE, NULL, 1, UINT64_MAX,
-     "a size such as 64M"},
+     "a size such as 64M", "64M", "target size of local shards"},
     {K_RETRIES, SEC_SAMPLER, "retries", "retries", V_U32, NULL, 0, 1000,
-     "a retry count from 0 to 1000"},
+     "a retry count from 0 to 1000", "5", "retries of a failed transfer"},
     {K_TIMEOUT, SEC_SAMPLER, "timeout", "timeout", V_DURATION, NULL, 1, UINT64_MAX,
-     "a duration such as 30s"},
+     "a duration such as 30s", "30s", "per-transfer stall timeout"},
+    {K_METRICS_LISTEN, SEC_MOUNT, "metrics_listen", "metrics_listen", V_LISTEN, NULL, 0, 0, NULL,
+     "(off)", "serve Prometheus metrics over HTTP on ADDR:PORT"},
 };
 
 enum epoch_key { E_LIMIT, E_ADMIT, E_POLICY, E_MIN_USES, E_SEED };
 
+/* flat: the command-line name, which applies the key to every [epoch] entry */
 static const struct key_def epoch_keys[] = {
-    {E_LIMIT, SEC_EPOCH, "limit", NULL, V_SIZE, NULL, 1, UINT64_MAX, "a size such as 20G"},
-    {E_ADMIT, SEC_EPOCH, "admit", NULL, V_SIZE, NULL, 0, UINT64_MAX, "a size such as 5G"},
-    {E_POLICY, SEC_EPOCH, "policy", NULL, V_ENUM, policy_names, 0, 0, NULL},
-    {E_MIN_USES, SEC_EPOCH, "min_uses", NULL, V_U32, NULL, 0, UINT32_MAX, "a read count such as 2"},
-    {E_SEED, SEC_EPOCH, "seed", NULL, V_U64, NULL, 0, UINT64_MAX, "an integer such as 42"},
+    {E_LIMIT, SEC_EPOCH, "limit", NULL, V_SIZE, NULL, 1, UINT64_MAX, "a size such as 20G",
+     "the cache limit", "bytes the cache may hold during these epochs"},
+    {E_ADMIT, SEC_EPOCH, "admit", "admit", V_SIZE, NULL, 0, UINT64_MAX, "a size such as 5G",
+     "limit/2 (first entry)", "fresh bytes admitted per epoch"},
+    {E_POLICY, SEC_EPOCH, "policy", "policy", V_ENUM, policy_names, 0, 0, NULL, "fifo",
+     "eviction policy"},
+    {E_MIN_USES, SEC_EPOCH, "min_uses", "min_uses", V_U32, NULL, 0, UINT32_MAX,
+     "a read count such as 2", "0", "never evict a shard read fewer times than this"},
+    {E_SEED, SEC_EPOCH, "seed", "seed", V_U64, NULL, 0, UINT64_MAX, "an integer such as 42", "0",
+     "seed of the random policy"},
 };
 
 #define N_KEYS	     (sizeof(keys) / sizeof(keys[0]))
@@ -259,6 +298,18 @@ static int parse_value(const struct key_def *d, const char *s, struct value *v, 
 			return -EINVAL;
 		}
 		break;
+	case V_LISTEN: {
+		const char *colon = strrchr(s, ':');
+		uint64_t port = 0;
+		if (!colon || colon == s || parse_uint(colon + 1, &port) || port < 1 ||
+		    port > 65535 || (size_t)(colon - s) > 255) {
+			snprintf(msg, msglen,
+				 "%s: expected ADDRESS:PORT such as 127.0.0.1:9109 or [::1]:9109",
+				 *s ? s : "(empty)");
+			return -EINVAL;
+		}
+		break;
+	}
 	case V_SIZE:
 		rc = cmn_parse_size(s, &v->u, msg, msglen);
 		if (rc)
@@ -339,6 +390,28 @@ static void store(struct cmn_config *c, const struct key_def *d, struct value *v
 		break;
 	case K_ENDPOINT:
 		store_str(&c->endpoint, v);
+		break;
+	case K_S3_ADDRESSING:
+		c->s3_addressing = (enum cmn_s3_addressing)v->e;
+		break;
+	case K_METRICS_LISTEN:
+		store_str(&c->metrics_listen, v);
+		break;
+	case K_POLICY:
+		c->cli_epoch.policy = (enum cmn_policy)v->e;
+		c->cli_epoch.has_policy = true;
+		break;
+	case K_ADMIT:
+		c->cli_epoch.admit = v->u;
+		c->cli_epoch.has_admit = true;
+		break;
+	case K_MIN_USES:
+		c->cli_epoch.min_uses = (uint32_t)v->u;
+		c->cli_epoch.has_min_uses = true;
+		break;
+	case K_SEED:
+		c->cli_epoch.seed = v->u;
+		c->cli_epoch.has_seed = true;
 		break;
 	case K_REGION:
 		store_str(&c->region, v);
@@ -422,16 +495,15 @@ static bool normalize_key(const char *key, char *out, size_t outlen)
 static void key_list(enum section_id sec, char *buf, size_t len)
 {
 	size_t used = 0;
-	const struct key_def *tab = sec == SEC_EPOCH ? epoch_keys : keys;
-	size_t n = sec == SEC_EPOCH ? N_EPOCH_KEYS : N_KEYS;
 
 	buf[0] = '\0';
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
+		const struct key_def *d = i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
+		const char *name = sec == SEC_NONE ? d->flat : d->ini;
 		int k;
-		if (sec != SEC_NONE && tab[i].sec != sec)
+		if ((sec != SEC_NONE && d->sec != sec) || !name)
 			continue;
-		k = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-			     sec == SEC_NONE ? tab[i].flat : tab[i].ini);
+		k = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", name);
 		if (k < 0 || (size_t)k >= len - used)
 			break;
 		used += (size_t)k;
@@ -457,9 +529,9 @@ void cmn_config_init(struct cmn_config *c)
 	c->shard_size = (uint64_t)64 << 20;
 	c->retries = 5;
 	c->timeout_ms = 30000;
-	/* NULL after an allocation failure; cmn_config_finish() tries again */
-	c->region = strdup("us-east-1");
-	c->profile = strdup("default");
+	c->s3_addressing = CMN_S3_ADDRESSING_AUTO;
+	/* region, profile, endpoint: NULL, resolved by sampler/s3_credentials.c
+	 * the way the AWS CLI does (environment, ~/.aws/config, defaults) */
 }
 
 void cmn_config_free(struct cmn_config *c)
@@ -470,6 +542,7 @@ void cmn_config_free(struct cmn_config *c)
 	free(c->endpoint);
 	free(c->region);
 	free(c->profile);
+	free(c->metrics_listen);
 	free(c->epochs);
 	memset(c, 0, sizeof(*c));
 }
@@ -486,15 +559,25 @@ int cmn_config_set(struct cmn_config *c, const char *key, const char *value, con
 		origin = key;
 	if (!normalize_key(key, name, sizeof(name)))
 		name[0] = '\0';
-	for (size_t i = 0; i < N_KEYS; i++) {
-		if (strcmp(keys[i].flat, name) != 0)
+	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
+		const struct key_def *d = i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
+		struct key_def as_cli;
+		if (!d->flat || strcmp(d->flat, name) != 0)
 			continue;
-		rc = parse_value(&keys[i], value ? value : "", &v, msg, sizeof(msg));
+		rc = parse_value(d, value ? value : "", &v, msg, sizeof(msg));
 		if (rc) {
 			snprintf(err, errlen, "%s%s%s", origin, sep, msg);
 			return rc;
 		}
-		store(c, &keys[i], &v);
+		if (d->sec == SEC_EPOCH) { /* stored as a command-line override */
+			as_cli = *d;
+			as_cli.id = d->id == E_ADMIT	  ? K_ADMIT
+				    : d->id == E_POLICY	  ? K_POLICY
+				    : d->id == E_MIN_USES ? K_MIN_USES
+							  : K_SEED;
+			d = &as_cli;
+		}
+		store(c, d, &v);
 		free(v.s);
 		return 0;
 	}
@@ -632,7 +715,7 @@ static void ini_section(struct ini_ctx *x, const char *line)
 	if (n >= sizeof(name)) {
 		ini_fail(x, -EINVAL,
 			 "unknown section [%.40s...]: expected [cache], [source], "
-			 "[sampler] or [epoch N], [epoch N-M], [epoch N-]",
+			 "[sampler], [mount] or [epoch N], [epoch N-M], [epoch N-]",
 			 line);
 		return;
 	}
@@ -645,6 +728,8 @@ static void ini_section(struct ini_ctx *x, const char *line)
 		x->sec = SEC_SOURCE;
 	} else if (strcmp(name, "sampler") == 0) {
 		x->sec = SEC_SAMPLER;
+	} else if (strcmp(name, "mount") == 0) {
+		x->sec = SEC_MOUNT;
 	} else if (has_prefix(name, "epoch") && (name[5] == ' ' || name[5] == '\t')) {
 		struct cmn_epoch_section e = {0}, *grown;
 		if (parse_epoch_range(name + 5, &e.first, &e.last)) {
@@ -666,8 +751,8 @@ static void ini_section(struct ini_ctx *x, const char *line)
 		x->sec = SEC_EPOCH;
 	} else {
 		ini_fail(x, -EINVAL,
-			 "unknown section [%s]: expected [cache], [source], [sampler] or "
-			 "[epoch N], [epoch N-M], [epoch N-]",
+			 "unknown section [%s]: expected [cache], [source], [sampler], "
+			 "[mount] or [epoch N], [epoch N-M], [epoch N-]",
 			 name);
 	}
 }
@@ -825,6 +910,59 @@ int cmn_config_load_file(struct cmn_config *c, const char *path, char *err, size
 
 /* ---- the whole ------------------------------------------------------------ */
 
+/*
+ * [epoch] keys given as flags or -o (command line > config file) override
+ * that key in every entry; without a schedule they make one, [epoch 0-].
+ */
+static int apply_cli_epoch(struct cmn_config *c, char *err, size_t errlen)
+{
+	const struct cmn_epoch_section *o = &c->cli_epoch;
+
+	if (!o->has_admit && !o->has_policy && !o->has_min_uses && !o->has_seed)
+		return 0;
+	if (c->n_epochs == 0) {
+		c->epochs = calloc(1, sizeof(*c->epochs));
+		if (!c->epochs) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		c->epochs[0].first = 0;
+		c->epochs[0].last = CMN_EPOCH_OPEN;
+		c->n_epochs = 1;
+	}
+	for (size_t i = 0; i < c->n_epochs; i++) {
+		struct cmn_epoch_section *e = &c->epochs[i];
+		uint64_t lim = e->has_limit ? e->limit : c->limit;
+		if (o->has_admit) {
+			if (o->admit > lim) {
+				char a[32], b[32];
+				snprintf(err, errlen,
+					 "admit = %s is above the limit = %s of [epoch %" PRIu32
+					 "...]: lower admit",
+					 cmn_format_size(o->admit, a, sizeof(a)),
+					 cmn_format_size(lim, b, sizeof(b)), e->first);
+				return -EINVAL;
+			}
+			e->admit = o->admit;
+			e->has_admit = true;
+		}
+		if (o->has_policy) {
+			e->policy = o->policy;
+			e->has_policy = true;
+		}
+		if (o->has_min_uses) {
+			e->min_uses = o->min_uses;
+			e->has_min_uses = true;
+		}
+		if (o->has_seed) {
+			e->seed = o->seed;
+			e->has_seed = true;
+		}
+	}
+	c->cli_epoch = (struct cmn_epoch_section){0};
+	return 0;
+}
+
 int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 {
 	char a[32], b[32], tmp[MSG_MAX];
@@ -898,20 +1036,7 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 			return -EINVAL;
 		}
 	}
-	if (!c->region) {
-		c->region = strdup("us-east-1");
-		if (!c->region)
-			goto nomem;
-	}
-	if (!c->profile) {
-		c->profile = strdup("default");
-		if (!c->profile)
-			goto nomem;
-	}
-	return 0;
-nomem:
-	snprintf(err, errlen, "out of memory");
-	return -ENOMEM;
+	return apply_cli_epoch(c, err, errlen);
 }
 
 const char *cmn_policy_name(enum cmn_policy p)
@@ -930,4 +1055,52 @@ int cmn_policy_parse(const char *s, enum cmn_policy *out)
 		}
 	}
 	return -EINVAL;
+}
+
+const char *cmn_s3_addressing_name(enum cmn_s3_addressing a)
+{
+	if ((unsigned)a < sizeof(addressing_names) / sizeof(addressing_names[0]) - 1)
+		return addressing_names[a];
+	return "?";
+}
+
+bool cmn_config_key(size_t i, struct cmn_config_key_info *out)
+{
+	const struct key_def *d;
+
+	if (i >= N_KEYS + N_EPOCH_KEYS)
+		return false;
+	d = i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
+	out->section = section_names[d->sec];
+	out->ini = d->ini;
+	out->flat = d->flat;
+	out->def = d->def;
+	out->help = d->help;
+	out->values = d->type == V_ENUM ? d->names : NULL;
+	switch (d->type) {
+	case V_SIZE:
+		out->metavar = "SIZE";
+		break;
+	case V_DURATION:
+		out->metavar = "TIME";
+		break;
+	case V_U32:
+	case V_U64:
+		out->metavar = "N";
+		break;
+	case V_URL:
+	case V_ENDPOINT:
+		out->metavar = "URL";
+		break;
+	case V_LISTEN:
+		out->metavar = "ADDR:PORT";
+		break;
+	case V_ENUM:
+		out->metavar = NULL;
+		break;
+	case V_STR:
+		out->metavar = d->id == K_CACHE_DIR && d->sec == SEC_CACHE ? "DIR" : "NAME";
+		break;
+	}
+	return true;
 }

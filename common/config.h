@@ -32,6 +32,11 @@ enum cmn_retire { CMN_RETIRE_BOUNDARY = 0, CMN_RETIRE_READ = 1 };
 enum cmn_format { CMN_FORMAT_TFRECORD = 0, CMN_FORMAT_RAW = 1 };
 enum cmn_compression { CMN_COMPRESSION_NONE = 0, CMN_COMPRESSION_GZIP = 1 };
 enum cmn_strategy { CMN_STRATEGY_OBJECTS = 0, CMN_STRATEGY_RECORDS = 1 };
+enum cmn_s3_addressing {
+	CMN_S3_ADDRESSING_AUTO = 0,
+	CMN_S3_ADDRESSING_PATH = 1,
+	CMN_S3_ADDRESSING_VIRTUAL = 2,
+};
 enum cmn_policy {
 	CMN_POLICY_FIFO = 0,
 	CMN_POLICY_LRU = 1,
@@ -68,15 +73,16 @@ struct cmn_config {
 	uint64_t wait_timeout_ms; /* 10 min: bound of `epoch next --wait` */
 
 	/* [source] */
-	char *url;		/* file:///abs/, http(s)://host/prefix/, s3://bucket/prefix/ */
-	char *endpoint;		/* S3-compatible endpoint URL, or NULL for AWS */
-	char *region;		/* us-east-1 */
-	char *profile;		/* ~/.aws/credentials profile; "default" */
-	enum cmn_format format; /* tfrecord */
-	enum cmn_compression compression; /* none */
-	uint32_t rank;			  /* 0 */
-	uint32_t world_size;		  /* 1 */
-	uint32_t relist;		  /* 1 */
+	char *url;	/* file:///abs/, http(s)://host/prefix/, s3://bucket/prefix/ */
+	char *endpoint; /* S3-compatible endpoint URL; NULL: AWS_ENDPOINT_URL, ~/.aws/config, AWS */
+	char *region;	/* NULL: AWS_REGION, AWS_DEFAULT_REGION, ~/.aws/config, us-east-1 */
+	char *profile;	/* NULL: $AWS_PROFILE, else "default" */
+	enum cmn_s3_addressing s3_addressing; /* auto */
+	enum cmn_format format;		      /* tfrecord */
+	enum cmn_compression compression;     /* none */
+	uint32_t rank;			      /* 0 */
+	uint32_t world_size;		      /* 1 */
+	uint32_t relist;		      /* 1 */
 
 	/* [sampler] */
 	uint32_t connections;	    /* 8 */
@@ -85,9 +91,16 @@ struct cmn_config {
 	uint32_t retries;	    /* 5 */
 	uint64_t timeout_ms;	    /* 30s */
 
+	/* [mount] */
+	char *metrics_listen; /* "ADDR:PORT" of the metrics HTTP endpoint, or NULL */
+
 	/* [epoch ...], in file order */
 	struct cmn_epoch_section *epochs;
 	size_t n_epochs;
+	/* [epoch] keys given on the command line (--policy, -o admit=, ...):
+	 * cmn_config_finish() applies them to every entry (creating [epoch 0-]
+	 * when there is none) and clears them */
+	struct cmn_epoch_section cli_epoch;
 };
 
 /* Fills c with defaults.  Never fails. */
@@ -119,6 +132,22 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen);
 
 /* Frees what c owns (strings, epochs); c may be re-initialised after. */
 void cmn_config_free(struct cmn_config *c);
+
+/* One key of the table, for --help and the man page (static strings). */
+struct cmn_config_key_info {
+	const char *section;	   /* "cache", "source", "sampler", "mount", "epoch N" */
+	const char *ini;	   /* name in its section */
+	const char *flat;	   /* --flag / -o name, or NULL (INI only) */
+	const char *def;	   /* default, as text */
+	const char *help;	   /* one line */
+	const char *const *values; /* allowed values (NULL-terminated), or NULL */
+	const char *metavar;	   /* SIZE, TIME, N, URL, ... (NULL with values) */
+};
+
+/* Fills *out with key i (0, 1, ...) of the table; false past the end. */
+bool cmn_config_key(size_t i, struct cmn_config_key_info *out);
+
+const char *cmn_s3_addressing_name(enum cmn_s3_addressing a);
 
 /* The policy's name ("fifo", ...), and the reverse (0 or -EINVAL). */
 const char *cmn_policy_name(enum cmn_policy p);

@@ -15,6 +15,8 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "daemon/metrics_http.h"
+#include "rc_config.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if RC_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 static void block_signals(sigset_t *old)
 {
@@ -151,6 +156,7 @@ static void stop_threads(struct dmn *d)
 static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errlen)
 {
 	struct dmn *d = calloc(1, sizeof(*d));
+	struct dmn_metrics_http *metrics = NULL;
 	uint32_t first = 0;
 	int rc;
 	if (!d) {
@@ -173,15 +179,25 @@ static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errle
 			o->mountpoint, cfs_store_dir(d->store), first);
 		rc = start_threads(d, first, err, errlen);
 	}
+	if (rc == 0 && d->cfg->metrics_listen)
+		rc = dmn__metrics_start(&metrics, d, d->cfg->metrics_listen, err, errlen);
 	if (rc == 0) {
 		/* Up, samplers included: a failure above reached the caller as an error. */
 		dmn__report_ready(report_fd);
+#if RC_HAVE_SYSTEMD
+		/* Type=notify units (docs/rollcache@.service): the mount is up */
+		sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s", o->source, o->mountpoint);
+#endif
 		rc = cfs_fs_loop(d->fs);
 		if (rc != 0)
 			snprintf(err, errlen, "FUSE loop: %s", strerror(-rc));
 		cmn_log(CMN_LOG_INFO, "unmounting %s", o->mountpoint);
+#if RC_HAVE_SYSTEMD
+		sd_notify(0, "STOPPING=1");
+#endif
 	}
 
+	dmn__metrics_stop(metrics); /* it renders through the threads stopped below */
 	stop_threads(d);
 	if (d->have_set && d->cat)
 		dmn_boundary_flush_reads(&d->bd);

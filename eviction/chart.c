@@ -3,7 +3,8 @@
  *
  * Owns nothing past one call.  Layout: a fixed 820 px wide canvas, the plot
  * area with gridlines at "nice" tick steps (1, 2, 2.5, 5 x 10^k), axes
- * labelled, and the legend in two columns under the plot.  Text is escaped
+ * labelled, and the legend under the plot, one row per series (so that a
+ * long label never covers a line or another entry).  Text is escaped
  * for XML; numbers are printed with the C locale's '.' (rollcache never
  * calls setlocale for LC_NUMERIC).
  */
@@ -133,7 +134,9 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 	if (xmax <= 0)
 		xmax = 1;
 	double pw = W - ML - MR;
-	size_t leg_rows = (c->n_series + 1) / 2;
+	/* one legend row per series, under the x axis label: no label can run into
+	 * another entry or into the plot, however long it is */
+	size_t leg_rows = c->n_series;
 	double H = MT + PLOT_H + 56 + (double)leg_rows * LEG_H + 10;
 	char buf[64];
 
@@ -239,8 +242,8 @@ int evc_chart_svg(FILE *f, const struct evc_chart *c)
 				MT + PLOT_H - v / ymax * PLOT_H);
 		}
 		fprintf(f, "\"/>\n");
-		double lx = ML + (i % 2) * (pw / 2);
-		double ly = MT + PLOT_H + 58 + (double)(i / 2) * LEG_H;
+		double lx = ML;
+		double ly = MT + PLOT_H + 58 + (double)i * LEG_H;
 		fprintf(f,
 			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
 			"stroke-width=\"2\"%s/>\n",

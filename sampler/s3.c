@@ -1,8 +1,12 @@
 /*
  * s3.c - the s3:// backend: ListObjectsV2 listing and signed range GETs.
  *
- * Requests are path-style (endpoint/bucket/key) when `endpoint` is set (MinIO,
- * Ceph RGW, s3rver), virtual-hosted (bucket.s3.region.amazonaws.com) for AWS.
+ * Requests are path-style (endpoint/bucket/key) or virtual-hosted
+ * (bucket.host/key): `s3_addressing = auto` (the default) is virtual-hosted
+ * for AWS when the bucket is a DNS label and path-style for an endpoint
+ * (MinIO, Ceph RGW, s3rver), as the AWS CLI decides; path or virtual force
+ * one.  The endpoint, region and credentials are resolved by
+ * s3_credentials.c like the AWS CLI does.
  * Query parameters are emitted sorted by name and URI-encoded with uppercase
  * hex, so the URL sent and the canonical query signed are the same string;
  * the Host and Range headers are set here explicitly for the same reason.
@@ -41,12 +45,84 @@ static void copy_str(char *dst, size_t n, const char *src)
 	dst[l] = '\0';
 }
 
+/* Whether bucket can be a DNS label of a virtual-hosted URL. */
+static bool dns_compatible(const char *b)
+{
+	size_t n = strlen(b);
+	if (n < 3 || n > 63 || b[0] == '-' || b[n - 1] == '-')
+		return false;
+	for (const char *p = b; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
+			return false;
+	return true;
+}
+
+static const char *addressing_name(bool virtual_host)
+{
+	return virtual_host ? "virtual-hosted" : "path";
+}
+
+/*
+ * Sets endpoint and host from the resolved endpoint (or AWS's) and the
+ * addressing style: path-style puts the bucket in the path, virtual-hosted
+ * in front of the host name.
+ */
+static int set_endpoint(struct smp_s3 *s, const char *ep, enum smp_s3_addressing a, char *err,
+			size_t errlen)
+{
+	char buf[1100];
+	const char *scheme = "https://", *host;
+	size_t n;
+
+	if (ep) {
+		if (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) {
+			snprintf(err, errlen, "endpoint=%s: expected http(s)://host[:port]", ep);
+			return -EINVAL;
+		}
+		scheme = ep[4] == 's' ? "https://" : "http://";
+		host = ep + strlen(scheme);
+		n = strlen(host);
+		while (n > 0 && host[n - 1] == '/')
+			n--;
+		if (memchr(host, '/', n) || n == 0) {
+			snprintf(err, errlen,
+				 "endpoint=%s: expected http(s)://host[:port] without a path", ep);
+			return -EINVAL;
+		}
+	} else {
+		snprintf(buf, sizeof(buf), "s3.%s.amazonaws.com", s->region);
+		host = buf;
+		n = strlen(buf);
+	}
+	if (a == SMP_S3_AUTO)
+		a = !ep && dns_compatible(s->bucket) ? SMP_S3_VIRTUAL : SMP_S3_PATH;
+	if (a == SMP_S3_VIRTUAL && !dns_compatible(s->bucket)) {
+		snprintf(err, errlen,
+			 "s3://%s/: s3_addressing = virtual needs a bucket name that is a DNS "
+			 "label (a-z, 0-9, '-'): use s3_addressing = path",
+			 s->bucket);
+		return -EINVAL;
+	}
+	s->virtual_host = a == SMP_S3_VIRTUAL;
+	char hostbuf[1024];
+	int k = s->virtual_host
+		    ? snprintf(hostbuf, sizeof(hostbuf), "%s.%.*s", s->bucket, (int)n, host)
+		    : snprintf(hostbuf, sizeof(hostbuf), "%.*s", (int)n, host);
+	if (k < 0 || (size_t)k >= sizeof(hostbuf)) {
+		snprintf(err, errlen, "endpoint host name too long");
+		return -EINVAL;
+	}
+	s->host = strdup(hostbuf);
+	snprintf(buf, sizeof(buf), "%s%s", scheme, hostbuf);
+	s->endpoint = strdup(buf);
+	return s->host && s->endpoint ? 0 : -ENOMEM;
+}
+
 int smp__s3_open(struct smp_s3 *s, const struct smp_s3_opts *o, char *err, size_t errlen)
 {
+	struct smp_s3_identity id;
 	const char *url = o->url;
-	s->region = strdup(o->region && *o->region ? o->region : "us-east-1");
-	if (!s->region)
-		goto nomem;
+	int rc;
 	const char *b = url + 5, *sl = strchr(b, '/');
 	size_t bl = sl ? (size_t)(sl - b) : strlen(b);
 	if (bl < 1 || bl > 255) {
@@ -58,42 +134,27 @@ int smp__s3_open(struct smp_s3 *s, const struct smp_s3_opts *o, char *err, size_
 	s->prefix = *pfx ? smp__with_slash(pfx, strlen(pfx)) : strdup("");
 	if (!s->bucket || !s->prefix)
 		goto nomem;
-	if (o->endpoint && *o->endpoint) {
-		const char *ep = o->endpoint;
-		if (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) {
-			snprintf(err, errlen, "endpoint=%s: expected http(s)://host[:port]", ep);
-			return -EINVAL;
-		}
-		size_t n = strlen(ep);
-		while (n > 0 && ep[n - 1] == '/')
-			n--;
-		s->endpoint = strndup(ep, n);
-		if (!s->endpoint)
-			goto nomem;
-		const char *h = strstr(s->endpoint, "://") + 3;
-		if (strchr(h, '/')) {
-			snprintf(err, errlen,
-				 "endpoint=%s: expected http(s)://host[:port] without a path", ep);
-			return -EINVAL;
-		}
-		s->host = strdup(h);
-	} else {
-		char buf[512];
-		s->virtual_host = true;
-		snprintf(buf, sizeof(buf), "%s.s3.%s.amazonaws.com", s->bucket, s->region);
-		s->host = strdup(buf);
-		snprintf(buf, sizeof(buf), "https://%s.s3.%s.amazonaws.com", s->bucket, s->region);
-		s->endpoint = strdup(buf);
-	}
-	if (!s->endpoint || !s->host)
-		goto nomem;
-	int rc = smp__s3_credentials(s, o->credentials_file, o->profile, err, errlen);
+	rc = smp__s3_resolve(&id, o, err, errlen);
 	if (rc)
 		return rc;
-	if (!s->access_key)
-		cmn_log(CMN_LOG_INFO, "s3://%s/: no credentials found, sending anonymous requests",
-			s->bucket);
-	return 0;
+	/* the identity's strings move into s: smp__s3_clear() wipes them */
+	s->region = id.region;
+	s->access_key = id.access_key;
+	s->secret_key = id.secret_key;
+	s->session_token = id.session_token;
+	id.region = id.access_key = id.secret_key = id.session_token = NULL;
+	rc = set_endpoint(s, id.endpoint, id.addressing, err, errlen);
+	if (rc == 0)
+		cmn_log(CMN_LOG_INFO,
+			"s3://%s/: profile %s (%s), region %s (%s), endpoint %s (%s), %s-style "
+			"addressing, %s",
+			s->bucket, id.profile, id.profile_from, s->region, id.region_from,
+			s->endpoint, id.endpoint_from, addressing_name(s->virtual_host),
+			s->access_key ? id.credentials_from : "no credentials: anonymous requests");
+	smp__s3_identity_clear(&id);
+	if (rc == -ENOMEM)
+		goto nomem;
+	return rc;
 nomem:
 	snprintf(err, errlen, "out of memory opening the source");
 	return -ENOMEM;

@@ -24,12 +24,30 @@ struct smp_s3 {
 	char *access_key, *secret_key, *session_token; /* NULL: anonymous */
 };
 
+enum smp_s3_addressing { SMP_S3_AUTO = 0, SMP_S3_PATH = 1, SMP_S3_VIRTUAL = 2 };
+
 struct smp_s3_opts {
 	const char *url;	      /* "s3://bucket/prefix/" */
-	const char *endpoint;	      /* http(s)://host:port, or NULL/"" for AWS */
-	const char *region;	      /* NULL/"": us-east-1 */
+	const char *endpoint;	      /* http(s)://host:port, or NULL/"": resolved (below) */
+	const char *region;	      /* NULL/"": resolved (below) */
 	const char *profile;	      /* NULL/"": $AWS_PROFILE or "default" */
 	const char *credentials_file; /* NULL: $AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials */
+	const char *config_file;      /* NULL: $AWS_CONFIG_FILE or ~/.aws/config */
+	enum smp_s3_addressing addressing; /* auto: virtual for AWS, path for an endpoint */
+};
+
+/*
+ * Who we are to the store, resolved like the AWS CLI does (s3_credentials.c
+ * says the order).  Every string owned; *_from name the place each value
+ * came from (static strings, for the log line: never a value itself).
+ */
+struct smp_s3_identity {
+	char profile[128];
+	char *access_key, *secret_key, *session_token; /* NULL: anonymous */
+	char *region;				       /* never NULL on success */
+	char *endpoint;				       /* NULL: AWS */
+	enum smp_s3_addressing addressing;	       /* as configured; auto decided by s3.c */
+	const char *profile_from, *credentials_from, *region_from, *endpoint_from;
 };
 
 /*
@@ -43,13 +61,16 @@ int smp__s3_open(struct smp_s3 *s3, const struct smp_s3_opts *o, char *err, size
 void smp__s3_clear(struct smp_s3 *s3);
 
 /*
- * Credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN),
- * else [profile] of the shared credentials file (refused with -EACCES when
- * group or others may read it).  None found is 0 (anonymous requests).
- * (s3_credentials.c)
+ * Resolves profile, credentials, region, endpoint and addressing into *id
+ * (s3_credentials.c).  Returns 0; -EACCES (a file holding a secret that
+ * group or others may read), -EINVAL (syntax error, half a key pair),
+ * -ENOMEM, with a message that never holds a secret; *id is then empty.
+ * No credentials found is 0 with access_key NULL (anonymous requests).
  */
-int smp__s3_credentials(struct smp_s3 *s3, const char *file, const char *profile, char *err,
-			size_t errlen);
+int smp__s3_resolve(struct smp_s3_identity *id, const struct smp_s3_opts *o, char *err,
+		    size_t errlen);
+/* Wipes and frees what *id holds, and zeroes it. */
+void smp__s3_identity_clear(struct smp_s3_identity *id);
 
 /* Lists every object under the prefix (ListObjectsV2 pages) into l. */
 int smp__s3_list(struct smp_s3 *s3, struct smp_conn *c, struct smp_listing *l, char *err,

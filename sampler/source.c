@@ -80,6 +80,7 @@ int smp_source_open(struct smp_source **out, const struct smp_source_opts *o, ch
 		    .region = o->region,
 		    .profile = o->profile,
 		    .credentials_file = o->credentials_file,
+		    .addressing = (enum smp_s3_addressing)o->s3_addressing,
 		};
 		rc = smp__s3_open(&s->s3, &so, err, errlen);
 		if (rc)

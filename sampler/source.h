@@ -35,6 +35,7 @@ struct smp_source_opts {
 	const char *endpoint; /* s3: http(s)://host:port of an S3-compatible store, or NULL */
 	const char *region;   /* s3: default "us-east-1" */
 	const char *profile;  /* s3: ~/.aws/credentials profile, default "default" */
+	int s3_addressing;    /* s3: enum cmn_s3_addressing (auto, path, virtual) */
 	const char
 	    *credentials_file;	 /* s3: NULL: $AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials */
 	uint64_t timeout_ms;	 /* connect timeout and stall limit (no byte for this long) */

@@ -10,11 +10,17 @@ PKGS=(
   gcc meson ninja-build pkg-config
   zlib1g-dev libsqlite3-dev libinih-dev libfuse3-dev libcurl4-openssl-dev libexpat1-dev libssl-dev
   libjansson-dev   # JSON: nginx listings, the CLI reading a mount's stats
+  libsystemd-dev   # sd_notify(READY=1) when the mount is up
   # tests and tools
   check fuse3 sqlite3 valgrind clang libclang-rt-14-dev clang-format
   nginx-light
   python3 python3-numpy python3-protobuf protobuf-compiler
   python3-torch   # DLPack consumer tests and the PyTorch DataLoader peer (bench/)
+  python3-prometheus-client   # parses the metrics endpoint (tests/daemon)
+  awscli          # resolves the same ~/.aws files as rollcache (tests/sampler)
+  librsvg2-bin    # rsvg-convert renders report's SVG (tests/cli)
+  man-db          # man -l of the generated rollcache(1) (tests/docs)
+  systemd         # systemd-analyze verify of docs/rollcache@.service (tests/docs)
 )
 
 missing=()

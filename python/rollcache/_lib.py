@@ -77,23 +77,37 @@ class Stats(ctypes.Structure):
 
 
 def _candidates():
+    """Where librollcache may be, in order: $ROLLCACHE_LIB, $RC_LIBDIR (a
+    build tree), next to the package, where `meson install` put it
+    (_paths.py: relative to the package, then absolute), the soname through
+    the dynamic linker's path, ctypes.util.find_library."""
     env = os.environ.get("ROLLCACHE_LIB")
     if env:
         yield env
-    libdir = os.environ.get("RC_LIBDIR")
     here = os.path.dirname(os.path.abspath(__file__))
-    for d in ([libdir] if libdir else []) + [here, os.path.dirname(here)]:
+    dirs = []
+    libdir = os.environ.get("RC_LIBDIR")
+    if libdir:
+        dirs.append(libdir)
+    dirs += [here, os.path.dirname(here)]
+    try:
+        from . import _paths
+    except ImportError:  # the source tree: no install
+        _paths = None
+    if _paths is not None:
+        dirs += [os.path.normpath(os.path.join(here, _paths.LIBDIR_REL)), _paths.LIBDIR]
+    for d in dirs:
         for n in ("librollcache.so", "librollcache.so.0"):
             yield os.path.join(d, n)
+    yield "librollcache.so.0"  # the installed soname, through ld.so's path
     found = ctypes.util.find_library("rollcache")
     if found:
         yield found
 
 
 def load():
-    """Finds and loads librollcache: $ROLLCACHE_LIB, $RC_LIBDIR, next to the
-    package, then the system's library path.  Raises OSError naming where it
-    looked."""
+    """Finds and loads librollcache (see _candidates for the order).  Raises
+    OSError naming where it looked."""
     tried = []
     for path in _candidates():
         if os.path.sep in path and not os.path.exists(path):

@@ -108,10 +108,57 @@ def not_utf8(root):
     check(b"not UTF-8" in p.stderr, "report --json on a non-UTF-8 path says why: %r" % p.stderr)
 
 
+def columns_and_svg(root):
+    """The table fits 80 columns (--wide: every column, the total on one line);
+    the SVG's legend lies under the x axis label, one entry per row, inside
+    the canvas, and the file renders (rsvg-convert, librsvg2-bin)."""
+    import xml.etree.ElementTree as ET
+    cache = os.path.join(root, "cols")
+    make_cache(cache)
+    svg = os.path.join(root, "r.svg")
+    p = run("report", cache, "--svg", svg)
+    eq(p.returncode, 0, "report --svg exit (%r)" % p.stderr)
+    lines = p.stdout.decode().splitlines()
+    eq([ln for ln in lines if len(ln) > 80], [], "report lines over 80 columns")
+    check(lines[1].split()[:4] == ["epoch", "policy", "limit", "admit"], "header: %r" % lines[1])
+    check(sum(ln.startswith("total:") for ln in lines) == 1, "one total: %r" % lines)
+    wide = run("report", cache, "--wide").stdout.decode().splitlines()
+    for col in ("start", "end", "+records", "unread"):
+        check(col in wide[1].split(), "--wide header lacks %s: %r" % (col, wide[1]))
+    check(any(len(ln) > 80 for ln in wide), "--wide is wider than 80 columns")
+
+    ns = "{http://www.w3.org/2000/svg}"
+    doc = ET.parse(svg).getroot()
+    width, height = float(doc.get("width")), float(doc.get("height"))
+    frame = [r for r in doc.iter(ns + "rect") if r.get("fill") == "none"][0]
+    plot_bottom = float(frame.get("y")) + float(frame.get("height"))
+    xlabel = [t for t in doc.iter(ns + "text") if t.text == "epoch"][0]
+    swatches = [ln for ln in doc.iter(ns + "line") if ln.get("stroke-width") == "2"]
+    texts = [t for t in doc.iter(ns + "text") if t.get("x") and t.get("y")
+             and float(t.get("y")) > float(xlabel.get("y"))]
+    eq(len(swatches), 4, "legend swatches")
+    eq(len(texts), len(swatches), "legend labels")
+    ys = sorted(float(t.get("y")) for t in texts)
+    for a, b in zip(ys, ys[1:]):
+        check(b - a >= 14, "legend rows %.0f and %.0f overlap (13 px text)" % (a, b))
+    for t in texts:
+        y, x = float(t.get("y")), float(t.get("x"))
+        check(y - 13 > plot_bottom and y - 13 > float(xlabel.get("y")),
+              "legend %r at y=%.0f covers the plot (bottom %.0f)" % (t.text, y, plot_bottom))
+        # generous width of 13 px sans-serif: 8 px per character
+        check(x + 8 * len(t.text) < width and y < height,
+              "legend %r runs off the canvas" % t.text)
+    png = os.path.join(root, "r.png")
+    r = subprocess.run(["rsvg-convert", svg, "-o", png], capture_output=True, timeout=60)
+    eq(r.returncode, 0, "rsvg-convert (%r)" % r.stderr)
+    with open(png, "rb") as f:
+        eq(f.read(8), b"\x89PNG\r\n\x1a\n", "rendered PNG")
+
+
 def main():
     root = tempfile.mkdtemp(prefix="rc-report-stats-")
     try:
-        for case in (escaped_cache_dir, bad_stats, not_utf8):
+        for case in (escaped_cache_dir, bad_stats, not_utf8, columns_and_svg):
             case(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

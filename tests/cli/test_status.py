@@ -67,7 +67,7 @@ STATS = {
 
 WANT = """rollcache file:///data/a"b\\c/\u00fcn/ on {mp}
 epoch    3 (advance manual, policy lru)
-disk     [##############################..........] 3.0 MiB / 4.0 MiB (75%), draining 512.0 KiB
+disk     [###############.....] 3.0 MiB / 4.0 MiB (75%), draining 512.0 KiB
 ingest   2.5 MB/s; admitted 1.0 MiB, evicted 2.0 MiB this epoch
 current  7 files, 1234 records; 4321 records resident; 2 open handles
 reads    5.0 MiB this epoch; passthrough off (9 opens passed through)
@@ -111,6 +111,23 @@ def every_figure(root):
     eq(p.stdout, "epoch 3: 7 files, 1234 records; admitted 1.0 MiB, evicted 2.0 MiB this epoch; "
        "disk 3.0 MiB\n", "epoch show")
     eq(run("epoch", mp).stdout, p.stdout, "epoch without an action shows")
+
+
+def columns(root):
+    """status fits 80 columns (a long source and path are cut with ...);
+    --wide prints them whole, with a bar of 40."""
+    st = copy.deepcopy(STATS)
+    st["source"] = "s3://bucket/" + "very-long-prefix/" * 8
+    mp, _ = fake_mount(root, "long-" + "x" * 60, st)
+    p = run("status", mp)
+    eq(p.returncode, 0, "status exit (%s)" % p.stderr.strip())
+    long_lines = [ln for ln in p.stdout.splitlines() if len(ln) > 80]
+    eq(long_lines, [], "status lines over 80 columns")
+    check(p.stdout.splitlines()[0].endswith("..."), "cut line ends with ...: %r" % p.stdout)
+    p = run("status", mp, "--wide")
+    first = p.stdout.splitlines()[0]
+    eq(first, "rollcache %s on %s" % (st["source"], mp), "status --wide first line")
+    check("[" + "#" * 30 + "." * 10 + "]" in p.stdout, "--wide bar of 40: %r" % p.stdout)
 
 
 def passthrough_on(root):
@@ -166,7 +183,7 @@ def errors(root):
 def main():
     root = tempfile.mkdtemp(prefix="rc-status-")
     try:
-        for case in (every_figure, passthrough_on, no_epoch_yet, epoch_next, errors):
+        for case in (every_figure, columns, passthrough_on, no_epoch_yet, epoch_next, errors):
             case(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

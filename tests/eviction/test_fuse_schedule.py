@@ -321,7 +321,7 @@ def body(s):
         t.eq(st["schedule"]["entry"].split("]")[0] + "]", "[epoch %s]" % section(e + 1),
              "stats schedule entry after boundary %d" % (e + 1))
         if want_reason != "ok":
-            status = t.run("status", s.mnt).stdout
+            status = t.run("status", "--wide", s.mnt).stdout  # the whole why
             if st["last_boundary"]["why"] not in status:
                 t.fail("rollcache status does not say why the admit was cut: %s" % status)
         report_lines.append((e + 1, nxt["policy"], len(got_victims), evb,

@@ -1,6 +1,8 @@
 // s3rver.js - runs s3rver (tests/node_modules, pinned by tests/package-lock.json)
 // with its filesystem backend in DIR on 127.0.0.1 and an ephemeral port,
-// creating BUCKET.  Prints "http://127.0.0.1:PORT" once listening.
+// creating BUCKET.  Prints "http://127.0.0.1:PORT" once listening.  The
+// same server answers virtual-hosted-style requests to
+// http://BUCKET.s3.localhost:PORT (endpoint http://s3.localhost:PORT).
 // Usage: node s3rver.js DIR BUCKET
 'use strict';
 const path = require('path');
@@ -16,6 +18,9 @@ const server = new S3rver({
   port: 0,
   directory: dir,
   silent: true,
+  // virtual-hosted requests: BUCKET.s3.localhost:PORT (curl resolves
+  // *.localhost to the loopback itself); path-style ones go to 127.0.0.1
+  serviceEndpoint: 'localhost',
   configureBuckets: [{ name: bucket }],
 });
 server.run().then(
