@@ -80,7 +80,7 @@ static const struct command commands[] = {
     {"mount", CMD_MOUNT,
      "SOURCE MOUNTPOINT [--config FILE] [--KEY VALUE ...] [-o k=v,...] [-f] [-d]",
      "this build has no FUSE support (install libfuse3-dev and rebuild)"},
-    {"epoch", CMD_EPOCH, "MOUNTPOINT [next [--wait] | show]", NO_JSON},
+    {"epoch", CMD_EPOCH, "MOUNTPOINT [next [N] [--wait] | show]", NO_JSON},
     {"status", CMD_STATUS, "MOUNTPOINT [--json] [--watch]", NO_JSON},
     {"ingest", CMD_INGEST, "SOURCE --cache-dir DIR --limit SIZE [--config FILE]",
      "this build has no sampler support (install libcurl4-openssl-dev and rebuild)"},
