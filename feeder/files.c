@@ -113,7 +113,7 @@ int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, 
 			rc = -errno;
 			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 		}
-		if (!rc)
+		if (!rc && n > 1)
 			qsort(v, n, sizeof *v, cmp_str);
 	} else {
 		for (size_t i = 0; !rc && i < n_paths; i++)

@@ -32,7 +32,16 @@ import socket
 import subprocess
 import sys
 
-import rcfuse as t
+# Under `meson test --setup=asan` librollcache.so is ASan-instrumented and
+# this script loads it (source_ids): run again with the runtime preloaded
+# (CPython's own allocations are not ours: leak checks off).
+if os.environ.get("RC_UNDER_ASAN") and "libasan" not in os.environ.get("LD_PRELOAD", ""):
+    _asan = subprocess.check_output(["gcc", "-print-file-name=libasan.so"]).decode().strip()
+    os.execve(sys.executable, [sys.executable] + sys.argv,
+              dict(os.environ, LD_PRELOAD=_asan,
+                   ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"))
+
+import rcfuse as t  # noqa: E402
 
 try:
     import torch
@@ -58,12 +67,7 @@ def proc_env(rank, world, local_rank, local_world, port):
                LOCAL_WORLD_SIZE=str(local_world), MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(port), OMP_NUM_THREADS="1",
                PYTHONPATH=os.path.join(t.SRCDIR, "python"))
-    if os.environ.get("RC_UNDER_ASAN"):
-        # an ASan-instrumented librollcache needs the runtime loaded first
-        libasan = subprocess.check_output(["gcc", "-print-file-name=libasan.so"]).decode()
-        env["LD_PRELOAD"] = libasan.strip()
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-    return env
+    return env  # under ASan: LD_PRELOAD and ASAN_OPTIONS are inherited (above)
 
 
 def launch(s, datas, local_world, args, timeout=240):
