@@ -33,12 +33,15 @@ import subprocess
 import sys
 
 # Under `meson test --setup=asan` librollcache.so is ASan-instrumented and
-# this script loads it (source_ids): run again with the runtime preloaded
-# (CPython's own allocations are not ours: leak checks off).
+# this script and the ranks load it: run again with the runtime preloaded
+# (CPython's own allocations are not ours: leak checks off), and libstdc++
+# with it, so that ASan's __cxa_throw interceptor finds the real one when
+# libtorch throws (else: "CHECK failed ... real___cxa_throw").
 if os.environ.get("RC_UNDER_ASAN") and "libasan" not in os.environ.get("LD_PRELOAD", ""):
     _asan = subprocess.check_output(["gcc", "-print-file-name=libasan.so"]).decode().strip()
+    _cxx = subprocess.check_output(["gcc", "-print-file-name=libstdc++.so.6"]).decode().strip()
     os.execve(sys.executable, [sys.executable] + sys.argv,
-              dict(os.environ, LD_PRELOAD=_asan,
+              dict(os.environ, LD_PRELOAD=_asan + " " + _cxx,
                    ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"))
 
 import rcfuse as t  # noqa: E402
