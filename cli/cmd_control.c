@@ -3,7 +3,7 @@
  * that talk to a running mount daemon through its files.
  *
  *   rollcache umount MOUNTPOINT
- *   rollcache epoch MOUNTPOINT [next [--wait] | show]
+ *   rollcache epoch MOUNTPOINT [next [N] [--wait] | show]
  *   rollcache status MOUNTPOINT [--json] [--watch]
  *
  * They write MOUNTPOINT/.rollcache/control and read .rollcache/stats, the
@@ -297,13 +297,31 @@ static int show_epoch(const char *mp)
 	return 0;
 }
 
+#define EPOCH_USAGE "usage: rollcache epoch MOUNTPOINT [next [N] [--wait] | show]\n"
+
+/* Whether s is a decimal epoch number (at most 10 digits); *n gets it. */
+static bool parse_epoch_number(const char *s, uint64_t *n)
+{
+	size_t len = strlen(s);
+	if (len == 0 || len > 10 || strspn(s, "0123456789") != len)
+		return false;
+	*n = strtoull(s, NULL, 10);
+	return *n <= UINT32_MAX;
+}
+
+/*
+ * `epoch MP next N` asks for epoch N: every rank of a job may run it, the
+ * mount advances once, and N <= the current epoch returns at once (the
+ * daemon's "next N", docs/mount.md).
+ */
 int cmd_epoch(int argc, char **argv)
 {
 	const char *mp = NULL, *action = "show";
-	bool wait = false;
+	bool wait = false, have_n = false;
+	uint64_t n = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: rollcache epoch MOUNTPOINT [next [--wait] | show]\n");
+			printf(EPOCH_USAGE);
 			return 0;
 		} else if (!strcmp(argv[i], "--wait")) {
 			wait = true;
@@ -311,13 +329,15 @@ int cmd_epoch(int argc, char **argv)
 			mp = argv[i];
 		} else if (!strcmp(argv[i], "next") || !strcmp(argv[i], "show")) {
 			action = argv[i];
+		} else if (!strcmp(action, "next") && !have_n && parse_epoch_number(argv[i], &n)) {
+			have_n = true;
 		} else {
 			fprintf(stderr, "rollcache epoch: unexpected argument `%s`\n", argv[i]);
 			return 2;
 		}
 	}
 	if (!mp || (wait && strcmp(action, "next") != 0)) {
-		fprintf(stderr, "usage: rollcache epoch MOUNTPOINT [next [--wait] | show]\n");
+		fprintf(stderr, EPOCH_USAGE);
 		return 2;
 	}
 	if (!strcmp(action, "show"))
@@ -328,9 +348,13 @@ int cmd_epoch(int argc, char **argv)
 	if (rc != 0)
 		return mp_error("epoch", mp, rc, err);
 	json_decref(st);
-	char path[PATH_MAX];
+	char path[PATH_MAX], cmd[64];
 	snprintf(path, sizeof(path), "%s/.rollcache/control", mp);
-	struct control_write c = {.path = path, .cmd = wait ? "next wait" : "next"};
+	if (have_n)
+		snprintf(cmd, sizeof(cmd), "next %" PRIu64 "%s", n, wait ? " wait" : "");
+	else
+		snprintf(cmd, sizeof(cmd), "%s", wait ? "next wait" : "next");
+	struct control_write c = {.path = path, .cmd = cmd};
 	pthread_t t;
 	if (pthread_create(&t, NULL, control_main, &c) != 0) {
 		fprintf(stderr, "rollcache epoch: cannot start a thread\n");

@@ -82,7 +82,7 @@ struct command {
 static const struct command commands[] = {
     {"mount", CMD_MOUNT, "[SOURCE] MOUNTPOINT [--config FILE] [--KEY VALUE] [-o k=v] [-f]",
      "this build has no FUSE support (install libfuse3-dev and rebuild)"},
-    {"epoch", CMD_EPOCH, "MOUNTPOINT [next [--wait] | show]", NO_JSON},
+    {"epoch", CMD_EPOCH, "MOUNTPOINT [next [N] [--wait] | show]", NO_JSON},
     {"status", CMD_STATUS, "MOUNTPOINT [--json] [--watch] [--wide]", NO_JSON},
     {"ingest", CMD_INGEST, "SOURCE --cache-dir DIR --limit SIZE [--config FILE]",
      "this build has no sampler support (install libcurl4-openssl-dev and rebuild)"},

@@ -4,10 +4,12 @@
  *
  * A stats text is rendered here at once from a struct dmn_stats_view
  * gathered from the store, the view, the samplers and the last boundary
- * (formats: stats.c).  A control command ("next", "next wait") becomes an
- * advance request for the epoch thread, which answers it when its boundary
- * is done (epochs.c answer_done), so a long `next wait` never holds up a
- * stats read.  Unknown commands get -EINVAL.
+ * (formats: stats.c).  A control command ("next", "next wait", "next N",
+ * "next N wait") becomes an advance request for the epoch thread, which
+ * answers it when its boundary is done (epochs.c answer_done), so a long
+ * `next wait` never holds up a stats read.  "next N" asks for epoch N
+ * however many processes write it (DESIGN "Epochs"): see control().
+ * Unknown commands get -EINVAL.
  *
  * Locking: d->mu for the advance sequence and the pending list; the request
  * queue's own mu inside cfs_requests_*.
@@ -19,6 +21,7 @@
 #include "daemon/stats.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -117,16 +120,58 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	return rc;
 }
 
-/* Queues an advance for the epoch thread; r is answered when it is done. */
+/*
+ * Parses a control command: "next", "next wait", "next N", "next N wait".
+ * Returns 0 with *has_epoch / *epoch / *wait set, or -EINVAL.
+ */
+static int parse_command(const char *cmd, bool *has_epoch, uint64_t *epoch, bool *wait)
+{
+	*has_epoch = false;
+	*epoch = 0;
+	*wait = false;
+	if (strncmp(cmd, "next", 4) != 0 || (cmd[4] != '\0' && cmd[4] != ' '))
+		return -EINVAL;
+	const char *p = cmd + 4;
+	while (*p == ' ')
+		p++;
+	if (*p >= '0' && *p <= '9') {
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(p, &end, 10);
+		if (errno || n > UINT32_MAX)
+			return -EINVAL; /* epoch numbers are 32-bit (cfs_epochs) */
+		*has_epoch = true;
+		*epoch = n;
+		p = end;
+		while (*p == ' ')
+			p++;
+	}
+	if (strcmp(p, "wait") == 0)
+		*wait = true;
+	else if (*p != '\0')
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Queues an advance for the epoch thread; r is answered when it is done.
+ *
+ * "next N" is idempotent: every rank of a job may write it and the mount
+ * advances to N once.  Boundaries run one after another on the epoch
+ * thread, so advance number adv_done + k ends in epoch current + k: when N
+ * is at most current + the advances already queued, the request attaches to
+ * the queued advance that reaches N (0 at once when N <= current); else it
+ * queues the missing ones.  The current epoch is read under d->mu, but the
+ * epoch thread publishes a boundary before it counts it in adv_done, so
+ * the estimate can be one short; answer_done() (epochs.c) then attaches
+ * the request to the advance that really reaches N.
+ */
 static void control(struct dmn *d, struct cfs_req *r)
 {
 	struct cfs_requests *q = cfs_fs_requests(d->fs);
-	bool wait;
-	if (strcmp(r->cmd, "next") == 0)
-		wait = false;
-	else if (strcmp(r->cmd, "next wait") == 0)
-		wait = true;
-	else {
+	bool has_epoch, wait, have;
+	uint64_t want;
+	if (parse_command(r->cmd, &has_epoch, &want, &wait) != 0) {
 		cfs_requests_done(q, r, -EINVAL, NULL, 0);
 		return;
 	}
@@ -134,6 +179,21 @@ static void control(struct dmn *d, struct cfs_req *r)
 	if (d->stop || d->epoch_gone) { /* no boundary would answer it */
 		pthread_mutex_unlock(&d->mu);
 		cfs_requests_done(q, r, -ECANCELED, NULL, 0);
+		return;
+	}
+	uint64_t cur = cfs_epochs_current_number(&d->set, &have);
+	if (has_epoch && have && want <= cur) {
+		pthread_mutex_unlock(&d->mu);
+		cfs_requests_done(q, r, 0, NULL, 0); /* already there: a no-op */
+		return;
+	}
+	if (has_epoch && want - cur > DMN_ADVANCE_AHEAD_MAX) {
+		pthread_mutex_unlock(&d->mu);
+		cmn_log(CMN_LOG_WARN,
+			"control: 'next %" PRIu64 "' refused: epoch %" PRIu64
+			" is current, at most %u advances are queued at once",
+			want, cur, DMN_ADVANCE_AHEAD_MAX);
+		cfs_requests_done(q, r, -ERANGE, NULL, 0);
 		return;
 	}
 	if (d->npending == d->cap_pending) {
@@ -147,10 +207,13 @@ static void control(struct dmn *d, struct cfs_req *r)
 		d->pending = p;
 		d->cap_pending = cap;
 	}
-	uint64_t seq = ++d->adv_requested;
-	if (wait)
+	uint64_t seq = has_epoch ? d->adv_done + (want - cur) : d->adv_requested + 1;
+	if (seq > d->adv_requested)
+		d->adv_requested = seq;
+	if (wait && seq > d->adv_wait_upto)
 		d->adv_wait_upto = seq;
-	d->pending[d->npending++] = (struct dmn_pending){.r = r, .seq = seq};
+	d->pending[d->npending++] =
+	    (struct dmn_pending){.r = r, .seq = seq, .epoch = want, .has_epoch = has_epoch};
 	pthread_mutex_unlock(&d->mu);
 	cmn_events_post(&d->ev, DMN_EV_ADVANCE);
 }

@@ -26,10 +26,22 @@
 #define DMN_EV_ADVANCE (1u << 8) /* an advance was requested (d->adv_requested) */
 #define DMN_EV_STOP    (1u << 9) /* d->stop was set */
 
-/* A control command waiting for its boundary. */
+/* "next N" queues at most this many advances at once (else -ERANGE). */
+#define DMN_ADVANCE_AHEAD_MAX 1024u
+
+/*
+ * A control command waiting for its boundary.  `next` and `next wait` wait
+ * for one sequence number; `next N` waits for epoch N (has_epoch): it is
+ * attached to the sequence number that should reach N, and answer_done()
+ * re-attaches it to a later one if an advance it counted on did not get
+ * there (control.c, "next N").  Boundaries run one after another, so the
+ * advance numbered adv_done + k ends in epoch current + k.
+ */
 struct dmn_pending {
 	struct cfs_req *r;
-	uint64_t seq; /* answered once adv_done >= seq */
+	uint64_t seq;	/* answered once adv_done >= seq ... */
+	uint64_t epoch; /* ... and, with has_epoch, once the current epoch >= epoch */
+	bool has_epoch; /* `next N` */
 };
 
 struct dmn {

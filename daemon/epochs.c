@@ -241,17 +241,41 @@ static bool auto_empty_ready(struct dmn *d)
 	return !ws.present || ws.idle || bs.waiting_admit || bs.waiting_limit;
 }
 
-/* Answers the control commands whose boundary is done (d->mu held). */
+/*
+ * Answers the control commands whose boundary is done (d->mu held; called
+ * by the epoch thread between boundaries, so the current epoch and
+ * adv_done agree here).  A `next N` whose advance is done but whose epoch
+ * is not reached yet (control() counted one advance too few, see there)
+ * moves to the advance that reaches N, queued if need be; a failed
+ * boundary answers it with the failure.
+ */
 static void answer_done(struct dmn *d)
 {
 	struct cfs_requests *q = cfs_fs_requests(d->fs);
+	bool have;
+	uint64_t cur = cfs_epochs_current_number(&d->set, &have);
 	size_t k = 0;
 	for (size_t i = 0; i < d->npending; i++) {
 		struct dmn_pending *p = &d->pending[i];
-		if (p->seq <= d->adv_done)
-			cfs_requests_done(q, p->r, d->adv_rc, NULL, 0);
-		else
+		if (p->has_epoch && have && cur >= p->epoch) {
+			cfs_requests_done(q, p->r, 0, NULL, 0);
+			continue;
+		}
+		if (p->seq > d->adv_done) {
 			d->pending[k++] = *p;
+			continue;
+		}
+		if (!p->has_epoch || d->adv_rc != 0) {
+			cfs_requests_done(q, p->r, d->adv_rc, NULL, 0);
+			continue;
+		}
+		bool wait = p->seq <= d->adv_wait_upto;
+		p->seq = d->adv_done + (p->epoch - cur);
+		if (p->seq > d->adv_requested)
+			d->adv_requested = p->seq;
+		if (wait && p->seq > d->adv_wait_upto)
+			d->adv_wait_upto = p->seq;
+		d->pending[k++] = *p;
 	}
 	d->npending = k;
 }

@@ -65,6 +65,8 @@ static int ring_take(struct rc_feeder *f, struct rc_batch **out)
 	bool deadline_set = false;
 
 	for (;;) {
+		if (f->ring.next_out >= f->ep.limit)
+			return 0; /* rc_feeder_truncate */
 		struct rc_batch *s = ring_next_ready(f);
 		if (s) {
 			s->state = SLOT_HELD;
@@ -201,6 +203,17 @@ uint64_t rc_feeder_epoch(const struct rc_feeder *f)
 	return f->ep.epoch;
 }
 
+uint64_t rc_feeder_position(const struct rc_feeder *f)
+{
+	return f->ring.next_out; /* the consumer thread's own field */
+}
+
+void rc_feeder_split(const struct rc_feeder *f, uint32_t *rank, uint32_t *world_size)
+{
+	*rank = f->cfg.o.rank;
+	*world_size = f->cfg.o.world_size;
+}
+
 const char *rc_feeder_error(const struct rc_feeder *f)
 {
 	return f->ring.err_out;
@@ -218,7 +231,7 @@ void rc_feeder_stats(const struct rc_feeder *f, struct rc_feeder_stats *o)
 	o->h2d_ns = __atomic_load_n(&f->st.h2d_ns, __ATOMIC_RELAXED);
 	o->allocations = __atomic_load_n(&f->st.allocs, __ATOMIC_RELAXED);
 	pthread_mutex_lock((pthread_mutex_t *)&f->mu); /* nfiles changes at an advance */
-	o->files = (uint32_t)f->ep.nfiles;
+	o->files = (uint32_t)f->ep.lst.nsegs;
 	pthread_mutex_unlock((pthread_mutex_t *)&f->mu);
 	o->device = f->cfg.device;
 	o->pinned = f->cfg.pinned;

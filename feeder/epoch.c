@@ -25,8 +25,12 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * Records a failure at batch index `batch`; f->mu held.  The earliest batch
@@ -63,7 +67,7 @@ void fdr__production_done(struct rc_feeder *f, uint64_t total)
 void fdr__decode_finished(struct rc_feeder *f, struct rc_batch *s)
 {
 	f->ep.decoding--;
-	if (s->files != f->ep.files && f->ep.old_decoding && --f->ep.old_decoding == 0) {
+	if (s->files != f->ep.lst.files && f->ep.old_decoding && --f->ep.old_decoding == 0) {
 		fdr__files_free(f->ep.files_old, f->ep.nfiles_old);
 		f->ep.files_old = NULL;
 		f->ep.nfiles_old = 0;
@@ -80,15 +84,15 @@ static void pause_workers(struct rc_feeder *f)
 }
 
 /*
- * Points the producer at the start of epoch pepoch over f->ep.files: lanes,
+ * Points the producer at the start of epoch pepoch over f->ep.lst.files: lanes,
  * window, shuffle state.  f->mu held; every lane finished (or the workers
  * paused); chunks pinned by batches being decoded are left alone.
  */
 static void producer_reset(struct rc_feeder *f)
 {
 	size_t want_lanes = f->cfg.o.interleave;
-	if (want_lanes > f->ep.nfiles)
-		want_lanes = f->ep.nfiles ? f->ep.nfiles : 1;
+	if (want_lanes > f->ep.lst.nsegs)
+		want_lanes = f->ep.lst.nsegs ? f->ep.lst.nsegs : 1;
 	for (size_t i = 0; i < f->cfg.o.interleave; i++) {
 		struct fdr_lane *l = &f->prod.lanes[i];
 		if (l->open)
@@ -105,10 +109,11 @@ static void producer_reset(struct rc_feeder *f)
 	f->prod.produced_all = false;
 	f->ep.ahead_done = false;
 	f->prod.next_batch = 0;
+	f->prod.skip = 0;
 }
 
 /*
- * Resets the whole pipeline for epoch f->ep.epoch over f->ep.files; workers
+ * Resets the whole pipeline for epoch f->ep.epoch over f->ep.lst.files; workers
  * paused (nothing in flight), f->mu held.  Held slots stay held; everything
  * else returns to the pools.
  */
@@ -139,19 +144,53 @@ void fdr__epoch_reset(struct rc_feeder *f)
 	f->ring.next_out = 0;
 	f->ep.cons_done = false;
 	f->ep.cons_total = 0;
+	f->ep.limit = UINT64_MAX;
 	memset(f->ep.errs, 0, sizeof f->ep.errs);
 }
 
-/* Lists (and shuffles) the files of `epoch`.  Takes no lock. */
-static int list_epoch_files(struct rc_feeder *f, uint64_t epoch, char ***files, size_t *n,
-			    char *err, size_t errlen)
+void fdr__listing_free(struct fdr_listing *l)
 {
-	int rc = fdr__files_list(f->cfg.path, (const char *const *)f->cfg.paths, f->cfg.o.n_paths,
-				 f->cfg.o.rank, f->cfg.o.world_size, files, n, err, errlen);
-	if (rc)
+	fdr__files_free(l->files, l->nfiles);
+	free(l->segs);
+	if (l->dirfd >= 0)
+		close(l->dirfd);
+	*l = (struct fdr_listing){.records = FDR_UNKNOWN, .dirfd = -1};
+}
+
+int fdr__epoch_list(struct rc_feeder *f, uint64_t epoch, struct fdr_listing *out, char *err,
+		    size_t errlen)
+{
+	struct fdr_listing l = {.records = FDR_UNKNOWN, .dirfd = -1};
+	char dir[4200];
+	const char *path = f->cfg.path;
+	int rc = 0;
+
+	if (f->cfg.mount_epochs) {
+		/* the epoch's directory stays listed while we hold it open (cachefs) */
+		rc = fdr__mount_epoch_dir(f, f->ep.base + (int64_t)epoch, dir, sizeof dir);
+		if (!rc) {
+			path = dir;
+			l.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (l.dirfd < 0) {
+				rc = -errno;
+				snprintf(err, errlen, "%s: %s%s", dir, strerror(-rc),
+					 rc == -ENOENT ? " (the mount has left that epoch)" : "");
+			}
+		}
+	}
+	if (!rc)
+		rc = fdr__files_list(path, (const char *const *)f->cfg.paths, f->cfg.o.n_paths,
+				     f->cfg.mount_epochs, &l.files, &l.nfiles, err, errlen);
+	if (!rc && f->cfg.o.shuffle)
+		fdr__files_shuffle(l.files, l.nfiles, f->cfg.o.seed + epoch);
+	if (!rc)
+		rc = fdr__split_plan(f, l.files, l.nfiles, &l.segs, &l.nsegs, &l.records, err,
+				     errlen);
+	if (rc) {
+		fdr__listing_free(&l);
 		return rc;
-	if (f->cfg.o.shuffle)
-		fdr__files_shuffle(*files, *n, f->cfg.o.seed + epoch);
+	}
+	*out = l;
 	return 0;
 }
 
@@ -165,32 +204,35 @@ static int list_epoch_files(struct rc_feeder *f, uint64_t epoch, char ***files, 
 void fdr__producer_advance(struct rc_feeder *f)
 {
 	char err[1024];
-	char **files = NULL;
-	size_t n = 0;
+	struct fdr_listing l;
 	uint64_t ep = f->ep.pepoch + 1;
 
 	f->ep.advancing = true;
 	f->wk.active++;
 	pthread_mutex_unlock(&f->mu);
-	int rc = list_epoch_files(f, ep, &files, &n, err, sizeof err);
+	int rc = fdr__epoch_list(f, ep, &l, err, sizeof err);
 	pthread_mutex_lock(&f->mu);
 	/* the list before the current one may still name records being decoded */
 	while (f->ep.old_decoding > 0 && !f->wk.stop)
 		pthread_cond_wait(&f->cv_dec, &f->mu);
 	if (f->wk.stop) {
-		fdr__files_free(files, n);
+		if (!rc)
+			fdr__listing_free(&l);
 	} else {
 		fdr__files_free(f->ep.files_old, f->ep.nfiles_old);
-		f->ep.files_old = f->ep.files;
-		f->ep.nfiles_old = f->ep.nfiles;
+		f->ep.files_old = f->ep.lst.files; /* batches being decoded name it */
+		f->ep.nfiles_old = f->ep.lst.nfiles;
+		f->ep.lst.files = NULL;
+		f->ep.lst.nfiles = 0;
+		fdr__listing_free(&f->ep.lst); /* its lanes are done: segments go */
 		f->ep.old_decoding = f->ep.decoding;
 		if (f->ep.old_decoding == 0) {
 			fdr__files_free(f->ep.files_old, f->ep.nfiles_old);
 			f->ep.files_old = NULL;
 			f->ep.nfiles_old = 0;
 		}
-		f->ep.files = rc ? NULL : files;
-		f->ep.nfiles = rc ? 0 : n;
+		if (!rc)
+			f->ep.lst = l;
 		f->ep.pgen++;
 		f->ep.pepoch = ep;
 		producer_reset(f);
@@ -211,6 +253,7 @@ static void consumer_switch(struct rc_feeder *f)
 	f->ep.cons_done = f->ep.ahead_done;
 	f->ep.cons_total = f->ep.ahead_total;
 	f->ep.ahead_done = false;
+	f->ep.limit = UINT64_MAX;
 	for (size_t i = 0; i < f->cfg.S; i++)
 		if (f->ring.slots[i].state == SLOT_READY && f->ring.slots[i].gen != f->ep.gen)
 			f->ring.slots[i].state = SLOT_FREE;
@@ -227,13 +270,50 @@ void fdr__lanes_close(struct rc_feeder *f)
 			fdr__lane_reset(&f->prod.lanes[i]);
 }
 
-int rc_feeder_next_epoch(struct rc_feeder *f)
+/*
+ * Restarts the pipeline on epoch `epoch` from batch `skip`: asks a mount
+ * for the epoch, lists and plans it, resets the producer.  Workers paused,
+ * f->mu not held; unpauses them.  `legacy_next` writes "next" first (a
+ * glob or list inside a mount).  Returns 0 or the listing's error, which
+ * is also the epoch's error (rc_feeder_next returns it).
+ */
+static int epoch_restart(struct rc_feeder *f, uint64_t epoch, uint64_t skip, bool legacy_next)
 {
 	char err[1024];
-	char **files = NULL;
-	size_t n = 0;
-	int rc = 0;
+	struct fdr_listing l;
+	int rc;
 
+	fdr__lanes_close(f);
+	if (f->cfg.mount_epochs)
+		rc = fdr__mount_ask(f, f->ep.base + (int64_t)epoch, false, err, sizeof err);
+	else if (f->cfg.control[0] && legacy_next)
+		rc = fdr__advance_cache(f->cfg.control, "next", err, sizeof err);
+	else
+		rc = 0;
+	if (rc) /* the listing says whether the epoch is there anyway */
+		cmn_log(CMN_LOG_WARN, "feeder: cannot advance the cache: %s", err);
+	rc = fdr__epoch_list(f, epoch, &l, err, sizeof err);
+
+	pthread_mutex_lock(&f->mu);
+	f->ep.epoch = epoch;
+	fdr__listing_free(&f->ep.lst);
+	if (!rc)
+		f->ep.lst = l;
+	fdr__epoch_reset(f);
+	f->prod.skip = skip;
+	f->ring.next_out = skip;
+	if (rc) {
+		fdr__error_set(f, rc, err, f->ep.gen, skip);
+		snprintf(f->ring.err_out, sizeof f->ring.err_out, "%s", err);
+	}
+	f->wk.paused = false;
+	fdr__wake(f, FDR_WAKE_ALL);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+int rc_feeder_next_epoch(struct rc_feeder *f)
+{
 	pthread_mutex_lock(&f->mu);
 	while (f->ep.advancing)
 		pthread_cond_wait(&f->cv_cons, &f->mu);
@@ -254,26 +334,89 @@ int rc_feeder_next_epoch(struct rc_feeder *f)
 		return 0;
 	}
 	pthread_mutex_unlock(&f->mu);
+	return epoch_restart(f, f->ep.epoch + 1, 0, true);
+}
 
-	fdr__lanes_close(f);
-	if (f->cfg.control[0]) {
-		rc = fdr__advance_cache(f->cfg.control, err, sizeof err);
-		if (rc)
-			cmn_log(CMN_LOG_WARN, "feeder: cannot advance the cache: %s", err);
-		rc = 0; /* the data of the current epoch can still be read */
+int rc_feeder_seek(struct rc_feeder *f, uint64_t epoch, uint64_t batch, int64_t mount_epoch)
+{
+	if (mount_epoch >= 0 && (uint64_t)mount_epoch < epoch) {
+		snprintf(f->ring.err_out, sizeof f->ring.err_out,
+			 "seek: mount epoch %" PRId64 " below the feeder's epoch %" PRIu64,
+			 mount_epoch, epoch);
+		return -EINVAL;
 	}
-	rc = list_epoch_files(f, f->ep.epoch + 1, &files, &n, err, sizeof err);
-
 	pthread_mutex_lock(&f->mu);
-	f->ep.epoch++;
-	fdr__files_free(f->ep.files, f->ep.nfiles);
-	f->ep.files = rc ? NULL : files;
-	f->ep.nfiles = rc ? 0 : n;
-	fdr__epoch_reset(f);
-	if (rc)
-		fdr__error_set(f, rc, err, f->ep.gen, 0);
-	f->wk.paused = false;
-	fdr__wake(f, FDR_WAKE_ALL);
+	while (f->ep.advancing)
+		pthread_cond_wait(&f->cv_cons, &f->mu);
+	pause_workers(f);
 	pthread_mutex_unlock(&f->mu);
+	if (mount_epoch >= 0)
+		f->ep.base = mount_epoch - (int64_t)epoch;
+	return epoch_restart(f, epoch, batch, false);
+}
+
+int rc_feeder_advance_to(struct rc_feeder *f, uint64_t mount_epoch)
+{
+	if (!f->cfg.control[0]) {
+		snprintf(f->ring.err_out, sizeof f->ring.err_out,
+			 "advance_to: the feeder does not read a rollcache mount");
+		return -ENOTSUP;
+	}
+	if (mount_epoch > INT64_MAX)
+		return -EINVAL;
+	int rc =
+	    fdr__mount_ask(f, (int64_t)mount_epoch, false, f->ring.err_out, sizeof f->ring.err_out);
 	return rc;
+}
+
+int64_t rc_feeder_mount_epoch(const struct rc_feeder *f)
+{
+	return f->cfg.mount_epochs ? f->ep.base + (int64_t)f->ep.epoch : -1;
+}
+
+int rc_feeder_batches(struct rc_feeder *f, uint64_t *out)
+{
+	char err[1024];
+	pthread_mutex_lock(&f->mu);
+	for (;;) {
+		uint64_t n;
+		if (f->ep.cons_done) {
+			n = f->ep.cons_total;
+		} else if (f->ep.pgen == f->ep.gen && f->ep.lst.records != FDR_UNKNOWN) {
+			n = fdr__batches_of(f, f->ep.lst.records);
+		} else {
+			/* world_size 1: count the epoch's files (a copy: the
+			 * producer may replace the list once it is done) */
+			uint32_t gen = f->ep.gen;
+			size_t nf = f->ep.lst.nfiles;
+			char **copy = calloc(nf ? nf : 1, sizeof *copy);
+			bool oom = !copy;
+			for (size_t i = 0; !oom && i < nf; i++)
+				oom = !(copy[i] = strdup(f->ep.lst.files[i]));
+			pthread_mutex_unlock(&f->mu);
+			uint64_t total = 0;
+			int rc =
+			    oom ? -ENOMEM : fdr__count_files(f, copy, nf, &total, err, sizeof err);
+			fdr__files_free(copy, nf);
+			if (rc) {
+				snprintf(f->ring.err_out, sizeof f->ring.err_out, "%s",
+					 oom ? "out of memory" : err);
+				return rc;
+			}
+			pthread_mutex_lock(&f->mu);
+			if (f->ep.gen == gen && f->ep.pgen == gen)
+				f->ep.lst.records = total;
+			continue; /* or the producer finished meanwhile: cons_total */
+		}
+		*out = n < f->ep.limit ? n : f->ep.limit;
+		pthread_mutex_unlock(&f->mu);
+		return 0;
+	}
+}
+
+void rc_feeder_truncate(struct rc_feeder *f, uint64_t batches)
+{
+	pthread_mutex_lock(&f->mu);
+	f->ep.limit = batches;
+	fdr__unlock_wake(f, FDR_WAKE_CONS);
 }

@@ -14,19 +14,24 @@
  *   slot.c      one batch of the ring: memory, decoding, device copy
  *   consumer.c  rc_feeder_next, rc_batch_*, statistics
  *   epoch.c     rc_feeder_next_epoch, running ahead, per-epoch errors
- *   files.c     listing, rank split, shuffle, the mount's control file
+ *   files.c     listing, shuffle, the mount's control file
+ *   split.c     the record-level rank split: counting records, segments
+ *   mount.c     a rollcache mount: its epochs, asking for one, waiting for data
  *   cuda.c      the CUDA runtime behind dlopen (cuda_i.h)
  *
  * Locking, once for all files: one mutex f->mu guards every field marked
  * "protected by f->mu"; f->cfg is immutable after open; statistics and
  * f->ring.rag_hwm are atomics.  f->copy_mu is never held with f->mu, so
- * there is no lock order.  Conditions: workers.c.
+ * there is no lock order.  f->counts.mu (split.c's cache of record counts)
+ * is a leaf, never held while taking another lock.  Conditions: workers.c.
  *
  * Terms.  A *chunk* is one large read of one file: a buffer plus the records
  * framed in it.  A *lane* reads a fixed subset of the epoch's files (file j
  * goes to lane j % lanes) into chunks, a few ahead.  The *window* holds up
  * to `shuffle_window` chunks taken from the lanes in round-robin order; the
  * shuffle picks records uniformly among the window's pending records.  A
+ * *segment* is a run of consecutive records of one file that this rank
+ * reads (split.c); lanes read segments, j going to lane j % lanes.  A
  * *slot* is one batch of the ring: fixed-size tensors allocated once
  * (pinned when there is a CUDA device), ragged values that grow rarely, and
  * the device copy.  Because chunks enter the window in a fixed order and
@@ -65,16 +70,30 @@ struct fdr_chunk {
 	struct fdr_chunk *next; /* f->mu: free list or lane queue */
 };
 
+/* Records a segment runs to when it takes the rest of its file. */
+#define FDR_SEG_ALL UINT64_MAX
+/* A record count not known (world_size 1 counts nothing until asked). */
+#define FDR_UNKNOWN UINT64_MAX
+
+/* A run of consecutive records of one file that this rank reads (split.c). */
+struct fdr_seg {
+	uint32_t file;	/* index into the epoch's files */
+	uint64_t first; /* index of its first record within the file */
+	uint64_t off;	/* byte offset of that record (plain TFRecord and raw; 0 for gzip) */
+	uint64_t n;	/* records, or FDR_SEG_ALL: to the end of the file */
+};
+
 struct fdr_lane {
 	uint32_t id;
 	/* Reader state: touched only by the reader that set busy (or with all
 	 * workers paused). */
-	uint64_t k; /* next file of this lane: files[id + k * lanes] */
+	uint64_t k; /* next segment of this lane: segs[id + k * lanes] */
 	bool open;
 	int fd;
 	uint32_t cur_file;
 	uint64_t off;	    /* next read offset (plain and raw) */
 	uint64_t rec_index; /* index of the next record in the file */
+	uint64_t left;	    /* records left in the segment, or FDR_SEG_ALL */
 	uint64_t fsize;
 	bool gz;
 	struct cmn_tfr_reader *tfr; /* gzip input */
@@ -150,6 +169,8 @@ struct fdr_cfg {
 	size_t block_len;  /* bytes of one slot block */
 	size_t nreaders, ndecoders;
 	char control[4096]; /* MOUNT/.rollcache/control, "" if none */
+	char mount[4096];   /* the mount's root, "" if none */
+	bool mount_epochs;  /* reads MOUNT/epochs/<base + epoch> (mount.c) */
 	bool prefetch;	    /* produce the next epoch early (not in a rollcache mount) */
 	int device;	    /* CUDA ordinal, -1 host */
 	bool pinned;	    /* chunks and slots in pinned host memory */
@@ -167,6 +188,16 @@ struct fdr_workers {
 				* lets go of f->mu (window.c) */
 };
 
+/* One epoch's input, as listed and planned (fdr__epoch_list). */
+struct fdr_listing {
+	char **files; /* the epoch's files, in its order */
+	size_t nfiles;
+	struct fdr_seg *segs; /* this rank's segments of them (split.c) */
+	size_t nsegs;
+	uint64_t records; /* this rank's records, or FDR_UNKNOWN */
+	int dirfd;	  /* MOUNT/epochs/N held open while it is read (keeps it listed), or -1 */
+};
+
 /*
  * Epochs and their file lists (epoch.c), all protected by f->mu.  The
  * consumer is at generation `gen` (epoch `epoch`); the producer (readers,
@@ -174,10 +205,10 @@ struct fdr_workers {
  * into the next epoch.
  */
 struct fdr_epochs {
-	char **files; /* the producer's files, in its epoch's order (readers read it
-		       * while active) */
-	size_t nfiles;
-	char **files_old; /* the previous list, kept while old_decoding > 0 */
+	struct fdr_listing lst; /* the producer's epoch (readers read it while active) */
+	uint64_t limit;		/* the consumer's epoch ends after this many batches */
+	int64_t base;		/* consumer thread only: the mount epoch of epoch 0 */
+	char **files_old;	/* the previous list, kept while old_decoding > 0 */
 	size_t nfiles_old;
 	unsigned decoding, old_decoding; /* batches being decoded; of them, of an older pgen */
 	uint64_t epoch, pepoch;
@@ -209,6 +240,8 @@ struct fdr_producer {
 	bool assembling;	       /* protected by f->mu: a decoder picks a batch */
 	bool produced_all;	       /* protected by f->mu: pgen's batches are all assembled */
 	uint64_t next_batch;	       /* protected by f->mu: the next batch index of pgen */
+	uint64_t skip;		       /* protected by f->mu: batches below this index are
+					* assembled and dropped undecoded (rc_feeder_seek) */
 };
 
 /* The ring of slots and the consumer's side of it (slot.c, consumer.c). */
@@ -225,8 +258,19 @@ struct fdr_stats {
 	uint64_t allocs; /* every allocation after open */
 };
 
+/* Records per file, by identity (split.c); files are immutable in a mount. */
+struct fdr_count {
+	uint64_t dev, ino, size, mtime_ns, records;
+};
+struct fdr_counts {
+	pthread_mutex_t mu; /* a leaf: guards the table */
+	struct fdr_count *v;
+	size_t n, cap;
+};
+
 struct rc_feeder {
 	struct fdr_cfg cfg; /* immutable after open */
+	struct fdr_counts counts;
 
 	/* One mutex and one condition per kind of waiter (workers.c, Locking). */
 	pthread_mutex_t mu;
@@ -309,14 +353,65 @@ void fdr__epoch_reset(struct rc_feeder *f);
 void fdr__producer_advance(struct rc_feeder *f);
 /* Closes every lane's file; workers paused or stopped, no lock needed. */
 void fdr__lanes_close(struct rc_feeder *f);
+/*
+ * Lists epoch `epoch` (MOUNT/epochs/<base + epoch> in a mount), orders it
+ * with seed + epoch and plans this rank's segments into *out.  Takes no
+ * lock.  0 or -errno with a message; *out is untouched on failure.
+ */
+int fdr__epoch_list(struct rc_feeder *f, uint64_t epoch, struct fdr_listing *out, char *err,
+		    size_t errlen);
+/* Frees a listing's arrays and closes its directory; leaves it empty. */
+void fdr__listing_free(struct fdr_listing *l);
 
 /* files.c */
-int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, uint32_t rank,
-		    uint32_t world, char ***out, size_t *out_n, char *err, size_t errlen);
+/*
+ * Lists a directory (regular files not starting with '.'), a glob, one file,
+ * or copies the caller's list; sorted unless a list.  An empty result is
+ * -ENOENT unless allow_empty.  0 or -errno with a message; *out is the
+ * caller's (fdr__files_free).
+ */
+int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, bool allow_empty,
+		    char ***out, size_t *out_n, char *err, size_t errlen);
 void fdr__files_free(char **files, size_t n);
 void fdr__files_shuffle(char **files, size_t n, uint64_t seed);
+/* MOUNT/.rollcache/control above path (or first_file) into out.  0 or -ENOENT. */
 int fdr__find_control(const char *path, const char *first_file, char *out, size_t outlen);
-int fdr__advance_cache(const char *control, char *err, size_t errlen);
+/* Writes cmd to the control file; returns when the daemon answered.  0 or -errno. */
+int fdr__advance_cache(const char *control, const char *cmd, char *err, size_t errlen);
+
+/* split.c */
+/*
+ * This rank's segments of an epoch whose files (in the epoch's order) are
+ * files[0..n): all of every file with world_size 1 (*records FDR_UNKNOWN),
+ * else the rank's share of the records (counted, see split.c).  *segs is
+ * the caller's (free).  0 or -errno with a message.  No f->mu needed.
+ */
+int fdr__split_plan(struct rc_feeder *f, char *const *files, size_t n, struct fdr_seg **segs,
+		    size_t *nsegs, uint64_t *records, char *err, size_t errlen);
+/* The records of files[0..n) (cached per file).  0 or -errno with a message. */
+int fdr__count_files(struct rc_feeder *f, char *const *files, size_t n, uint64_t *total, char *err,
+		     size_t errlen);
+/* Batches that `records` records make (drop_last: full ones only). */
+uint64_t fdr__batches_of(const struct rc_feeder *f, uint64_t records);
+void fdr__counts_free(struct rc_feeder *f);
+
+/* mount.c */
+/*
+ * Finds the rollcache mount above the input (cfg.control, cfg.mount) and
+ * whether the feeder reads its epochs (cfg.mount_epochs, f->ep.base).
+ * Never fails: no mount leaves them empty.
+ */
+void fdr__mount_find(struct rc_feeder *f);
+/* MOUNT/epochs/<mepoch> into out.  0 or -ENAMETOOLONG. */
+int fdr__mount_epoch_dir(const struct rc_feeder *f, int64_t mepoch, char *out, size_t outlen);
+/* Asks the mount for epoch mepoch ("next N" [wait]); blocks until there.  0 or -errno. */
+int fdr__mount_ask(const struct rc_feeder *f, int64_t mepoch, bool wait, char *err, size_t errlen);
+/*
+ * At open: while MOUNT/epochs/<base> has no file, waits for data to be
+ * resident and asks for the next epoch, moving f->ep.base (all ranks move
+ * alike), up to opts.wait_ms.  0 or -ETIMEDOUT / -errno with a message.
+ */
+int fdr__mount_wait_data(struct rc_feeder *f, char *err, size_t errlen);
 uint64_t fdr__rng_next(uint64_t *s);
 uint64_t fdr__rng_below(uint64_t *s, uint64_t n);
 

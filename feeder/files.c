@@ -2,16 +2,14 @@
  * files.c - which files an epoch reads, and the rollcache mount's control file.
  *
  * Owns listing (a directory, a glob, one file or a caller's list), the
- * rank/world_size split, the seeded per-epoch file order, and finding and
- * writing MOUNT/.rollcache/control.  Lists are plain arrays of malloc'ed
- * paths owned by the caller (fdr__files_free).  No locking: the feeder calls
- * these with its workers paused.
+ * seeded per-epoch file order, and finding and writing
+ * MOUNT/.rollcache/control.  Lists are plain arrays of malloc'ed paths owned
+ * by the caller (fdr__files_free).  No locking: the feeder calls these with
+ * its workers paused (or from the one decoder that lists ahead).
  *
- * The split is taken on the sorted list before shuffling, so rank r of W
- * always reads the same files of a given listing (its page cache stays warm)
- * and the ranks are disjoint and together cover every file.  Directories are
- * listed again every epoch: MOUNT/current names different files after the
- * cache advanced.
+ * Every rank lists the same sorted list and shuffles it with the same seed,
+ * so they agree on the epoch's order; which records of it a rank reads is
+ * split.c's job.  Directories are listed again every epoch.
  */
 #include "feeder/feeder_i.h"
 
@@ -84,8 +82,8 @@ static int list_dir(const char *dir, char ***v, size_t *n, size_t *cap, char *er
 	return rc;
 }
 
-int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, uint32_t rank,
-		    uint32_t world, char ***out, size_t *out_n, char *err, size_t errlen)
+int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, bool allow_empty,
+		    char ***out, size_t *out_n, char *err, size_t errlen)
 {
 	char **v = NULL;
 	size_t n = 0, cap = 0;
@@ -115,7 +113,7 @@ int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, 
 			rc = -errno;
 			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 		}
-		if (!rc)
+		if (!rc && n > 1)
 			qsort(v, n, sizeof *v, cmp_str);
 	} else {
 		for (size_t i = 0; !rc && i < n_paths; i++)
@@ -127,21 +125,13 @@ int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, 
 		fdr__files_free(v, n);
 		return rc;
 	}
-	if (n == 0) {
+	if (n == 0 && !allow_empty) {
 		snprintf(err, errlen, "%s: no files to read", path ? path : "(path list)");
 		fdr__files_free(v, n);
 		return -ENOENT;
 	}
-	/* rank split on the sorted list: keep i % world == rank */
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (i % world == rank)
-			v[k++] = v[i];
-		else
-			free(v[i]);
-	}
 	*out = v;
-	*out_n = k;
+	*out_n = n;
 	return 0;
 }
 
@@ -216,21 +206,23 @@ int fdr__find_control(const char *path, const char *first_file, char *out, size_
 	return -ENOENT;
 }
 
-int fdr__advance_cache(const char *control, char *err, size_t errlen)
+int fdr__advance_cache(const char *control, const char *cmd, char *err, size_t errlen)
 {
 	int fd = open(control, O_WRONLY | O_CLOEXEC);
 	int rc = 0;
+	ssize_t w;
 
 	if (fd < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", control, strerror(-rc));
 		return rc;
 	}
-	if (write(fd, "next", 4) != 4) {
-		rc = -errno;
-		if (!rc)
-			rc = -EIO;
-		snprintf(err, errlen, "%s: writing 'next': %s", control, strerror(-rc));
+	do
+		w = write(fd, cmd, strlen(cmd));
+	while (w < 0 && errno == EINTR);
+	if (w != (ssize_t)strlen(cmd)) {
+		rc = w < 0 ? -errno : -EIO;
+		snprintf(err, errlen, "%s: writing '%s': %s", control, cmd, strerror(-rc));
 	}
 	if (close(fd) && !rc) {
 		rc = -errno;

@@ -39,9 +39,10 @@ void rc_feeder_opts_init(struct rc_feeder_opts *o)
 	memset(o, 0, sizeof *o);
 	o->abi = RC_FEEDER_ABI;
 	o->verify_crc = true;
-	o->world_size = 1;
+	o->world_size = 0; /* from the environment */
 	o->device = -1;
 	o->pin = -1;
+	o->mount_epoch = -1;
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -71,9 +72,9 @@ static int opts_check(const struct rc_feeder_opts *o, char *err, size_t errlen)
 			 "no input: give a directory, a glob, a file or a list of files");
 		return -EINVAL;
 	}
-	uint32_t world = o->world_size ? o->world_size : 1;
-	if (o->rank >= world) {
-		snprintf(err, errlen, "rank %u out of range for world_size %u", o->rank, world);
+	if (o->world_size && o->rank >= o->world_size) {
+		snprintf(err, errlen, "rank %u out of range for world_size %u", o->rank,
+			 o->world_size);
 		return -EINVAL;
 	}
 	if (o->format != RC_FORMAT_TFRECORD && o->format != RC_FORMAT_RAW) {
@@ -112,7 +113,6 @@ static int cfg_copy_opts(struct rc_feeder *f, const struct rc_feeder_opts *o)
 	bool oom = false;
 
 	f->cfg.o = *o;
-	f->cfg.o.world_size = o->world_size ? o->world_size : 1;
 	f->cfg.path = dup_or_null(o->path, &oom);
 	f->cfg.schema_str = dup_or_null(o->schema, &oom);
 	if (!o->path) {
@@ -214,32 +214,83 @@ static void cfg_free(struct rc_feeder *f)
 	free(f->cfg.schema_str);
 }
 
-/* ---- files -------------------------------------------------------------- */
+/* ---- ranks and files -------------------------------------------------------- */
 
 /*
- * Lists epoch 0's files (shuffled with the seed) and looks for the
- * rollcache mount's control file next to them; without one the producer
- * may run ahead into the next epoch.  0 or -errno with a message.
+ * Reads the environment variable `name` as a rank or world size into *v.
+ * Returns 1 when set, 0 when unset, -EINVAL with a message when malformed.
+ */
+static int env_u32(const char *name, uint32_t *v, char *err, size_t errlen)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return 0;
+	size_t len = strlen(s);
+	if (len > 9 || strspn(s, "0123456789") != len) {
+		snprintf(err, errlen, "%s=%s: expected a rank or world size (a number)", name, s);
+		return -EINVAL;
+	}
+	*v = (uint32_t)strtoul(s, NULL, 10);
+	return 1;
+}
+
+/*
+ * Fills in rank and world_size when the caller left world_size 0: in a
+ * rollcache mount LOCAL_RANK / LOCAL_WORLD_SIZE (one mount per node: the
+ * node's processes split the node's records), else RANK / WORLD_SIZE (a
+ * directory every rank sees whole); either pair falls back to the other,
+ * then to 0 of 1.  0 or -EINVAL with a message.
+ */
+static int split_from_env(struct rc_feeder *f, char *err, size_t errlen)
+{
+	static const char *const pairs[2][2] = {{"LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+						{"RANK", "WORLD_SIZE"}};
+	struct rc_feeder_opts *o = &f->cfg.o;
+	if (o->world_size)
+		return 0;
+	o->rank = 0;
+	o->world_size = 1;
+	for (int k = 0; k < 2; k++) {
+		const char *const *p = pairs[f->cfg.control[0] ? k : 1 - k];
+		uint32_t r = 0, w = 0;
+		int hr = env_u32(p[0], &r, err, errlen);
+		int hw = hr < 0 ? hr : env_u32(p[1], &w, err, errlen);
+		if (hr < 0 || hw < 0)
+			return -EINVAL;
+		if (hw == 0 || w == 0)
+			continue;
+		if (r >= w) {
+			snprintf(err, errlen, "%s=%u out of range for %s=%u", p[0], r, p[1], w);
+			return -EINVAL;
+		}
+		o->rank = r;
+		o->world_size = w;
+		return 0;
+	}
+	return 0;
+}
+
+/*
+ * Finds the rollcache mount (mount.c), settles the rank split, waits for
+ * an empty first epoch of a mount to get data, then lists epoch 0 and
+ * plans this rank's part of it.  Without a mount the producer may run
+ * ahead into the next epoch.  0 or -errno with a message.
  */
 static int files_first(struct rc_feeder *f, char *err, size_t errlen)
 {
-	const struct rc_feeder_opts *o = &f->cfg.o;
-	int rc = fdr__files_list(f->cfg.path, o->paths, o->n_paths, o->rank, o->world_size,
-				 &f->ep.files, &f->ep.nfiles, err, errlen);
-	if (rc)
-		return rc;
-	if (fdr__find_control(f->cfg.path, f->ep.nfiles ? f->ep.files[0] : NULL, f->cfg.control,
-			      sizeof f->cfg.control))
-		f->cfg.control[0] = '\0';
-	if (o->shuffle)
-		fdr__files_shuffle(f->ep.files, f->ep.nfiles, o->seed);
+	fdr__mount_find(f);
 	f->cfg.prefetch = f->cfg.control[0] == '\0';
-	return 0;
+	int rc = split_from_env(f, err, errlen);
+	if (!rc && f->cfg.mount_epochs)
+		rc = fdr__mount_wait_data(f, err, errlen);
+	if (!rc)
+		rc = fdr__epoch_list(f, 0, &f->ep.lst, err, errlen);
+	return rc;
 }
 
 static void files_free(struct rc_feeder *f)
 {
-	fdr__files_free(f->ep.files, f->ep.nfiles);
+	fdr__listing_free(&f->ep.lst);
 	fdr__files_free(f->ep.files_old, f->ep.nfiles_old);
 }
 
@@ -452,12 +503,16 @@ static struct rc_feeder *feeder_new(void)
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&f->cv_rd, NULL);
 	pthread_cond_init(&f->cv_dec, NULL);
+	pthread_mutex_init(&f->counts.mu, NULL);
 	f->cfg.device = -1;
+	f->ep.lst.dirfd = -1;
 	return f;
 }
 
 static void feeder_delete(struct rc_feeder *f)
 {
+	fdr__counts_free(f);
+	pthread_mutex_destroy(&f->counts.mu);
 	pthread_mutex_destroy(&f->mu);
 	pthread_mutex_destroy(&f->copy_mu);
 	pthread_cond_destroy(&f->cv_cons);

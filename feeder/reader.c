@@ -172,15 +172,17 @@ static void lane_close_file(struct rc_feeder *f, struct fdr_lane *l)
 
 static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, size_t errlen)
 {
-	size_t fi = l->id + l->k * f->prod.nlanes;
+	size_t si = l->id + l->k * f->prod.nlanes;
 	struct stat sb;
 	const char *name;
 	int rc;
 
-	if (fi >= f->ep.nfiles)
+	if (si >= f->ep.lst.nsegs)
 		return 0;
 	l->k++;
-	name = f->ep.files[fi];
+	const struct fdr_seg *seg = &f->ep.lst.segs[si];
+	size_t fi = seg->file;
+	name = f->ep.lst.files[fi];
 	l->fd = open(name, O_RDONLY | O_CLOEXEC);
 	if (l->fd < 0) {
 		rc = -errno;
@@ -196,8 +198,9 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 	(void)posix_fadvise(l->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	l->open = true;
 	l->cur_file = (uint32_t)fi;
-	l->off = 0;
-	l->rec_index = 0;
+	l->off = seg->off;
+	l->rec_index = seg->first;
+	l->left = seg->n;
 	l->fsize = (uint64_t)sb.st_size;
 	l->gz = false;
 	if (f->cfg.o.format == RC_FORMAT_RAW) {
@@ -232,8 +235,28 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 			lane_close_file(f, l);
 			return rc;
 		}
+		/* a segment that starts inside the file: inflate up to it */
+		for (uint64_t i = 0; i < seg->first; i++) {
+			struct cmn_tfr_record rec;
+			rc = cmn_tfr_next(l->tfr, &rec);
+			if (rc <= 0) {
+				snprintf(err, errlen, "%s: skipping to record %" PRIu64 ": %s",
+					 name, seg->first,
+					 rc ? cmn_tfr_reader_error(l->tfr)
+					    : "the file ends before it");
+				lane_close_file(f, l);
+				return rc ? rc : -ESTALE;
+			}
+		}
 	}
 	return 1;
+}
+
+/* Counts one record of the lane's segment. */
+static void lane_took(struct fdr_lane *l)
+{
+	if (l->left != FDR_SEG_ALL)
+		l->left--;
 }
 
 /*
@@ -248,12 +271,14 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
 		      size_t errlen)
 {
-	const char *name = f->ep.files[l->cur_file];
+	const char *name = f->ep.lst.files[l->cur_file];
 	size_t skew = (size_t)(l->off & (FDR_PAGE - 1));
 	size_t want = f->cfg.read_size, pos = skew;
 	ssize_t n;
 	int rc;
 
+	if (l->left == 0)
+		return 0;				    /* the segment is done */
 	rc = fdr__chunk_reserve(f, c, FDR_CHUNK_CAP(f), 0); /* >= skew + want */
 	if (rc)
 		goto nomem;
@@ -266,7 +291,7 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 	__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
 	bool eof = (size_t)n < want;
 	size_t have = skew + (size_t)n;
-	while (pos + CMN_TFR_HEADER_SIZE <= have) {
+	while (l->left && pos + CMN_TFR_HEADER_SIZE <= have) {
 		uint64_t len;
 		rc = cmn_tfr_get_header(c->buf + pos, CMN_TFR_DEFAULT_MAX_RECORD, &len);
 		if (rc) {
@@ -316,9 +341,10 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 		rc = chunk_add(f, c, pos + CMN_TFR_HEADER_SIZE, len, l->rec_index++);
 		if (rc)
 			goto nomem;
+		lane_took(l);
 		pos += need;
 	}
-	if (eof && pos < have) {
+	if (eof && pos < have && l->left) {
 		snprintf(err, errlen,
 			 "%s: record %" PRIu64 " (offset %" PRIu64
 			 "): file ends inside the record (truncated)",
@@ -341,7 +367,7 @@ static int fill_gzip(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *
 
 	if (rc)
 		goto nomem;
-	while (fill < f->cfg.read_size) {
+	while (fill < f->cfg.read_size && l->left) {
 		if (!l->held) {
 			struct cmn_tfr_record rec;
 			rc = cmn_tfr_next(l->tfr, &rec);
@@ -366,12 +392,13 @@ static int fill_gzip(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *
 		rc = chunk_add(f, c, fill, l->held_len, l->rec_index++);
 		if (rc)
 			goto nomem;
+		lane_took(l);
 		fill += l->held_len;
 		l->held = NULL;
 	}
 	return c->nrec > 0 ? 1 : 0;
 nomem:
-	snprintf(err, errlen, "%s: out of memory for a read chunk", f->ep.files[l->cur_file]);
+	snprintf(err, errlen, "%s: out of memory for a read chunk", f->ep.lst.files[l->cur_file]);
 	return -ENOMEM;
 }
 
@@ -382,17 +409,21 @@ static int fill_raw(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c
 	size_t per = f->cfg.read_size / f->cfg.raw_size;
 	if (per == 0)
 		per = 1;
+	if (l->left < per)
+		per = (size_t)l->left;
+	if (per == 0)
+		return 0; /* the segment is done */
 	size_t want = per * f->cfg.raw_size;
 	int rc = fdr__chunk_reserve(f, c, want, 0);
 	if (rc) {
 		snprintf(err, errlen, "%s: out of memory for a read chunk",
-			 f->ep.files[l->cur_file]);
+			 f->ep.lst.files[l->cur_file]);
 		return rc;
 	}
 	ssize_t n = pread_full(l->fd, c->buf, want, l->off);
 	if (n < 0) {
 		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s",
-			 f->ep.files[l->cur_file], l->off, strerror((int)-n));
+			 f->ep.lst.files[l->cur_file], l->off, strerror((int)-n));
 		return (int)n;
 	}
 	__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
@@ -400,14 +431,15 @@ static int fill_raw(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c
 	for (size_t i = 0; i < recs; i++) {
 		rc = chunk_add(f, c, i * f->cfg.raw_size, f->cfg.raw_size, l->rec_index++);
 		if (rc) {
-			snprintf(err, errlen, "%s: out of memory", f->ep.files[l->cur_file]);
+			snprintf(err, errlen, "%s: out of memory", f->ep.lst.files[l->cur_file]);
 			return rc;
 		}
+		lane_took(l);
 	}
 	if ((size_t)n % f->cfg.raw_size) {
 		snprintf(err, errlen,
 			 "%s: record %" PRIu64 ": file ends inside the record (truncated)",
-			 f->ep.files[l->cur_file], l->rec_index);
+			 f->ep.lst.files[l->cur_file], l->rec_index);
 		return -EPROTO;
 	}
 	l->off += recs * f->cfg.raw_size;

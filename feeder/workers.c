@@ -6,7 +6,8 @@
  * alone (f->prod.assembling), picks the batch's records from the window
  * (window.c); the batch gets the next batch index; the decoder then decodes
  * its records straight into the slot without the lock, issues the device
- * copy (slot.c) and marks the slot READY.  A decoder that finds the
+ * copy (slot.c) and marks the slot READY (batches before a resume point
+ * are assembled and dropped).  A decoder that finds the
  * consumer's epoch fully produced starts the next one (epoch.c).  Owns the
  * threads' loops and the wake-up policy; does not own any data structure.
  *
@@ -207,11 +208,22 @@ static void decoder_fill(struct rc_feeder *f, struct rc_batch *s)
 	}
 	if (rc == 0) /* a last, short batch */
 		fdr__production_done(f, f->prod.next_batch + 1);
+	if (f->prod.next_batch < f->prod.skip) {
+		/* before the resume point (rc_feeder_seek): the same picks as
+		 * without the seek, dropped undecoded */
+		fdr__picks_drop(f, s, rows);
+		f->prod.next_batch++;
+		s->state = SLOT_FREE;
+		f->wk.active--;
+		fdr__unlock_wake(f, FDR_WAKE_ALL);
+		pthread_mutex_lock(&f->mu);
+		return;
+	}
 	s->rows = rows;
 	s->index = f->prod.next_batch++;
 	s->epoch = f->ep.pepoch;
 	s->gen = gen;
-	s->files = f->ep.files;
+	s->files = f->ep.lst.files;
 	f->ep.decoding++;
 	/* the next assembly may start; the end of production concerns all */
 	fdr__unlock_wake(f, rc == 0 ? FDR_WAKE_ALL : FDR_WAKE_DEC);

@@ -29,6 +29,27 @@
  * out as one contiguous [rows, dims...] tensor; ragged ones (and bytes) as
  * values plus rows+1 int64 offsets (element indices into values).
  *
+ * Ranks.  Rank r of world_size w reads its share of every epoch's records
+ * (not whole files): the epoch's files in an order shuffled with seed +
+ * epoch (the same on every rank) make one stream of T records, and rank r
+ * takes records [r*n, (r+1)*n) of it, n = T / w with drop_last (the last
+ * T mod w records are dropped, then a last short batch) or ceil(T / w)
+ * without (the last rank's share wraps to the stream's first records: pad).
+ * So ranks are disjoint (but for the padding), together complete, and every
+ * rank gets the same number of batches (rc_feeder_batches).  Counting T
+ * reads the TFRecord framing of each file once (cached: files are
+ * immutable in a mount); world_size 1 counts nothing.  world_size 0 takes
+ * the environment (torchrun's variables): in a rollcache mount
+ * LOCAL_RANK / LOCAL_WORLD_SIZE (one mount per node: the node's local ranks
+ * split the node's records), elsewhere RANK / WORLD_SIZE; without them 0 of 1.
+ *
+ * Mounts.  Opened on MOUNT, MOUNT/current or MOUNT/epochs/N, the feeder
+ * reads MOUNT/epochs/<base + e> for its epoch e (base: opts.mount_epoch, or
+ * the mount's epoch at open), never `current`, and rc_feeder_next_epoch
+ * asks the mount for that epoch with "next N" (idempotent: every rank may
+ * ask, the mount advances once).  An empty first epoch is waited for: once
+ * data is resident the feeder asks for the next epoch (opts.wait_ms).
+ *
  * Threads: rc_feeder_next, rc_feeder_next_epoch and rc_feeder_close are
  * called by one consumer thread at a time; rc_batch_release may be called
  * from any thread, in any order.  All functions return 0 or -errno unless
@@ -52,7 +73,7 @@ extern "C" {
 #endif
 
 /* Bumped when struct rc_feeder_opts or struct rc_tensor change layout. */
-#define RC_FEEDER_ABI 1
+#define RC_FEEDER_ABI 2 /* 2: world_size 0 = from the environment, wait_ms, mount_epoch */
 
 #define RC_TENSOR_MAX_DIMS 9 /* batch dimension + up to 8 feature dims */
 
@@ -91,8 +112,8 @@ struct rc_feeder_opts {
 	bool drop_last;		  /* drop a last batch smaller than batch_size */
 	bool verify_crc;	  /* check payload CRC32C (default true) */
 	uint64_t seed;		  /* shuffle seed; epoch e uses seed + e */
-	uint32_t rank;		  /* this consumer's part of the files ... */
-	uint32_t world_size;	  /* ... file i (sorted) goes to rank i % world_size; 0 = 1 */
+	uint32_t rank;		  /* this consumer's part of each epoch's records ... */
+	uint32_t world_size;	  /* ... of world_size (see "Ranks"); 0: from the environment */
 	uint32_t threads;	  /* decoder threads; 0: 2 (1 on a machine with 2 CPUs) */
 	uint32_t readers;	  /* reader threads; 0: 1 */
 	uint32_t ring_slots;	  /* batches in flight; 0: 4 */
@@ -105,6 +126,10 @@ struct rc_feeder_opts {
 				   * exists, also in host mode; 0 never; 1 always (error without CUDA) */
 	void *consumer_stream;	  /* cudaStream_t the consumer uses (NULL: legacy default) */
 	uint32_t busy_timeout_ms; /* next() waits this long for a held slot to come back; 0: 10 s */
+	uint32_t wait_ms;	  /* on a mount: how long open waits for an empty epoch to get
+				   * data; 0: 600 s */
+	int64_t mount_epoch;	  /* on a mount: the mount's epoch that is this feeder's epoch 0;
+				   * -1 (default): `current` at open, or N for MOUNT/epochs/N */
 };
 
 /*
@@ -132,7 +157,10 @@ struct rc_tensor {
 struct rc_feeder;
 struct rc_batch;
 
-/* Fills *o with the defaults above (abi set, verify_crc true, device -1, pin -1). */
+/*
+ * Fills *o with the defaults above (abi set, verify_crc true, device -1,
+ * pin -1, world_size 0 = from the environment, mount_epoch -1).
+ */
 RC_API void rc_feeder_opts_init(struct rc_feeder_opts *o);
 
 /*
@@ -174,17 +202,68 @@ RC_API void rc_batch_release(struct rc_batch *b);
 /*
  * Ends the current epoch (batches not yet handed out are dropped; batches
  * held stay valid until released) and starts the next, reshuffled with
- * seed + epoch.  When the files are in a rollcache mount it first advances
- * the cache (writes "next" to MOUNT/.rollcache/control) and lists the files
- * again.  Elsewhere the feeder already listed and started producing the
- * next epoch when the current one's last record was drawn, so this call
- * only switches to it (unless the current epoch is abandoned early).
- * Returns 0 or -errno (message: rc_feeder_error).
+ * seed + epoch.  When it reads a rollcache mount's epochs it first asks
+ * the mount for the next one ("next N" to MOUNT/.rollcache/control, so
+ * that all ranks together advance it once) and lists MOUNT/epochs/N; for
+ * a glob or list inside a mount it writes "next".  Elsewhere the feeder already listed and started
+ * producing the next epoch when the current one's last record was drawn, so this call only switches
+ * to it (unless the current epoch is abandoned early). Returns 0 or -errno (message:
+ * rc_feeder_error).
  */
 RC_API int rc_feeder_next_epoch(struct rc_feeder *f);
 
 /* The current epoch number (0 for the first). */
 RC_API uint64_t rc_feeder_epoch(const struct rc_feeder *f);
+
+/*
+ * Batches this rank gets in the current epoch (the same on every rank of
+ * the split; at most the rc_feeder_truncate limit).  Consumer thread.  With
+ * world_size 1 the first call of an epoch counts its records (framing pass,
+ * cached).  Returns 0 and *out, or -errno (message: rc_feeder_error).
+ */
+RC_API int rc_feeder_batches(struct rc_feeder *f, uint64_t *out);
+
+/* Batches handed out in the current epoch so far (its next batch index). */
+RC_API uint64_t rc_feeder_position(const struct rc_feeder *f);
+
+/* The rank and world size in use (after the environment defaults). */
+RC_API void rc_feeder_split(const struct rc_feeder *f, uint32_t *rank, uint32_t *world_size);
+
+/*
+ * The mount's epoch that the current epoch reads (base + epoch), or -1 when
+ * the feeder does not read a rollcache mount's epochs.
+ */
+RC_API int64_t rc_feeder_mount_epoch(const struct rc_feeder *f);
+
+/*
+ * Asks the rollcache mount to reach epoch mount_epoch ("next N" on its
+ * control file): the mount advances once however many processes ask, and
+ * an epoch at or below the current one returns at once.  Blocks until the
+ * mount is there.  The feeder itself does not move (rc_feeder_seek does).
+ * Returns 0, -ENOTSUP when the feeder is not in a mount, or -errno.
+ */
+RC_API int rc_feeder_advance_to(struct rc_feeder *f, uint64_t mount_epoch);
+
+/*
+ * Starts epoch `epoch` at batch index `batch` (resume: the batches before
+ * it are assembled from the same records as without the seek and dropped
+ * undecoded, so batch `batch` onward are what a run without interruption
+ * got).  mount_epoch >= 0 rebases the feeder so that `epoch` reads that
+ * mount epoch (a saved state); -1 keeps the base.  In a mount it first asks
+ * for the mount epoch (rc_feeder_advance_to).  The current epoch is
+ * abandoned; held batches stay valid until released.  Consumer thread.
+ * Returns 0 or -errno (message: rc_feeder_error).
+ */
+RC_API int rc_feeder_seek(struct rc_feeder *f, uint64_t epoch, uint64_t batch, int64_t mount_epoch);
+
+/*
+ * Ends the current epoch after `batches` batches (no effect when it has
+ * fewer).  For ranks whose epochs differ in size - one mount per node, each
+ * node with its own records: after an all-reduce MIN of rc_feeder_batches
+ * over all ranks, every rank calls this with the minimum.  Reset by the
+ * next epoch.  Consumer thread.
+ */
+RC_API void rc_feeder_truncate(struct rc_feeder *f, uint64_t batches);
 
 /* The last failure's message, "" if none.  Valid until the next call. */
 RC_API const char *rc_feeder_error(const struct rc_feeder *f);

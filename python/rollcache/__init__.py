@@ -1,13 +1,21 @@
 """rollcache: a native TFRecord/tf.Example feeder for PyTorch and NumPy.
 
     import rollcache, torch
-    feeder = rollcache.Feeder("/mnt/train/current",
+    feeder = rollcache.Feeder("/mnt/train",
                               schema="x:float32[1000000,3],y:int64[1]",
                               batch_size=4, device="cuda:0",
-                              shuffle=True, seed=0, rank=0, world_size=1)
+                              shuffle=True, seed=0)
     for epoch in range(3):
-        for batch in feeder:          # one epoch; the next loop starts the next
+        feeder.set_epoch(epoch)       # optional: a loop without it starts the next
+        for batch in feeder:          # one epoch, len(feeder) batches
             x, y = batch["x"], batch["y"]   # torch tensors on cuda:0
+
+Several processes (torchrun's RANK / WORLD_SIZE / LOCAL_RANK /
+LOCAL_WORLD_SIZE are read when rank and world_size are not given) each
+take their share of every epoch's records and get the same number of
+batches; state_dict() / load_state_dict() resume mid-epoch at the same
+batch; rollcache.data.FeederDataset wraps a feeder for
+torch.utils.data.DataLoader(ds, batch_size=None) (docs/feeder.md).
 
 Reading, decoding, batching and the host-to-device copy run in native
 threads of librollcache (ctypes); batches arrive as DLPack capsules, turned
@@ -24,7 +32,7 @@ what you keep).
 import ctypes
 import sys
 
-from . import _lib
+from . import _api, _lib
 from ._dlpack import BatchHandle, FeederRef, View
 
 __all__ = ["Feeder", "FeederError", "View"]
@@ -35,7 +43,7 @@ _lib_handle = None
 def _L():
     global _lib_handle
     if _lib_handle is None:
-        _lib_handle = _lib.load()
+        _lib_handle = _api.declare(_lib.load())
     return _lib_handle
 
 
@@ -66,19 +74,30 @@ class Feeder:
     """Iterates the batches of one epoch per `for` loop.
 
     path: a directory (e.g. MOUNTPOINT/current), a glob, a file, or a list of
-    files.  schema: "name:dtype[shape],..." (docs/feeder.md).  device: "cpu"
-    or "cuda:N".  format: "tfrecord" (GZIP auto-detected) or "raw".
-    framework: "torch", "numpy" or "dlpack" (default: torch if the program
-    imported it, else numpy).
+    files; in a rollcache mount, MOUNT (or MOUNT/current, MOUNT/epochs/N):
+    the feeder then reads MOUNT/epochs/<N + epoch> and asks the mount for
+    each next epoch once for all ranks.  schema: "name:dtype[shape],..."
+    (docs/feeder.md).  device: "cpu" or "cuda:N".  format: "tfrecord" (GZIP
+    auto-detected) or "raw".  framework: "torch", "numpy" or "dlpack"
+    (default: torch if the program imported it, else numpy).
+
+    rank, world_size: this process's share of every epoch's records.  None
+    (default): from the environment - LOCAL_RANK / LOCAL_WORLD_SIZE in a
+    rollcache mount (one mount per node), RANK / WORLD_SIZE elsewhere, 0 of
+    1 without them.  Every rank gets len(feeder) batches: drop_last=True
+    drops the remainder, False pads it by repeating the epoch's first
+    records.  wait_timeout: seconds to wait for an empty first epoch of a
+    mount to get data.  mount_epoch: the mount epoch that is epoch 0
+    (default: the mount's current one at open).
     """
 
     def __init__(self, path, schema, batch_size, device="cpu", shuffle=False, seed=0,
-                 rank=0, world_size=1, drop_last=False, threads=0, readers=0,
+                 rank=None, world_size=None, drop_last=False, threads=0, readers=0,
                  ring_slots=0, shuffle_window=0, interleave=0, read_size=0,
                  format="tfrecord", compression="auto", verify_crc=True, pin=None,
-                 framework=None, consumer_stream=None):
+                 framework=None, consumer_stream=None, wait_timeout=600, mount_epoch=None):
         L = _L()
-        o = _lib.FeederOpts()
+        o = _api.FeederOpts()
         L.rc_feeder_opts_init(ctypes.byref(o))
         self._keep = []
         if isinstance(path, (list, tuple)):
@@ -92,8 +111,14 @@ class Feeder:
         o.batch_size = int(batch_size)
         o.shuffle = bool(shuffle)
         o.seed = int(seed)
-        o.rank = int(rank)
-        o.world_size = int(world_size)
+        if world_size is None and rank is not None:
+            raise ValueError("rank=%r without world_size" % (rank,))
+        o.rank = int(rank or 0)
+        o.world_size = 0 if world_size is None else int(world_size)
+        if world_size is not None and o.world_size < 1:
+            raise ValueError("world_size=%r: expected at least 1" % (world_size,))
+        o.wait_ms = max(1, int(wait_timeout * 1000))
+        o.mount_epoch = -1 if mount_epoch is None else int(mount_epoch)
         o.drop_last = bool(drop_last)
         o.threads = int(threads)
         o.readers = int(readers)
@@ -123,17 +148,37 @@ class Feeder:
         if not self._f:
             raise FeederError(err.value.decode(errors="replace"))
         self._ref = FeederRef(L, self._f)
-        self._started = False
+        self._fresh = True  # the next `for` reads the current epoch (else the next one)
         self.device = o.device
+        self.batch_size = int(batch_size)
+        self.drop_last = bool(drop_last)
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
+        r, w = ctypes.c_uint32(), ctypes.c_uint32()
+        L.rc_feeder_split(self._f, ctypes.byref(r), ctypes.byref(w))
+        self.rank, self.world_size = r.value, w.value
 
     # -- iteration --------------------------------------------------------
     def __iter__(self):
+        self._check_open()
+        if not self._fresh:
+            self.next_epoch()
+        self._fresh = False
+        return self._epoch()
+
+    def __len__(self):
+        """Batches this rank gets in the current epoch (the one the next
+        `for` reads after set_epoch / load_state_dict, else the one being
+        read); the same on every rank."""
+        self._check_open()
+        n = ctypes.c_uint64()
+        if _L().rc_feeder_batches(self._f, ctypes.byref(n)) < 0:
+            raise FeederError(self.error())
+        return n.value
+
+    def _check_open(self):
         if self._f is None:
             raise FeederError("feeder is closed")
-        if self._started:
-            self.next_epoch()
-        self._started = True
-        return self._epoch()
 
     def _epoch(self):
         L = _L()
@@ -180,8 +225,67 @@ class Feeder:
     def next_epoch(self):
         """Ends the epoch, advances a rollcache mount's cache, reshuffles."""
         rc = _L().rc_feeder_next_epoch(self._f)
+        self._fresh = True
         if rc < 0:
             raise FeederError(self.error())
+
+    def set_epoch(self, epoch):
+        """The next `for` reads epoch `epoch` (torch's DistributedSampler
+        convention; in a mount, mount epoch base + epoch, asked for once for
+        all ranks).  A no-op when that epoch is the one about to be read."""
+        self._check_open()
+        if int(epoch) == self.epoch and self._fresh:
+            return
+        self._seek(int(epoch), 0, -1)
+
+    def _seek(self, epoch, batch, mount_epoch):
+        rc = _L().rc_feeder_seek(self._f, epoch, batch, mount_epoch)
+        self._fresh = True
+        if rc < 0:
+            raise FeederError(self.error())
+
+    def state_dict(self):
+        """Where this rank is: epoch, batches handed out in it, and the
+        mount epoch it reads; with the options the position depends on."""
+        self._check_open()
+        me = self.mount_epoch
+        return {"version": 1, "epoch": self.epoch,
+                "batch": int(_L().rc_feeder_position(self._f)),
+                "mount_epoch": me, "seed": self.seed, "shuffle": self.shuffle,
+                "rank": self.rank, "world_size": self.world_size,
+                "batch_size": self.batch_size, "drop_last": self.drop_last}
+
+    def load_state_dict(self, state):
+        """Resumes where state_dict() was taken: the next `for` yields the
+        batches that came after it, the same records as without the stop.
+        Raises ValueError when the options that shape the batches differ."""
+        self._check_open()
+        for k in ("seed", "shuffle", "rank", "world_size", "batch_size", "drop_last"):
+            if state.get(k) != getattr(self, k):
+                raise ValueError("load_state_dict: %s is %r here, %r in the state"
+                                 % (k, getattr(self, k), state.get(k)))
+        me = state.get("mount_epoch")
+        self._seek(int(state["epoch"]), int(state["batch"]), -1 if me is None else int(me))
+
+    def advance_to(self, mount_epoch):
+        """Asks the rollcache mount for epoch mount_epoch (once for all
+        ranks; a no-op when it is there already).  The feeder does not move."""
+        self._check_open()
+        if _L().rc_feeder_advance_to(self._f, int(mount_epoch)) < 0:
+            raise FeederError(self.error())
+
+    def truncate(self, batches):
+        """Ends the current epoch after `batches` batches (equalising nodes
+        whose mounts hold different numbers of records; FeederDataset does
+        it with an all-reduce)."""
+        self._check_open()
+        _L().rc_feeder_truncate(self._f, int(batches))
+
+    @property
+    def mount_epoch(self):
+        """The mount epoch the current epoch reads, or None outside a mount."""
+        me = int(_L().rc_feeder_mount_epoch(self._f))
+        return None if me < 0 else me
 
     @property
     def epoch(self):

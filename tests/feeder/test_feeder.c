@@ -155,6 +155,26 @@ static size_t read_epoch(struct rc_feeder *f, unsigned *seen, size_t nseen, uint
 	return rows;
 }
 
+/* Like read_epoch, for an epoch resumed at batch index `first`. */
+static size_t read_epoch_from(struct rc_feeder *f, unsigned *seen, size_t nseen, uint64_t first)
+{
+	struct rc_batch *b;
+	size_t rows = 0;
+	int rc;
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		ck_assert_uint_eq(rc_batch_index(b), first++);
+		for (size_t r = 0; r < rc_batch_rows(b); r++) {
+			uint64_t g = check_row(b, r);
+			ck_assert_uint_lt(g, nseen);
+			seen[g]++;
+			rows++;
+		}
+		rc_batch_release(b);
+	}
+	ck_assert_msg(rc == 0, "rc_feeder_next: %d %s", rc, rc_feeder_error(f));
+	return rows;
+}
+
 static void assert_once(const unsigned *seen, size_t n)
 {
 	for (size_t g = 0; g < n; g++)
@@ -224,6 +244,8 @@ END_TEST
 
 struct rank_arg {
 	uint32_t rank, world;
+	bool drop;
+	int format;
 };
 
 static void tw_rank(struct rc_feeder_opts *o, void *arg)
@@ -233,26 +255,416 @@ static void tw_rank(struct rc_feeder_opts *o, void *arg)
 	o->world_size = r->world;
 	o->shuffle = true;
 	o->seed = 3;
+	o->drop_last = r->drop;
+	o->format = r->format;
 }
 
-/* ---- rank split: disjoint, union = all ---- */
+/*
+ * Reads one epoch of rank ra->rank: counts each g in seen[] (checked row by
+ * row), checks that rc_feeder_batches said how many batches came.  Returns
+ * the rows; *nb the batches.
+ */
+static size_t read_rank_epoch(struct rc_feeder *f, unsigned *seen, size_t nseen, uint64_t batch,
+			      uint64_t *nb)
+{
+	uint64_t want;
+	ck_assert_int_eq(rc_feeder_batches(f, &want), 0);
+	struct rc_batch *b;
+	int rc;
+	size_t rows = 0;
+	*nb = 0;
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		const struct rc_tensor *y = rc_batch_get(b, "y");
+		for (size_t r = 0; r < rc_batch_rows(b); r++) {
+			uint64_t g = (uint64_t)((const int64_t *)y->data)[r] / 1000;
+			ck_assert_uint_lt(g, nseen);
+			seen[g]++;
+		}
+		rows += rc_batch_rows(b);
+		(*nb)++;
+		rc_batch_release(b);
+	}
+	ck_assert_msg(rc == 0, "rc_feeder_next: %d %s", rc, rc_feeder_error(f));
+	ck_assert_uint_eq(*nb, want);
+	return rows;
+}
+
+/*
+ * Splits the records of `total` over `world` ranks and checks the contract
+ * (DESIGN "Scale-out", docs/feeder.md "Ranks"): every rank the same rows
+ * and batches; without drop_last every record at least once and only the
+ * padding (w * ceil(T/w) - T records) twice; with drop_last no record twice
+ * and only full batches.  Over two epochs (the second reshuffled).
+ */
+static void check_split(const char *p, const char *spec, size_t total, uint32_t world, bool drop,
+			int format, uint64_t B)
+{
+	unsigned *seen = calloc(total, sizeof *seen);
+	struct rc_feeder *f[8];
+	ck_assert_uint_le(world, 8);
+	for (uint32_t r = 0; r < world; r++) {
+		struct rank_arg ra = {.rank = r, .world = world, .drop = drop, .format = format};
+		f[r] = open_f(p, spec, B, tw_rank, &ra);
+		uint32_t gr, gw;
+		rc_feeder_split(f[r], &gr, &gw);
+		ck_assert_uint_eq(gr, r);
+		ck_assert_uint_eq(gw, world);
+	}
+	size_t share = drop ? total / world : (total + world - 1) / world;
+	for (int epoch = 0; epoch < 2; epoch++) {
+		memset(seen, 0, total * sizeof *seen);
+		uint64_t nb0 = 0;
+		size_t rows0 = 0;
+		for (uint32_t r = 0; r < world; r++) {
+			uint64_t nb;
+			size_t rows = read_rank_epoch(f[r], seen, total, B, &nb);
+			if (r == 0) {
+				nb0 = nb;
+				rows0 = rows;
+			}
+			ck_assert_uint_eq(nb, nb0); /* equal steps on every rank */
+			ck_assert_uint_eq(rows, rows0);
+			ck_assert_uint_eq(rows, drop ? share / B * B : share);
+			ck_assert_uint_eq(nb, drop ? share / B : (share + B - 1) / B);
+			ck_assert_int_eq(rc_feeder_next_epoch(f[r]), 0);
+		}
+		size_t twice = 0, missing = 0;
+		for (size_t g = 0; g < total; g++) {
+			ck_assert_uint_le(seen[g], 2);
+			twice += seen[g] == 2;
+			missing += seen[g] == 0;
+		}
+		if (drop) {
+			ck_assert_uint_eq(twice, 0);
+			ck_assert_uint_eq(missing, total - world * (share / B * B));
+		} else {
+			ck_assert_uint_eq(missing, 0);
+			ck_assert_uint_eq(twice, world * share - total);
+		}
+	}
+	for (uint32_t r = 0; r < world; r++)
+		rc_feeder_close(f[r]);
+	free(seen);
+}
+
+/* ---- rank split by records: equal batches, disjoint (but the padding), complete ---- */
 START_TEST(test_rank_split)
 {
 	char *p = make_data("ranks", SPEC, NFILES, NREC, 0, 0, -1, 0);
-	unsigned seen[TOTAL] = {0};
-	size_t total = 0;
-	for (uint32_t r = 0; r < 3; r++) {
-		struct rank_arg ra = {r, 3};
-		struct rc_feeder *f = open_f(p, SPEC, 4, tw_rank, &ra);
-		size_t rows = read_epoch(f, seen, TOTAL, NULL, 4, false);
-		ck_assert_uint_gt(rows, 0);
-		/* whole files per rank: 5 files over 3 ranks = 2, 2, 1 */
-		ck_assert_uint_eq(rows, (r < 2 ? 2 : 1) * NREC);
-		total += rows;
-		rc_feeder_close(f);
+	static const uint32_t worlds[] = {2, 3, 6};
+	for (size_t i = 0; i < 3; i++)
+		for (int drop = 0; drop < 2; drop++)
+			check_split(p, SPEC, TOTAL, worlds[i], drop, RC_FORMAT_TFRECORD, 4);
+	/* more ranks than records per file, batches larger than a share */
+	check_split(p, SPEC, TOTAL, 8, false, RC_FORMAT_TFRECORD, 32);
+	check_split(p, SPEC, TOTAL, 8, true, RC_FORMAT_TFRECORD, 5);
+}
+END_TEST
+
+/* ---- the same over GZIP files (skipped into by inflating) and raw files ---- */
+START_TEST(test_rank_split_gzip_raw)
+{
+	char *p = make_data("ranks-gz", SPEC, 3, NREC, 1, 0, -1, 0);
+	check_split(p, SPEC, 3 * NREC, 4, false, RC_FORMAT_TFRECORD, 4);
+	check_split(p, SPEC, 3 * NREC, 3, true, RC_FORMAT_TFRECORD, 4);
+	const char *rspec = "y:int64,x:float32[2,3],m:uint8[5]";
+	char *q = make_data("ranks-raw", rspec, 3, 50, 0, 1, -1, 0);
+	check_split(q, rspec, 150, 4, false, RC_FORMAT_RAW, 8);
+	check_split(q, rspec, 150, 4, true, RC_FORMAT_RAW, 8);
+}
+END_TEST
+
+/* ---- fewer records than ranks: padding gives each rank one; dropping, none ---- */
+START_TEST(test_rank_split_tiny)
+{
+	char *p = make_data("tiny", SPEC, 1, 3, 0, 0, -1, 0);
+	check_split(p, SPEC, 3, 5, false, RC_FORMAT_TFRECORD, 2);
+	check_split(p, SPEC, 3, 5, true, RC_FORMAT_TFRECORD, 2);
+}
+END_TEST
+
+/* Rows' g of the rest of the epoch, in order, into out; returns how many. */
+static size_t read_order(struct rc_feeder *f, uint64_t *out, size_t cap, uint64_t first_index)
+{
+	struct rc_batch *b;
+	size_t n = 0;
+	int rc;
+	uint64_t idx = first_index;
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		ck_assert_uint_eq(rc_batch_index(b), idx++);
+		const struct rc_tensor *y = rc_batch_get(b, "y");
+		for (size_t r = 0; r < rc_batch_rows(b); r++) {
+			ck_assert_uint_lt(n, cap);
+			out[n++] = (uint64_t)((const int64_t *)y->data)[r] / 1000;
+		}
+		rc_batch_release(b);
 	}
-	ck_assert_uint_eq(total, TOTAL);
-	assert_once(seen, TOTAL); /* disjoint and complete */
+	ck_assert_msg(rc == 0, "rc_feeder_next: %d %s", rc, rc_feeder_error(f));
+	return n;
+}
+
+/* ---- seek: resuming at batch k gives the same records as reading on ---- */
+START_TEST(test_seek_resume)
+{
+	char *p = make_data("seek", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	struct rank_arg ra = {.rank = 1, .world = 2};
+	uint64_t a[2 * TOTAL], b[TOTAL];
+	struct rc_feeder *f = open_f(p, SPEC, 4, tw_rank, &ra);
+	size_t n0 = read_order(f, a, TOTAL, 0);
+	ck_assert_uint_eq(n0, (TOTAL + 1) / 2);
+	ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+	size_t n1 = read_order(f, a + n0, 2 * TOTAL - n0, 0);
+	rc_feeder_close(f);
+
+	/* a new feeder (a restarted job) resumes epoch 0 at batch 5 */
+	f = open_f(p, SPEC, 4, tw_rank, &ra);
+	ck_assert_int_eq(rc_feeder_seek(f, 0, 5, -1), 0);
+	ck_assert_uint_eq(rc_feeder_position(f), 5);
+	size_t m = read_order(f, b, TOTAL, 5);
+	ck_assert_uint_eq(m, n0 - 20);
+	for (size_t i = 0; i < m; i++)
+		ck_assert_uint_eq(b[i], a[20 + i]);
+	/* and epoch 1 at batch 2, after reading a little of epoch 0 again */
+	ck_assert_int_eq(rc_feeder_seek(f, 0, 0, -1), 0);
+	struct rc_batch *bt;
+	ck_assert_int_eq(rc_feeder_next(f, &bt), 1);
+	rc_batch_release(bt);
+	ck_assert_int_eq(rc_feeder_seek(f, 1, 2, -1), 0);
+	ck_assert_uint_eq(rc_feeder_epoch(f), 1);
+	m = read_order(f, b, TOTAL, 2);
+	ck_assert_uint_eq(m, n1 - 8);
+	for (size_t i = 0; i < m; i++)
+		ck_assert_uint_eq(b[i], a[n0 + 8 + i]);
+	/* past the end: an empty epoch */
+	ck_assert_int_eq(rc_feeder_seek(f, 1, 1000, -1), 0);
+	ck_assert_int_eq(rc_feeder_next(f, &bt), 0);
+	rc_feeder_close(f);
+}
+END_TEST
+
+/* ---- truncate: the epoch ends after n batches; batches() counts with world 1 ---- */
+START_TEST(test_truncate)
+{
+	char *p = make_data("trunc", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	struct rc_feeder *f = open_f(p, SPEC, 10, tw_shuffle, NULL);
+	uint64_t n;
+	ck_assert_int_eq(rc_feeder_batches(f, &n), 0);
+	ck_assert_uint_eq(n, (TOTAL + 9) / 10); /* counted: world 1 plans whole files */
+	struct rc_batch *b;
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(rc_feeder_next(f, &b), 1);
+		rc_batch_release(b);
+	}
+	rc_feeder_truncate(f, 3);
+	ck_assert_int_eq(rc_feeder_batches(f, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(rc_feeder_next(f, &b), 1);
+	rc_batch_release(b);
+	ck_assert_int_eq(rc_feeder_next(f, &b), 0);
+	ck_assert_uint_eq(rc_feeder_position(f), 3);
+	/* the next epoch is whole again */
+	ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+	unsigned seen[TOTAL] = {0};
+	ck_assert_uint_eq(read_epoch(f, seen, TOTAL, NULL, 10, false), TOTAL);
+	rc_feeder_close(f);
+}
+END_TEST
+
+static void tw_env(struct rc_feeder_opts *o, void *arg)
+{
+	(void)arg;
+	o->world_size = 0; /* the default: from the environment */
+}
+
+/* ---- world_size 0: RANK/WORLD_SIZE on a directory, malformed ones refused ---- */
+START_TEST(test_env_split)
+{
+	char *p = make_data("env", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	uint32_t r, w;
+	setenv("RANK", "2", 1);
+	setenv("WORLD_SIZE", "3", 1);
+	setenv("LOCAL_RANK", "0", 1);
+	setenv("LOCAL_WORLD_SIZE", "1", 1);
+	struct rc_feeder *f = open_f(p, SPEC, 4, tw_env, NULL);
+	rc_feeder_split(f, &r, &w);
+	ck_assert_uint_eq(r, 2);
+	ck_assert_uint_eq(w, 3); /* a plain directory: the global pair */
+	unsigned seen[TOTAL] = {0};
+	ck_assert_uint_eq(read_epoch(f, seen, TOTAL, NULL, 4, false), (TOTAL + 2) / 3);
+	rc_feeder_close(f);
+	setenv("WORLD_SIZE", "x3", 1);
+	struct rc_feeder_opts o;
+	char err[512] = "";
+	rc_feeder_opts_init(&o);
+	o.path = p;
+	o.schema = SPEC;
+	o.batch_size = 4;
+	ck_assert_ptr_null(rc_feeder_open(&o, err, sizeof err));
+	ck_assert_msg(strstr(err, "WORLD_SIZE=x3"), "message: %s", err);
+	setenv("WORLD_SIZE", "2", 1);
+	ck_assert_ptr_null(rc_feeder_open(&o, err, sizeof err));
+	ck_assert_msg(strstr(err, "RANK=2 out of range"), "message: %s", err);
+	unsetenv("RANK");
+	unsetenv("WORLD_SIZE");
+	unsetenv("LOCAL_RANK");
+	unsetenv("LOCAL_WORLD_SIZE");
+	f = open_f(p, SPEC, 4, tw_env, NULL);
+	rc_feeder_split(f, &r, &w);
+	ck_assert_uint_eq(w, 1);
+	rc_feeder_close(f);
+}
+END_TEST
+
+/*
+ * A stand-in for a rollcache mount with epochs: m/.rollcache/control and
+ * metrics (plain files: the test reads what the feeder wrote), m/epochs/N
+ * and m/current -> epochs/<cur>.  Returns m's path (static).
+ */
+static const char *fake_mount(int cur, uint64_t resident)
+{
+	static char m[4200];
+	char p[4400];
+	snprintf(m, sizeof m, "%s/m", dir);
+	ck_assert_int_eq(mkdir(m, 0755), 0);
+	snprintf(p, sizeof p, "%s/.rollcache", m);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/epochs", m);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/epochs/%d", m, cur);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/current", m);
+	char target[64];
+	snprintf(target, sizeof target, "epochs/%d", cur);
+	ck_assert_int_eq(symlink(target, p), 0);
+	snprintf(p, sizeof p, "%s/.rollcache/control", m);
+	FILE *fp = fopen(p, "w");
+	ck_assert_ptr_nonnull(fp);
+	fclose(fp);
+	snprintf(p, sizeof p, "%s/.rollcache/metrics", m);
+	fp = fopen(p, "w");
+	ck_assert_ptr_nonnull(fp);
+	fprintf(fp,
+		"# HELP rollcache_epoch x\nrollcache_epoch %d\nrollcache_resident_records %llu\n",
+		cur, (unsigned long long)resident);
+	fclose(fp);
+	return m;
+}
+
+static void fake_epoch(const char *m, int e, unsigned files, unsigned recs)
+{
+	char p[4400], err[512] = "";
+	snprintf(p, sizeof p, "%s/epochs/%d", m, e);
+	mkdir(p, 0755);
+	ck_assert_int_eq(gen_files(p, SPEC, files, recs, 0, 0, -1, 0, err, sizeof err), 0);
+}
+
+/* The last command the feeder wrote to the stand-in's control file. */
+static void control_says(const char *m, const char *want)
+{
+	char p[4400], got[64] = "";
+	snprintf(p, sizeof p, "%s/.rollcache/control", m);
+	FILE *fp = fopen(p, "r");
+	ck_assert_ptr_nonnull(fp);
+	size_t n = fread(got, 1, sizeof got - 1, fp);
+	fclose(fp);
+	got[n] = '\0';
+	ck_assert_str_eq(got, want);
+	fp = fopen(p, "w"); /* empty again for the next command */
+	fclose(fp);
+}
+
+/* ---- a mount's epochs: epochs/<base + e>, "next N", never `current` ---- */
+START_TEST(test_mount_epochs)
+{
+	const char *m = fake_mount(3, 0);
+	fake_epoch(m, 3, 2, 10);
+	fake_epoch(m, 4, 3, 10);
+	char cur[4300];
+	snprintf(cur, sizeof cur, "%s/current", m);
+	struct rank_arg ra = {.rank = 0, .world = 2};
+	struct rc_feeder *f = open_f(cur, SPEC, 4, tw_rank, &ra);
+	ck_assert_int_eq(rc_feeder_mount_epoch(f), 3);
+	unsigned seen[30] = {0};
+	ck_assert_uint_eq(read_epoch(f, seen, 30, NULL, 4, false), 10);
+	ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+	control_says(m, "next 4");
+	ck_assert_int_eq(rc_feeder_mount_epoch(f), 4);
+	ck_assert_uint_eq(rc_feeder_epoch(f), 1);
+	memset(seen, 0, sizeof seen);
+	ck_assert_uint_eq(read_epoch(f, seen, 30, NULL, 4, false), 15); /* epochs/4, not current */
+	/* a saved state: feeder epoch 0 was mount epoch 3 */
+	ck_assert_int_eq(rc_feeder_seek(f, 0, 1, 3), 0);
+	control_says(m, "next 3");
+	ck_assert_int_eq(rc_feeder_mount_epoch(f), 3);
+	memset(seen, 0, sizeof seen);
+	ck_assert_uint_eq(read_epoch_from(f, seen, 30, 1), 6);
+	ck_assert_int_eq(rc_feeder_advance_to(f, 9), 0);
+	control_says(m, "next 9");
+	/* the epoch is gone: the listing error names it */
+	ck_assert_int_eq(rc_feeder_seek(f, 5, 0, -1), -ENOENT);
+	ck_assert_msg(strstr(rc_feeder_error(f), "epochs/8"), "message: %s", rc_feeder_error(f));
+	rc_feeder_close(f);
+	/* opened on epochs/4 itself: base 4 */
+	char e4[4300];
+	snprintf(e4, sizeof e4, "%s/epochs/4", m);
+	f = open_f(e4, SPEC, 4, tw_rank, &ra);
+	ck_assert_int_eq(rc_feeder_mount_epoch(f), 4);
+	rc_feeder_close(f);
+}
+END_TEST
+
+struct late_data {
+	const char *m;
+};
+
+static void *data_arrives(void *arg)
+{
+	struct late_data *ld = arg;
+	usleep(300 * 1000);
+	fake_epoch(ld->m, 1, 2, 5);
+	char p[4400];
+	snprintf(p, sizeof p, "%s/.rollcache/metrics", ld->m);
+	FILE *fp = fopen(p, "w");
+	fprintf(fp, "rollcache_epoch 0\nrollcache_resident_records 10\n");
+	fclose(fp);
+	return NULL;
+}
+
+static void tw_wait(struct rc_feeder_opts *o, void *arg)
+{
+	o->wait_ms = arg ? 300 : 20000;
+	o->world_size = 1;
+}
+
+/* ---- an empty first epoch: wait for data, then ask for the next epoch ---- */
+START_TEST(test_mount_wait_data)
+{
+	const char *m = fake_mount(0, 0);
+	char cur[4300];
+	snprintf(cur, sizeof cur, "%s/current", m);
+	/* nothing arrives: a clear error after wait_ms */
+	struct rc_feeder_opts o;
+	char err[1024] = "";
+	rc_feeder_opts_init(&o);
+	o.path = cur;
+	o.schema = SPEC;
+	o.batch_size = 4;
+	tw_wait(&o, (void *)1);
+	ck_assert_ptr_null(rc_feeder_open(&o, err, sizeof err));
+	ck_assert_msg(strstr(err, "epoch 0 has no files and no data arrived"), "message: %s", err);
+	/* data arrives: the feeder asks for epoch 1 and reads it */
+	struct late_data ld = {.m = m};
+	pthread_t t;
+	pthread_create(&t, NULL, data_arrives, &ld);
+	struct rc_feeder *f = open_f(cur, SPEC, 4, tw_wait, NULL);
+	pthread_join(t, NULL);
+	control_says(m, "next 1 wait");
+	ck_assert_int_eq(rc_feeder_mount_epoch(f), 1);
+	ck_assert_uint_eq(rc_feeder_epoch(f), 0);
+	unsigned seen[10] = {0};
+	ck_assert_uint_eq(read_epoch(f, seen, 10, NULL, 4, false), 10);
+	assert_once(seen, 10);
+	rc_feeder_close(f);
 }
 END_TEST
 
@@ -887,6 +1299,13 @@ static Suite *feeder_suite(bool testdata)
 	    {"in_order", test_in_order},
 	    {"shuffle_epochs", test_shuffle_epochs},
 	    {"rank_split", test_rank_split},
+	    {"rank_split_gzip_raw", test_rank_split_gzip_raw},
+	    {"rank_split_tiny", test_rank_split_tiny},
+	    {"seek_resume", test_seek_resume},
+	    {"truncate", test_truncate},
+	    {"env_split", test_env_split},
+	    {"mount_epochs", test_mount_epochs},
+	    {"mount_wait_data", test_mount_wait_data},
 	    {"drop_last", test_drop_last},
 	    {"gzip", test_gzip},
 	    {"raw", test_raw},

@@ -87,6 +87,15 @@ def check_batch(tc, b):
     return list(g)
 
 
+def _epoch_of(tc, kw, epoch):
+    """The g's of each batch of `epoch` read by a fresh feeder (reference)."""
+    f = rollcache.Feeder(tc.data, **kw)
+    f.set_epoch(epoch)
+    out = [check_batch(tc, b) for b in f]
+    f.close()
+    return out
+
+
 class FeederPython(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -116,14 +125,88 @@ class FeederPython(unittest.TestCase):
         f.close()
 
     def test_rank_split(self):
-        allg = []
-        for rank in range(3):
-            f = rollcache.Feeder(self.data, schema=SPEC, batch_size=5, rank=rank, world_size=3,
-                                 shuffle=True, seed=1, framework="numpy")
-            for b in f:
-                allg += check_batch(self, b)
-            f.close()
-        self.assertEqual(sorted(allg), list(range(TOTAL)))  # disjoint, complete
+        """Records, not files, are split: equal batches, the padding repeats,
+        drop_last drops; ranks disjoint but for the padding, complete."""
+        for drop in (False, True):
+            allg, lens = [], []
+            for rank in range(3):
+                f = rollcache.Feeder(self.data, schema=SPEC, batch_size=5, rank=rank,
+                                     world_size=3, shuffle=True, seed=1, drop_last=drop,
+                                     framework="numpy")
+                self.assertEqual((f.rank, f.world_size), (rank, 3))
+                n = 0
+                for b in f:
+                    allg += check_batch(self, b)
+                    n += 1
+                self.assertEqual(n, len(f))
+                lens.append(n)
+                f.close()
+            share = TOTAL // 3 if drop else -(-TOTAL // 3)
+            self.assertEqual(lens, [share // 5 if drop else -(-share // 5)] * 3)
+            if drop:
+                self.assertEqual(len(allg), len(set(allg)))
+                self.assertEqual(len(allg), 3 * (share // 5 * 5))
+            else:
+                self.assertEqual(sorted(set(allg)), list(range(TOTAL)))  # complete
+                self.assertEqual(len(allg), 3 * share)  # the padding: 3 * 39 - 116
+
+    def test_env_defaults(self):
+        env = dict(os.environ, RANK="1", WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+        code = ("import rollcache; f = rollcache.Feeder(%r, schema=%r, batch_size=4, "
+                "framework='numpy'); print(f.rank, f.world_size, len(f))" % (self.data, SPEC))
+        out = subprocess.check_output([sys.executable, "-c", code], env=env,
+                                      cwd=os.path.join(SRC, "python")).decode().split()
+        self.assertEqual(out, ["1", "2", str(-(-(TOTAL // 2) // 4))])
+
+    def test_len_set_epoch_state_dict(self):
+        kw = dict(schema=SPEC, batch_size=4, shuffle=True, seed=9, rank=0, world_size=2,
+                  framework="numpy")
+        f = rollcache.Feeder(self.data, **kw)
+        want = -(-(TOTAL // 2) // 4)
+        self.assertEqual(len(f), want)
+        epochs = []
+        for e in range(2):
+            f.set_epoch(e)
+            epochs.append([check_batch(self, b) for b in f])
+            self.assertEqual(len(epochs[-1]), want)
+        # set_epoch back to 1 reads the same epoch again
+        f.set_epoch(1)
+        self.assertEqual([check_batch(self, b) for b in f], epochs[1])
+        # state saved after 3 batches of epoch 1, resumed by a new feeder
+        f.set_epoch(1)
+        it = iter(f)
+        for _ in range(3):
+            next(it)
+        st = f.state_dict()
+        self.assertEqual((st["epoch"], st["batch"], st["mount_epoch"]), (1, 3, None))
+        f.close()
+        g = rollcache.Feeder(self.data, **kw)
+        g.load_state_dict(st)
+        g.set_epoch(1)  # the usual loop calls it again: keeps the resume point
+        self.assertEqual([check_batch(self, b) for b in g], epochs[1][3:])
+        # and the loop after it reads epoch 2, as a run without the stop does
+        self.assertEqual([check_batch(self, b) for b in g], _epoch_of(self, kw, 2))
+        bad = dict(st, seed=10)
+        with self.assertRaises(ValueError):
+            g.load_state_dict(bad)
+        g.close()
+
+    @unittest.skipIf(torch is None, "torch is not installed")
+    def test_feeder_dataset_dataloader(self):
+        import rollcache.data
+        ds = rollcache.data.FeederDataset(self.data, schema=SPEC, batch_size=8, shuffle=True,
+                                          seed=2, rank=1, world_size=2)
+        loader = torch.utils.data.DataLoader(ds, batch_size=None)
+        for e in range(2):
+            ds.set_epoch(e)
+            n, ids = 0, []
+            for b in loader:
+                self.assertIsInstance(b["y"], torch.Tensor)
+                ids += [int(v) // 1000 for v in b["y"].reshape(-1)]
+                n += 1
+            self.assertEqual(n, len(ds))
+            self.assertEqual(len(ids), -(-TOTAL // 2))
+        ds.close()
 
     def test_dlpack_views_hold_the_batch(self):
         f = rollcache.Feeder(self.data, schema=SPEC, batch_size=4, framework="dlpack",
