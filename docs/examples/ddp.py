@@ -29,9 +29,11 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-_REPO_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
-if os.path.isdir(os.path.join(_REPO_PY, "rollcache")):
-    sys.path.insert(0, _REPO_PY)  # run from a checkout
+# The installed package (meson install, pip); with RC_LIBDIR=BUILD_DIR (a
+# checkout's build, as the tests run it) the checkout's package instead.
+if os.environ.get("RC_LIBDIR"):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "python"))
 import rollcache.data  # noqa: E402
 
 
