@@ -42,6 +42,8 @@ int smp__get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t ne
 		s->full = true;
 		return -ENOSPC;
 	}
+	if (smp__pause_wanted(s))
+		return -EWOULDBLOCK; /* a boundary: the run loop pauses first, this waits after */
 	if (!may_block && smp_source_scheme(s->source) != SMP_SCHEME_FILE) {
 		/*
 		 * Inside a transfer callback: do not sleep here (every transfer

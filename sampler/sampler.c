@@ -277,6 +277,36 @@ static void skip_job(struct smp_sampler *s, struct smp__job *j)
 	free(j);
 }
 
+/* Bytes the budget would grant now (under both limit and admit). */
+static uint64_t budget_avail(struct cfs_budget *b)
+{
+	struct cfs_budget_stat st;
+	cfs_budget_get(b, &st);
+	uint64_t used = st.reserved + st.sealed + st.draining;
+	uint64_t room = st.limit > used ? st.limit - used : 0;
+	if (st.admit != CFS_BUDGET_UNLIMITED) {
+		uint64_t a = st.admit > st.admit_used ? st.admit - st.admit_used : 0;
+		room = a < room ? a : room;
+	}
+	return room;
+}
+
+/*
+ * The room a job needs before its first byte is fetched.  ingest
+ * (stop_when_full) reserves the whole unit: it ends when the next unit does
+ * not fit, having fetched nothing it cannot keep.  A mount reserves what
+ * the budget has, at least the unit's first SMP_FIRST_ROOM bytes, so that
+ * an object larger than one epoch's admit still comes in (its transfer is
+ * held when the room runs out and goes on in the next epoch, DESIGN
+ * "Epochs"); with no room at all - policy none, frozen - nothing is
+ * fetched.
+ */
+static uint64_t first_room(const struct smp__job *j)
+{
+	uint64_t want = j->bytes - j->reserve;
+	return want < SMP_FIRST_ROOM ? want : SMP_FIRST_ROOM;
+}
+
 /*
  * Takes jobs from the plan while the window has room, each with its bytes
  * reserved first.  Returns the plan's answer that stopped it (CMN_PLAN_WAIT
@@ -299,7 +329,14 @@ static int fill_window(struct smp_sampler *s)
 		}
 		struct smp__job *j = s->waiting;
 		if (j->reserve < j->bytes) {
-			int rc = cfs_budget_try_reserve(b, j->bytes - j->reserve);
+			uint64_t want = j->bytes - j->reserve, take = want;
+			if (s->follow) { /* see first_room() */
+				uint64_t avail = budget_avail(b);
+				take = avail < want ? avail : want;
+				if (take < first_room(j))
+					take = want; /* fails below: wait */
+			}
+			int rc = cfs_budget_try_reserve(b, take);
 			if (rc == -EFBIG) {
 				s->waiting = NULL;
 				skip_job(s, j);
@@ -310,7 +347,7 @@ static int fill_window(struct smp_sampler *s)
 					s->full = true;
 				return 1;
 			}
-			j->reserve = j->bytes;
+			j->reserve += take;
 		}
 		s->waiting = NULL;
 		atomic_store(&s->idle, false);
@@ -408,10 +445,10 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 			}
 			atomic_store(&s->idle, true);
 			SMP_STAT_ADD(&s->stats, budget_waits, 1);
-			int br = cfs_budget_reserve(cfs_store_budget(s->cstore),
-						    j->bytes - j->reserve, 250);
+			uint64_t need = s->follow ? first_room(j) : j->bytes - j->reserve;
+			int br = cfs_budget_reserve(cfs_store_budget(s->cstore), need, 250);
 			if (br == 0)
-				j->reserve = j->bytes;
+				j->reserve += need;
 			else if (br == -ECANCELED)
 				break;
 			continue;

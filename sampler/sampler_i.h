@@ -34,9 +34,10 @@ struct cfs_catalog;
 struct cfs_shard_writer;
 struct cmn_plan;
 
-#define SMP_RUN_MAX_UNITS 64		      /* records of one object fetched in one GET */
-#define SMP_RUN_MAX_BYTES ((uint64_t)1 << 20) /* ... and at most this many bytes */
-#define SMP_SAVE_EVERY	  65536u	      /* marks between two saves of the plan */
+#define SMP_RUN_MAX_UNITS 64			/* records of one object fetched in one GET */
+#define SMP_RUN_MAX_BYTES ((uint64_t)1 << 20)	/* ... and at most this many bytes */
+#define SMP_SAVE_EVERY	  65536u		/* marks between two saves of the plan */
+#define SMP_FIRST_ROOM	  ((uint64_t)256 << 10) /* a mount's room before a unit's first byte */
 
 /* One entry of an index sidecar as kept for the plan (catalog blob). */
 struct smp__idx {
