@@ -96,7 +96,8 @@ static struct smp__pobj **by_id(const struct smp_sampler *s)
 	struct smp__pobj **v = malloc((s->npobj ? s->npobj : 1) * sizeof(*v));
 	if (!v)
 		return NULL;
-	memcpy(v, s->pobj, s->npobj * sizeof(*v));
+	if (s->npobj)
+		memcpy(v, s->pobj, s->npobj * sizeof(*v));
 	qsort(v, s->npobj, sizeof(*v), cmp_pobj_id);
 	return v;
 }
