@@ -152,6 +152,32 @@ static const char *const migrations[] = {
     "  resident_files INTEGER NOT NULL DEFAULT 0,\n"
     "  resident_bytes INTEGER NOT NULL DEFAULT 0,\n"
     "  resident_records INTEGER NOT NULL DEFAULT 0);\n",
+    /* 1 -> 2: the sampling plan (DESIGN "Sampling"; docs/catalog.md) */
+    "CREATE TABLE plans(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  source_id INTEGER NOT NULL REFERENCES sources(id),\n"
+    "  rank INTEGER NOT NULL,\n"
+    "  world_size INTEGER NOT NULL,\n"
+    "  unit_kind INTEGER NOT NULL,\n"
+    "  seed INTEGER NOT NULL,\n"
+    "  pass INTEGER NOT NULL DEFAULT 0,\n"
+    "  gen INTEGER NOT NULL DEFAULT 0,\n"
+    "  n_units INTEGER NOT NULL DEFAULT 0,\n"
+    "  cursor INTEGER NOT NULL DEFAULT 0,\n"
+    "  taken BLOB,\n"
+    "  UNIQUE(source_id, rank, world_size, unit_kind));\n"
+    "CREATE TABLE plan_objects(\n"
+    "  plan_id INTEGER NOT NULL,\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  first_unit INTEGER NOT NULL,\n"
+    "  units INTEGER NOT NULL,\n"
+    "  idx BLOB,\n"
+    "  PRIMARY KEY(plan_id, object_id)) WITHOUT ROWID;\n"
+    "CREATE TABLE plan_marks(\n"
+    "  plan_id INTEGER NOT NULL,\n"
+    "  pass INTEGER NOT NULL,\n"
+    "  unit INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(plan_id, pass, unit)) WITHOUT ROWID;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -189,6 +215,16 @@ enum stmt_id {
 	S_EPOCH_LIST,
 	S_EPOCH_CURRENT,
 	S_MAX_ID,
+	S_PLAN_GET,
+	S_PLAN_ADD,
+	S_PLAN_SAVE,
+	S_MARKS_CLEAR,
+	S_MARK_ADD,
+	S_MARKS_OF,
+	S_POBJ_LIST,
+	S_POBJ_ADD,
+	S_RES_OBJECTS,
+	S_RES_SAMPLES,
 	S__COUNT
 };
 
@@ -260,6 +296,23 @@ static const char *const stmt_sql[S__COUNT] = {
 		     "FROM epochs ORDER BY number",
     [S_EPOCH_CURRENT] = "SELECT max(number) FROM epochs WHERE started_ms > 0",
     [S_MAX_ID] = "SELECT coalesce(max(id), 0) FROM shards",
+    [S_PLAN_GET] = "SELECT id, seed, pass, gen, n_units, cursor, taken FROM plans "
+		   "WHERE source_id = ?1 AND rank = ?2 AND world_size = ?3 AND unit_kind = ?4",
+    [S_PLAN_ADD] = "INSERT INTO plans(source_id, rank, world_size, unit_kind, seed) "
+		   "VALUES(?1, ?2, ?3, ?4, ?5)",
+    [S_PLAN_SAVE] = "UPDATE plans SET pass = ?2, gen = ?3, n_units = ?4, cursor = ?5, "
+		    "taken = ?6 WHERE id = ?1",
+    [S_MARKS_CLEAR] = "DELETE FROM plan_marks WHERE plan_id = ?1",
+    [S_MARK_ADD] = "INSERT OR IGNORE INTO plan_marks(plan_id, pass, unit) VALUES(?1, ?2, ?3)",
+    [S_MARKS_OF] = "SELECT unit FROM plan_marks WHERE plan_id = ?1 AND pass = ?2",
+    [S_POBJ_LIST] = "SELECT object_id, first_unit, units, idx FROM plan_objects "
+		    "WHERE plan_id = ?1 ORDER BY first_unit",
+    [S_POBJ_ADD] = "INSERT INTO plan_objects(plan_id, object_id, first_unit, units, idx) "
+		   "VALUES(?1, ?2, ?3, ?4, ?5)",
+    [S_RES_OBJECTS] = "SELECT DISTINCT so.object_id FROM shard_objects so "
+		      "JOIN plan_objects po ON po.object_id = so.object_id AND po.plan_id = ?1",
+    [S_RES_SAMPLES] = "SELECT s.object_id, s.object_offset FROM samples s "
+		      "JOIN plan_objects po ON po.object_id = s.object_id AND po.plan_id = ?1",
 };
 
 struct cfs_catalog {
@@ -1090,6 +1143,23 @@ static int add_shard_objects(struct cfs_catalog *c, int64_t id, const struct cfs
 	return rc;
 }
 
+/* Inserts plan marks.  mu held, in a txn. */
+static int marks_add(struct cfs_catalog *c, const struct cfs_plan_marks *m)
+{
+	sqlite3_stmt *st = m->n ? stmt(c, S_MARK_ADD) : NULL;
+	int rc = 0;
+
+	if (m->n && !st)
+		return -EIO;
+	for (size_t i = 0; i < m->n && rc == 0; i++) {
+		sqlite3_bind_int64(st, 1, m->plan_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)m->pass);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)m->units[i]);
+		rc = run(c, st, "plan mark");
+	}
+	return rc;
+}
+
 int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *sh,
 			     const struct cfs_sample *samples, size_t n_samples)
 {
@@ -1144,6 +1214,11 @@ int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *
 	rc = add_shard_objects(c, sh->id, samples, n_samples);
 	if (rc < 0)
 		goto out;
+	if (sh->marks) { /* the plan's units this file completes: same transaction */
+		rc = marks_add(c, sh->marks);
+		if (rc < 0)
+			goto out;
+	}
 
 	st = stmt(c, S_EPOCH_ADMIT);
 	if (!st) {
@@ -1623,4 +1698,288 @@ int cfs_catalog_integrity_check(struct cfs_catalog *c, char *err, size_t errlen)
 	sqlite3_finalize(st);
 	unlock(c);
 	return rc;
+}
+
+/* ---- the sampling plan ------------------------------------------------- */
+
+int cfs_catalog_plan_get(struct cfs_catalog *c, int64_t source_id, uint32_t rank,
+			 uint32_t world_size, int unit_kind, uint64_t seed,
+			 struct cfs_plan_row *out)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = txn_begin(c);
+	if (rc < 0)
+		return rc;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		st = stmt(c, S_PLAN_GET);
+		if (!st) {
+			rc = -EIO;
+			break;
+		}
+		sqlite3_bind_int64(st, 1, source_id);
+		sqlite3_bind_int64(st, 2, rank);
+		sqlite3_bind_int64(st, 3, world_size);
+		sqlite3_bind_int(st, 4, unit_kind);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			out->id = sqlite3_column_int64(st, 0);
+			out->seed = (uint64_t)sqlite3_column_int64(st, 1);
+			out->pass = (uint64_t)sqlite3_column_int64(st, 2);
+			out->gen = (uint64_t)sqlite3_column_int64(st, 3);
+			out->n_units = (uint64_t)sqlite3_column_int64(st, 4);
+			out->cursor = (uint64_t)sqlite3_column_int64(st, 5);
+			int len = sqlite3_column_bytes(st, 6);
+			const void *b = sqlite3_column_blob(st, 6);
+			rc = 0;
+			if (len > 0 && b) {
+				out->taken = malloc((size_t)len);
+				if (!out->taken)
+					rc = -ENOMEM;
+				else
+					memcpy(out->taken, b, (size_t)len);
+				out->taken_len = (size_t)len;
+			}
+			sqlite3_reset(st);
+			break;
+		}
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE) {
+			rc = fail(c, rc, "plan");
+			break;
+		}
+		st = stmt(c, S_PLAN_ADD);
+		if (!st) {
+			rc = -EIO;
+			break;
+		}
+		sqlite3_bind_int64(st, 1, source_id);
+		sqlite3_bind_int64(st, 2, rank);
+		sqlite3_bind_int64(st, 3, world_size);
+		sqlite3_bind_int(st, 4, unit_kind);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)seed);
+		rc = run(c, st, "plan insert");
+		if (rc < 0)
+			break;
+		rc = -ENOENT; /* read it back */
+	}
+	rc = txn_end(c, rc);
+	if (rc < 0) {
+		free(out->taken);
+		memset(out, 0, sizeof(*out));
+	}
+	return rc;
+}
+
+int cfs_catalog_plan_save(struct cfs_catalog *c, const struct cfs_plan_row *r)
+{
+	sqlite3_stmt *st;
+	int rc = txn_begin(c);
+
+	if (rc < 0)
+		return rc;
+	st = stmt(c, S_PLAN_SAVE);
+	if (!st) {
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, r->id);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)r->pass);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)r->gen);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)r->n_units);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)r->cursor);
+	if (r->taken && r->taken_len)
+		sqlite3_bind_blob64(st, 6, r->taken, r->taken_len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 6);
+	rc = run(c, st, "plan save");
+	if (rc == 0 && sqlite3_changes(c->db) == 0)
+		rc = -ENOENT;
+	if (rc < 0)
+		goto out;
+	st = stmt(c, S_MARKS_CLEAR);
+	if (!st) {
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, r->id);
+	rc = run(c, st, "plan marks clear");
+out:
+	return txn_end(c, rc);
+}
+
+void cfs_plan_row_free(struct cfs_plan_row *r)
+{
+	free(r->taken);
+	r->taken = NULL;
+	r->taken_len = 0;
+}
+
+int cfs_catalog_plan_mark(struct cfs_catalog *c, const struct cfs_plan_marks *m)
+{
+	int rc = txn_begin(c);
+
+	if (rc < 0)
+		return rc;
+	rc = marks_add(c, m);
+	return txn_end(c, rc);
+}
+
+int cfs_catalog_plan_marks_of(struct cfs_catalog *c, int64_t plan_id, uint64_t pass, uint64_t **out,
+			      size_t *n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	lock(c);
+	st = stmt(c, S_MARKS_OF);
+	if (st) {
+		sqlite3_bind_int64(st, 1, plan_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)pass);
+	}
+	rc = st ? collect_ids(c, st, (int64_t **)out, n) : -EIO;
+	unlock(c);
+	return rc;
+}
+
+void cfs_plan_objects_free(struct cfs_plan_object *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].idx);
+	free(v);
+}
+
+int cfs_catalog_plan_objects(struct cfs_catalog *c, int64_t plan_id, struct cfs_plan_object **out,
+			     size_t *n)
+{
+	struct cfs_plan_object *arr = NULL;
+	size_t cnt = 0, cap = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	lock(c);
+	st = stmt(c, S_POBJ_LIST);
+	if (!st) {
+		unlock(c);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, plan_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		struct cfs_plan_object *o = &arr[cnt++];
+		memset(o, 0, sizeof(*o));
+		o->object_id = sqlite3_column_int64(st, 0);
+		o->first_unit = (uint64_t)sqlite3_column_int64(st, 1);
+		o->units = (uint64_t)sqlite3_column_int64(st, 2);
+		int len = sqlite3_column_bytes(st, 3);
+		const void *b = sqlite3_column_blob(st, 3);
+		if (len > 0 && b) {
+			o->idx = malloc((size_t)len);
+			if (!o->idx) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			memcpy(o->idx, b, (size_t)len);
+			o->idx_len = (size_t)len;
+		}
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		rc = rc == SQLITE_NOMEM ? -ENOMEM : fail(c, rc, "plan objects");
+		unlock(c);
+		cfs_plan_objects_free(arr, cnt);
+		return rc;
+	}
+	unlock(c);
+	*out = arr;
+	*n = cnt;
+	return 0;
+}
+
+int cfs_catalog_plan_objects_add(struct cfs_catalog *c, int64_t plan_id,
+				 const struct cfs_plan_object *v, size_t n, uint64_t n_units)
+{
+	sqlite3_stmt *st;
+	int rc = txn_begin(c);
+
+	if (rc < 0)
+		return rc;
+	st = stmt(c, S_POBJ_ADD);
+	if (!st)
+		rc = -EIO;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		sqlite3_bind_int64(st, 1, plan_id);
+		sqlite3_bind_int64(st, 2, v[i].object_id);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)v[i].first_unit);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)v[i].units);
+		if (v[i].idx && v[i].idx_len)
+			sqlite3_bind_blob64(st, 5, v[i].idx, v[i].idx_len, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, 5);
+		rc = run(c, st, "plan object");
+	}
+	if (rc == 0) {
+		char sql[128];
+		snprintf(sql, sizeof(sql),
+			 "UPDATE plans SET n_units = %" PRIu64 " WHERE id = %" PRId64, n_units,
+			 plan_id);
+		rc = exec(c, sql);
+	}
+	return txn_end(c, rc);
+}
+
+int cfs_catalog_plan_resident_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out,
+				      size_t *n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	lock(c);
+	st = stmt(c, S_RES_OBJECTS);
+	if (st)
+		sqlite3_bind_int64(st, 1, plan_id);
+	rc = st ? collect_ids(c, st, out, n) : -EIO;
+	unlock(c);
+	return rc;
+}
+
+int cfs_catalog_plan_resident_samples(struct cfs_catalog *c, int64_t plan_id,
+				      struct cfs_sample_ref **out, size_t *n)
+{
+	struct cfs_sample_ref *arr = NULL;
+	size_t cnt = 0, cap = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	lock(c);
+	st = stmt(c, S_RES_SAMPLES);
+	if (!st) {
+		unlock(c);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, plan_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		arr[cnt].object_id = sqlite3_column_int64(st, 0);
+		arr[cnt++].object_offset = (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		rc = rc == SQLITE_NOMEM ? -ENOMEM : fail(c, rc, "resident samples");
+		unlock(c);
+		free(arr);
+		return rc;
+	}
+	unlock(c);
+	*out = arr;
+	*n = cnt;
+	return 0;
 }

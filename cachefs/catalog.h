@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 1 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 2 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 
@@ -178,6 +178,14 @@ struct cfs_sample {
 	uint64_t object_offset; /* of the record in the (uncompressed) object */
 };
 
+/* Units of a sampling plan that a commit completes (table plan_marks). */
+struct cfs_plan_marks {
+	int64_t plan_id;
+	uint64_t pass;
+	const uint64_t *units;
+	size_t n;
+};
+
 /* A new sealed file (cfs_catalog_shard_insert). */
 struct cfs_shard_new {
 	int64_t id; /* from cfs_catalog_alloc_id() */
@@ -186,6 +194,7 @@ struct cfs_shard_new {
 	uint32_t created_epoch; /* the epoch during which it was admitted */
 	const char *name;	/* RAW: sanitized display name (cfs_sanitize_key), else NULL */
 	int64_t object_id;	/* RAW: the object; else 0 */
+	const struct cfs_plan_marks *marks; /* NULL, or plan units completed by this file */
 };
 
 /*
@@ -201,7 +210,8 @@ void cfs_catalog_note_id(struct cfs_catalog *c, int64_t id);
 
 /*
  * Commits a sealed file: its row (state SEALED, stats 0), all its samples,
- * and admitted bytes/records added to the epochs row of created_epoch
+ * sh->marks (the sampling plan's units it completes, DESIGN 8) and
+ * admitted bytes/records added to the epochs row of created_epoch
  * (created if missing) - one transaction (DESIGN invariant 2, last step).
  * For RAW, a name already used by another SEALED/EVICTING RAW file gives
  * -EEXIST (the caller picks a suffixed name, see cfs_display_name()).
@@ -312,6 +322,84 @@ int cfs_catalog_epochs_list(struct cfs_catalog *c, struct cfs_epoch_row **out, s
 
 /* The highest epoch number with a started row, or -ENOENT when none. */
 int cfs_catalog_current_epoch(struct cfs_catalog *c, uint32_t *epoch);
+
+/* ---- the sampling plan (DESIGN "Sampling", invariant 8) --------------- */
+
+/*
+ * One plan per (source, rank, world_size, unit kind): the state of
+ * common/plan.h as persisted.  Settled taken units are the `taken` bitmap
+ * (bit u of byte u / 8) plus the plan_marks rows of the current pass
+ * (units completed by files committed since the bitmap was written).
+ */
+struct cfs_plan_row {
+	int64_t id;
+	uint64_t seed, pass, gen, n_units, cursor;
+	uint8_t *taken; /* malloc'd or NULL (none taken) */
+	size_t taken_len;
+};
+
+/* Unit kinds of plans. */
+enum { CFS_PLAN_OBJECTS = 0, CFS_PLAN_RECORDS = 1 };
+
+/*
+ * The plan of (source_id, rank, world_size, unit_kind), created with `seed`
+ * (pass 0, no units) when there is none.  *out's taken is malloc'd (free
+ * with cfs_plan_row_free).  Returns 0 or -errno (*out zeroed).
+ */
+int cfs_catalog_plan_get(struct cfs_catalog *c, int64_t source_id, uint32_t rank,
+			 uint32_t world_size, int unit_kind, uint64_t seed,
+			 struct cfs_plan_row *out);
+void cfs_plan_row_free(struct cfs_plan_row *r);
+
+/*
+ * Writes pass, gen, n_units, cursor and the taken bitmap of plan r->id and
+ * deletes its marks (the bitmap holds them now), in one transaction.
+ * Returns 0, -ENOENT (no such plan) or -errno (nothing changed).
+ */
+int cfs_catalog_plan_save(struct cfs_catalog *c, const struct cfs_plan_row *r);
+
+/* Adds marks outside a file's commit (units that completed with no file). */
+int cfs_catalog_plan_mark(struct cfs_catalog *c, const struct cfs_plan_marks *m);
+
+/* The marked units of plan_id in `pass`; *out malloc'd (free()). */
+int cfs_catalog_plan_marks_of(struct cfs_catalog *c, int64_t plan_id, uint64_t pass, uint64_t **out,
+			      size_t *n);
+
+/*
+ * The objects of a plan and their units [first_unit, first_unit + units);
+ * for strategy=records, idx holds the object's index sidecar as parsed
+ * (sampler-defined bytes), so a sidecar is fetched once per object.
+ */
+struct cfs_plan_object {
+	int64_t object_id;
+	uint64_t first_unit, units;
+	void *idx; /* malloc'd or NULL */
+	size_t idx_len;
+};
+
+/* The plan's objects ordered by first_unit; free with cfs_plan_objects_free. */
+int cfs_catalog_plan_objects(struct cfs_catalog *c, int64_t plan_id, struct cfs_plan_object **out,
+			     size_t *n);
+void cfs_plan_objects_free(struct cfs_plan_object *v, size_t n);
+
+/*
+ * Appends n objects to the plan and sets its n_units, in one transaction
+ * (an object already in the plan: -EEXIST, nothing changed).
+ */
+int cfs_catalog_plan_objects_add(struct cfs_catalog *c, int64_t plan_id,
+				 const struct cfs_plan_object *v, size_t n, uint64_t n_units);
+
+/* Objects of the plan with a sample in a file that is not GONE; *out malloc'd. */
+int cfs_catalog_plan_resident_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out,
+				      size_t *n);
+
+/* (object, offset) of every sample of the plan's objects in a file not GONE. */
+struct cfs_sample_ref {
+	int64_t object_id;
+	uint64_t object_offset;
+};
+int cfs_catalog_plan_resident_samples(struct cfs_catalog *c, int64_t plan_id,
+				      struct cfs_sample_ref **out, size_t *n);
 
 /* ---- maintenance ------------------------------------------------------- */
 

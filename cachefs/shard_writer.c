@@ -53,6 +53,11 @@ struct cfs_shard_writer {
 	int64_t object_id;
 	char *key;
 	uint32_t crc; /* running crc32c of the raw bytes */
+	/* sampling plan units this file completes (committed with its row) */
+	int64_t plan_id;
+	uint64_t plan_pass;
+	uint64_t *marks;
+	size_t nmarks, marks_cap;
 };
 
 static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum cfs_kind kind,
@@ -139,6 +144,11 @@ int cfs_shard_writer_reserve(struct cfs_shard_writer *w, uint64_t bytes, uint64_
 	return rc;
 }
 
+void cfs_shard_writer_adopt(struct cfs_shard_writer *w, uint64_t bytes)
+{
+	w->reserved += bytes;
+}
+
 int cfs_shard_writer_try_reserve(struct cfs_shard_writer *w, uint64_t bytes)
 {
 	return cfs_shard_writer_reserve(w, bytes, 0);
@@ -215,6 +225,28 @@ int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t le
 	return 0;
 }
 
+int cfs_shard_writer_add_marks(struct cfs_shard_writer *w, int64_t plan_id, uint64_t pass,
+			       const uint64_t *units, size_t n)
+{
+	if (w->nmarks && (w->plan_id != plan_id || w->plan_pass != pass))
+		return -EINVAL;
+	if (w->nmarks + n > w->marks_cap) {
+		size_t cap = w->marks_cap ? w->marks_cap : 64;
+		while (cap < w->nmarks + n)
+			cap *= 2;
+		uint64_t *nm = realloc(w->marks, cap * sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		w->marks = nm;
+		w->marks_cap = cap;
+	}
+	memcpy(w->marks + w->nmarks, units, n * sizeof(*units));
+	w->nmarks += n;
+	w->plan_id = plan_id;
+	w->plan_pass = pass;
+	return 0;
+}
+
 int64_t cfs_shard_writer_id(const struct cfs_shard_writer *w)
 {
 	return w->id;
@@ -237,6 +269,7 @@ static void writer_free(struct cfs_shard_writer *w)
 	if (w->fd >= 0)
 		close(w->fd);
 	free(w->samples);
+	free(w->marks);
 	free(w->key);
 	free(w);
 }
@@ -321,8 +354,10 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 			 strerror(-rc));
 		goto fail_renamed;
 	}
-	/* 3. the catalog row and every sample row, one transaction */
+	/* 3. the catalog row, every sample row and the plan marks, one transaction */
+	struct cfs_plan_marks marks = {w->plan_id, w->plan_pass, w->marks, w->nmarks};
 	sh = (struct cfs_shard_new){
+	    .marks = w->nmarks ? &marks : NULL,
 	    .id = w->id,
 	    .kind = w->kind,
 	    .bytes = w->written,

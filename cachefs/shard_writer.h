@@ -62,6 +62,13 @@ uint64_t cfs_shard_writer_record_bytes(size_t len);
 int cfs_shard_writer_reserve(struct cfs_shard_writer *w, uint64_t bytes, uint64_t timeout_ms);
 int cfs_shard_writer_try_reserve(struct cfs_shard_writer *w, uint64_t bytes);
 
+/*
+ * Adds `bytes` that the caller already reserved in the store's budget
+ * (cfs_budget_reserve) to the writer's reservation: the writer now owns
+ * them (released or committed with the writer's own).  Never fails.
+ */
+void cfs_shard_writer_adopt(struct cfs_shard_writer *w, uint64_t bytes);
+
 /* Reserved bytes not yet written. */
 uint64_t cfs_shard_writer_room(const struct cfs_shard_writer *w);
 
@@ -77,6 +84,16 @@ int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, siz
 
 /* Appends bytes of the object (raw writers only).  Same returns as append. */
 int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t len);
+
+/*
+ * Units of sampling plan plan_id (pass `pass`) that this file completes:
+ * committed in the same transaction as the file's row (DESIGN 8: the
+ * plan's cursor moves with the file holding the units).  units is copied.
+ * Returns 0, -EINVAL (another plan or pass than earlier marks) or -ENOMEM
+ * (nothing added).
+ */
+int cfs_shard_writer_add_marks(struct cfs_shard_writer *w, int64_t plan_id, uint64_t pass,
+			       const uint64_t *units, size_t n);
 
 /* The file's id, bytes written so far, records appended so far. */
 int64_t cfs_shard_writer_id(const struct cfs_shard_writer *w);

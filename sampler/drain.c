@@ -42,6 +42,8 @@ int smp__get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t ne
 		s->full = true;
 		return -ENOSPC;
 	}
+	if (smp__pause_wanted(s))
+		return -EWOULDBLOCK; /* a boundary: the run loop pauses first, this waits after */
 	if (!may_block && smp_source_scheme(s->source) != SMP_SCHEME_FILE) {
 		/*
 		 * Inside a transfer callback: do not sleep here (every transfer
@@ -72,23 +74,41 @@ int smp__get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t ne
 			return 0;
 	}
 	SMP_STAT_ADD(&s->stats, budget_waits, 1);
-	/* sleeps on the budget's condition variable; re-waits until stopped */
+	/* sleeps on the budget's condition variable; re-waits until stopped or paused */
 	while (!atomic_load(&s->stop)) {
 		rc = cfs_shard_writer_reserve(w, need - room, s->room_wait_ms);
 		if (rc != -ETIMEDOUT)
 			return rc;
+		if (smp__pause_wanted(s))
+			return -EWOULDBLOCK; /* the run loop pauses, then waits again */
 	}
 	return -ECANCELED;
 }
 
-/* Writes one shuffled record into the current shard (opening/sealing shards). */
+/* The unit of a run that record r is (by its offset in the object). */
+static uint64_t run_unit(const struct smp__job *j, const struct smp_rec *r)
+{
+	uint64_t k0 = j->unit - j->obj->first;
+	for (uint32_t i = 0; i < j->nunits; i++)
+		if (j->obj->idx[k0 + i].off == r->object_offset)
+			return i;
+	return UINT64_MAX;
+}
+
+/*
+ * Writes one shuffled record into the current shard (opening/sealing
+ * shards), with room its job reserved before it was fetched, and tells the
+ * plan when a unit is complete: a record of a run at once (its mark goes
+ * into this shard's commit), a whole object with its last record.
+ */
 int smp__write_record(const struct smp_rec *r, void *ctx)
 {
 	struct smp_sampler *s = ctx;
+	struct smp__job *j = r->job;
 	uint64_t need = cfs_shard_writer_record_bytes(r->len);
 	int rc;
 
-	if (s->full || s->fatal)
+	if (s->fatal)
 		return -ENOSPC;
 	if (s->w && cfs_shard_writer_records(s->w) > 0 &&
 	    cfs_shard_writer_bytes(s->w) + need > s->cfg->shard_size) {
@@ -99,6 +119,12 @@ int smp__write_record(const struct smp_rec *r, void *ctx)
 	rc = smp__open_shard(s);
 	if (rc)
 		return rc;
+	uint64_t room = cfs_shard_writer_room(s->w);
+	if (j && j->reserve && room < need) { /* the job's room, reserved before its fetch */
+		uint64_t take = need - room < j->reserve ? need - room : j->reserve;
+		cfs_shard_writer_adopt(s->w, take);
+		j->reserve -= take;
+	}
 	uint64_t left = s->cfg->shard_size > cfs_shard_writer_bytes(s->w)
 			    ? s->cfg->shard_size - cfs_shard_writer_bytes(s->w)
 			    : 0;
@@ -107,6 +133,10 @@ int smp__write_record(const struct smp_rec *r, void *ctx)
 	if (rc == -EFBIG) {
 		cmn_log(CMN_LOG_WARN,
 			"a record of %zu bytes can never fit the cache limit: skipped", r->len);
+		if (j) {
+			j->refs--;
+			smp__job_maybe_end(s, j);
+		}
 		return 0;
 	}
 	if (rc)
@@ -114,6 +144,16 @@ int smp__write_record(const struct smp_rec *r, void *ctx)
 	rc = cfs_shard_writer_append(s->w, r->data, r->len, r->crc, r->object_id, r->object_offset);
 	if (rc)
 		return smp__fail_local(s, rc, "writing a shard");
+	if (j) {
+		j->refs--;
+		j->written++;
+		uint64_t i = j->obj->idx ? run_unit(j, r) : UINT64_MAX;
+		if (i < j->nunits && !(j->done_mask >> i & 1)) {
+			j->done_mask |= (uint64_t)1 << i;
+			smp__unit_complete(s, j->unit + i, true);
+		}
+		smp__job_maybe_end(s, j);
+	}
 	return 0;
 }
 
@@ -144,14 +184,14 @@ int smp__wait_for_room(struct smp_sampler *s)
 }
 
 /*
- * At the end of a pass: what the shuffle buffer still holds goes out in
- * random order (unless the pass failed or was stopped), then the transfers
- * are released.  The buffer itself stays for the caller to free.
+ * At the end of a pass or of the run: what the shuffle buffer still holds
+ * goes out in random order (unless a local write failed; its room was
+ * reserved with its job), then the transfers are released.
  */
 void smp__drain(struct smp_sampler *s)
 {
 	s->may_block = true;
-	if (!s->fatal && !atomic_load(&s->stop))
+	if (!s->fatal)
 		smp_shuffle_drain(s->shuf, smp__write_record, s);
 	s->may_block = false;
 	s->need_room = false;

@@ -41,8 +41,9 @@ struct xfer {
 	uint64_t retry_after_ms;
 	long status;
 	bool status_seen;
-	int cb_rc;   /* a callback's non-zero return */
-	bool paused; /* answered CURL_WRITEFUNC_PAUSE while the engine is held */
+	int cb_rc;	  /* a callback's non-zero return */
+	bool paused;	  /* answered CURL_WRITEFUNC_PAUSE while the engine is held */
+	uint64_t counted; /* body bytes of this attempt counted in bytes_fetched */
 	char errbody[ERRBODY_CAP];
 	size_t errbody_len;
 	const struct smp_xfer_ops *ops;
@@ -97,9 +98,27 @@ nomem:
 	return -ENOMEM;
 }
 
+/*
+ * Counts what curl received for this attempt's body so far - delivered or
+ * not: held in a paused chunk, or dropped when the transfer is cancelled -
+ * so that bytes_fetched is what the server sent (issue 12).
+ */
+static void count_received(struct xfer *x)
+{
+	curl_off_t dl = 0;
+	if (!x->easy || curl_easy_getinfo(x->easy, CURLINFO_SIZE_DOWNLOAD_T, &dl) != CURLE_OK ||
+	    dl < 0)
+		return;
+	if ((uint64_t)dl > x->counted) {
+		SMP_STAT_ADD(x->f->stats, bytes_fetched, (uint64_t)dl - x->counted);
+		x->counted = (uint64_t)dl;
+	}
+}
+
 static void finish(struct xfer *x, int rc, const char *msg)
 {
 	struct smp_fetch *f = x->f;
+	count_received(x);
 	if (x->easy) {
 		if (f->n_idle < f->conns)
 			f->idle[f->n_idle++] = x->easy;
@@ -233,11 +252,11 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 		if (x->status == 200 && x->cur > 0)
 			x->skip = x->cur;
 	}
+	count_received(x);
 	if (x->f->hold && x->status >= 200 && x->status < 300) {
 		x->paused = true;
 		return CURL_WRITEFUNC_PAUSE; /* curl delivers this chunk again on release */
 	}
-	SMP_STAT_ADD(x->f->stats, bytes_fetched, len);
 	if (x->status < 200 || x->status >= 300) {
 		size_t room = ERRBODY_CAP - 1 - x->errbody_len;
 		size_t c = len < room ? len : room;
@@ -286,6 +305,7 @@ static int start(struct smp_fetch *f, struct xfer *x)
 	x->errbody_len = 0;
 	x->errbody[0] = '\0';
 	x->retry_after_ms = 0;
+	x->counted = 0; /* a new attempt: curl counts from 0 again */
 	smp_source_easy_defaults(f->source, e);
 	uint64_t len = x->end ? x->end - x->cur : 0;
 	int rc = smp_source_prepare(f->source, e, x->key, x->cur, len, &x->hdrs, err, sizeof(err));
@@ -349,6 +369,7 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 	struct xfer *x = NULL;
 	char why[640];
 	curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
+	count_received(x);
 	curl_multi_remove_handle(f->multi, e);
 	for (unsigned i = 0; i < f->conns; i++)
 		if (f->run[i] == x)

@@ -1,15 +1,36 @@
 /*
- * plan.c - planning a pass: which objects, or which records of them, this
- * rank takes, and in which order.
+ * plan.c - the sampler's side of the sampling plan (DESIGN "Sampling",
+ * invariant 8): maps the pure planner's units (common/plan.h) to remote
+ * bytes, keeps the planner's state in the catalog, and says when a unit
+ * is done.
  *
- * Owns the pass's work list (struct smp__pass).  For strategy=objects it is
- * this rank's objects (key hash modulo world_size) in a seeded random order;
- * for strategy=records it fetches the index sidecars, draws their records
- * (records.c) and mixes whole objects without a sidecar in among the
- * ranges.  Does not start the reads (dispatch.c) and does not list the
- * source (relist.c).
- * The order depends only on (seed, epoch, listing): the rng stream is drawn
- * in the same order every pass.  Threads: the sampler's thread only.
+ * Units: with strategy=records (uncompressed TFRecord) a unit is one
+ * indexed record of an object; an object without a usable sidecar is one
+ * unit read whole.  Otherwise (strategy=objects, format=raw) a unit is an
+ * object.  The plan's objects are appended in listing order of their
+ * first appearance and never renumbered (table plan_objects), so unit
+ * numbers are stable across relists and restarts; a sidecar is fetched once
+ * per object and kept in plan_objects.idx.
+ *
+ * Persisting (the design note of docs/sampler.md "The sampling plan"):
+ *   - a unit completes when its last record is appended to a shard (or its
+ *     raw file is sealed): it is then marked in THAT file's commit
+ *     (cfs_shard_writer_add_marks), so the mark and the records land in the
+ *     same transaction.  A whole object whose last record went out before
+ *     its transfer ended completes with no file open: its mark rides with
+ *     the next file sealed (FIFO sealer, so after the files holding its
+ *     records) or with the next checkpoint;
+ *   - smp__plan_checkpoint(), at points where nothing completed is
+ *     uncommitted (the shard sealed, the sealer idle, waiting marks
+ *     committed), writes the cursor and the bitmap of settled units and
+ *     clears the marks;
+ *   - on load, taken = bitmap + marks of the pass: a unit in flight at a
+ *     crash is in neither and is fetched again; one committed is in one.
+ *
+ * Resident units come from the catalog (the samples and files not GONE),
+ * re-read at load and at each epoch (evictions happen at boundaries);
+ * between, a unit becomes resident when it completes.
+ * Threads: the sampler's thread only.
  */
 #include "sampler/sampler_i.h"
 
@@ -18,7 +39,191 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cachefs/budget.h"
+#include "cachefs/catalog.h"
+#include "cachefs/shard_writer.h"
+#include "cachefs/store.h"
 #include "common/log.h"
+
+/* ---- objects and units ----------------------------------------------- */
+
+static void pobj_free(struct smp__pobj *o)
+{
+	if (!o)
+		return;
+	free(o->key);
+	free(o->idx);
+	free(o);
+}
+
+static int pobj_push(struct smp_sampler *s, struct smp__pobj *o)
+{
+	if (s->npobj == s->pobj_cap) {
+		size_t cap = s->pobj_cap ? s->pobj_cap * 2 : 256;
+		struct smp__pobj **nv = realloc(s->pobj, cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		s->pobj = nv;
+		s->pobj_cap = cap;
+	}
+	s->pobj[s->npobj++] = o;
+	return 0;
+}
+
+struct smp__pobj *smp__plan_obj(const struct smp_sampler *s, uint64_t u)
+{
+	size_t lo = 0, hi = s->npobj;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (s->pobj[mid]->first <= u)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return s->npobj ? s->pobj[lo] : NULL;
+}
+
+static int cmp_pobj_id(const void *a, const void *b)
+{
+	const struct smp__pobj *x = *(struct smp__pobj *const *)a,
+			       *y = *(struct smp__pobj *const *)b;
+	return x->object_id < y->object_id ? -1 : x->object_id > y->object_id;
+}
+
+/* The plan's objects sorted by object id (for lookups); caller frees the array. */
+static struct smp__pobj **by_id(const struct smp_sampler *s)
+{
+	struct smp__pobj **v = malloc((s->npobj ? s->npobj : 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	if (s->npobj)
+		memcpy(v, s->pobj, s->npobj * sizeof(*v));
+	qsort(v, s->npobj, sizeof(*v), cmp_pobj_id);
+	return v;
+}
+
+static struct smp__pobj *find_id(struct smp__pobj **v, size_t n, int64_t id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid]->object_id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo]->object_id == id ? v[lo] : NULL;
+}
+
+/* ---- load ----------------------------------------------------------------- */
+
+int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
+{
+	const struct cmn_config *c = s->cfg;
+	struct cfs_plan_row row;
+	struct cfs_plan_object *po = NULL;
+	uint64_t *marks = NULL;
+	size_t npo = 0, nmarks = 0;
+	bool by_records = c->strategy == CMN_STRATEGY_RECORDS && c->format == CMN_FORMAT_TFRECORD &&
+			  c->compression == CMN_COMPRESSION_NONE;
+	if (c->strategy == CMN_STRATEGY_RECORDS && !by_records)
+		cmn_log(
+		    CMN_LOG_INFO,
+		    "strategy=records needs uncompressed TFRecord objects: reading whole objects");
+	s->unit_kind = by_records ? CFS_PLAN_RECORDS : CFS_PLAN_OBJECTS;
+	int rc =
+	    cfs_catalog_plan_get(s->cat, s->source_id, c->rank, c->world_size ? c->world_size : 1,
+				 s->unit_kind, s->seed, &row);
+	if (rc) {
+		snprintf(err, errlen, "reading the sampling plan from the catalog: %s",
+			 strerror(-rc));
+		return rc;
+	}
+	s->plan_id = row.id;
+	rc = cfs_catalog_plan_objects(s->cat, row.id, &po, &npo);
+	if (rc == 0)
+		rc = cfs_catalog_plan_marks_of(s->cat, row.id, row.pass, &marks, &nmarks);
+	if (rc) {
+		snprintf(err, errlen, "reading the sampling plan from the catalog: %s",
+			 strerror(-rc));
+		goto out;
+	}
+	uint64_t n = 0;
+	for (size_t i = 0; i < npo; i++) {
+		struct smp__pobj *o = calloc(1, sizeof(*o));
+		if (!o || pobj_push(s, o)) {
+			free(o);
+			rc = -ENOMEM;
+			snprintf(err, errlen, "out of memory for the sampling plan");
+			goto out;
+		}
+		o->object_id = po[i].object_id;
+		o->first = po[i].first_unit;
+		o->units = po[i].units;
+		if (po[i].idx && po[i].idx_len == o->units * sizeof(struct smp__idx)) {
+			o->idx = po[i].idx; /* taken over */
+			po[i].idx = NULL;
+		}
+		n = o->first + o->units;
+	}
+	struct cmn_plan_state st = {
+	    .n = n, .seed = row.seed, .pass = row.pass, .gen = row.gen, .cursor = row.cursor};
+	size_t need = (size_t)((n + 7) / 8);
+	if (row.n_units != n || row.cursor > n || row.taken_len < need) {
+		/*
+		 * Objects were added after the last save (a crash right after a
+		 * relist): the cursor belongs to another permutation.  Walking from
+		 * 0 is always safe: the taken bits and marks still say which units
+		 * this pass took.
+		 */
+		st.cursor = 0;
+		if (row.taken && row.taken_len < need) {
+			uint8_t *t = calloc(need, 1);
+			if (!t) {
+				rc = -ENOMEM;
+				snprintf(err, errlen, "out of memory for the sampling plan");
+				goto out;
+			}
+			memcpy(t, row.taken, row.taken_len);
+			free(row.taken);
+			row.taken = t;
+			row.taken_len = need;
+		}
+	}
+	size_t keep = 0; /* marks of units the plan has */
+	for (size_t i = 0; i < nmarks; i++)
+		if (marks[i] < n)
+			marks[keep++] = marks[i];
+	rc = cmn_plan_restore(&s->plan, &st, row.taken, row.taken_len, marks, keep);
+	if (rc) {
+		snprintf(err, errlen, "restoring the sampling plan: %s", strerror(-rc));
+		goto out;
+	}
+	cmn_log(CMN_LOG_INFO, "sampling plan %lld: pass %llu, %llu units, resuming at %llu",
+		(long long)row.id, (unsigned long long)row.pass, (unsigned long long)n,
+		(unsigned long long)st.cursor);
+out:
+	cfs_plan_row_free(&row);
+	cfs_plan_objects_free(po, npo);
+	free(marks);
+	return rc;
+}
+
+void smp__plan_unload(struct smp_sampler *s)
+{
+	for (size_t i = 0; i < s->npobj; i++)
+		pobj_free(s->pobj[i]);
+	free(s->pobj);
+	s->pobj = NULL;
+	s->npobj = s->pobj_cap = 0;
+	cmn_plan_free(s->plan);
+	s->plan = NULL;
+	free(s->pend);
+	s->pend = NULL;
+	s->npend = s->pend_cap = 0;
+}
+
+/* ---- sidecars ------------------------------------------------------------- */
 
 struct idx_fetch {
 	char *buf;
@@ -71,156 +276,387 @@ static void idx_done(void *ctx, int rc, const char *msg)
 static const struct smp_xfer_ops idx_ops = {idx_data, idx_end, idx_restart, idx_done};
 
 /*
- * Fetches the sidecars of the n objects in order[] that have one (in
- * parallel), parses them and plans the ranges.  use_idx[k] tells whether
- * order[k] is covered by the plan; objects whose sidecar failed are read
- * whole.  Returns 0 or -errno (only for local failures: memory, engine).
+ * Fetches the sidecars of the n new objects that have one (in parallel,
+ * while other transfers go on) and sets their units and index.  Objects
+ * whose sidecar fails are read whole (one unit), with a warning.  Returns
+ * 0 or -errno (local failures only: memory, the engine; stopped).
  */
-static int load_plan(struct smp_sampler *s, const size_t *order, size_t n, uint64_t seed,
-		     bool *use_idx, struct smp_plan *plan)
+static int load_sidecars(struct smp_sampler *s, struct smp__pobj **objs, const bool *want, size_t n)
 {
 	struct idx_fetch *fx = calloc(n ? n : 1, sizeof(*fx));
-	struct smp_idx_entry *ents = NULL;
-	size_t ne = 0, cap = 0;
 	int rc = 0;
+	size_t asked = 0;
 	if (!fx)
 		return -ENOMEM;
 	for (size_t k = 0; k < n; k++) {
-		use_idx[k] = false;
-		if (!s->has_idx[order[k]])
+		if (!want[k]) {
+			fx[k].done = true;
 			continue;
+		}
 		char key[SMP_KEY_MAX + 8];
-		snprintf(key, sizeof(key), "%s.idx", s->listing.v[order[k]].key);
+		snprintf(key, sizeof(key), "%s.idx", objs[k]->key);
 		struct smp_fetch_req r = {.key = key, .ops = &idx_ops, .ctx = &fx[k]};
 		rc = smp_fetch_add(s->fetch, &r);
-		if (rc)
+		if (rc) {
+			fx[k].done = true;
 			goto out;
-		use_idx[k] = true;
+		}
+		asked++;
 	}
-	while (smp_fetch_pending(s->fetch) && !atomic_load(&s->stop)) {
-		rc = smp_fetch_step(s->fetch, 250);
-		if (rc)
-			goto out;
-	}
-	smp_fetch_cancel_all(s->fetch);
-	for (size_t k = 0; k < n; k++) {
-		if (!use_idx[k])
+	for (size_t k = 0;
+	     k < n && rc == 0;) { /* bounded: each request ends (retries are bounded) */
+		if (fx[k].done) {
+			k++;
 			continue;
-		const struct smp_object *o = &s->listing.v[order[k]];
-		char err[512];
-		size_t before = ne;
-		int prc = fx[k].done && fx[k].rc == 0
-			      ? smp__parse_index(fx[k].buf ? fx[k].buf : "", fx[k].len,
-						 (uint32_t)order[k], o->size, &ents, &ne, &cap, err,
-						 sizeof(err))
-			      : -EIO;
-		if (prc == -ENOMEM) {
-			rc = prc;
-			goto out;
 		}
-		if (prc) {
-			cmn_log(CMN_LOG_WARN, "%s.idx: %s: reading the whole object instead",
-				o->key, fx[k].done && fx[k].rc == 0 ? err : fx[k].msg);
-			ne = before;
-			use_idx[k] = false;
+		if (atomic_load(&s->stop)) {
+			rc = -ECANCELED;
+			break;
 		}
+		rc = smp_fetch_step(s->fetch, 250);
 	}
-	rc = smp__plan_ranges(ents, ne, seed, plan);
 out:
+	if (rc) { /* requests still queued point into fx: end them all */
+		smp_fetch_cancel_all(s->fetch);
+		goto free;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (!want[k])
+			continue;
+		struct smp__pobj *o = objs[k];
+		struct smp_idx_entry *ents = NULL;
+		size_t ne = 0, cap = 0;
+		char err[512];
+		int prc = fx[k].rc == 0
+			      ? smp__parse_index(fx[k].buf ? fx[k].buf : "", fx[k].len, 0, o->size,
+						 &ents, &ne, &cap, err, sizeof(err))
+			      : -EIO;
+		if (prc == 0 && ne > 0) {
+			o->idx = malloc(ne * sizeof(*o->idx));
+			if (!o->idx) {
+				free(ents);
+				rc = -ENOMEM;
+				goto free;
+			}
+			for (size_t i = 0; i < ne; i++)
+				o->idx[i] = (struct smp__idx){ents[i].off, ents[i].size, 0};
+			o->units = ne;
+		} else if (prc == -ENOMEM) {
+			rc = prc;
+		} else {
+			cmn_log(CMN_LOG_WARN, "%s.idx: %s: reading the whole object instead",
+				o->key,
+				prc == 0   ? "no record indexed"
+				: fx[k].rc ? fx[k].msg
+					   : err);
+		}
+		free(ents);
+		if (rc)
+			goto free;
+	}
+free:
 	for (size_t k = 0; k < n; k++)
 		free(fx[k].buf);
 	free(fx);
-	free(ents);
+	(void)asked;
 	return rc;
 }
 
-/*
- * The idea: this rank's objects are shuffled (Fisher-Yates over *rng); with
- * strategy=records the objects that have a sidecar become ranges of drawn
- * records and the rest stay whole, and the two are shuffled together.
- * Returns 0 and *out (free with smp__pass_free), or -errno with a message;
- * *out holds nothing on failure.  *rng advances as the original pass did.
- */
-int smp__plan_pass(struct smp_sampler *s, uint64_t *rng, struct smp__pass *out, char *err,
-		   size_t errlen)
+/* ---- merging a listing ---------------------------------------------------- */
+
+int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const int64_t *ids,
+		    const bool *has_idx, char *err, size_t errlen)
 {
 	const struct cmn_config *c = s->cfg;
-	int rc;
-	memset(out, 0, sizeof(*out));
-	/* this rank's objects, in a seeded random order (Fisher-Yates) */
-	size_t *order = malloc((s->listing.n ? s->listing.n : 1) * sizeof(*order)), n = 0;
-	if (!order) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
 	uint32_t ws = c->world_size ? c->world_size : 1;
-	for (size_t i = 0; i < s->listing.n; i++)
-		if (smp_key_hash(s->listing.v[i].key) % ws == c->rank)
-			order[n++] = i;
-	for (size_t i = n; i > 1; i--) {
-		size_t j = (size_t)(smp__splitmix(rng) % i);
-		size_t t = order[i - 1];
-		order[i - 1] = order[j];
-		order[j] = t;
+	struct smp__pobj **sorted = by_id(s), **fresh = NULL;
+	bool *want = NULL;
+	struct cfs_plan_object *rows = NULL;
+	size_t nfresh = 0, nsorted = s->npobj;
+	int rc = 0;
+	if (!sorted)
+		goto nomem;
+	fresh = calloc(l->n ? l->n : 1, sizeof(*fresh));
+	want = calloc(l->n ? l->n : 1, sizeof(*want));
+	if (!fresh || !want)
+		goto nomem;
+	for (size_t i = 0; i < s->npobj; i++)
+		s->pobj[i]->live = false;
+	for (size_t i = 0; i < l->n; i++) {
+		if (smp_key_hash(l->v[i].key) % ws != c->rank)
+			continue;
+		struct smp__pobj *o = find_id(sorted, nsorted, ids[i]);
+		if (!o) {
+			o = calloc(1, sizeof(*o));
+			if (!o)
+				goto nomem;
+			o->object_id = ids[i];
+			o->units = 1;
+			want[nfresh] = s->unit_kind == CFS_PLAN_RECORDS && has_idx[i];
+			fresh[nfresh++] = o;
+		}
+		char *k = strdup(l->v[i].key);
+		if (!k)
+			goto nomem;
+		free(o->key);
+		o->key = k;
+		o->size = l->v[i].size;
+		o->live = true;
 	}
-	/* the work of this pass: ranges of drawn records, and whole objects */
-	bool by_records = c->strategy == CMN_STRATEGY_RECORDS;
-	if (by_records &&
-	    (c->format != CMN_FORMAT_TFRECORD || c->compression != CMN_COMPRESSION_NONE)) {
-		cmn_log(
-		    CMN_LOG_INFO,
-		    "strategy=records needs uncompressed TFRecord objects: reading whole objects");
-		by_records = false;
-	}
-	bool *use_idx = calloc(n ? n : 1, sizeof(*use_idx));
-	if (!use_idx) {
-		free(order);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	if (by_records) {
-		rc = load_plan(s, order, n, smp__splitmix(rng), use_idx, &out->plan);
+	if (nfresh) {
+		rc = load_sidecars(s, fresh, want, nfresh);
 		if (rc) {
-			free(order);
-			free(use_idx);
-			snprintf(err, errlen, "planning records from index sidecars: %s",
-				 strerror(-rc));
-			return rc;
+			snprintf(err, errlen, "fetching index sidecars: %s", strerror(-rc));
+			goto out;
 		}
+		uint64_t n = cmn_plan_units(s->plan);
+		rows = calloc(nfresh, sizeof(*rows));
+		if (!rows)
+			goto nomem;
+		for (size_t k = 0; k < nfresh; k++) {
+			fresh[k]->first = n;
+			n += fresh[k]->units;
+			rows[k] = (struct cfs_plan_object){
+			    fresh[k]->object_id, fresh[k]->first, fresh[k]->units, fresh[k]->idx,
+			    fresh[k]->idx ? fresh[k]->units * sizeof(struct smp__idx) : 0};
+		}
+		rc = cmn_plan_grow(s->plan, n);
+		if (rc)
+			goto nomem;
+		rc = cfs_catalog_plan_objects_add(s->cat, s->plan_id, rows, nfresh, n);
+		if (rc) {
+			snprintf(err, errlen, "recording the sampling plan's objects: %s",
+				 strerror(-rc));
+			goto out;
+		}
+		for (size_t k = 0; k < nfresh; k++) {
+			if (pobj_push(s, fresh[k]))
+				goto nomem; /* the catalog has them: the next load finds them */
+			fresh[k] = NULL;
+		}
+		cmn_log(CMN_LOG_INFO, "sampling plan: %zu new objects, %llu units in all", nfresh,
+			(unsigned long long)n);
 	}
-	const struct smp_plan *plan = &out->plan;
-	struct smp__work *items = malloc((n + plan->n + 1) * sizeof(*items));
-	size_t nitems = 0;
-	if (!items) {
-		free(order);
-		free(use_idx);
-		smp__plan_free(&out->plan);
-		snprintf(err, errlen, "out of memory");
+	/* objects gone from the listing (deleted, or replaced by a new version) */
+	for (size_t i = 0; i < s->npobj; i++)
+		if (!s->pobj[i]->live)
+			for (uint64_t u = 0; u < s->pobj[i]->units; u++)
+				if (cmn_plan_drop(s->plan, s->pobj[i]->first + u))
+					goto nomem;
+	goto out;
+nomem:
+	rc = -ENOMEM;
+	snprintf(err, errlen, "out of memory for the sampling plan");
+out:
+	for (size_t k = 0; fresh && k < nfresh; k++)
+		pobj_free(fresh[k]);
+	free(fresh);
+	free(want);
+	free(rows);
+	free(sorted);
+	return rc;
+}
+
+/* ---- resident units ------------------------------------------------------- */
+
+static uint64_t unit_of_offset(const struct smp__pobj *o, uint64_t off, bool *found)
+{
+	size_t lo = 0, hi = (size_t)o->units;
+	*found = false;
+	if (!o->idx)
+		return (*found = true), o->first;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (o->idx[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < o->units && o->idx[lo].off == off)
+		*found = true;
+	return o->first + lo;
+}
+
+int smp__plan_refresh_resident(struct smp_sampler *s)
+{
+	struct smp__pobj **sorted = by_id(s);
+	int rc = 0;
+	if (!sorted)
+		return -ENOMEM;
+	cmn_plan_clear_resident(s->plan);
+	if (s->unit_kind == CFS_PLAN_RECORDS) {
+		struct cfs_sample_ref *v = NULL;
+		size_t n = 0;
+		rc = cfs_catalog_plan_resident_samples(s->cat, s->plan_id, &v, &n);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			struct smp__pobj *o = find_id(sorted, s->npobj, v[i].object_id);
+			bool found;
+			uint64_t u = o ? unit_of_offset(o, v[i].object_offset, &found) : 0;
+			if (o && found)
+				cmn_plan_set_resident(s->plan, u, true);
+		}
+		free(v);
+	} else {
+		int64_t *v = NULL;
+		size_t n = 0;
+		rc = cfs_catalog_plan_resident_objects(s->cat, s->plan_id, &v, &n);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			struct smp__pobj *o = find_id(sorted, s->npobj, v[i]);
+			if (o)
+				cmn_plan_set_resident(s->plan, o->first, true);
+		}
+		free(v);
+	}
+	free(sorted);
+	return rc;
+}
+
+/* ---- jobs ----------------------------------------------------------------- */
+
+int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
+{
+	uint64_t u;
+	enum cmn_plan_next_rc nr = cmn_plan_next(s->plan, &u);
+	if (nr != CMN_PLAN_UNIT)
+		return (int)nr;
+	struct smp__pobj *o = smp__plan_obj(s, u);
+	struct smp__job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		cmn_plan_done(s->plan, u); /* settled without a fetch: only under OOM */
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < plan->n; i++)
-		items[nitems++] = (struct smp__work){plan->r[i].obj, plan->r[i].off, plan->r[i].len,
-						     plan->r[i].wanted, plan->r[i].nwanted};
-	for (size_t k = 0; k < n; k++)
-		if (!use_idx[k])
-			items[nitems++] = (struct smp__work){(uint32_t)order[k], 0, 0, NULL, 0};
-	if (by_records) /* whole objects (no sidecar) mixed in among the ranges */
-		for (size_t i = nitems; i > 1; i--) {
-			size_t j = (size_t)(smp__splitmix(rng) % i);
-			struct smp__work t = items[i - 1];
-			items[i - 1] = items[j];
-			items[j] = t;
+	j->obj = o;
+	j->unit = u;
+	j->nunits = 1;
+	if (o->idx) {
+		uint64_t k = u - o->first;
+		j->off = o->idx[k].off;
+		j->len = o->idx[k].size;
+		/* the run: following records that are free in this pass, contiguous in the object
+		 */
+		while (j->nunits < SMP_RUN_MAX_UNITS && k + j->nunits < o->units) {
+			const struct smp__idx *x = &o->idx[k + j->nunits];
+			if (x->off != j->off + j->len || j->len + x->size > SMP_RUN_MAX_BYTES ||
+			    !cmn_plan_take(s->plan, u + j->nunits))
+				break;
+			j->len += x->size;
+			j->nunits++;
 		}
-	free(use_idx);
-	free(order);
-	out->items = items;
-	out->n = nitems;
+		j->bytes = j->len;
+	} else {
+		j->bytes = o->size;
+	}
+	s->rolled = false;
+	*out = j;
+	return CMN_PLAN_UNIT;
+}
+
+static void pend_push(struct smp_sampler *s, uint64_t u)
+{
+	if (s->npend == s->pend_cap) {
+		size_t cap = s->pend_cap ? s->pend_cap * 2 : 64;
+		uint64_t *nv = realloc(s->pend, cap * sizeof(*nv));
+		if (!nv) {
+			/* unmarked: its records are resident, so a restart skips it anyway */
+			cmn_log(CMN_LOG_WARN, "sampling plan: out of memory for a mark");
+			return;
+		}
+		s->pend = nv;
+		s->pend_cap = cap;
+	}
+	s->pend[s->npend++] = u;
+}
+
+void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok)
+{
+	if (ok) {
+		uint64_t pass = cmn_plan_pass(s->plan);
+		if (!s->w || cfs_shard_writer_records(s->w) == 0 ||
+		    cfs_shard_writer_add_marks(s->w, s->plan_id, pass, &u, 1) != 0)
+			pend_push(s, u);
+		cmn_plan_set_resident(s->plan, u, true);
+		s->marks_since_save++;
+		s->prog.objects_done++;
+	}
+	cmn_plan_done(s->plan, u);
+}
+
+void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j)
+{
+	if (!j->over || j->refs)
+		return;
+	if (!j->cancelled) {
+		if (!j->obj->idx) { /* a whole object */
+			if (!j->ok && j->written)
+				cmn_plan_set_resident(s->plan, j->unit, true); /* partly in */
+			smp__unit_complete(s, j->unit, j->ok);
+			if (j->ok) {
+				SMP_STAT_ADD(&s->stats, objects_done, 1);
+				cfs_catalog_object_fetched(s->cat, j->obj->object_id, s->epoch);
+			}
+		} else {
+			for (uint32_t i = 0; i < j->nunits; i++)
+				if (!(j->done_mask >> i & 1))
+					smp__unit_complete(s, j->unit + i, false);
+		}
+	}
+	if (j->reserve)
+		cfs_budget_release(cfs_store_budget(s->cstore), j->reserve);
+	j->reserve = 0;
+	if (j->prev)
+		j->prev->next = j->next;
+	else if (s->jobs == j)
+		s->jobs = j->next;
+	if (j->next)
+		j->next->prev = j->prev;
+	free(j);
+}
+
+/* ---- checkpoints ---------------------------------------------------------- */
+
+int smp__plan_checkpoint(struct smp_sampler *s)
+{
+	int rc = 0;
+	if (s->w && cfs_shard_writer_records(s->w) == 0) {
+		cfs_shard_writer_abort(s->w);
+		s->w = NULL;
+	}
+	if (s->w)
+		rc = smp__seal_current(s);
+	int frc = smp__seal_flush(s);
+	if (rc || frc || s->fatal)
+		return rc ? rc : frc ? frc : s->fatal;
+	if (s->npend) {
+		struct cfs_plan_marks m = {s->plan_id, cmn_plan_pass(s->plan), s->pend, s->npend};
+		rc = cfs_catalog_plan_mark(s->cat, &m);
+		if (rc)
+			return smp__fail_local(s, rc, "recording the sampling plan");
+		s->npend = 0;
+	}
+	struct cmn_plan_state st;
+	cmn_plan_get_state(s->plan, &st);
+	size_t len = (size_t)((st.n + 7) / 8);
+	uint8_t *bits = malloc(len ? len : 1);
+	if (!bits)
+		return smp__fail_local(s, -ENOMEM, "saving the sampling plan");
+	cmn_plan_export_taken(s->plan, bits);
+	struct cfs_plan_row row = {s->plan_id, st.seed,	  st.pass, st.gen,
+				   st.n,       st.cursor, bits,	   len};
+	rc = cfs_catalog_plan_save(s->cat, &row);
+	free(bits);
+	if (rc)
+		return smp__fail_local(s, rc, "saving the sampling plan");
+	s->marks_since_save = 0;
 	return 0;
 }
 
-void smp__pass_free(struct smp__pass *p)
+int smp__plan_roll(struct smp_sampler *s)
 {
-	free(p->items);
-	smp__plan_free(&p->plan);
-	memset(p, 0, sizeof(*p));
+	int rc = cmn_plan_roll(s->plan);
+	if (rc)
+		return rc;
+	s->rolled = true;
+	cmn_log(CMN_LOG_INFO, "sampling plan: pass %llu begins",
+		(unsigned long long)cmn_plan_pass(s->plan));
+	return smp__plan_checkpoint(s);
 }

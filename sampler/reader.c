@@ -26,14 +26,17 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "cachefs/budget.h"
 #include "cachefs/catalog.h"
 #include "cachefs/shard_writer.h"
 #include "common/log.h"
+#include "cachefs/store.h"
 #include "common/tfrecord.h"
 
 struct smp__reader {
 	struct smp_sampler *s;
-	const struct smp_object *obj;
+	struct smp__job *job;
+	const struct smp__pobj *obj;
 	int64_t object_id;
 	struct cmn_tfr_push *push;
 	uint64_t base;		  /* object offset where the push stream starts */
@@ -46,8 +49,6 @@ struct smp__reader {
 	bool gzip;
 	struct cfs_shard_writer *raw; /* format=raw */
 	uint64_t raw_bytes;
-	const uint64_t *wanted; /* strategy=records: offsets to admit (sorted), else NULL */
-	uint32_t nwanted, wi;
 };
 
 static int on_record(const struct cmn_tfr_record *rec, void *ctx)
@@ -63,23 +64,15 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 	}
 	if (o->gzip && o->attempt_records++ < o->skip)
 		return 0;
-	if (o->wanted) { /* a coalesced range: admit only the drawn records */
-		uint64_t at = o->base + rec->offset;
-		while (o->wi < o->nwanted && o->wanted[o->wi] < at)
-			o->wi++;
-		if (o->wi >= o->nwanted || o->wanted[o->wi] != at) {
-			o->good_end = at + CMN_TFR_OVERHEAD + rec->len;
-			return 0;
-		}
-		o->wi++;
-	}
 	struct smp_rec r = {
 	    .data = rec->data,
 	    .len = rec->len,
 	    .crc = rec->crc,
 	    .object_id = o->object_id,
 	    .object_offset = o->base + rec->offset,
+	    .job = o->job,
 	};
+	o->job->refs++; /* before the buffer may hand it on (and count it out) */
 	/*
 	 * A record cut by chunk boundaries (with libcurl every record above
 	 * 16 KiB) was gathered by the decoder: the shuffle buffer takes that
@@ -95,6 +88,8 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 		smp_shuffle_unspare(s->shuf, spare, spare_cap); /* the record is in the chunk */
 		rc = smp_shuffle_add(s->shuf, &r, smp__write_record, s);
 	}
+	if (rc == -ENOMEM)
+		o->job->refs--; /* not kept */
 	if (rc)
 		return rc == -EAGAIN ? -EIO : rc;
 	o->delivered++;
@@ -107,7 +102,7 @@ static int obj_data(void *ctx, const void *p, size_t n)
 {
 	struct smp__reader *o = ctx;
 	struct smp_sampler *s = o->s;
-	if (atomic_load(&s->stop) || s->full || s->fatal)
+	if (atomic_load(&s->stop) || s->fatal)
 		return -ECANCELED;
 	if (o->raw) {
 		int rc = cfs_raw_writer_write(o->raw, p, n);
@@ -187,16 +182,28 @@ static uint64_t obj_restart(void *ctx, bool final)
 	return o->good_end;
 }
 
+/*
+ * The transfer is over.  A raw object is sealed here with its plan mark in
+ * the same commit; records of a TFRecord object may still wait in the
+ * shuffle buffer, so its job ends when the last of them is written
+ * (smp__job_maybe_end).  A transfer cancelled because the sampler stops
+ * leaves its units unsettled: the plan gives them again after a restart.
+ */
 static void obj_done(void *ctx, int rc, const char *msg)
 {
 	struct smp__reader *o = ctx;
 	struct smp_sampler *s = o->s;
+	struct smp__job *j = o->job;
 	s->inflight--;
 	if (o->raw) {
 		if (rc == 0) {
 			char err[512];
-			uint64_t bytes = o->raw_bytes;
-			int src = cfs_shard_writer_seal(o->raw, NULL, err, sizeof(err));
+			uint64_t bytes = o->raw_bytes, pass = cmn_plan_pass(s->plan);
+			int src = cfs_shard_writer_add_marks(o->raw, s->plan_id, pass, &j->unit, 1);
+			if (src == 0)
+				src = cfs_shard_writer_seal(o->raw, NULL, err, sizeof(err));
+			else
+				cfs_shard_writer_abort(o->raw);
 			o->raw = NULL;
 			if (src) {
 				cmn_log(CMN_LOG_ERROR, "%s: sealing: %s", o->obj->key, err);
@@ -206,23 +213,30 @@ static void obj_done(void *ctx, int rc, const char *msg)
 			} else {
 				SMP_STAT_ADD(&s->stats, records_admitted, 1);
 				SMP_STAT_ADD(&s->stats, bytes_admitted, bytes);
+				j->written = 1;
 			}
 		} else {
 			cfs_shard_writer_abort(o->raw);
 			o->raw = NULL;
 		}
-	}
-	if (rc == 0) {
-		s->prog.objects_done++;
-		if (!o->wanted) { /* a whole object, not a range of drawn records */
+		if (rc == 0) { /* marked in the raw file's commit */
+			cmn_plan_set_resident(s->plan, j->unit, true);
+			cmn_plan_done(s->plan, j->unit);
+			s->prog.objects_done++;
 			SMP_STAT_ADD(&s->stats, objects_done, 1);
 			cfs_catalog_object_fetched(s->cat, o->object_id, s->epoch);
+			j->cancelled = true; /* settled here, nothing left for maybe_end */
 		}
-	} else if (rc != -ECANCELED && rc != -ENOSPC && !s->fatal) {
-		cmn_log(CMN_LOG_WARN, "%s", msg);
 	}
+	if (rc != 0 && rc != -ECANCELED && rc != -ENOSPC && !s->fatal)
+		cmn_log(CMN_LOG_WARN, "%s", msg);
+	j->over = true;
+	j->ok = rc == 0;
+	if (rc == -ECANCELED || (rc != 0 && (atomic_load(&s->stop) || s->fatal)))
+		j->cancelled = true;
 	cmn_tfr_push_free(o->push);
 	free(o);
+	smp__job_maybe_end(s, j);
 }
 
 const struct smp_xfer_ops smp__reader_ops = {
@@ -238,7 +252,7 @@ static int raw_open(struct smp__reader *o, char *err, size_t errlen)
 				   err, errlen);
 }
 
-int smp__reader_new(struct smp_sampler *s, const struct smp__work *w, struct smp__reader **out)
+int smp__reader_new(struct smp_sampler *s, struct smp__job *j, struct smp__reader **out)
 {
 	char err[512];
 	struct smp__reader *o = calloc(1, sizeof(*o));
@@ -247,11 +261,10 @@ int smp__reader_new(struct smp_sampler *s, const struct smp__work *w, struct smp
 	if (!o)
 		return smp__fail_local(s, -ENOMEM, "starting an object");
 	o->s = s;
-	o->obj = &s->listing.v[w->obj];
-	o->object_id = s->object_ids[w->obj];
-	o->base = o->good_end = w->off;
-	o->wanted = w->wanted;
-	o->nwanted = w->nwanted;
+	o->job = j;
+	o->obj = j->obj;
+	o->object_id = j->obj->object_id;
+	o->base = o->good_end = j->off;
 	if (s->cfg->format == CMN_FORMAT_RAW) {
 		rc = raw_open(o, err, sizeof(err));
 		if (rc) {
@@ -259,16 +272,8 @@ int smp__reader_new(struct smp_sampler *s, const struct smp__work *w, struct smp
 			cmn_log(CMN_LOG_ERROR, "%s", err);
 			return smp__fail_local(s, rc, "opening a raw object");
 		}
-		rc = smp__get_room(s, o->raw, o->obj->size, 0, true);
-		if (rc) {
-			cfs_shard_writer_abort(o->raw);
-			if (rc == -EFBIG)
-				cmn_log(CMN_LOG_WARN,
-					"%s: %llu bytes can never fit the cache limit: skipped",
-					o->obj->key, (unsigned long long)o->obj->size);
-			free(o);
-			return rc == -EFBIG ? 0 : rc;
-		}
+		cfs_shard_writer_adopt(o->raw, j->reserve); /* reserved before the fetch */
+		j->reserve = 0;
 	} else {
 		struct cmn_tfr_opts to = {
 		    .compression =

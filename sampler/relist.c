@@ -2,10 +2,10 @@
  * relist.c - the sampler's listing: lists the source, sets the index
  * sidecars apart and records the objects in the catalog.
  *
- * Owns s->listing, s->object_ids and s->has_idx (replaced together, only
- * when a new listing is complete and recorded).  Does not choose what a
- * pass reads (plan.c); the catalog's objects_sync marks changed objects so
- * their old samples retire at the next epoch.
+ * Owns the listing's life: it is recorded in the catalog (objects_sync
+ * marks changed objects so their old samples retire at the next epoch),
+ * handed to the plan (plan.c merges new objects into the rest of the pass
+ * and drops the ones gone), then freed.  Does not choose what is read.
  * Invariants: DESIGN 7 (keys go to the catalog as data, never into a path).
  * Threads: the sampler's thread only; no locks.
  */
@@ -96,12 +96,12 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 		cmn_log(CMN_LOG_INFO,
 			"%s: %llu objects changed (old samples retire at the next epoch)",
 			s->cfg->url, (unsigned long long)res.changed);
-	smp_listing_free(&s->listing);
-	free(s->object_ids);
-	free(s->has_idx);
-	s->listing = l;
-	s->object_ids = ids;
-	s->has_idx = idx;
+	rc = smp__plan_merge(s, &l, ids, idx, err, errlen);
+	free(ids);
+	free(idx);
+	smp_listing_free(&l);
+	if (rc)
+		return rc;
 	s->listed = true;
 	s->listed_epoch = epoch;
 	return 0;

@@ -1,9 +1,20 @@
 /*
- * sampler.c - the sampler: its life (new, stop, free) and one pass
- * (smp_sampler_run), which it runs by calling the other files in turn:
- * relist.c (when due), plan.c, dispatch.c, drain.c, seal.c, progress.c.
+ * sampler.c - the sampler: its life (new, stop, pause, resume, free) and
+ * the run loop (smp_sampler_run), which calls the other files in turn:
+ * relist.c (when due), plan.c (the next job, checkpoints), dispatch.c,
+ * drain.c, seal.c, progress.c.
  *
- * Owns struct smp_sampler and the order of a pass.  Does not speak HTTP
+ * The run loop, in one paragraph: take the plan's next job; reserve its
+ * bytes in the budget (no fetch without room, DESIGN 4 and 8; with no room
+ * the job waits, or an ingest ends); hand it to the fetcher; step the
+ * transfers.  At the end of a pass (the walk is done and nothing is in
+ * flight) the shuffle buffer is drained, a checkpoint saves the plan and
+ * the next pass begins (a mount), or the run ends (ingest, one pass).  A
+ * pause (the mount's epoch boundary) seals the partial shard, saves the
+ * plan and holds everything - transfers, shuffle buffer - until resume
+ * names the new epoch.
+ *
+ * Owns struct smp_sampler and the order of the run.  Does not speak HTTP
  * (fetch.c, source.c) and does not touch SQL or the disk directly
  * (cachefs/shard_writer.h, catalog.h).
  *
@@ -22,10 +33,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "cachefs/budget.h"
 #include "cachefs/catalog.h"
 #include "cachefs/shard_writer.h"
 #include "cachefs/store.h"
+#include "common/log.h"
 
 int smp__fail_local(struct smp_sampler *s, int rc, const char *what)
 {
@@ -34,6 +48,14 @@ int smp__fail_local(struct smp_sampler *s, int rc, const char *what)
 		snprintf(s->fatal_msg, sizeof(s->fatal_msg), "%s: %s", what, strerror(-rc));
 	}
 	return rc;
+}
+
+bool smp__pause_wanted(struct smp_sampler *s)
+{
+	pthread_mutex_lock(&s->ctl_mu);
+	bool v = s->pause_req || s->resume_req;
+	pthread_mutex_unlock(&s->ctl_mu);
+	return v;
 }
 
 int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, char *err,
@@ -50,9 +72,12 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 	s->cat = cfs_store_catalog(o->store);
 	s->seed = o->seed;
 	s->stop_when_full = o->stop_when_full;
+	s->follow = o->follow;
 	s->room_wait_ms = o->room_wait_ms ? o->room_wait_ms : 60000;
 	s->progress = o->progress;
 	s->progress_ctx = o->progress_ctx;
+	pthread_mutex_init(&s->ctl_mu, NULL);
+	pthread_cond_init(&s->ctl_cv, NULL);
 	struct smp_source_opts so = {
 	    .url = o->cfg->url,
 	    .endpoint = o->cfg->endpoint,
@@ -76,14 +101,24 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 		snprintf(err, errlen, "recording the source in the catalog: %s", strerror(-rc));
 		goto fail;
 	}
+	size_t shuf_cap = o->cfg->shard_size < SMP_SHUFFLE_MAX_BYTES ? (size_t)o->cfg->shard_size
+								     : SMP_SHUFFLE_MAX_BYTES;
+	rc = smp_shuffle_new(&s->shuf, shuf_cap, o->seed ^ 0x2545f4914f6cdd1dull);
+	if (rc) {
+		snprintf(err, errlen, "out of memory for the shuffle buffer");
+		goto fail;
+	}
 	rc = smp__sealer_start(s, err, errlen);
 	if (rc)
 		goto fail;
 	*out = s;
 	return 0;
 fail:
+	smp_shuffle_free(s->shuf);
 	smp_fetch_free(s->fetch);
 	smp_source_free(s->source);
+	pthread_cond_destroy(&s->ctl_cv);
+	pthread_mutex_destroy(&s->ctl_mu);
 	free(s);
 	return rc;
 }
@@ -92,18 +127,40 @@ void smp_sampler_free(struct smp_sampler *s)
 {
 	if (!s)
 		return;
+	smp_fetch_free(s->fetch); /* cancels what is left: jobs end (units unsettled) */
+	s->fetch = NULL;
+	smp_shuffle_free(s->shuf);
+	s->shuf = NULL;
+	if (s->w) {
+		cfs_shard_writer_abort(s->w);
+		s->w = NULL;
+	}
 	smp__sealer_stop(s);
-	smp_fetch_free(s->fetch);
+	while (s->jobs) { /* records of them were in the buffer: give their room back */
+		struct smp__job *j = s->jobs;
+		s->jobs = j->next;
+		if (j->reserve)
+			cfs_budget_release(cfs_store_budget(s->cstore), j->reserve);
+		free(j);
+	}
+	if (s->waiting) {
+		if (s->waiting->reserve)
+			cfs_budget_release(cfs_store_budget(s->cstore), s->waiting->reserve);
+		free(s->waiting);
+	}
 	smp_source_free(s->source);
-	smp_listing_free(&s->listing);
-	free(s->object_ids);
-	free(s->has_idx);
+	smp__plan_unload(s);
+	pthread_cond_destroy(&s->ctl_cv);
+	pthread_mutex_destroy(&s->ctl_mu);
 	free(s);
 }
 
 void smp_sampler_stop(struct smp_sampler *s)
 {
 	atomic_store(&s->stop, true);
+	pthread_mutex_lock(&s->ctl_mu);
+	pthread_cond_broadcast(&s->ctl_cv);
+	pthread_mutex_unlock(&s->ctl_mu);
 	smp_fetch_wakeup(s->fetch);
 }
 
@@ -112,62 +169,327 @@ const struct smp_stats *smp_sampler_stats(const struct smp_sampler *s)
 	return &s->stats;
 }
 
+bool smp_sampler_idle(struct smp_sampler *s)
+{
+	return atomic_load(&s->idle) || !atomic_load(&s->running);
+}
+
+int smp_sampler_pause(struct smp_sampler *s, uint64_t timeout_ms)
+{
+	struct timespec ts;
+	int rc = 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(timeout_ms / 1000);
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->ctl_mu);
+	s->pause_req = true;
+	smp_fetch_wakeup(s->fetch);
+	while (!s->paused && atomic_load(&s->running) && !atomic_load(&s->stop) && rc == 0)
+		rc = pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
+	bool ok = s->paused || !atomic_load(&s->running);
+	pthread_mutex_unlock(&s->ctl_mu);
+	return ok ? 0 : -ETIMEDOUT;
+}
+
+void smp_sampler_resume(struct smp_sampler *s, uint32_t epoch)
+{
+	pthread_mutex_lock(&s->ctl_mu);
+	s->pause_req = false;
+	s->resume_req = true;
+	s->next_epoch = epoch;
+	pthread_cond_broadcast(&s->ctl_cv);
+	pthread_mutex_unlock(&s->ctl_mu);
+	smp_fetch_wakeup(s->fetch);
+}
+
+/* Lists the source when `relist` epochs have passed; saves the plan if it grew. */
+static int relist_if_due(struct smp_sampler *s, char *err, size_t errlen)
+{
+	uint32_t every = s->cfg->relist ? s->cfg->relist : 1;
+	if (s->listed && s->epoch < s->listed_epoch + every)
+		return 0;
+	int rc = smp__relist(s, s->epoch, err, errlen);
+	if (rc == 0)
+		rc = smp__plan_checkpoint(s);
+	if (rc == 0)
+		rc = smp__plan_refresh_resident(s);
+	if (rc && !err[0])
+		snprintf(err, errlen, "%s", s->fatal_msg);
+	s->prog.objects_total = cmn_plan_units(s->plan);
+	return rc;
+}
+
 /*
- * One pass: relist when due, plan, read everything through the shuffle
- * buffer into shards, drain the buffer, seal the last shard and wait for
- * the sealer.  The rng stream is drawn in a fixed order (plan, then the
- * shuffle buffer's seed), so a seed gives the same pass every time.
+ * A pause or an epoch change: seal the partial shard and save the plan,
+ * tell the pauser, wait for the new epoch (or stop), then re-read which
+ * units are resident (the boundary evicted some) and relist when due.
+ */
+static int pause_point(struct smp_sampler *s, char *err, size_t errlen)
+{
+	int rc = smp__plan_checkpoint(s);
+	pthread_mutex_lock(&s->ctl_mu);
+	s->paused = true;
+	pthread_cond_broadcast(&s->ctl_cv);
+	while (s->pause_req && !atomic_load(&s->stop)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
+	}
+	if (s->resume_req) {
+		s->epoch = s->next_epoch;
+		s->resume_req = false;
+	}
+	s->paused = false;
+	pthread_mutex_unlock(&s->ctl_mu);
+	if (rc || atomic_load(&s->stop))
+		return rc;
+	atomic_store(&s->idle, false);
+	rc = smp__plan_refresh_resident(s);
+	if (rc)
+		return smp__fail_local(s, rc, "reading resident units");
+	return relist_if_due(s, err, errlen);
+}
+
+/* Waits up to 1 s for a pause, a resume or a stop (idle in follow mode). */
+static void idle_wait(struct smp_sampler *s)
+{
+	struct timespec ts;
+	atomic_store(&s->idle, true);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	pthread_mutex_lock(&s->ctl_mu);
+	if (!s->pause_req && !s->resume_req && !atomic_load(&s->stop))
+		pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
+	pthread_mutex_unlock(&s->ctl_mu);
+}
+
+/* Settles a job that can never be fetched (larger than the limit). */
+static void skip_job(struct smp_sampler *s, struct smp__job *j)
+{
+	cmn_log(CMN_LOG_WARN, "%s: %llu bytes can never fit the cache limit: skipped", j->obj->key,
+		(unsigned long long)j->bytes);
+	for (uint32_t i = 0; i < j->nunits; i++)
+		cmn_plan_done(s->plan, j->unit + i);
+	free(j);
+}
+
+/* Bytes the budget would grant now (under both limit and admit). */
+static uint64_t budget_avail(struct cfs_budget *b)
+{
+	struct cfs_budget_stat st;
+	cfs_budget_get(b, &st);
+	uint64_t used = st.reserved + st.sealed + st.draining;
+	uint64_t room = st.limit > used ? st.limit - used : 0;
+	if (st.admit != CFS_BUDGET_UNLIMITED) {
+		uint64_t a = st.admit > st.admit_used ? st.admit - st.admit_used : 0;
+		room = a < room ? a : room;
+	}
+	return room;
+}
+
+/*
+ * The room a job needs before its first byte is fetched.  ingest
+ * (stop_when_full) reserves the whole unit: it ends when the next unit does
+ * not fit, having fetched nothing it cannot keep.  A mount reserves what
+ * the budget has, at least the unit's first SMP_FIRST_ROOM bytes, so that
+ * an object larger than one epoch's admit still comes in (its transfer is
+ * held when the room runs out and goes on in the next epoch, DESIGN
+ * "Epochs"); with no room at all - policy none, frozen - nothing is
+ * fetched.
+ */
+static uint64_t first_room(const struct smp__job *j)
+{
+	uint64_t want = j->bytes - j->reserve;
+	return want < SMP_FIRST_ROOM ? want : SMP_FIRST_ROOM;
+}
+
+/*
+ * Takes jobs from the plan while the window has room, each with its bytes
+ * reserved first.  Returns the plan's answer that stopped it (CMN_PLAN_WAIT
+ * or CMN_PLAN_END), 1 when a job waits for room, 0 when the window is full.
+ */
+static int fill_window(struct smp_sampler *s)
+{
+	struct cfs_budget *b = cfs_store_budget(s->cstore);
+	unsigned window = 2 * (s->cfg->connections ? s->cfg->connections : 1);
+	while (s->inflight < window && !s->full && !s->fatal && !atomic_load(&s->stop) &&
+	       !smp__pause_wanted(s)) {
+		if (!s->waiting) {
+			int rc = smp__plan_next_job(s, &s->waiting);
+			if (rc == -ENOMEM) {
+				smp__fail_local(s, rc, "planning");
+				return 0;
+			}
+			if (rc != CMN_PLAN_UNIT)
+				return rc;
+		}
+		struct smp__job *j = s->waiting;
+		if (j->reserve < j->bytes) {
+			uint64_t want = j->bytes - j->reserve, take = want;
+			if (s->follow) { /* see first_room() */
+				uint64_t avail = budget_avail(b);
+				take = avail < want ? avail : want;
+				if (take < first_room(j))
+					take = want; /* fails below: wait */
+			}
+			int rc = cfs_budget_try_reserve(b, take);
+			if (rc == -EFBIG) {
+				s->waiting = NULL;
+				skip_job(s, j);
+				continue;
+			}
+			if (rc) {
+				if (s->stop_when_full)
+					s->full = true;
+				return 1;
+			}
+			j->reserve += take;
+		}
+		s->waiting = NULL;
+		atomic_store(&s->idle, false);
+		smp__dispatch_job(s, j);
+	}
+	return 0;
+}
+
+/*
+ * The run.  Ends when stopped, on a local failure, when the budget is full
+ * (stop_when_full: the jobs in flight finish first), or - unless follow -
+ * at the end of a pass that fetched something.
  */
 int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 {
-	const struct cmn_config *c = s->cfg;
 	int rc = 0;
+	err[0] = '\0';
 	s->epoch = epoch;
 	s->full = false;
 	s->fatal = 0;
 	s->fatal_msg[0] = '\0';
+	atomic_store(&s->running, true);
 	smp__progress_begin(s);
-
-	uint32_t every = c->relist ? c->relist : 1;
-	if (!s->listed || epoch >= s->listed_epoch + every) {
-		rc = smp__relist(s, epoch, err, errlen);
+	if (!s->plan) {
+		rc = smp__plan_load(s, err, errlen);
 		if (rc)
-			return rc;
+			goto out;
+		rc = smp__plan_refresh_resident(s);
+		if (rc) {
+			snprintf(err, errlen, "reading resident units: %s", strerror(-rc));
+			goto out;
+		}
 	}
-	uint64_t rng = s->seed ^ ((uint64_t)epoch << 32) ^ 0x2545f4914f6cdd1dull;
-	struct smp__pass pass;
-	rc = smp__plan_pass(s, &rng, &pass, err, errlen);
+	rc = relist_if_due(s, err, errlen);
 	if (rc)
-		return rc;
-	s->prog.objects_total = pass.n;
+		goto out;
+	s->prog.objects_total = cmn_plan_units(s->plan);
+	uint64_t every = cmn_plan_units(s->plan) / 256;
+	if (every < SMP_SAVE_EVERY)
+		every = SMP_SAVE_EVERY;
 
-	size_t shuf_cap =
-	    c->shard_size < SMP_SHUFFLE_MAX_BYTES ? (size_t)c->shard_size : SMP_SHUFFLE_MAX_BYTES;
-	rc = smp_shuffle_new(&s->shuf, shuf_cap, smp__splitmix(&rng));
-	if (rc) {
-		smp__pass_free(&pass);
-		snprintf(err, errlen, "out of memory for the shuffle buffer");
-		return rc;
+	while (!atomic_load(&s->stop) && !s->fatal) {
+		if (smp__pause_wanted(s)) {
+			rc = pause_point(s, err, errlen);
+			if (rc)
+				break;
+			continue;
+		}
+		int fw = fill_window(s);
+		if (s->fatal)
+			break;
+		if ((fw == CMN_PLAN_WAIT || fw == CMN_PLAN_END) && s->inflight == 0 &&
+		    smp_shuffle_count(s->shuf)) {
+			smp__drain(s); /* the rest of the pass waits in the buffer */
+			continue;
+		}
+		if (fw == CMN_PLAN_END && s->inflight == 0) {
+			uint64_t fetched = cmn_plan_fetched_in_pass(s->plan);
+			/* nothing fetched since a roll in this epoch: everything is resident */
+			if (fetched == 0 && s->rolled && s->rolled_epoch == s->epoch) {
+				if (smp__plan_checkpoint(s) || !s->follow)
+					break;
+				idle_wait(s);
+				continue;
+			}
+			if (smp__plan_checkpoint(s) || smp__plan_roll(s))
+				break;
+			s->rolled_epoch = s->epoch;
+			if (!s->follow && fetched > 0)
+				break; /* one pass (ingest) */
+			continue;
+		}
+		if (s->full && s->inflight == 0)
+			break;
+		if (s->need_room) {
+			int wr = smp__wait_for_room(s);
+			if (wr == -ECANCELED)
+				break;
+			if (wr && wr != -EWOULDBLOCK) {
+				smp__fail_local(s, wr, "waiting for room in the cache");
+				break;
+			}
+			continue;
+		}
+		if (fw == 1 && !s->full && smp_fetch_pending(s->fetch) == 0) {
+			/* nothing in flight: sleep on the budget for the waiting job's room */
+			struct smp__job *j = s->waiting;
+			if (smp_shuffle_count(s->shuf)) {
+				smp__drain(s);
+				continue;
+			}
+			if (s->w && cfs_shard_writer_records(s->w) > 0) {
+				smp__plan_checkpoint(s); /* in the next snapshot, not with us */
+				continue;
+			}
+			atomic_store(&s->idle, true);
+			SMP_STAT_ADD(&s->stats, budget_waits, 1);
+			uint64_t need = s->follow ? first_room(j) : j->bytes - j->reserve;
+			int br = cfs_budget_reserve(cfs_store_budget(s->cstore), need, 250);
+			if (br == 0)
+				j->reserve += need;
+			else if (br == -ECANCELED)
+				break;
+			continue;
+		}
+		if (smp_fetch_pending(s->fetch)) {
+			int fr = smp_fetch_step(s->fetch, 250);
+			if (fr) {
+				smp__fail_local(s, fr, "transfer engine");
+				break;
+			}
+		} else if (fw == CMN_PLAN_WAIT) {
+			idle_wait(s); /* not reached: WAIT means transfers or buffered records */
+		}
+		if (s->marks_since_save >= every)
+			smp__plan_checkpoint(s);
+		smp__report(s, false);
 	}
-	smp__dispatch_pass(s, &pass);
+	/* the end of the run: the buffered records go out, the plan is saved */
 	smp_fetch_cancel_all(s->fetch);
 	smp__drain(s);
-	smp_shuffle_free(s->shuf);
-	s->shuf = NULL;
 	if (!s->fatal)
-		smp__seal_current(s);
+		smp__plan_checkpoint(s);
 	if (s->w) {
 		cfs_shard_writer_abort(s->w);
 		s->w = NULL;
 	}
 	smp__seal_flush(s);
+out:
 	s->prog.records = SMP_STAT_GET(&s->stats, records_admitted) - s->records0;
 	s->prog.bytes = SMP_STAT_GET(&s->stats, bytes_admitted) - s->bytes0;
-	smp__pass_free(&pass);
 	smp__report(s, true);
-	if (s->fatal) {
+	pthread_mutex_lock(&s->ctl_mu);
+	atomic_store(&s->running, false);
+	pthread_cond_broadcast(&s->ctl_cv);
+	pthread_mutex_unlock(&s->ctl_mu);
+	if (rc && !err[0])
 		snprintf(err, errlen, "%s", s->fatal_msg);
-		return s->fatal;
+	if (!rc && s->fatal) {
+		snprintf(err, errlen, "%s", s->fatal_msg);
+		rc = s->fatal;
 	}
-	return 0;
+	return rc;
 }

@@ -2,24 +2,28 @@
  * sampler.h - the samplers: pull records from a remote source into a cache.
  *
  * One sampler reads one source (cfg->url) for one rank (cfg->rank of
- * cfg->world_size) into one cache store.  smp_sampler_run() makes one pass:
- * re-lists the source when due (every cfg->relist epochs, syncing the
- * catalog's objects so changed ETags mark old samples stale), then reads this
- * rank's objects in a seeded random order, `connections` at a time, and
- * admits their records:
+ * cfg->world_size) into one cache store, following the source's sampling
+ * plan kept in the catalog (DESIGN "Sampling", invariant 8; the planner is
+ * common/plan.h): a seeded permutation of this rank's units (records with
+ * strategy=records, else objects) walked pass after pass, skipping units
+ * that are resident, never fetching a unit twice in a pass, the plan's
+ * progress committed with the files that hold the units.  A sampler
+ * re-lists the source when due (every cfg->relist epochs: new objects join
+ * the rest of the pass, deleted ones leave it, changed ETags mark old
+ * samples stale) and admits:
  *   format=tfrecord: records are CRC-checked (DESIGN 5) as the body streams
  *     in, interleaved through a shuffle buffer and packed into local shards
  *     of cfg->shard_size;
  *   format=raw: each object becomes one local file (DESIGN 7: shown under its
  *     sanitized key, stored under a numeric id).
- * Every byte is reserved in the store's budget before it is written
- * (DESIGN 4).  When there is no room, the pass either ends (stop_when_full,
- * what `rollcache ingest` wants) or sleeps on the budget's condition until
- * eviction or the next epoch makes room.
+ * A unit's bytes are reserved in the store's budget before it is fetched
+ * (DESIGN 4; nothing is downloaded without room).  With no room the run
+ * either ends (stop_when_full, what `rollcache ingest` wants) or waits for
+ * eviction or the next epoch's admit budget.
  *
  * Threads: smp_sampler_run() runs on the caller's thread (one at a time per
- * sampler); smp_sampler_stop() and smp_sampler_stats() may be called from
- * any thread.
+ * sampler); smp_sampler_stop(), _pause(), _resume(), _idle() and _stats()
+ * may be called from any thread.
  */
 #ifndef RC_SAMPLER_SAMPLER_H
 #define RC_SAMPLER_SAMPLER_H
@@ -36,11 +40,11 @@ struct smp_sampler;
 
 /* A progress snapshot for people (cmd_ingest's line). */
 struct smp_progress {
-	uint64_t objects_total; /* this rank's objects in this pass */
-	uint64_t objects_done;
-	uint64_t records; /* admitted (sealed) records */
-	uint64_t bytes;	  /* admitted (sealed) bytes */
-	uint64_t fetched; /* body bytes received */
+	uint64_t objects_total; /* units of this rank's plan (objects, or records) */
+	uint64_t objects_done;	/* units admitted in this run */
+	uint64_t records;	/* admitted (sealed) records */
+	uint64_t bytes;		/* admitted (sealed) bytes */
+	uint64_t fetched;	/* body bytes received */
 	uint64_t elapsed_ms;
 	bool full; /* the budget had no more room */
 };
@@ -51,8 +55,9 @@ typedef void (*smp_progress_cb)(const struct smp_progress *p, const struct smp_s
 struct smp_sampler_opts {
 	const struct cmn_config *cfg; /* borrowed for the sampler's life */
 	struct cfs_store *store;      /* borrowed; outlives the sampler */
-	uint64_t seed;		      /* object order and shuffle; same seed, same order */
-	bool stop_when_full;	      /* end the pass when the budget has no room */
+	uint64_t seed;	     /* a new plan's seed (an existing plan keeps its own); shuffle */
+	bool stop_when_full; /* end the run when the budget has no room */
+	bool follow;	     /* pass after pass until stopped (the mount); else one pass */
 	uint64_t
 	    room_wait_ms; /* !stop_when_full: one wait for room (0: 60 s); re-waits until stopped */
 	const char *credentials_file; /* NULL: the AWS default (tests point it elsewhere) */
@@ -69,13 +74,34 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 		    size_t errlen);
 
 /*
- * One pass in `epoch` as described above.  Returns 0 when the pass ended
- * (all objects read, the budget full with stop_when_full, or stopped), or
- * -errno with a message for failures that stop sampling: the listing failed,
- * a local write failed (-ENOSPC, -EIO).  Failures of single objects (404,
- * retries exhausted) are counted in stats and logged, and do not stop it.
+ * Runs in `epoch` as described above: until the end of the plan's current
+ * pass (a new pass first when the recorded one is over), or with follow
+ * until stopped.  Returns 0 when the run ended (the pass done, the budget
+ * full with stop_when_full, or stopped), or -errno with a message for
+ * failures that stop sampling: the listing failed, a local write failed
+ * (-ENOSPC, -EIO).  Failures of single objects (404, retries exhausted) are
+ * counted in stats and logged, and do not stop it.  Calling it again goes
+ * on with the same plan.
  */
 int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen);
+
+/*
+ * An epoch boundary begins: the running smp_sampler_run() seals the shard
+ * it was filling (its records reach the boundary's snapshot), saves the
+ * plan and holds - transfers and shuffle buffer kept - until
+ * smp_sampler_resume().  Returns 0 once that is done (or when no run is
+ * going on), -ETIMEDOUT after timeout_ms.  Thread-safe.
+ */
+int smp_sampler_pause(struct smp_sampler *s, uint64_t timeout_ms);
+
+/* Epoch `epoch` began: files from now on are admitted in it; goes on.  Thread-safe. */
+void smp_sampler_resume(struct smp_sampler *s, uint32_t epoch);
+
+/*
+ * True when the sampler has nothing to fetch until something changes (every
+ * unit resident, or waiting for room) or is not running.  Thread-safe.
+ */
+bool smp_sampler_idle(struct smp_sampler *s);
 
 /* Makes a running smp_sampler_run() return soon.  Thread-safe. */
 void smp_sampler_stop(struct smp_sampler *s);

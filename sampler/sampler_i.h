@@ -7,9 +7,10 @@
  *
  * Threads: everything runs on the thread calling smp_sampler_run(), except
  * the sealer thread (seal.c), which touches only the seal_* fields (under
- * seal_mu) and the atomic stats; `stop` is atomic and may be set from any
- * thread.  Lock order: seal_mu is the only lock and is never held while
- * calling into cachefs.
+ * seal_mu) and the atomic stats, and the pause/resume callers, which touch
+ * only the ctl_* fields (under ctl_mu); `stop`, `idle` and `running` are
+ * atomic.  Locks: seal_mu and ctl_mu are leaves, never held together and
+ * never held while calling into cachefs.
  */
 #ifndef RC_SAMPLER_SAMPLER_I_H
 #define RC_SAMPLER_SAMPLER_I_H
@@ -19,7 +20,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "common/plan.h"
 #include "sampler/fetch.h"
+#include "sampler/listing.h"
 #include "sampler/records.h"
 #include "sampler/shuffle.h"
 #include "sampler/source.h"
@@ -29,6 +32,53 @@
 
 struct cfs_catalog;
 struct cfs_shard_writer;
+struct cmn_plan;
+
+#define SMP_RUN_MAX_UNITS 64			/* records of one object fetched in one GET */
+#define SMP_RUN_MAX_BYTES ((uint64_t)1 << 20)	/* ... and at most this many bytes */
+#define SMP_SAVE_EVERY	  65536u		/* marks between two saves of the plan */
+#define SMP_FIRST_ROOM	  ((uint64_t)256 << 10) /* a mount's room before a unit's first byte */
+
+/* One entry of an index sidecar as kept for the plan (catalog blob). */
+struct smp__idx {
+	uint64_t off;  /* of the framed record in the object */
+	uint32_t size; /* framed bytes */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct smp__idx) == 16, "the catalog blob layout");
+
+/* One object of the sampling plan (plan.c): its units, its index. */
+struct smp__pobj {
+	int64_t object_id;
+	char *key;	      /* from the latest listing that held it */
+	uint64_t size;	      /* bytes (listing) */
+	uint64_t first;	      /* its units are [first, first + units) */
+	uint64_t units;	      /* 1: read whole; else one unit per indexed record */
+	struct smp__idx *idx; /* [units] with strategy=records, else NULL */
+	bool live;	      /* in the latest listing of this rank */
+};
+
+/*
+ * One request in flight and the units it carries: a whole object (one
+ * unit), or a run of neighbouring records of one object (nunits units,
+ * consecutive numbers, contiguous bytes).  Lives until the transfer is
+ * over and no record of it is left in the shuffle buffer.
+ */
+struct smp__job {
+	struct smp__job *prev, *next; /* s->jobs */
+	struct smp__pobj *obj;
+	uint64_t unit;	    /* first unit */
+	uint32_t nunits;    /* 1 for a whole object */
+	uint64_t off, len;  /* byte range; len 0: the whole object */
+	uint64_t bytes;	    /* budget bytes it needs */
+	uint64_t reserve;   /* reserved in the budget, not yet handed to a writer */
+	uint32_t refs;	    /* its records in the shuffle buffer */
+	uint64_t written;   /* its records appended to shards */
+	uint64_t done_mask; /* runs: units completed (bit i: unit + i) */
+	bool over;	    /* the transfer ended */
+	bool ok;	    /* ... with every byte */
+	bool cancelled;	    /* ... because the sampler stopped: units stay unsettled */
+};
 
 struct smp_sampler {
 	const struct cmn_config *cfg;
@@ -39,33 +89,55 @@ struct smp_sampler {
 	struct smp_stats stats;
 	uint64_t seed;
 	bool stop_when_full;
+	bool follow; /* go on pass after pass until stopped (the mount) */
 	uint64_t room_wait_ms;
 	smp_progress_cb progress;
 	void *progress_ctx;
 	_Atomic bool stop;
 
-	/* listing state, kept across passes (relist.c) */
-	struct smp_listing listing;
-	int64_t *object_ids; /* [listing.n] */
-	bool *has_idx;	     /* [listing.n]: an `<key>.idx` sidecar was listed */
+	/* control from other threads (pause / resume); ctl_mu protects these */
+	pthread_mutex_t ctl_mu;
+	pthread_cond_t ctl_cv;
+	bool pause_req;	      /* protected by ctl_mu */
+	bool paused;	      /* protected by ctl_mu: the run loop sealed and holds */
+	bool resume_req;      /* protected by ctl_mu */
+	uint32_t next_epoch;  /* protected by ctl_mu */
+	_Atomic bool idle;    /* nothing to fetch until something changes */
+	_Atomic bool running; /* inside smp_sampler_run */
+
+	/* listing state (relist.c) */
 	int64_t source_id;
 	bool listed;
 	uint32_t listed_epoch;
 
-	/* one pass */
+	/* the sampling plan (plan.c) */
+	struct cmn_plan *plan;
+	int64_t plan_id;
+	int unit_kind;		 /* CFS_PLAN_OBJECTS or CFS_PLAN_RECORDS */
+	struct smp__pobj **pobj; /* [npobj], ordered by first */
+	size_t npobj, pobj_cap;
+	uint64_t *pend; /* completed units waiting for a file to commit with */
+	size_t npend, pend_cap;
+	uint64_t marks_since_save;
+	bool rolled;		  /* the plan rolled over and nothing was fetched since */
+	uint32_t rolled_epoch;	  /* the epoch of that roll */
+	struct smp__job *jobs;	  /* in flight */
+	struct smp__job *waiting; /* built, waiting for room in the budget */
+	unsigned inflight;	  /* jobs handed to the fetcher */
+
+	/* the run */
 	uint32_t epoch;
 	struct cfs_shard_writer *w; /* shard being filled, or NULL */
 	struct smp_shuffle *shuf;
 	bool full;	    /* budget exhausted (stop_when_full) */
-	int fatal;	    /* a local write failure: ends the pass */
+	int fatal;	    /* a local write failure: ends the run */
 	bool need_room;	    /* a record waits for budget; transfers are held */
 	uint64_t room_need; /* its bytes */
 	bool may_block;	    /* smp__write_record runs outside transfer callbacks */
 	char fatal_msg[700];
-	unsigned inflight; /* objects being read */
 	struct smp_progress prog;
 	uint64_t t0, last_progress;
-	uint64_t records0, bytes0; /* stats at the start of the pass */
+	uint64_t records0, bytes0; /* stats at the start of the run */
 
 	/* the sealer thread (seal.c) */
 	pthread_t sealer;
@@ -77,21 +149,6 @@ struct smp_sampler {
 	bool seal_busy, seal_quit;			 /* protected by seal_mu */
 	int seal_err;					 /* protected by seal_mu */
 	char seal_msg[600];				 /* protected by seal_mu */
-};
-
-/* One request of a pass: a whole object, or a range of drawn records. */
-struct smp__work {
-	uint32_t obj;	   /* index into s->listing */
-	uint64_t off, len; /* len 0: the whole object */
-	const uint64_t *wanted;
-	uint32_t nwanted;
-};
-
-/* The work of one pass (plan.c); items point into plan. */
-struct smp__pass {
-	struct smp__work *items;
-	size_t n;
-	struct smp_plan plan;
 };
 
 /* splitmix64: the pass's seeded random stream. */
@@ -106,27 +163,55 @@ static inline uint64_t smp__splitmix(uint64_t *x)
 /* sampler.c: records the first local failure (ends the pass); returns rc. */
 int smp__fail_local(struct smp_sampler *s, int rc, const char *what);
 
-/* relist.c */
+/* relist.c: lists the source and brings the plan's objects up to date */
 int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen);
 
-/* plan.c */
-int smp__plan_pass(struct smp_sampler *s, uint64_t *rng, struct smp__pass *out, char *err,
-		   size_t errlen);
-void smp__pass_free(struct smp__pass *p);
+/* plan.c: the sampling plan of this source and rank */
+int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen);
+void smp__plan_unload(struct smp_sampler *s);
+/*
+ * Appends the objects of a listing that the plan does not know (ids[i],
+ * keys and sizes from l, has_idx[i]: a sidecar is listed) and drops the
+ * plan's objects not in it.  Fetches the sidecars of new objects
+ * (strategy=records).  Returns 0 or -errno with a message.
+ */
+int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const int64_t *ids,
+		    const bool *has_idx, char *err, size_t errlen);
+/* Re-reads which units are resident from the catalog.  0 or -errno. */
+int smp__plan_refresh_resident(struct smp_sampler *s);
+/* The plan object holding unit u. */
+struct smp__pobj *smp__plan_obj(const struct smp_sampler *s, uint64_t u);
+/*
+ * The next job: the plan's next unit (and, with strategy=records, the run of
+ * its free neighbours).  Returns CMN_PLAN_UNIT and *out (malloc'd, not yet
+ * in s->jobs), or CMN_PLAN_WAIT / CMN_PLAN_END, or -ENOMEM.
+ */
+int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out);
+/* Unit u is in a file (or failed: ok false); see plan.c. */
+void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok);
+/* Ends job j if its transfer is over and none of its records is buffered. */
+void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j);
+/*
+ * Seals the current shard, waits for the sealer, commits waiting marks and
+ * saves the plan's state (a point where nothing completed is uncommitted).
+ * Returns 0 or -errno (recorded with smp__fail_local).
+ */
+int smp__plan_checkpoint(struct smp_sampler *s);
+/* Starts the next pass (after a checkpoint).  0 or -errno. */
+int smp__plan_roll(struct smp_sampler *s);
 
-/* dispatch.c */
-void smp__dispatch_pass(struct smp_sampler *s, const struct smp__pass *p);
+/* dispatch.c: the run loop's transfers */
+int smp__dispatch_job(struct smp_sampler *s, struct smp__job *j);
 
 /* reader.c: one object's reader, handed to the fetcher with smp__reader_ops */
 struct smp__reader;
 extern const struct smp_xfer_ops smp__reader_ops;
 /*
- * A reader of work item w, its room reserved (format=raw).  Returns 0 and
- * *out, 0 and *out NULL (the object can never fit: skipped, logged), or
- * -errno (a local failure is recorded with smp__fail_local; -ENOSPC: the
- * budget is full with stop_when_full).
+ * A reader of job j (whose room is reserved: a raw object's writer takes
+ * that reservation).  Returns 0 and *out, or -errno (a local failure is
+ * recorded with smp__fail_local).
  */
-int smp__reader_new(struct smp_sampler *s, const struct smp__work *w, struct smp__reader **out);
+int smp__reader_new(struct smp_sampler *s, struct smp__job *j, struct smp__reader **out);
 /* Frees a reader the fetcher never took. */
 void smp__reader_free(struct smp__reader *o);
 
@@ -143,6 +228,9 @@ void smp__sealer_stop(struct smp_sampler *s);
 int smp__open_shard(struct smp_sampler *s);
 int smp__seal_current(struct smp_sampler *s);
 int smp__seal_flush(struct smp_sampler *s);
+
+/* sampler.c: a pause or an epoch change is asked for (any thread may ask). */
+bool smp__pause_wanted(struct smp_sampler *s);
 
 /* progress.c */
 void smp__progress_begin(struct smp_sampler *s);

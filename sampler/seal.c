@@ -72,6 +72,15 @@ int smp__seal_current(struct smp_sampler *s)
 		return 0;
 	struct cfs_shard_writer *w = s->w;
 	s->w = NULL;
+	/*
+	 * Units completed while no shard was open (a whole object whose last
+	 * record went out earlier) commit with this shard: the sealer is FIFO,
+	 * so the shards holding their records are committed first.
+	 */
+	if (s->npend && cfs_shard_writer_records(w) > 0 &&
+	    cfs_shard_writer_add_marks(w, s->plan_id, cmn_plan_pass(s->plan), s->pend, s->npend) ==
+		0)
+		s->npend = 0;
 	pthread_mutex_lock(&s->seal_mu);
 	while (s->seal_n == SMP_SEAL_QUEUE && !s->seal_err)
 		pthread_cond_wait(&s->seal_cv,

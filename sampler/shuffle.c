@@ -213,3 +213,8 @@ int smp_shuffle_drain(struct smp_shuffle *b, smp_rec_sink sink, void *ctx)
 	}
 	return 0;
 }
+
+size_t smp_shuffle_count(const struct smp_shuffle *b)
+{
+	return b ? b->n : 0;
+}

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct smp__job;
+
 #define SMP_SHUFFLE_MAX_BYTES	((size_t)32 << 20)
 #define SMP_SHUFFLE_MAX_RECORDS 65536u
 
@@ -23,6 +25,7 @@ struct smp_rec {
 	uint32_t crc;
 	int64_t object_id;
 	uint64_t object_offset;
+	struct smp__job *job; /* the request it came with (sampler_i.h); carried along */
 };
 
 /* Receives a record leaving the buffer; returns 0 or -errno (stops the caller). */
@@ -62,6 +65,9 @@ void smp_shuffle_unspare(struct smp_shuffle *b, void *block, size_t cap);
 
 /* Hands random records to sink until the buffer is within its caps again. */
 int smp_shuffle_shed(struct smp_shuffle *b, smp_rec_sink sink, void *ctx);
+
+/* Records held now. */
+size_t smp_shuffle_count(const struct smp_shuffle *b);
 
 /* Hands every record to sink in random order; stops at the first error. */
 int smp_shuffle_drain(struct smp_shuffle *b, smp_rec_sink sink, void *ctx);

@@ -1,0 +1,276 @@
+#!/usr/bin/python3
+"""sampler-plan-*: the sampling plan (DESIGN "Sampling", invariant 8) through
+`rollcache ingest` runs against real peers and real SQLite catalogs.
+
+  coverage-nginx    three ingest runs, the limit raised each time: every
+                    record downloaded is distinct until the dataset was
+                    covered once (no (object_id, object_offset) twice among
+                    resident files, objects.fetches == 1 for every object),
+                    bytes_fetched == the objects' bytes (no fetch without room)
+  full-nginx        a full cache: the next run downloads nothing
+  raw-nginx         format=raw: one file per object under its key, no `~`
+                    copies, and a second run downloads nothing
+  kill9-file        SIGKILL during ingest (strategy=records, raw), then resume:
+                    the pass neither skips nor repeats a unit
+  relist-file       objects added mid-pass are fetched in the rest of the pass
+  records-faults-server  strategy=records: ranged GETs covering several records,
+                    every sidecar fetched once over two runs (the server's
+                    request log, tests/servers/faults.py)
+
+Usage: it_plan.py SCENARIO
+"""
+import collections
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rcsamp  # noqa: E402
+
+
+def db(cache):
+    return sqlite3.connect("file:%s?mode=ro" % os.path.join(cache, "catalog.db"), uri=True)
+
+
+def resident_samples(cache):
+    c = db(cache)
+    rows = c.execute("SELECT s.object_id, s.object_offset FROM samples s "
+                     "JOIN shards f ON f.id = s.shard_id WHERE f.state != 2").fetchall()
+    c.close()
+    return rows
+
+
+def expect_no_duplicate_units(cache, what):
+    rows = resident_samples(cache)
+    dup = [k for k, n in collections.Counter(rows).items() if n > 1]
+    if dup:
+        rcsamp.fail("%s: %d records resident twice (DESIGN 8), e.g. %r" % (what, len(dup), dup[:3]))
+    return rows
+
+
+def fetches(cache):
+    c = db(cache)
+    rows = dict(c.execute("SELECT key, fetches FROM objects WHERE state = 0").fetchall())
+    c.close()
+    return rows
+
+
+def dataset_bytes(root, keys):
+    return sum(os.path.getsize(os.path.join(root, k)) for k in keys)
+
+
+def coverage_nginx(work):
+    root = os.path.join(work, "www")
+    data = rcsamp.make_dataset(root, 12, 40, 200, 900, seed=5)
+    keys = sorted(data)
+    total = dataset_bytes(root, keys)
+    srv = rcsamp.Server("nginx.sh", [root], os.path.join(work, "nginx"))
+    try:
+        cache = os.path.join(work, "cache")
+        fetched = 0
+        for i, frac in enumerate((0.34, 0.67, 1.2)):
+            _, st, _ = rcsamp.ingest(srv.url, cache, str(int(total * frac)),
+                                     ["--shard-size", "64K"])
+            fetched += st["bytes_fetched"]
+            expect_no_duplicate_units(cache, "run %d" % i)
+            f = fetches(cache)
+            again = {k: n for k, n in f.items() if n > 1}
+            if again:
+                rcsamp.fail("run %d: objects fetched again before the pass ended: %r" % (i, again))
+        f = fetches(cache)
+        if sorted(f) != keys or set(f.values()) != {1}:
+            rcsamp.fail("after the pass every object is fetched once: %r" % f)
+        rcsamp.expect_equal_sets(rcsamp.cache_payloads(cache),
+                                 collections.Counter(p for v in data.values() for p in v),
+                                 "three runs")
+        # the listing's bytes aside, every byte downloaded was an object's byte, once
+        if not total <= fetched <= total + 64 * 1024:
+            rcsamp.fail("downloaded %d bytes for %d bytes of objects" % (fetched, total))
+        print("ok: %d objects, %d bytes fetched for %d" % (len(keys), fetched, total))
+    finally:
+        srv.stop()
+
+
+def full_nginx(work):
+    root = os.path.join(work, "www")
+    data = rcsamp.make_dataset(root, 10, 30, 500, 1000, seed=6)
+    total = dataset_bytes(root, data)
+    srv = rcsamp.Server("nginx.sh", [root], os.path.join(work, "nginx"))
+    try:
+        cache = os.path.join(work, "cache")
+        lim = str(total // 2)
+        _, st1, _ = rcsamp.ingest(srv.url, cache, lim, ["--shard-size", "16K"])
+        if not st1.get("full"):
+            rcsamp.fail("the first run did not fill the cache: %r" % st1)
+        if st1["bytes_fetched"] > st1["bytes_admitted"] + 64 * 1024:
+            rcsamp.fail("fetched %d bytes but admitted %d: fetched without room" % (
+                st1["bytes_fetched"], st1["bytes_admitted"]))
+        _, st2, _ = rcsamp.ingest(srv.url, cache, lim, ["--shard-size", "16K"])
+        listing = st2["bytes_fetched"]  # the autoindex pages; an object is >= 15 KB
+        if st2["records_admitted"] != 0 or st2["objects_done"] != 0 or listing > 12000:
+            rcsamp.fail("a full cache downloaded again: %r" % st2)
+        expect_no_duplicate_units(cache, "full")
+        print("ok: first run %d bytes, second %d (listing only)" % (st1["bytes_fetched"], listing))
+    finally:
+        srv.stop()
+
+
+def raw_nginx(work):
+    root = os.path.join(work, "www")
+    os.makedirs(os.path.join(root, "img"))
+    for i in range(40):
+        with open(os.path.join(root, "img", "img%05d.jpg" % i), "wb") as f:
+            f.write(os.urandom(30000 + 17 * i))
+    srv = rcsamp.Server("nginx.sh", [root], os.path.join(work, "nginx"))
+    try:
+        cache = os.path.join(work, "cache")
+        for run in range(3):
+            _, st, _ = rcsamp.ingest(srv.url, cache, "1G", ["--format", "raw"])
+            # after the first run: the listing (< 8 KB) and no object (>= 30 KB)
+            if run > 0 and (st["objects_done"] or st["bytes_fetched"] > 8000):
+                rcsamp.fail("run %d fetched resident raw objects again: %r" % (run, st))
+        c = db(cache)
+        names = [r[0] for r in c.execute("SELECT name FROM shards WHERE state != 2")]
+        c.close()
+        if len(names) != 40 or any("~" in n for n in names):
+            rcsamp.fail("raw files %d, names with ~: %r" % (
+                len(names), [n for n in names if "~" in n][:3]))
+        if set(fetches(cache).values()) != {1}:
+            rcsamp.fail("raw objects fetched more than once: %r" % fetches(cache))
+        print("ok: 40 raw objects, one file each")
+    finally:
+        srv.stop()
+
+
+def kill9_file(work):
+    src = os.path.join(work, "src")
+    data = rcsamp.make_dataset(src, 30, 60, 400, 1200, seed=7)
+    for k in sorted(data):  # sidecars: strategy=records
+        with open(os.path.join(src, k), "rb") as f:
+            blob = f.read()
+        with open(os.path.join(src, k + ".idx"), "w") as f:
+            for off, p in rcsamp.parse(blob, check=False):
+                f.write("%d %d\n" % (off, len(p) + 16))
+    want = collections.Counter(p for v in data.values() for p in v)
+    for mode, extra in (("records", ["--strategy", "records"]), ("raw", ["--format", "raw"])):
+        cache = os.path.join(work, "cache-" + mode)
+        args = [rcsamp.rc_bin(), "ingest", "file://" + src + "/", "--cache-dir", cache,
+                "--limit", "1G", "--shard-size", "32K", "--connections", "2", "--quiet"] + extra
+        kills = 0
+        for delay in (0.15, 0.3, 0.45, 0.6, 0.8):
+            p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(delay)
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+                kills += 1
+            p.wait()
+        rcsamp.ingest("file://" + src + "/", cache, "1G", ["--shard-size", "32K"] + extra)
+        rows = expect_no_duplicate_units(cache, mode + " after kill -9")
+        if mode == "records":
+            # every unit (record) resident exactly once: none skipped, none repeated
+            rcsamp.expect_equal_sets(rcsamp.cache_payloads(cache), want, "records after kill -9")
+        else:
+            objs = {r[0] for r in rows}
+            if len(objs) != len(rows) or len(rows) != len(data):  # sidecars are not objects
+                rcsamp.fail("raw after kill -9: %d files for %d objects" % (len(rows), len(objs)))
+        c = db(cache)
+        plan = c.execute("SELECT pass, n_units FROM plans").fetchall()
+        c.close()
+        print("ok: %s: %d kills, plan %r" % (mode, kills, plan))
+
+
+def relist_file(work):
+    src = os.path.join(work, "src")
+    names = ["a%02d.tfrecord" % i for i in range(10)]
+    data = rcsamp.make_dataset(src, 10, 20, 500, 900, seed=8, names=names)
+    total = dataset_bytes(src, names)
+    cache = os.path.join(work, "cache")
+    rcsamp.ingest("file://" + src + "/", cache, str(total // 2), ["--shard-size", "16K"])
+    before = set(k for k, n in fetches(cache).items() if n)
+    new = ["b%02d.tfrecord" % i for i in range(10)]
+    data.update(rcsamp.make_dataset(src, 10, 20, 500, 900, seed=9, names=new))
+    rcsamp.ingest("file://" + src + "/", cache, "1G", ["--shard-size", "16K"])
+    f = fetches(cache)
+    if set(f) != set(names + new) or set(f.values()) != {1}:
+        rcsamp.fail("after the relist every object once in the pass: %r" % f)
+    c = db(cache)
+    plan = c.execute("SELECT pass, n_units FROM plans").fetchall()
+    firsts = dict(c.execute("SELECT o.key, p.first_unit FROM plan_objects p "
+                            "JOIN objects o ON o.id = p.object_id").fetchall())
+    c.close()
+    if any(firsts[k] < 10 for k in new):
+        rcsamp.fail("new objects must get new unit numbers: %r" % firsts)
+    if plan[0][1] != 20:
+        rcsamp.fail("plan %r, want 20 units" % plan)
+    expect_no_duplicate_units(cache, "relist")
+    rcsamp.expect_equal_sets(rcsamp.cache_payloads(cache),
+                             collections.Counter(p for v in data.values() for p in v), "relist")
+    print("ok: %d objects before the relist, all 20 once after; plan %r" % (len(before), plan))
+
+
+def records_faults_server(work):
+    root = os.path.join(work, "www")
+    data = rcsamp.make_dataset(root, 6, 100, 300, 700, seed=10)
+    keys = sorted(data)
+    for k in keys:
+        with open(os.path.join(root, k), "rb") as f:
+            blob = f.read()
+        with open(os.path.join(root, k + ".idx"), "w") as f:
+            for off, p in rcsamp.parse(blob, check=False):
+                f.write("%d %d\n" % (off, len(p) + 16))
+    total = dataset_bytes(root, keys)
+    srv = rcsamp.Server("faults.py",
+                        [root, "--plan", "ok"], os.path.join(work, "srv"))
+    try:
+        cache = os.path.join(work, "cache")
+        for frac in (0.5, 1.2):
+            rcsamp.ingest(srv.url, cache, str(int(total * frac)),
+                          ["--strategy", "records", "--shard-size", "16K"])
+        with urllib.request.urlopen(srv.url + "__stats", timeout=10) as r:
+            counts = json.load(r)["counts"]
+        idx = {k: n for k, n in counts.items() if k.endswith(".idx")}
+        if sorted(idx) != [k + ".idx" for k in keys] or set(idx.values()) != {1}:
+            rcsamp.fail("sidecars fetched %r, want each once over two runs" % idx)
+        gets = sum(n for k, n in counts.items() if k in data)
+        records = sum(len(v) for v in data.values())
+        if gets * 4 > records:
+            rcsamp.fail("%d GETs for %d records: runs of records were not fetched together" % (
+                gets, records))
+        expect_no_duplicate_units(cache, "records")
+        rcsamp.expect_equal_sets(rcsamp.cache_payloads(cache),
+                                 collections.Counter(p for v in data.values() for p in v),
+                                 "records")
+        print("ok: %d GETs for %d records, sidecars once each" % (gets, records))
+    finally:
+        srv.stop()
+
+
+SCENARIOS = {
+    "coverage-nginx": coverage_nginx,
+    "full-nginx": full_nginx,
+    "raw-nginx": raw_nginx,
+    "kill9-file": kill9_file,
+    "relist-file": relist_file,
+    "records-faults-server": records_faults_server,
+}
+
+
+def main():
+    rcsamp.rc_bin()
+    if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
+        rcsamp.fail("usage: it_plan.py " + "|".join(SCENARIOS))
+    work = rcsamp.tmpdir("plan")
+    try:
+        SCENARIOS[sys.argv[1]](work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
