@@ -317,16 +317,20 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 	struct cfs_budget_stat bs;
 	cfs_budget_get(cfs_store_budget(b->store), &bs);
 	/*
-	 * other: bytes on disk that are not resident and stay: being written,
-	 * and evicted files held by a handle.  Evicted files nobody holds leave
-	 * when this boundary publishes (retire = read: victims of the last
-	 * boundary not read in their epoch), so their room is the plan's.
+	 * other: bytes on disk that are not resident and stay: evicted files
+	 * held by a handle.  Evicted files nobody holds leave when this
+	 * boundary publishes (retire = read: victims of the last boundary not
+	 * read in their epoch), so their room is the plan's.  Bytes the
+	 * samplers hold reserved are not `other`: the budget counts them
+	 * against the new epoch's admit (cfs_budget_new_epoch, B2), so
+	 * used_after + admit <= limit still bounds sealed + draining +
+	 * reserved + what they may still reserve (invariant 4).
 	 */
 	struct cfs_epochs_stat es;
 	cfs_epochs_stat(b->set, &es);
 	uint64_t draining =
 	    bs.draining > es.draining_unheld_bytes ? bs.draining - es.draining_unheld_bytes : 0;
-	rc = evc_plan_boundary(entry, next, sh, n, draining + bs.reserved, victims, plan);
+	rc = evc_plan_boundary(entry, next, sh, n, draining, victims, plan);
 	if (rc != 0) {
 		snprintf(err, errlen, "boundary %" PRIu32 ": plan: %s", next, strerror(-rc));
 		goto out;

@@ -8,6 +8,8 @@
  * bitmaps) plus the resident shards.
  */
 #include "eviction/sim.h"
+
+#include "common/plan.h"
 #include "eviction/policy_i.h"
 
 #include <errno.h>
@@ -16,15 +18,14 @@
 #include <string.h>
 
 struct sim {
-	uint64_t rng;	     /* splitmix64 state */
-	uint64_t tick;	     /* the clock of reads and admissions */
-	uint32_t n_records;  /* R */
-	uint32_t per_shard;  /* k */
-	uint32_t *perm;	     /* the sampler's walk over the records */
-	uint32_t pos;	     /* next index into perm */
-	uint8_t *resident;   /* bitmap: record is in a resident shard */
-	uint8_t *seen;	     /* bitmap: record was read */
-	uint64_t n_resident; /* records resident */
+	uint64_t rng;	       /* splitmix64 state */
+	uint64_t tick;	       /* the clock of reads and admissions */
+	uint32_t n_records;    /* R */
+	uint32_t per_shard;    /* k */
+	struct cmn_plan *plan; /* the samplers' plan over the records (common/plan.h) */
+	uint8_t *resident;     /* bitmap: record is in a resident shard */
+	uint8_t *seen;	       /* bitmap: record was read */
+	uint64_t n_resident;   /* records resident */
 	int64_t next_id;
 	/* resident shards: st[i] and recs[i] go together */
 	struct evc_shard *st;
@@ -56,27 +57,26 @@ static void set_bit(uint8_t *b, uint32_t i, int v)
 		b[i >> 3] &= (uint8_t) ~(1u << (i & 7));
 }
 
-static void shuffle_perm(struct sim *m)
+/*
+ * Next record to download: the sampling plan of the real samplers
+ * (common/plan.h, DESIGN "Sampling"), which skips resident records and
+ * starts a new pass when the permutation is exhausted.  The simulated fetch
+ * is instant, so the record is done at once.  Returns 0 and *r, or -ENOMEM.
+ */
+static int next_record(struct sim *m, uint32_t *r)
 {
-	for (uint32_t i = m->n_records; i > 1; i--) {
-		uint32_t j = (uint32_t)rnd_below(m, i);
-		uint32_t t = m->perm[i - 1];
-		m->perm[i - 1] = m->perm[j];
-		m->perm[j] = t;
+	for (int rolls = 0; rolls < 2; rolls++) {
+		uint64_t u;
+		enum cmn_plan_next_rc rc = cmn_plan_next(m->plan, &u);
+		if (rc == CMN_PLAN_UNIT) {
+			cmn_plan_done(m->plan, u);
+			*r = (uint32_t)u;
+			return 0;
+		}
+		if (rc != CMN_PLAN_END || cmn_plan_roll(m->plan) != 0)
+			break; /* WAIT cannot happen: nothing is ever in flight here */
 	}
-	m->pos = 0;
-}
-
-/* Next record of the walk that is not resident; the caller checks room. */
-static uint32_t next_record(struct sim *m)
-{
-	for (;;) {
-		if (m->pos == m->n_records)
-			shuffle_perm(m); /* a new pass over the dataset */
-		uint32_t r = m->perm[m->pos++];
-		if (!bit(m->resident, r))
-			return r;
-	}
+	return -ENOMEM; /* a whole pass found nothing: the caller checked there is room */
 }
 
 /* Admits one shard of up to k records created in `epoch`.  Returns its record count, or -ENOMEM. */
@@ -105,8 +105,13 @@ static int64_t admit_shard(struct sim *m, uint32_t epoch, uint64_t record_size)
 		return -ENOMEM;
 	rv[0] = k; /* rv[0] is the count, rv[1..k] the records */
 	for (uint32_t i = 0; i < k; i++) {
-		uint32_t r = next_record(m);
+		uint32_t r;
+		if (next_record(m, &r) != 0) {
+			free(rv);
+			return -ENOMEM;
+		}
 		set_bit(m->resident, r, 1);
+		cmn_plan_set_resident(m->plan, r, true);
 		rv[i + 1] = r;
 	}
 	m->n_resident += k;
@@ -145,8 +150,10 @@ static void evict(struct sim *m, const size_t *victims, size_t nv, struct evc_si
 	for (size_t i = 0; i < nv; i++) {
 		size_t v = victims[i];
 		uint32_t *rv = m->recs[v];
-		for (uint32_t j = 1; j <= rv[0]; j++)
+		for (uint32_t j = 1; j <= rv[0]; j++) {
 			set_bit(m->resident, rv[j], 0);
+			cmn_plan_set_resident(m->plan, rv[j], false);
+		}
 		m->n_resident -= rv[0];
 		row->evicted_records += rv[0];
 		if (m->st[v].full_reads == 0)
@@ -174,7 +181,7 @@ static void sim_free(struct sim *m)
 		free(m->recs[i]);
 	free(m->recs);
 	free(m->st);
-	free(m->perm);
+	cmn_plan_free(m->plan);
 	free(m->resident);
 	free(m->seen);
 }
@@ -211,14 +218,10 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 	m.next_id = 1;
 
 	rc = -ENOMEM;
-	m.perm = malloc(nr * sizeof(*m.perm));
 	m.resident = calloc(nr / 8 + 1, 1);
 	m.seen = calloc(nr / 8 + 1, 1);
-	if (!m.perm || !m.resident || !m.seen)
+	if (!m.resident || !m.seen || cmn_plan_new(&m.plan, nr, o->seed) != 0)
 		goto nomem;
-	for (uint32_t i = 0; i < m.n_records; i++)
-		m.perm[i] = i;
-	shuffle_perm(&m);
 
 	uint64_t shard_bytes = k * o->record_size;
 	uint64_t distinct = 0, downloaded = 0, wasted = 0;
@@ -309,8 +312,10 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 				distinct += read_shard(&m, v);
 				if (retiring && retiring[v]) {
 					uint32_t *rv = m.recs[v];
-					for (uint32_t j = 1; j <= rv[0]; j++)
+					for (uint32_t j = 1; j <= rv[0]; j++) {
 						set_bit(m.resident, rv[j], 0);
+						cmn_plan_set_resident(m.plan, rv[j], false);
+					}
 					m.n_resident -= rv[0];
 					row->evicted_records += rv[0];
 					gone[v] = 1;

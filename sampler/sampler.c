@@ -331,7 +331,16 @@ static int fill_window(struct smp_sampler *s)
 		struct smp__job *j = s->waiting;
 		if (j->reserve < j->bytes) {
 			uint64_t want = j->bytes - j->reserve, take = want;
-			if (s->follow) { /* see first_room() */
+			if (s->follow && s->cfg->format != CMN_FORMAT_RAW) {
+				/*
+				 * TFRecord: only the first room before the fetch; the
+				 * rest is reserved record by record as it arrives
+				 * (drain.c), so that bytes reserved for transfers in
+				 * flight stay small and a boundary's snapshot holds
+				 * nearly the whole limit (retire = read).
+				 */
+				take = first_room(j);
+			} else if (s->follow) { /* raw: see first_room() */
 				uint64_t avail = budget_avail(b);
 				take = avail < want ? avail : want;
 				if (take < first_room(j))

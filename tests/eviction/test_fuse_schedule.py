@@ -254,7 +254,9 @@ def body(s):
         rows = epochs_rows(s)
         started = {n: r["started_ms"] for n, r in rows.items()}
         nxt = entry(e + 1)
-        other = st["disk"]["reserved"] + st["disk"]["draining"]
+        # the plan's `other`: evicted files still held; bytes the samplers hold
+        # reserved count against the new admit, not here (daemon/boundary.c)
+        other = st["disk"]["draining"]
         t.eq(st["disk"]["sealed"], sum(f["bytes"] for f in files),
              "stats sealed bytes vs catalog before boundary %d" % (e + 1))
         in_view = set(int(n[len("shard-"):-len(".tfrecord")])
