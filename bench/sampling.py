@@ -158,7 +158,7 @@ def run_one(a, rc, url, nginx_state, root, policy, admit):
     th = threading.Thread(target=sample, daemon=True)
     th.start()
     framed = a.record_size + 16
-    seen = set()
+    seen_set = set()
     rows = []
     try:
         for _ in range(a.epochs):
@@ -178,13 +178,13 @@ def run_one(a, rc, url, nginx_state, root, policy, admit):
                     continue  # retired (retire = read) before we got to it: cannot happen
                 view += hs
             dup = len(view) - len(set(view))
-            seen.update(view)
+            seen_set.update(view)
             body = nginx_body_bytes(nginx_state) - body0
             with open(os.path.join(mnt, ".rollcache", "stats")) as f:
                 st = json.load(f)
             row = {
                 "config": name, "epoch": e, "view_records": len(view),
-                "view_bytes": view_bytes, "dup": dup, "distinct": len(seen),
+                "view_bytes": view_bytes, "dup": dup, "distinct": len(seen_set),
                 "downloaded": body // framed, "nginx_body_bytes": body,
                 "sampler_bytes_fetched": st["sampler"]["bytes_fetched"],
                 "disk_peak": peak[0], "limit": a.limit,
@@ -193,9 +193,21 @@ def run_one(a, rc, url, nginx_state, root, policy, admit):
             print("  %-18s e%-2d view %6d rec %6.1f MiB (%.2f x limit) dup %d  distinct %7d  "
                   "downloaded %7d  d/d %.2f  disk peak %.1f MiB  nginx %.1f MiB sampler %.1f MiB"
                   % (name, e, len(view), view_bytes / 2**20, view_bytes / a.limit, dup,
-                     len(seen), body // framed,
-                     len(seen) / max(1, body // framed), peak[0] / 2**20, body / 2**20,
+                     len(seen_set), body // framed,
+                     len(seen_set) / max(1, body // framed), peak[0] / 2**20, body / 2**20,
                      st["sampler"]["bytes_fetched"] / 2**20), flush=True)
+        # rollcache's own accounting beside the independent counts
+        rep = json.loads(rc("report", mnt, "--json"))
+        seen = rep["epochs"][-1]["seen_records"] if rep.get("epochs") else 0
+        with open(os.path.join(mnt, ".rollcache", "stats")) as f:
+            fetched = json.load(f)["sampler"]["bytes_fetched"]
+        body = nginx_body_bytes(nginx_state) - body0
+        print("  %-18s report seen %d vs distinct by hash %d (%+.2f%%); sampler bytes_fetched %d "
+              "vs nginx body bytes %d (%+.2f%%)"
+              % (name, seen, len(seen_set), 100.0 * (seen - len(seen_set)) / max(1, len(seen_set)),
+                 fetched, body, 100.0 * (fetched - body) / max(1, body)), flush=True)
+        for r in rows:
+            r["report_seen_final"] = seen
     finally:
         stop.set()
         th.join()

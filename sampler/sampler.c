@@ -224,12 +224,21 @@ static int relist_if_due(struct smp_sampler *s, char *err, size_t errlen)
 }
 
 /*
- * A pause or an epoch change: seal the partial shard and save the plan,
+ * A pause or an epoch change: write the shuffle buffer out, seal the
+ * partial shard and save the plan,
  * tell the pauser, wait for the new epoch (or stop), then re-read which
  * units are resident (the boundary evicted some) and relist when due.
  */
 static int pause_point(struct smp_sampler *s, char *err, size_t errlen)
 {
+	/*
+	 * The shuffle buffer's records go into shards first (their room was
+	 * reserved with their jobs), so they reach the boundary's snapshot
+	 * instead of holding their reservation, and the next epoch's admit,
+	 * for a whole epoch.
+	 */
+	if (smp_shuffle_count(s->shuf))
+		smp__drain(s);
 	int rc = smp__plan_checkpoint(s);
 	pthread_mutex_lock(&s->ctl_mu);
 	s->paused = true;
