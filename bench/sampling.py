@@ -14,9 +14,11 @@ counts, independently of rollcache's own figures:
     view       records and bytes of epochs/N (what the reader sees)
     dup        records that appear twice in one epoch's view (must be 0)
     distinct   distinct records seen so far (by payload hash)
-    downloaded records downloaded so far = nginx body bytes / framed record size
-    d/d        distinct / downloaded (1.00 is the bound until the dataset has
-               been covered once)
+    downloaded records downloaded so far = nginx body bytes / framed record size,
+               at the end of the epoch and right after its boundary (before
+               the view is read: what the view could hold)
+    d/d        distinct / records downloaded before the view (1.00 is the
+               bound until the dataset has been covered once)
     disk       peak bytes on disk, `du` of the cache every 100 ms (<= limit)
     nginx      body bytes nginx sent (access log) vs the sampler's bytes_fetched
 
@@ -124,9 +126,11 @@ def nginx_body_bytes(state):
 
 
 def config_text(a, policy, admit):
+    # `next --wait` waits for a full cache, or until the samplers are blocked on
+    # the epoch's admit (or have nothing more): each epoch gets its whole budget
     common = ("[cache]\nlimit = %d\nretire = %s\nmin_records = %d\nwait_timeout = 60s\n"
-              "[sampler]\nshard_size = %d\n" % (a.limit, a.retire, admit // a.record_size,
-                                                 a.shard_size))
+              "[sampler]\nshard_size = %d\n" % (a.limit, a.retire,
+                                                 a.limit // (a.record_size + 16), a.shard_size))
     if policy == "grow":  # half the cache for three epochs, then all of it
         return common + ("[epoch 0-2]\nlimit = %d\nadmit = %d\npolicy = fifo\n"
                          "[epoch 3-]\nlimit = %d\nadmit = %d\npolicy = lru\n"
@@ -163,6 +167,7 @@ def run_one(a, rc, url, nginx_state, root, policy, admit):
     try:
         for _ in range(a.epochs):
             rc("epoch", mnt, "next", "--wait", timeout=900)
+            at_view = nginx_body_bytes(nginx_state) - body0  # downloaded before the view
             with open(os.path.join(mnt, ".rollcache", "stats")) as f:
                 st = json.load(f)
             e = st["epoch"]
@@ -185,16 +190,18 @@ def run_one(a, rc, url, nginx_state, root, policy, admit):
             row = {
                 "config": name, "epoch": e, "view_records": len(view),
                 "view_bytes": view_bytes, "dup": dup, "distinct": len(seen_set),
-                "downloaded": body // framed, "nginx_body_bytes": body,
+                "downloaded": body // framed, "downloaded_at_view": at_view // framed,
+                "nginx_body_bytes": body,
                 "sampler_bytes_fetched": st["sampler"]["bytes_fetched"],
                 "disk_peak": peak[0], "limit": a.limit,
             }
             rows.append(row)
             print("  %-18s e%-2d view %6d rec %6.1f MiB (%.2f x limit) dup %d  distinct %7d  "
-                  "downloaded %7d  d/d %.2f  disk peak %.1f MiB  nginx %.1f MiB sampler %.1f MiB"
+                  "downloaded %7d (%7d before the view)  d/d %.2f  disk peak %.1f MiB  "
+                  "nginx %.1f MiB sampler %.1f MiB"
                   % (name, e, len(view), view_bytes / 2**20, view_bytes / a.limit, dup,
-                     len(seen_set), body // framed,
-                     len(seen_set) / max(1, body // framed), peak[0] / 2**20, body / 2**20,
+                     len(seen_set), body // framed, at_view // framed,
+                     len(seen_set) / max(1, at_view // framed), peak[0] / 2**20, body / 2**20,
                      st["sampler"]["bytes_fetched"] / 2**20), flush=True)
         # rollcache's own accounting beside the independent counts
         rep = json.loads(rc("report", mnt, "--json"))
