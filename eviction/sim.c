@@ -4,8 +4,9 @@
  *
  * Owns all its state for the length of one evc_sim_run() call; nothing is
  * global, so runs may go in parallel on different threads.  Memory is
- * bounded by EVC_SIM_MAX_RECORDS (a permutation of the dataset, two
- * bitmaps) plus the resident shards.
+ * bounded by EVC_SIM_MAX_RECORDS (the sampling plan's two bits per record,
+ * the `seen` bitmap) plus the resident shards.  Which records are resident
+ * is the plan's state (cmn_plan_set_resident), kept nowhere else.
  */
 #include "eviction/sim.h"
 
@@ -23,7 +24,6 @@ struct sim {
 	uint32_t n_records;    /* R */
 	uint32_t per_shard;    /* k */
 	struct cmn_plan *plan; /* the samplers' plan over the records (common/plan.h) */
-	uint8_t *resident;     /* bitmap: record is in a resident shard */
 	uint8_t *seen;	       /* bitmap: record was read */
 	uint64_t n_resident;   /* records resident */
 	int64_t next_id;
@@ -110,7 +110,6 @@ static int64_t admit_shard(struct sim *m, uint32_t epoch, uint64_t record_size)
 			free(rv);
 			return -ENOMEM;
 		}
-		set_bit(m->resident, r, 1);
 		cmn_plan_set_resident(m->plan, r, true);
 		rv[i + 1] = r;
 	}
@@ -143,6 +142,14 @@ static uint64_t read_shard(struct sim *m, size_t i)
 	return fresh;
 }
 
+/* The records rv[1..rv[0]] of a shard that goes are no longer resident. */
+static void leave(struct sim *m, const uint32_t *rv)
+{
+	for (uint32_t j = 1; j <= rv[0]; j++)
+		cmn_plan_set_resident(m->plan, rv[j], false);
+	m->n_resident -= rv[0];
+}
+
 /* Removes the victims (indices into st) and fills the row's eviction counts. */
 static void evict(struct sim *m, const size_t *victims, size_t nv, struct evc_sim_row *row)
 {
@@ -150,11 +157,7 @@ static void evict(struct sim *m, const size_t *victims, size_t nv, struct evc_si
 	for (size_t i = 0; i < nv; i++) {
 		size_t v = victims[i];
 		uint32_t *rv = m->recs[v];
-		for (uint32_t j = 1; j <= rv[0]; j++) {
-			set_bit(m->resident, rv[j], 0);
-			cmn_plan_set_resident(m->plan, rv[j], false);
-		}
-		m->n_resident -= rv[0];
+		leave(m, rv);
 		row->evicted_records += rv[0];
 		if (m->st[v].full_reads == 0)
 			row->evicted_unread += rv[0];
@@ -182,7 +185,6 @@ static void sim_free(struct sim *m)
 	free(m->recs);
 	free(m->st);
 	cmn_plan_free(m->plan);
-	free(m->resident);
 	free(m->seen);
 }
 
@@ -218,9 +220,8 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 	m.next_id = 1;
 
 	rc = -ENOMEM;
-	m.resident = calloc(nr / 8 + 1, 1);
 	m.seen = calloc(nr / 8 + 1, 1);
-	if (!m.resident || !m.seen || cmn_plan_new(&m.plan, nr, o->seed) != 0)
+	if (!m.seen || cmn_plan_new(&m.plan, nr, o->seed) != 0)
 		goto nomem;
 
 	uint64_t shard_bytes = k * o->record_size;
@@ -312,11 +313,7 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 				distinct += read_shard(&m, v);
 				if (retiring && retiring[v]) {
 					uint32_t *rv = m.recs[v];
-					for (uint32_t j = 1; j <= rv[0]; j++) {
-						set_bit(m.resident, rv[j], 0);
-						cmn_plan_set_resident(m.plan, rv[j], false);
-					}
-					m.n_resident -= rv[0];
+					leave(&m, rv);
 					row->evicted_records += rv[0];
 					gone[v] = 1;
 				}
