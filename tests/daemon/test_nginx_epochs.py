@@ -37,22 +37,6 @@ def sqlite(db, sql):
     return json.loads(p.stdout or "[]")
 
 
-def disk_usage(cache):
-    total = 0
-    for sub in ("shards", "objects", "tmp"):
-        d = os.path.join(cache, sub)
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    try:
-                        total += e.stat(follow_symlinks=False).st_size
-                    except FileNotFoundError:
-                        pass
-        except FileNotFoundError:
-            pass
-    return total
-
-
 def body(s):
     nginx = os.path.join(t.SRCDIR, "tests", "servers", "nginx.sh")
     s.synth(records=480, size="8K", shards=12)  # ~3.9 MB > LIMIT
@@ -74,7 +58,7 @@ def body(s):
 
     def sample():
         while not stop.is_set():
-            peak[0] = max(peak[0], disk_usage(s.cache))
+            peak[0] = max(peak[0], t.disk_usage(s.cache))
             time.sleep(0.01)
 
     sampler = threading.Thread(target=sample, daemon=True)

@@ -29,18 +29,6 @@ SHARD = 256 << 10
 EPOCHS = 7
 
 
-def du(path):
-    total = 0
-    for sub in ("shards", "tmp", "objects"):
-        d = os.path.join(path, sub)
-        for n in os.listdir(d) if os.path.isdir(d) else []:
-            try:
-                total += os.lstat(os.path.join(d, n)).st_size
-            except FileNotFoundError:
-                pass
-    return total
-
-
 def body(s, mode):
     s.synth(records=2048, size="16K", shards=16)  # ~32 MiB: four times the limit
     cfg = s.config("[cache]\nlimit = %d\nretire = %s\nmin_records = 100000\nwait_timeout = 3s\n"
@@ -53,7 +41,7 @@ def body(s, mode):
 
     def sample():
         while not stop.is_set():
-            peak[0] = max(peak[0], du(s.cache))
+            peak[0] = max(peak[0], t.disk_usage(s.cache))
             time.sleep(0.1)
 
     th = threading.Thread(target=sample, daemon=True)
