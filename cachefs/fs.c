@@ -25,9 +25,11 @@
  * Statistics: the read path only bumps atomics in the efile (epoch.c);
  * the daemon batches them into the catalog from another thread.
  *
- * Read-only: every call that would change something answers EROFS; the only
- * writable node is .rollcache/control.  Sealed files never change (DESIGN
- * invariant 1), hence long entry/attr timeouts and keep_cache.
+ * Read-only: the mount is `ro`, so the kernel refuses writes before they
+ * reach us, and every call that would change something answers EROFS here
+ * too.  Commands (`next`) arrive as an ioctl on .rollcache/control opened
+ * read-only (include/rollcache/control.h, fs_ioctl()).  Sealed files never
+ * change (DESIGN invariant 1), hence long entry/attr timeouts and keep_cache.
  *
  * Backing reads: each file handle classifies its reads as sequential or
  * random (pattern_note()); sequential handles read the backing file ahead
@@ -56,6 +58,7 @@
 
 #include "cachefs/passthrough.h"
 #include "common/log.h"
+#include "rollcache/control.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -84,8 +87,6 @@ enum {
 };
 
 _Static_assert(sizeof(fuse_ino_t) >= sizeof(uintptr_t), "inode numbers are node addresses");
-
-#define CONTROL_MAX 64 /* bytes of one control command */
 
 /*
  * Open handles live in a table and fi->fh is (generation << 32 | slot + 1),
@@ -330,7 +331,7 @@ static int fs_stat(struct cfs_fs *fs, fuse_ino_t ino, struct stat *st, double *t
 		*timeout = 0;
 		return 0;
 	case INO_CONTROL:
-		st->st_mode = S_IFREG | 0200;
+		st->st_mode = S_IFREG | 0400; /* opened read-only for the ioctl */
 		st->st_nlink = 1;
 		*timeout = 0;
 		return 0;
@@ -488,12 +489,6 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
-	/* Truncating the control file (shell `>` redirection) is accepted as a no-op. */
-	if (ino == INO_CONTROL && (to_set & FUSE_SET_ATTR_SIZE) && attr->st_size == 0 &&
-	    !(to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
-		fs_getattr(req, ino, fi);
-		return;
-	}
 	fuse_reply_err(req, EROFS);
 }
 
@@ -569,7 +564,7 @@ static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 
 static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-	if ((mask & W_OK) && ino != INO_CONTROL)
+	if (mask & W_OK)
 		fuse_reply_err(req, EROFS);
 	else
 		fuse_reply_err(req, 0);
@@ -683,8 +678,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int err = 0;
 
 	if (ino == INO_CONTROL) {
-		if (acc != O_WRONLY) {
-			err = EACCES;
+		if (acc != O_RDONLY) {
+			err = EROFS;
 			goto out;
 		}
 		fi->direct_io = 1;
@@ -904,6 +899,10 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf = NULL;
 	int err = 0;
 
+	if (ino == INO_CONTROL) { /* commands come by ioctl; reading it is empty */
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
 	if (ino == INO_STATS || ino == INO_METRICS) {
 		struct fs_text *t = handle_get(fs, fi->fh, HK_TEXT);
 		if (!t) {
@@ -981,33 +980,46 @@ out:
 	fuse_reply_err(req, err);
 }
 
-static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+/*
+ * The control channel: RC_CONTROL_IOC on .rollcache/control carries one
+ * command (include/rollcache/control.h) to the daemon's control thread and
+ * returns its answer; the FUSE worker sleeps meanwhile (a `next wait` up to
+ * wait_timeout).  Any other ioctl, or one on another node, is ENOTTY.
+ */
+static void fs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+		     size_t out_bufsz)
 {
 	struct cfs_fs *fs = fs_of(req);
-	char cmd[CONTROL_MAX + 1];
+	char text[RC_CONTROL_CMD_MAX];
 	int err = 0;
 
-	if (ino != INO_CONTROL) {
-		err = EROFS;
+	(void)arg;
+	(void)fi;
+	(void)out_bufsz;
+	if (ino != INO_CONTROL || cmd != RC_CONTROL_IOC || (flags & FUSE_IOCTL_COMPAT)) {
+		err = ENOTTY;
 		goto out;
 	}
-	if (size > CONTROL_MAX) {
+	if (in_bufsz != sizeof(struct rc_control)) {
 		err = EINVAL;
 		goto out;
 	}
-	memcpy(cmd, data, size);
-	cmd[size] = '\0';
-	size_t n = strlen(cmd);
-	while (n && (cmd[n - 1] == '\n' || cmd[n - 1] == ' ' || cmd[n - 1] == '\r'))
-		cmd[--n] = '\0';
-	struct cfs_req r = {.kind = CFS_REQ_CONTROL, .cmd = cmd};
+	memcpy(text, in_buf, sizeof(text));
+	if (!memchr(text, '\0', sizeof(text))) {
+		err = EINVAL;
+		goto out;
+	}
+	size_t n = strlen(text);
+	while (n && (text[n - 1] == '\n' || text[n - 1] == ' ' || text[n - 1] == '\r'))
+		text[--n] = '\0';
+	struct cfs_req r = {.kind = CFS_REQ_CONTROL, .cmd = text};
 	int rc = cfs_requests_call(&fs->rq, &r);
 	if (rc != 0) {
 		err = -rc;
 		goto out;
 	}
-	fuse_reply_write(req, size);
+	fuse_reply_ioctl(req, 0, NULL, 0);
 	return;
 out:
 	fuse_reply_err(req, err);
@@ -1267,7 +1279,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
     .link = fs_link,
     .open = fs_open,
     .read = fs_read,
-    .write = fs_write,
+    .ioctl = fs_ioctl,
     .release = fs_release,
     .opendir = fs_opendir,
     .readdir = fs_readdir,
@@ -1395,6 +1407,8 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 	rc = opt_add(o, sizeof(o), kv);
 	if (rc == 0)
 		rc = opt_add(o, sizeof(o), "subtype=rollcache");
+	if (rc == 0) /* `ro` in /proc/mounts: the kernel refuses every write */
+		rc = opt_add(o, sizeof(o), "ro");
 	if (rc == 0 && fs->opts.max_io) {
 		snprintf(kv, sizeof(kv), "max_read=%" PRIu32, fs->opts.max_io);
 		rc = opt_add(o, sizeof(o), kv);

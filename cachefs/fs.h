@@ -5,7 +5,7 @@
  *   /epochs/<E>/<name>              sealed files of epoch E (0444)
  *   /.rollcache/stats               JSON (rendered at open)
  *   /.rollcache/metrics             Prometheus text (rendered at open)
- *   /.rollcache/control             write-only: "next" | "next wait"
+ *   /.rollcache/control             0400: "next [N] [wait]" by ioctl (rollcache/control.h)
  *
  * fs.c serves lookups and reads from struct cfs_epochs only, and statfs
  * from the budget; what needs the daemon (a stats text, advancing an epoch)

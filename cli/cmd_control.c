@@ -6,14 +6,15 @@
  *   rollcache epoch MOUNTPOINT [next [N] [--wait] | show]
  *   rollcache status MOUNTPOINT [--json] [--watch]
  *
- * They write MOUNTPOINT/.rollcache/control and read .rollcache/stats, the
- * JSON of docs/mount.md, parsed with jansson (read with a cap of STATS_MAX);
- * every figure they print comes from it.  umount runs fusermount3 and falls
- * back to a lazy unmount for a dead daemon.  They hold no state and link
- * nothing of the daemon: any build can drive any mount.
+ * They send commands to MOUNTPOINT/.rollcache/control (common/control.c)
+ * and read .rollcache/stats, the JSON of docs/mount.md, parsed with jansson (read with a cap of
+ * STATS_MAX); every figure they print comes from it.  umount runs fusermount3 and falls back to a
+ * lazy unmount for a dead daemon.  They hold no state and link nothing of the daemon: any build can
+ * drive any mount.
  */
 #include "cli/cmd.h"
 #include "cli/util.h"
+#include "common/control.h"
 #include "common/file.h"
 #include "common/units.h"
 
@@ -245,26 +246,45 @@ int cmd_umount(int argc, char **argv)
 
 /* ---- epoch ------------------------------------------------------------------ */
 
-struct control_write {
+/* One command sent from its own thread, so the caller can show progress. */
+struct control_call {
 	const char *path;
 	const char *cmd;
 	int rc;
-	volatile bool done;
+	bool done; /* protected by mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cond; /* signalled when done */
 };
 
 static void *control_main(void *arg)
 {
-	struct control_write *c = arg;
-	int fd = open(c->path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		c->rc = -errno;
-	} else {
-		ssize_t w = write(fd, c->cmd, strlen(c->cmd));
-		c->rc = w < 0 ? -errno : 0;
-		close(fd);
-	}
-	__atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
+	struct control_call *c = arg;
+	int rc = cmn_control_send(c->path, c->cmd);
+	pthread_mutex_lock(&c->mu);
+	c->rc = rc;
+	c->done = true;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->mu);
 	return NULL;
+}
+
+/* Waits up to ms for the call to end; returns whether it has. */
+static bool control_wait(struct control_call *c, long ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->mu);
+	while (!c->done && pthread_cond_timedwait(&c->cond, &c->mu, &ts) == 0)
+		;
+	bool done = c->done;
+	pthread_mutex_unlock(&c->mu);
+	return done;
 }
 
 /* The one-line summary of `epoch show` and `epoch next`, from a mount's stats. */
@@ -354,7 +374,10 @@ int cmd_epoch(int argc, char **argv)
 		snprintf(cmd, sizeof(cmd), "next %" PRIu64 "%s", n, wait ? " wait" : "");
 	else
 		snprintf(cmd, sizeof(cmd), "%s", wait ? "next wait" : "next");
-	struct control_write c = {.path = path, .cmd = cmd};
+	struct control_call c = {.path = path,
+				 .cmd = cmd,
+				 .mu = PTHREAD_MUTEX_INITIALIZER,
+				 .cond = PTHREAD_COND_INITIALIZER};
 	pthread_t t;
 	if (pthread_create(&t, NULL, control_main, &c) != 0) {
 		fprintf(stderr, "rollcache epoch: cannot start a thread\n");
@@ -362,10 +385,9 @@ int cmd_epoch(int argc, char **argv)
 	}
 	bool tty = isatty(2);
 	bool shown = false;
-	while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)) {
-		struct timespec ts = {0, 250 * 1000000L};
-		nanosleep(&ts, NULL);
-		if (!wait || __atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
+	/* the answer ends the wait at once; progress is shown every 250 ms */
+	while (!control_wait(&c, 250)) {
+		if (!wait)
 			continue;
 		if (stats_load(mp, &st, NULL, err, sizeof(err)) == 0) {
 			struct mount_view v;

@@ -11,6 +11,7 @@
  * so they agree on the epoch's order; which records of it a rank reads is
  * split.c's job.  Directories are listed again every epoch.
  */
+#include "common/control.h"
 #include "feeder/feeder_i.h"
 
 #include <dirent.h>
@@ -208,25 +209,8 @@ int fdr__find_control(const char *path, const char *first_file, char *out, size_
 
 int fdr__advance_cache(const char *control, const char *cmd, char *err, size_t errlen)
 {
-	int fd = open(control, O_WRONLY | O_CLOEXEC);
-	int rc = 0;
-	ssize_t w;
-
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", control, strerror(-rc));
-		return rc;
-	}
-	do
-		w = write(fd, cmd, strlen(cmd));
-	while (w < 0 && errno == EINTR);
-	if (w != (ssize_t)strlen(cmd)) {
-		rc = w < 0 ? -errno : -EIO;
-		snprintf(err, errlen, "%s: writing '%s': %s", control, cmd, strerror(-rc));
-	}
-	if (close(fd) && !rc) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", control, strerror(-rc));
-	}
+	int rc = cmn_control_send(control, cmd);
+	if (rc != 0)
+		snprintf(err, errlen, "%s: '%s': %s", control, cmd, strerror(-rc));
 	return rc;
 }

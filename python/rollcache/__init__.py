@@ -34,8 +34,9 @@ import sys
 
 from . import _api, _lib
 from ._dlpack import BatchHandle, FeederRef, View
+from .control import control
 
-__all__ = ["Feeder", "FeederError", "View"]
+__all__ = ["Feeder", "FeederError", "View", "control"]
 
 _lib_handle = None
 

@@ -5,6 +5,7 @@ Every test builds its own scratch directory, mounts with the real
 block (and on SIGTERM from meson), even when an assertion failed.  A test
 whose prerequisite is missing exits 77 with the reason (only /dev/fuse).
 """
+import errno
 import json
 import os
 import shutil
@@ -81,6 +82,30 @@ def read_records_dir(path):
         with open(os.path.join(path, name), "rb") as f:
             recs += tfrecords(f.read())
     return recs
+
+
+# include/rollcache/control.h's ioctl, computed here from Linux's _IOW
+# layout (dir 1 << 30 | size << 16 | type << 8 | nr) rather than taken from
+# the C header, so a mistake there cannot hide in both.
+CONTROL_CMD_MAX = 64
+CONTROL_IOC = (1 << 30) | (CONTROL_CMD_MAX << 16) | (ord("R") << 8) | 1
+
+
+def control(mnt, cmd):
+    """Sends cmd ("next", "next 7 wait") to the mount's daemon by its ioctl;
+    returns 0 or the errno of the refusal."""
+    import fcntl
+    data = cmd.encode()
+    if len(data) >= CONTROL_CMD_MAX:
+        return errno.EINVAL
+    fd = os.open(os.path.join(mnt, ".rollcache", "control"), os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, CONTROL_IOC, data.ljust(CONTROL_CMD_MAX, b"\0"))
+        return 0
+    except OSError as e:
+        return e.errno
+    finally:
+        os.close(fd)
 
 
 def is_mounted(mp):

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""fuse-advance-to: `next N` written by several processes at once advances the
+"""fuse-advance-to: `next N` sent by several processes at once advances the
 mount to epoch N exactly once (DESIGN "Epochs": several ranks asking for N
 advance the mount once), over a real kernel mount.
 
-- 6 processes write `next E+1` to .rollcache/control at the same moment: the
+- 6 processes send `next E+1` to .rollcache/control (its ioctl) at the same moment: the
   mount is at E+1 afterwards, and the catalog holds one new epoch, not 6;
 - `next N` for N <= current returns at once and changes nothing;
 - 4 processes ask for E+3 while others ask for E+2: the mount ends at E+3,
@@ -21,15 +21,7 @@ import rcfuse as t
 
 def write_control(mnt, cmd, barrier, out):
     barrier.wait(timeout=30)
-    try:
-        fd = os.open(os.path.join(mnt, ".rollcache", "control"), os.O_WRONLY)
-        try:
-            os.write(fd, cmd.encode())
-        finally:
-            os.close(fd)
-        out.put((cmd, 0))
-    except OSError as e:
-        out.put((cmd, e.errno))
+    out.put((cmd, t.control(mnt, cmd)))
 
 
 def concurrently(mnt, cmds):
@@ -51,14 +43,7 @@ def epochs_in_catalog(s):
 
 
 def write(mnt, cmd):
-    fd = os.open(os.path.join(mnt, ".rollcache", "control"), os.O_WRONLY)
-    try:
-        os.write(fd, cmd.encode())
-        return 0
-    except OSError as e:
-        return e.errno
-    finally:
-        os.close(fd)
+    return t.control(mnt, cmd)
 
 
 def body(s):

@@ -4,8 +4,8 @@
 open for write / read-write / truncate, creat, truncate, mkdir, rmdir,
 unlink, rename, link, symlink, mknod, chmod, chown, utimensat, setxattr and
 removexattr, on files, epoch directories and the root.  Also checks the
-modes (0444 files, 0555 dirs, 0200 control) and that the sealed file is
-unchanged afterwards (DESIGN invariant 1).
+modes (0444 files, 0555 dirs, 0400 control), `ro` in /proc/mounts, the
+control ioctl, and that the sealed file is unchanged afterwards (DESIGN invariant 1).
 """
 import errno
 import os
@@ -40,8 +40,13 @@ def body(s):
     t.eq(stat.S_IMODE(os.stat(f).st_mode), 0o444, "file mode")
     for d in (s.mnt, cur, os.path.join(s.mnt, "epochs"), os.path.join(s.mnt, ".rollcache")):
         t.eq(stat.S_IMODE(os.stat(d).st_mode), 0o555, "mode of " + d)
-    t.eq(stat.S_IMODE(os.stat(os.path.join(s.mnt, ".rollcache", "control")).st_mode), 0o200,
+    t.eq(stat.S_IMODE(os.stat(os.path.join(s.mnt, ".rollcache", "control")).st_mode), 0o400,
          "control mode")
+    # the mount is read-only for the kernel too, not only for the daemon
+    with open("/proc/mounts") as pm:
+        opts = [ln.split()[3].split(",") for ln in pm if ln.split()[1] == s.mnt]
+    t.eq(len(opts), 1, "the mount in /proc/mounts")
+    t.eq("ro" in opts[0] and "rw" not in opts[0], True, "ro in /proc/mounts: %s" % opts[0])
 
     new = os.path.join(cur, "new-file")
     for d in (cur, s.mnt):
@@ -77,20 +82,29 @@ def body(s):
         t.fail("open stats for write succeeded")
     except OSError as e:
         t.eq(e.errno, errno.EROFS, "open stats O_WRONLY")
-    # control is write-only and takes only known commands
+    # control opens read-only, takes commands by its ioctl, only known ones
     try:
-        os.open(os.path.join(s.mnt, ".rollcache", "control"), os.O_RDONLY)
-        t.fail("open control for reading succeeded")
+        os.open(os.path.join(s.mnt, ".rollcache", "control"), os.O_WRONLY)
+        t.fail("open control for writing succeeded")
     except OSError as e:
-        t.eq(e.errno, errno.EACCES, "open control O_RDONLY")
-    fd = os.open(os.path.join(s.mnt, ".rollcache", "control"), os.O_WRONLY)
+        t.eq(e.errno, errno.EROFS, "open control O_WRONLY")
+    t.eq(t.control(s.mnt, "bogus"), errno.EINVAL, "control 'bogus'")
+    with open(os.path.join(s.mnt, ".rollcache", "control"), "rb") as fh:
+        t.eq(fh.read(), b"", "reading control")
+        import fcntl
+        try:
+            fcntl.ioctl(fh.fileno(), t.CONTROL_IOC + 1, b"\0" * t.CONTROL_CMD_MAX)
+            t.fail("an unknown ioctl succeeded")
+        except OSError as e:
+            t.eq(e.errno, errno.ENOTTY, "unknown ioctl on control")
+    dfd = os.open(f, os.O_RDONLY)
     try:
-        os.write(fd, b"bogus")
-        t.fail("control accepted 'bogus'")
+        fcntl.ioctl(dfd, t.CONTROL_IOC, b"next".ljust(64, b"\0"))
+        t.fail("the control ioctl on a data file succeeded")
     except OSError as e:
-        t.eq(e.errno, errno.EINVAL, "control 'bogus'")
+        t.eq(e.errno, errno.ENOTTY, "control ioctl on a data file")
     finally:
-        os.close(fd)
+        os.close(dfd)
 
     with open(f, "rb") as fh:
         t.eq(fh.read() == before, True, "file unchanged after the attempts")
