@@ -50,7 +50,7 @@ echo "== 2. mount it: rollcache mount file://$work/remote/ $mnt --config demo.in
 
 echo "== 3. six epochs: 'rollcache epoch MNT next --wait', then read every file of MNT/current with open()"
 for e in 1 2 3 4 5 6; do
-	"$RC" epoch "$mnt" next --wait 2>/dev/null
+	"$RC" epoch "$mnt" next --wait >/dev/null 2>&1
 	$PY - "$mnt" "$work/epoch-$e.json" <<'PY'
 import json, os, sys, time
 mnt, out = sys.argv[1], sys.argv[2]
@@ -66,6 +66,7 @@ for name in sorted(os.listdir(cur)):
 dt = time.monotonic() - t0
 st = json.load(open(os.path.join(mnt, ".rollcache", "stats")))
 json.dump({"stats": st, "read_bytes": n, "read_s": dt}, open(out, "w"))
+print(f"epoch {st['epoch']}: read {st['current']['files']} files, {n / (1 << 20):.1f} MiB through open()")
 PY
 	"$RC" check -q "$mnt/current"   # framing and CRCs, through the mount
 done
@@ -74,18 +75,24 @@ echo "== 4. what happened, per epoch (from $mnt/.rollcache/stats after each epoc
 $PY - "$work" <<'PY'
 import json, sys, os
 work = sys.argv[1]
-print(f"{'epoch':>5} {'files':>5} {'records':>7} {'MiB':>6} {'admitted':>9} {'evicted':>8} {'disk MiB':>8} {'read MB/s':>9}  policy")
+# One table: each row's view, disk and read rate come from the stats taken
+# after that epoch was read; admitted/evicted come from the last stats, where
+# the counters of every earlier epoch are complete.
+final = json.load(open(os.path.join(work, "epoch-6.json")))["stats"]
+counters = {x["epoch"]: x for x in final["epochs"]}
+print(f"{'epoch':>5} {'files':>5} {'records':>7} {'MiB':>6} {'evicted':>8} {'admitted':>9} {'disk MiB':>8} {'read MB/s':>9}  policy")
 for e in range(1, 7):
     d = json.load(open(os.path.join(work, f"epoch-{e}.json")))
     st = d["stats"]
-    ep = {x["epoch"]: x for x in st["epochs"]}
-    cur, prev = st["current"], ep.get(e - 1, {})
+    cur, c = st["current"], counters.get(st["epoch"], {})
     mb = lambda b: b / (1 << 20)
     rate = d["read_bytes"] / d["read_s"] / 1e6 if d["read_s"] > 0 else 0.0
     print(f"{st['epoch']:>5} {cur['files']:>5} {cur['records']:>7} {mb(cur['bytes']):>6.1f} "
-          f"{mb(prev.get('admitted_bytes', 0)):>8.1f}M {mb(prev.get('evicted_bytes', 0)):>7.1f}M "
+          f"{mb(c.get('evicted_bytes', 0)):>7.1f}M {mb(c.get('admitted_bytes', 0)):>8.1f}M "
           f"{mb(st['disk']['used']):>8.1f} {rate:>9.0f}  {st['schedule']['entry']}")
-print("admitted/evicted: bytes that entered/left the cache during the previous epoch;")
+print("files/records/MiB: the epoch's view (what the reader saw); evicted: bytes that left")
+print("the cache at the boundary that began the epoch; admitted: fresh bytes fetched during")
+print("it, which the next epoch's view shows (the last epoch's figure is still growing).")
 print("disk stays within the limit of the schedule entry in force (invariant 4).")
 v = st["view"]
 if v.get("passthrough"):
