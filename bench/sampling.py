@@ -112,13 +112,17 @@ def du(path):
     return total
 
 
-def nginx_body_bytes(state):
+def nginx_body_bytes(state, until_ms=None):
+    """Body bytes nginx sent; with until_ms, of requests that ended by then
+    (wall-clock ms; the log's last field is $msec)."""
     total = 0
     try:
         with open(os.path.join(state, "access.log")) as f:
             for line in f:
                 parts = line.split()
                 if len(parts) >= 2 and parts[1].isdigit():
+                    if until_ms is not None and float(parts[-1]) * 1000 > until_ms:
+                        continue
                     total += int(parts[1])
     except FileNotFoundError:
         pass
@@ -167,10 +171,14 @@ def run_one(a, rc, url, nginx_state, root, policy, admit):
     try:
         for _ in range(a.epochs):
             rc("epoch", mnt, "next", "--wait", timeout=900)
-            at_view = nginx_body_bytes(nginx_state) - body0  # downloaded before the view
             with open(os.path.join(mnt, ".rollcache", "stats")) as f:
                 st = json.load(f)
             e = st["epoch"]
+            # downloaded before the view: requests nginx finished by the
+            # boundary that made it (transfers go on at once for the next one)
+            started = {x["epoch"]: x["started_ms"] for x in st["epochs"]}[e]
+            time.sleep(0.05)  # the log line of a request ending at the boundary
+            at_view = nginx_body_bytes(nginx_state, started) - body0
             cur = os.path.join(mnt, "epochs", str(e))
             view = []
             view_bytes = 0

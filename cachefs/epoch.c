@@ -167,9 +167,9 @@ static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)
 	 * the exception (retire = read): a retiring file read to the end in
 	 * the current epoch, once its last handle closed.
 	 */
-	bool retired = s->retire_read && f->in_current &&
-		       atomic_load_explicit(&f->full_epoch, memory_order_relaxed) ==
-			   atomic_load_explicit(&s->cur_number1, memory_order_relaxed);
+	uint32_t cur1 = atomic_load_explicit(&s->cur_number1, memory_order_relaxed);
+	bool retired = s->retire_read && f->in_current && f->retire_number1 == cur1 &&
+		       atomic_load_explicit(&f->full_epoch, memory_order_relaxed) == cur1;
 	if (f->evicted && !f->deleted && (!f->in_current || retired)) {
 		f->deleted = true;
 		f->gone_busy = true;
@@ -539,6 +539,9 @@ uint64_t cfs_epochs_evict(struct cfs_epochs *s, const int64_t *ids, size_t n)
 		if (!f || f->evicted)
 			continue;
 		f->evicted = true;
+		/* read to the end in the epoch before does not retire it: the
+		 * boundary publishes the next epoch, where it must be read */
+		f->retire_number1 = atomic_load(&s->cur_number1) + 1;
 		s->draining_bytes += f->bytes;
 		bytes += f->bytes;
 		efile_maybe_gone(s, f);
@@ -766,6 +769,13 @@ void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st)
 			}
 		}
 	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+void cfs_epochs_set_retire_read(struct cfs_epochs *s, bool on)
+{
+	pthread_mutex_lock(&s->mu);
+	s->retire_read = on;
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -82,6 +82,9 @@ struct cfs_efile {
 	_Atomic uint64_t d_reads, d_full_reads, d_read_bytes;
 	_Atomic uint64_t last_read_ms;
 	_Atomic uint32_t full_epoch; /* last epoch (+1) in which it was read to the end */
+	uint32_t retire_number1;     /* protected by set->mu: for a victim, the epoch (+1) it
+					retires in - the one published after the boundary
+					that chose it (retire = read) */
 	_Atomic bool served_full;    /* the daemon has served its last byte at least once */
 
 	/*
@@ -245,6 +248,9 @@ bool cfs_epochs_held(struct cfs_epochs *s, int64_t id);
 /* The current epoch with a lookup taken, or NULL.  Drop with cfs_epoch_forget(). */
 struct cfs_epoch *cfs_epochs_lookup_current(struct cfs_epochs *s);
 uint32_t cfs_epochs_current_number(struct cfs_epochs *s, bool *have);
+
+/* Sets retire_read (retire = read) for files that go from now on. */
+void cfs_epochs_set_retire_read(struct cfs_epochs *s, bool on);
 
 /* Epoch `number` if listed, with `nlookup` lookups taken; NULL otherwise. */
 struct cfs_epoch *cfs_epochs_lookup(struct cfs_epochs *s, uint32_t number);

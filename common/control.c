@@ -19,7 +19,7 @@
 
 static int write_cmd(const char *control, const char *cmd)
 {
-	int fd = open(control, O_WRONLY | O_CLOEXEC);
+	int fd = open(control, O_WRONLY | O_TRUNC | O_CLOEXEC); /* the last command */
 	if (fd < 0)
 		return -errno;
 	int rc = 0;

@@ -9,7 +9,8 @@
  * answers it when its boundary is done (epochs.c answer_done), so a long
  * `next wait` never holds up a stats read.  "next N" asks for epoch N
  * however many processes write it (DESIGN "Epochs"): see control().
- * Unknown commands get -EINVAL.
+ * "retire read" / "retire boundary" set the retire mode from the next
+ * boundary on (the feeder's, docs/mount.md).  Unknown commands get -EINVAL.
  *
  * Locking: d->mu for the advance sequence and the pending list; the request
  * queue's own mu inside cfs_requests_*.
@@ -44,6 +45,10 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	v.mountpoint = d->o->mountpoint;
 	v.epoch = cfs_epochs_current_number(&d->set, &v.have_epoch);
 	v.advance = d->cfg->advance == CMN_ADVANCE_AUTO ? "auto" : "manual";
+	pthread_mutex_lock(&d->mu);
+	v.retire = d->retire_want >= 0 ? (d->retire_want ? "read" : "boundary")
+				       : (d->retire_read ? "read" : "boundary");
+	pthread_mutex_unlock(&d->mu);
 	v.min_records = d->cfg->min_records;
 	cfs_budget_get(d->budget, &bs);
 	v.limit = bs.limit;
@@ -171,6 +176,13 @@ static void control(struct dmn *d, struct cfs_req *r)
 	struct cfs_requests *q = cfs_fs_requests(d->fs);
 	bool has_epoch, wait, have;
 	uint64_t want;
+	if (!strcmp(r->cmd, "retire read") || !strcmp(r->cmd, "retire boundary")) {
+		pthread_mutex_lock(&d->mu);
+		d->retire_want = r->cmd[7] == 'r'; /* the epoch thread applies it */
+		pthread_mutex_unlock(&d->mu);
+		cfs_requests_done(q, r, 0, NULL, 0);
+		return;
+	}
 	if (parse_command(r->cmd, &has_epoch, &want, &wait) != 0) {
 		cfs_requests_done(q, r, -EINVAL, NULL, 0);
 		return;

@@ -70,6 +70,8 @@ static int open_cache(struct dmn *d, uint32_t *first, char *err, size_t errlen)
 	d->bd.set = &d->set;
 	d->bd.retire_read = d->cfg->retire == CMN_RETIRE_READ;
 	d->set.retire_read = d->bd.retire_read;
+	d->retire_read = d->bd.retire_read;
+	d->retire_want = -1;
 	/* The first epoch: 0 for a new cache, else one past the last recorded. */
 	uint32_t last = 0;
 	*first = cfs_catalog_current_epoch(d->cat, &last) == 0 ? last + 1 : 0;

@@ -66,6 +66,10 @@ struct dmn {
 	pthread_mutex_t mu;
 	bool stop;		       /* protected by mu */
 	bool epoch_gone;	       /* protected by mu: the epoch thread ended */
+	int retire_want;	       /* protected by mu: -1, or the retire mode (1 read, 0
+					  boundary) a control command asked for from the
+					  next boundary on */
+	bool retire_read;	       /* protected by mu: the mode in force (stats) */
 	uint64_t adv_requested;	       /* protected by mu: boundaries asked for (sequence) */
 	uint64_t adv_done;	       /* protected by mu: boundaries finished */
 	uint64_t adv_wait_upto;	       /* protected by mu: requests up to this one want "wait" */

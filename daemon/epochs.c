@@ -142,6 +142,14 @@ static int run_boundary(struct dmn *d, bool wait, bool startup, uint32_t first, 
 
 	if (!startup)
 		dmn_boundary_flush_reads(&d->bd); /* the plan sees every read so far */
+	pthread_mutex_lock(&d->mu);
+	if (d->retire_want >= 0) { /* "retire read|boundary": from this boundary on */
+		d->retire_read = d->retire_want;
+		d->retire_want = -1;
+		d->bd.retire_read = d->retire_read;
+		cfs_epochs_set_retire_read(&d->set, d->retire_read);
+	}
+	pthread_mutex_unlock(&d->mu);
 	if (startup)
 		e.admit = 0; /* a (re-)mount evicts only above the limit: serve what is held */
 	int rc = dmn_boundary_evict(&d->bd, next, &e, startup, entry->admit, &plan, err, errlen);

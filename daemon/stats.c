@@ -102,6 +102,7 @@ int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_
 	set_u64(root, "limit", v->limit);
 	set_u64(root, "used", used);
 	set_str(root, "advance", v->advance);
+	set_str(root, "retire", v->retire);
 	set_u64(root, "min_records", v->min_records);
 	json_object_set_new(root, "pid", json_integer(v->pid));
 	set_str(root, "source", v->source);

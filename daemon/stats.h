@@ -35,6 +35,7 @@ struct dmn_stats_view {
 	uint32_t epoch;
 	bool have_epoch;
 	const char *advance; /* "manual" | "auto" */
+	const char *retire;  /* "boundary" | "read": from the next boundary on */
 	uint64_t min_records;
 
 	/* budget */

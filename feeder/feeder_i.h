@@ -404,6 +404,14 @@ void fdr__counts_free(struct rc_feeder *f);
 void fdr__mount_find(struct rc_feeder *f);
 /* MOUNT/epochs/<mepoch> into out.  0 or -ENAMETOOLONG. */
 int fdr__mount_epoch_dir(const struct rc_feeder *f, int64_t mepoch, char *out, size_t outlen);
+/*
+ * A feeder with world_size 1 drives the mount's epochs and reads each file
+ * of an epoch once: it asks for retire = read (docs/mount.md), so a victim's
+ * room goes back to the samplers as soon as it was read.  Several ranks read
+ * parts of every file, so one rank reaching a file's end retires nothing:
+ * they leave the mount's retire mode as configured.  Errors are ignored.
+ */
+void fdr__mount_retire_read(const struct rc_feeder *f);
 /* Asks the mount for epoch mepoch ("next N" [wait]); blocks until there.  0 or -errno. */
 int fdr__mount_ask(const struct rc_feeder *f, int64_t mepoch, bool wait, char *err, size_t errlen);
 /*

@@ -282,6 +282,8 @@ static int files_first(struct rc_feeder *f, char *err, size_t errlen)
 	f->cfg.prefetch = f->cfg.control[0] == '\0';
 	int rc = split_from_env(f, err, errlen);
 	if (!rc && f->cfg.mount_epochs)
+		fdr__mount_retire_read(f);
+	if (!rc && f->cfg.mount_epochs)
 		rc = fdr__mount_wait_data(f, err, errlen);
 	if (!rc)
 		rc = fdr__epoch_list(f, 0, &f->ep.lst, err, errlen);

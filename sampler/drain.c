@@ -20,6 +20,20 @@
 #include "cachefs/shard_writer.h"
 #include "common/log.h"
 
+/* Bytes the budget would grant now (under both limit and admit). */
+uint64_t smp__budget_avail(struct cfs_budget *b)
+{
+	struct cfs_budget_stat st;
+	cfs_budget_get(b, &st);
+	uint64_t used = st.reserved + st.sealed + st.draining;
+	uint64_t room = st.limit > used ? st.limit - used : 0;
+	if (st.admit != CFS_BUDGET_UNLIMITED) {
+		uint64_t a = st.admit > st.admit_used ? st.admit - st.admit_used : 0;
+		room = a < room ? a : room;
+	}
+	return room;
+}
+
 /*
  * Gets `need` bytes of room in writer w: a chunk ahead when possible, else
  * exactly what is needed; waits for room unless stop_when_full.  Before it

@@ -6,8 +6,9 @@
  * (callers' callbacks do) and does not sleep: waiting for a retry is a
  * deadline the poll timeout respects, so other transfers keep running.
  *
- * States of a request: QUEUED (in f->queue, maybe with a not-before time)
- * -> RUNNING (added to the multi) -> done() or back to QUEUED for a retry.
+ * States of a request: QUEUED (in f->queue, maybe with a not-before time,
+ * or waiting for its consumer's grant) -> RUNNING (added to the multi) ->
+ * done(), or back to QUEUED for a retry or for its next granted range.
  * Bounds: attempts <= retries + 1; each attempt is bounded by the connect
  * timeout and the low-speed limit set in smp_source_easy_defaults(); waits by
  * SMP_BACKOFF_MAX_MS / SMP_RETRY_AFTER_MAX_MS.
@@ -24,7 +25,8 @@
 #include "common/log.h"
 #include "sampler/request_i.h"
 
-#define ERRBODY_CAP 512
+#define ERRBODY_CAP	  512
+#define SMP_GRANT_POLL_MS 20 /* how often a request waiting for its grant asks again */
 
 struct xfer {
 	struct smp_fetch *f;
@@ -35,6 +37,8 @@ struct xfer {
 	uint64_t off, end; /* [off, end), end 0: to the object's end */
 	uint64_t size;	   /* object size (0 unknown) */
 	uint64_t cur;	   /* next object offset we expect (resume point) */
+	uint64_t req_end;  /* end of the range this attempt asked for (0: to end) */
+	bool whole;	   /* the server ignored a Range: no more granted ranges */
 	uint64_t skip;	   /* bytes to drop: the server ignored our Range */
 	uint32_t attempt;
 	uint64_t not_before; /* ms, monotonic */
@@ -59,9 +63,10 @@ struct smp_fetch {
 	uint64_t rng;
 	struct xfer *queue, *queue_tail;
 	unsigned queued, running;
-	struct xfer **run; /* [conns]: running transfers, NULL slots free */
-	CURL **idle;	   /* easy handles kept for reuse */
-	bool hold;	   /* smp_fetch_hold(): pause transfers at their next chunk */
+	struct xfer **run;  /* [conns]: running transfers, NULL slots free */
+	CURL **idle;	    /* easy handles kept for reuse */
+	bool hold;	    /* smp_fetch_hold(): pause transfers at their next chunk */
+	unsigned ungranted; /* queued requests the last step found without a grant */
 	unsigned n_idle;
 };
 
@@ -202,6 +207,11 @@ unsigned smp_fetch_running(const struct smp_fetch *f)
 	return f->running;
 }
 
+unsigned smp_fetch_ungranted(const struct smp_fetch *f)
+{
+	return f->ungranted;
+}
+
 void smp_fetch_hold(struct smp_fetch *f, bool hold)
 {
 	f->hold = hold;
@@ -251,6 +261,10 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 		/* asked for a range from cur but got the whole object: drop the head */
 		if (x->status == 200 && x->cur > 0)
 			x->skip = x->cur;
+		if (x->status == 200 && x->req_end) { /* and the tail: take it all now */
+			x->req_end = 0;
+			x->whole = true;
+		}
 	}
 	count_received(x);
 	if (x->f->hold && x->status >= 200 && x->status < 300) {
@@ -272,9 +286,10 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 		used = d;
 	}
 	size_t give = len - used;
-	if (x->end && x->cur + give > x->end)
-		give = x->end > x->cur ? (size_t)(x->end - x->cur)
-				       : 0; /* over-long body: ignore the tail */
+	uint64_t stop_at = x->req_end ? x->req_end : x->end;
+	if (stop_at && x->cur + give > stop_at)
+		give = stop_at > x->cur ? (size_t)(stop_at - x->cur)
+					: 0; /* over-long body: ignore the tail */
 	if (give) {
 		int rc = x->ops->data(x->ctx, p + used, give);
 		if (rc) {
@@ -307,7 +322,8 @@ static int start(struct smp_fetch *f, struct xfer *x)
 	x->retry_after_ms = 0;
 	x->counted = 0; /* a new attempt: curl counts from 0 again */
 	smp_source_easy_defaults(f->source, e);
-	uint64_t len = x->end ? x->end - x->cur : 0;
+	uint64_t to = x->req_end ? x->req_end : x->end;
+	uint64_t len = to ? to - x->cur : 0;
 	int rc = smp_source_prepare(f->source, e, x->key, x->cur, len, &x->hdrs, err, sizeof(err));
 	if (rc) {
 		finish(x, rc, err);
@@ -436,11 +452,22 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 		return;
 	}
 	uint64_t want_end = x->end ? x->end : x->size;
-	if (want_end && x->cur < want_end) {
+	uint64_t asked_end = x->req_end ? x->req_end : want_end;
+	if (asked_end && x->cur < asked_end) {
 		SMP_STAT_ADD(f->stats, truncated, 1);
 		snprintf(why, sizeof(why), "short body: %llu of %llu bytes",
-			 (unsigned long long)x->cur, (unsigned long long)want_end);
+			 (unsigned long long)x->cur, (unsigned long long)asked_end);
 		retry_or_fail(f, x, -EPROTO, why);
+		return;
+	}
+	if (want_end && x->cur < want_end) { /* a granted range is done: the next one */
+		x->req_end = 0;
+		x->not_before = 0;
+		x->next = f->queue; /* first in line: the object goes on */
+		f->queue = x;
+		if (!f->queue_tail)
+			f->queue_tail = x;
+		f->queued++;
 		return;
 	}
 	int rc = x->ops->end(x->ctx);
@@ -467,6 +494,24 @@ static int drain_done(struct smp_fetch *f)
 }
 
 /*
+ * Whether x may start now, and how far it asks: with a grant() callback,
+ * up to the consumer's grant (x->req_end), else to its end.
+ */
+static bool may_start(struct xfer *x)
+{
+	uint64_t want_end = x->end ? x->end : x->size;
+	x->req_end = 0;
+	if (!x->ops->grant || x->whole || !want_end || x->cur >= want_end)
+		return true;
+	uint64_t g = x->ops->grant(x->ctx, x->cur, want_end);
+	if (g <= x->cur)
+		return false;
+	if (g < want_end)
+		x->req_end = g;
+	return true;
+}
+
+/*
  * One turn: start what may start, let curl work, and only when nothing
  * finished wait for activity (at most max_wait_ms, less when a retry is
  * due).  Returning right after a completion lets the caller queue the next
@@ -477,9 +522,17 @@ int smp_fetch_step(struct smp_fetch *f, int max_wait_ms)
 {
 	uint64_t now = cmn_mono_ms(), next_ready = UINT64_MAX;
 	struct xfer **pp = &f->queue, *prev = NULL;
+	bool ungranted = false;
+	f->ungranted = 0;
 	while (*pp) {
 		struct xfer *x = *pp;
-		if (x->not_before > now || f->running >= f->conns) {
+		bool ready = x->not_before <= now && f->running < f->conns;
+		if (ready && !may_start(x)) {
+			ungranted = true;
+			f->ungranted++;
+			ready = false;
+		}
+		if (!ready) {
 			if (x->not_before > now && x->not_before < next_ready)
 				next_ready = x->not_before;
 			prev = x;
@@ -498,6 +551,8 @@ int smp_fetch_step(struct smp_fetch *f, int max_wait_ms)
 	if (mc == CURLM_OK && drain_done(f) > 0)
 		return 0;
 	int wait = max_wait_ms;
+	if (ungranted && wait > SMP_GRANT_POLL_MS)
+		wait = SMP_GRANT_POLL_MS; /* room may come back any moment: ask again soon */
 	if (next_ready != UINT64_MAX) {
 		uint64_t d = next_ready > now ? next_ready - now : 0;
 		if (d < (uint64_t)wait)

@@ -12,6 +12,12 @@
  * (CRC, truncated framing) answers -EAGAIN and the request is retried from
  * the offset its restart() callback returns, so already-delivered bytes are
  * not delivered twice.  Every failure is counted in the source's stats.
+ *
+ * Credit (issue 12): a request whose consumer has a grant() callback asks
+ * the server only for the bytes the consumer has room for - one range GET
+ * per grant - so nothing is sent that must be held in socket buffers or
+ * thrown away; a request with no grant waits in the queue, costing no
+ * connection, and is asked again at every step.
  */
 #ifndef RC_SAMPLER_FETCH_H
 #define RC_SAMPLER_FETCH_H
@@ -34,6 +40,13 @@ struct smp_xfer_ops {
 	uint64_t (*restart)(void *ctx, bool final);
 	/* Called once when the request is over: rc 0, or -errno and a message. */
 	void (*done)(void *ctx, int rc, const char *msg);
+	/*
+	 * Optional: the object offset up to which bytes may be asked for now,
+	 * the request standing at cur and wanting up to want_end (> cur);
+	 * cur (or less) when nothing may be asked for yet.  NULL: everything
+	 * at once.  Only asked when the object's end is known.
+	 */
+	uint64_t (*grant)(void *ctx, uint64_t cur, uint64_t want_end);
 };
 
 struct smp_fetch_req {
@@ -57,6 +70,8 @@ int smp_fetch_add(struct smp_fetch *f, const struct smp_fetch_req *r);
 
 /* Requests queued, waiting for a retry, or running. */
 unsigned smp_fetch_pending(const struct smp_fetch *f);
+/* Requests the last smp_fetch_step() found waiting for their grant. */
+unsigned smp_fetch_ungranted(const struct smp_fetch *f);
 /* Requests running now. */
 unsigned smp_fetch_running(const struct smp_fetch *f);
 

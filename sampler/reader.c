@@ -47,6 +47,7 @@ struct smp__reader {
 	uint64_t bad_seen;	  /* decoder's bad_records already accounted */
 	bool lenient;		  /* last attempt: skip bad records instead of retrying */
 	bool gzip;
+	uint64_t granted; /* object offset up to which the job reserved room (obj_grant) */
 	struct cfs_shard_writer *raw; /* format=raw */
 	uint64_t raw_bytes;
 };
@@ -239,11 +240,48 @@ static void obj_done(void *ctx, int rc, const char *msg)
 	smp__job_maybe_end(s, j);
 }
 
+/*
+ * How far the transfer may ask (fetch.h, grant): a mount's TFRecord object
+ * is asked for in ranges of the room its job holds, SMP_RANGE_CHUNK at a
+ * time, reserved here before the range is requested - so every byte the
+ * server sends has its room, none waits in socket buffers for a boundary or
+ * is thrown away at a stop, and policy=none fetches nothing once frozen.
+ * Record bytes in the source are the bytes a shard needs
+ * (cfs_shard_writer_record_bytes), so the job's reserve covers each record
+ * that arrives (drain.c takes from it).  ingest reserved the whole unit, raw
+ * objects are reserved whole (reader_new), and a GZIP stream's bytes are
+ * not record bytes: those ask for everything at once.
+ */
+static uint64_t obj_grant(void *ctx, uint64_t cur, uint64_t want_end)
+{
+	struct smp__reader *o = ctx;
+	struct smp_sampler *s = o->s;
+	if (o->raw || o->gzip || !s->follow)
+		return want_end;
+	if (o->granted > cur)
+		return o->granted;
+	if (atomic_load(&s->stop) || s->fatal || smp__pause_wanted(s))
+		return cur; /* a boundary: its snapshot, not new transfers */
+	uint64_t from = o->granted > cur ? o->granted : cur;
+	uint64_t rest = want_end - from;
+	uint64_t chunk = rest < SMP_RANGE_CHUNK ? rest : SMP_RANGE_CHUNK;
+	uint64_t least = chunk < SMP_RANGE_MIN ? chunk : SMP_RANGE_MIN;
+	struct cfs_budget *b = cfs_store_budget(s->cstore);
+	uint64_t avail = smp__budget_avail(b);
+	uint64_t take = avail < chunk ? avail : chunk;
+	if (take < least || cfs_budget_try_reserve(b, take) != 0)
+		return cur;
+	o->job->reserve += take;
+	o->granted = from + take;
+	return o->granted;
+}
+
 const struct smp_xfer_ops smp__reader_ops = {
     .data = obj_data,
     .end = obj_end,
     .restart = obj_restart,
     .done = obj_done,
+    .grant = obj_grant,
 };
 
 static int raw_open(struct smp__reader *o, char *err, size_t errlen)
@@ -265,6 +303,7 @@ int smp__reader_new(struct smp_sampler *s, struct smp__job *j, struct smp__reade
 	o->obj = j->obj;
 	o->object_id = j->obj->object_id;
 	o->base = o->good_end = j->off;
+	o->granted = j->off + j->reserve; /* the first room, reserved before the job started */
 	if (s->cfg->format == CMN_FORMAT_RAW) {
 		rc = raw_open(o, err, sizeof(err));
 		if (rc) {

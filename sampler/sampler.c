@@ -287,20 +287,6 @@ static void skip_job(struct smp_sampler *s, struct smp__job *j)
 	free(j);
 }
 
-/* Bytes the budget would grant now (under both limit and admit). */
-static uint64_t budget_avail(struct cfs_budget *b)
-{
-	struct cfs_budget_stat st;
-	cfs_budget_get(b, &st);
-	uint64_t used = st.reserved + st.sealed + st.draining;
-	uint64_t room = st.limit > used ? st.limit - used : 0;
-	if (st.admit != CFS_BUDGET_UNLIMITED) {
-		uint64_t a = st.admit > st.admit_used ? st.admit - st.admit_used : 0;
-		room = a < room ? a : room;
-	}
-	return room;
-}
-
 /*
  * The room a job needs before its first byte is fetched.  ingest
  * (stop_when_full) reserves the whole unit: it ends when the next unit does
@@ -350,7 +336,7 @@ static int fill_window(struct smp_sampler *s)
 				 */
 				take = first_room(j);
 			} else if (s->follow) { /* raw: see first_room() */
-				uint64_t avail = budget_avail(b);
+				uint64_t avail = smp__budget_avail(b);
 				take = avail < want ? avail : want;
 				if (take < first_room(j))
 					take = want; /* fails below: wait */
@@ -471,6 +457,30 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 			else if (br == -ECANCELED)
 				break;
 			continue;
+		}
+		if (!smp_fetch_running(s->fetch) && smp_fetch_ungranted(s->fetch)) {
+			/*
+			 * Every transfer waits for room (fetch.h, grant): what came
+			 * in goes into a sealed shard now, so that it is in the next
+			 * snapshot, then sleep on the budget (which the daemon sees
+			 * as the samplers blocked) until some room comes back; the
+			 * next step's grants take it.
+			 */
+			if (smp_shuffle_count(s->shuf)) {
+				smp__drain(s);
+				continue;
+			}
+			if (s->w && cfs_shard_writer_records(s->w) > 0) {
+				smp__plan_checkpoint(s);
+				continue;
+			}
+			struct cfs_budget *b = cfs_store_budget(s->cstore);
+			int br = cfs_budget_reserve(b, SMP_RANGE_MIN, 250);
+			if (br == -ECANCELED)
+				break;
+			if (br != 0)
+				continue; /* still no room: wait again (or pause, stop) */
+			cfs_budget_release(b, SMP_RANGE_MIN);
 		}
 		if (smp_fetch_pending(s->fetch)) {
 			int fr = smp_fetch_step(s->fetch, 250);

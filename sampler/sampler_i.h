@@ -30,6 +30,7 @@
 #define SMP_RESERVE_CHUNK ((uint64_t)4 << 20) /* reserve ahead in steps of this */
 #define SMP_SEAL_QUEUE	  2		      /* shards waiting for the sealer thread */
 
+struct cfs_budget;
 struct cfs_catalog;
 struct cfs_shard_writer;
 struct cmn_plan;
@@ -38,6 +39,9 @@ struct cmn_plan;
 #define SMP_RUN_MAX_BYTES ((uint64_t)1 << 20)	/* ... and at most this many bytes */
 #define SMP_SAVE_EVERY	  65536u		/* marks between two saves of the plan */
 #define SMP_FIRST_ROOM	  ((uint64_t)256 << 10) /* a mount's room before a unit's first byte */
+#define SMP_RANGE_CHUNK                                                                            \
+	((uint64_t)1 << 20) /* a mount asks for a TFRecord object in ranges of this */
+#define SMP_RANGE_MIN ((uint64_t)64 << 10) /* ... and never less, but for an object's tail */
 
 /* One entry of an index sidecar as kept for the plan (catalog blob). */
 struct smp__idx {
@@ -217,6 +221,8 @@ void smp__reader_free(struct smp__reader *o);
 
 /* drain.c */
 int smp__write_record(const struct smp_rec *r, void *ctx);
+/* Bytes the budget would grant now (under both limit and admit). */
+uint64_t smp__budget_avail(struct cfs_budget *b);
 int smp__get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t need, uint64_t ahead,
 		  bool may_block);
 int smp__wait_for_room(struct smp_sampler *s);

@@ -14,7 +14,9 @@ cache is full:
   - bytes on disk, sampled every 100 ms by a thread (du of shards/ and tmp/),
     never exceed the limit (invariant 4).
 Argument `boundary` runs the same loop with `retire = boundary` and checks
-the view is below limit - admit + one shard (the contrast).
+the view is below limit - admit + one shard (the contrast); then a feeder
+(world_size 1) opens on the mount, which turns retire = read on: the
+boundary it drives keeps its victims in the view (>= 0.9 x limit).
 """
 import os
 import sys
@@ -95,7 +97,36 @@ def body(s, mode):
         if mode == "boundary" and view > LIMIT - ADMIT + 2 * SHARD:
             t.fail("epoch %d: view %d bytes with retire = boundary, expected about "
                    "limit - admit" % (e, view))
+    if mode == "boundary":
+        feeder_turns_retire_read_on(s)
     s.umount()
+
+
+def feeder_turns_retire_read_on(s):
+    """A feeder with world_size 1 on the mount asks for retire = read: the
+    next boundary, which it drives, keeps its victims in the view."""
+    sys.path.insert(0, os.path.join(t.SRCDIR, "python"))
+    import rollcache
+    t.eq(s.stats()["retire"], "boundary", "retire mode before a feeder opened")
+    f = rollcache.Feeder(os.path.join(s.mnt, "current"), schema="y:int64[1]", batch_size=64,
+                         rank=0, world_size=1, device="cpu", framework="numpy")
+    try:
+        t.eq(s.stats()["retire"], "read", "retire mode once a feeder opened on the mount")
+        st = s.stats()
+        e0, rec_bytes = st["epoch"], st["current"]["bytes"] / max(1, st["current"]["records"])
+        n0 = sum(b["y"].shape[0] for b in f)
+        f.next_epoch()  # "next e0+1": the boundary runs with retire = read
+        t.eq(s.stats()["epoch"], e0 + 1, "the epoch after the feeder's next_epoch()")
+        # The feeder reads the victims while they retire: count what it got.
+        n1 = sum(b["y"].shape[0] for b in f)
+        print("feeder: %d records in epoch %d (retire = boundary), %d in epoch %d, "
+              "which it drove (%.2f x limit)" % (n0, e0, n1, e0 + 1, n1 * rec_bytes / LIMIT))
+        if n1 * rec_bytes < 0.9 * LIMIT:
+            t.fail("epoch %d (driven by the feeder): %d records, %.2f x limit: the "
+                   "boundary's victims were not in its view (retire = read)"
+                   % (e0 + 1, n1, n1 * rec_bytes / LIMIT))
+    finally:
+        f.close()
 
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "read"

@@ -7,8 +7,9 @@
 #                               STATE (created) holds the config, pid, logs.
 #   nginx.sh stop STATE         stops it (QUIT, then KILL after 10 s).
 #
-# NGINX_ACCESS_LOG=1 writes STATE/access.log: "STATUS BODY_BYTES BYTES_SENT REQUEST" per
-# request (bench/sampling.py counts bytes downloaded from it).
+# NGINX_ACCESS_LOG=1 writes STATE/access.log: "STATUS BODY_BYTES BYTES_SENT REQUEST MSEC"
+# per request, MSEC the wall-clock time (s.ms) it ended (bench/sampling.py
+# counts bytes downloaded, and when, from it).
 # Exit 77 when nginx is not installed (tests skip).  Ranges, keepalive and
 # sendfile are nginx defaults; `autoindex_format json` is what rollcache's
 # http:// lister reads.
@@ -41,7 +42,7 @@ pid $state/nginx.pid;
 error_log $state/error.log warn;
 events { worker_connections 256; }
 http {
-  log_format rc_bytes '\$status \$body_bytes_sent \$bytes_sent \$request';
+  log_format rc_bytes '\$status \$body_bytes_sent \$bytes_sent \$request \$msec';
   $access_line
   client_body_temp_path $state/body;
   proxy_temp_path $state/proxy;
