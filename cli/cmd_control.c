@@ -191,9 +191,26 @@ static int mp_error(const char *cmd, const char *mp, int rc, const char *err)
 
 /* ---- umount ---------------------------------------------------------------- */
 
+/*
+ * Whether pid still runs.  A zombie has exited - its locks and files are
+ * released - but answers kill(0) until its parent reaps it, which for a
+ * detached daemon is whatever init the machine has (seconds in some
+ * containers): /proc says which.
+ */
 static bool pid_alive(pid_t pid)
 {
-	return kill(pid, 0) == 0 || errno == EPERM;
+	if (kill(pid, 0) != 0 && errno != EPERM)
+		return false;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return true; /* no /proc: trust kill() */
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *rp = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold ')' */
+	return !(rp && rp[1] == ' ' && rp[2] == 'Z');
 }
 
 int cmd_umount(int argc, char **argv)

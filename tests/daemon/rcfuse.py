@@ -115,12 +115,17 @@ def is_mounted(mp):
 
 
 def pid_alive(pid):
+    """Whether pid runs; a zombie (exited, not yet reaped by init) does not."""
     try:
         os.kill(pid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
+        return True
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
         return True
 
 
