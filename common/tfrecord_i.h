@@ -47,15 +47,19 @@ void tfr__truncated(struct tfr__core *c, uint64_t off, size_t have, size_t need)
 
 /* ---- gzip (tfrecord_gzip.c) ---- */
 
-/* One inflater over a sequence of gzip members. */
+/* One inflater over a sequence of gzip members, or of zlib streams. */
 struct tfr__gz {
 	z_stream z;
 	bool ready;	   /* inflateInit2 done */
+	bool zlib;	   /* zlib wrapper (RFC 1950) instead of gzip (RFC 1952) */
 	bool in_member;	   /* input ended inside a member so far */
 	uint64_t in_total; /* compressed bytes consumed */
 };
 
-int tfr__gz_init(struct tfr__gz *g);
+/* Sets up an inflater for gzip (zlib false) or zlib input.  0 or -ENOMEM. */
+int tfr__gz_init(struct tfr__gz *g, bool zlib);
+/* Switches a ready inflater, before any input, to gzip or zlib.  0 or -ENOMEM. */
+int tfr__gz_set(struct tfr__gz *g, bool zlib);
 void tfr__gz_reset(struct tfr__gz *g);
 void tfr__gz_end(struct tfr__gz *g);
 

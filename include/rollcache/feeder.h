@@ -90,9 +90,10 @@ enum rc_format {
 };
 
 enum rc_compression {
-	RC_COMPRESSION_AUTO = 0, /* per file: gzip if it starts with 1f 8b */
+	RC_COMPRESSION_AUTO = 0, /* per file, by its first bytes (docs/feeder.md "Formats") */
 	RC_COMPRESSION_NONE = 1,
 	RC_COMPRESSION_GZIP = 2,
+	RC_COMPRESSION_ZLIB = 3, /* TensorFlow's ZLIB: zlib-wrapped deflate */
 };
 
 /*

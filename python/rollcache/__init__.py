@@ -128,7 +128,7 @@ class Feeder:
         o.read_size = int(read_size)
         o.verify_crc = bool(verify_crc)
         o.format = {"tfrecord": 0, "raw": 1}[format]
-        o.compression = {"auto": 0, "none": 1, "gzip": 2}[compression]
+        o.compression = {"auto": 0, "none": 1, "gzip": 2, "zlib": 3}[compression]
         o.device = _parse_device(device)
         o.pin = -1 if pin is None else int(bool(pin))
         # cudaStream_t the consumer's kernels run on (e.g.
