@@ -204,7 +204,7 @@ class Feeder:
                 data = t.device_data if dev >= 0 else t.data
                 if t.ragged:
                     offs = t.device_offsets if dev >= 0 else t.offsets
-                    out[name] = (self._wrap(View(h, data, t.dtype, [t.shape[0]], dev)),
+                    out[name] = (self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev)),
                                  self._wrap(View(h, offs, 1, [rows + 1], dev)))
                 else:
                     out[name] = self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev))
