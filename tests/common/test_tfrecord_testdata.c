@@ -258,6 +258,21 @@ START_TEST(test_detect_plain_lookalikes)
 	ck_assert_int_eq(cmn_tfr_detect("\x78\x9d", 2), CMN_TFR_NONE); /* check bits wrong */
 	ck_assert_int_eq(cmn_tfr_detect("\x78\xbb", 2), CMN_TFR_NONE); /* preset dictionary */
 	ck_assert_str_eq(cmn_tfr_compression_name(CMN_TFR_ZLIB), "zlib");
+	/* not TFRecord, not compressed: one message saying so, at offset 0 */
+	{
+		static const char junk[] = "this is not a TFRecord file at all\n";
+		struct tfr_result *r = malloc(sizeof(*r));
+		struct cmn_tfr_opts o = {.name = "junk.txt"};
+		ck_assert_int_eq(cmn_tfr_detect(junk, sizeof(junk) - 1), CMN_TFR_NONE);
+		collect_fd(junk, sizeof(junk) - 1, &o, r);
+		ck_assert_int_eq(r->end_rc, -EILSEQ);
+		ck_assert_msg(strstr(r->msg, "junk.txt: offset 0: no TFRecord header") &&
+				  strstr(r->msg, "not a TFRecord file"),
+			      "%s", r->msg);
+		collect_push(junk, sizeof(junk) - 1, &o, 0, r);
+		ck_assert_int_eq(r->end_rc, -EILSEQ);
+		free(r);
+	}
 }
 END_TEST
 
