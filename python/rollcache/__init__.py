@@ -77,8 +77,11 @@ class Feeder:
     files; in a rollcache mount, MOUNT (or MOUNT/current, MOUNT/epochs/N):
     the feeder then reads MOUNT/epochs/<N + epoch> and asks the mount for
     each next epoch once for all ranks.  schema: "name:dtype[shape],..."
-    (docs/feeder.md).  device: "cpu" or "cuda:N".  format: "tfrecord" (GZIP
-    auto-detected) or "raw".  framework: "torch", "numpy" or "dlpack"
+    (docs/feeder.md; "sequence s:int64[10]" reads SequenceExample
+    feature_lists as (values [steps, 10], step offsets), "record p:bytes"
+    whole records).  device: "cpu" or "cuda:N".  format: "tfrecord" or
+    "raw".  compression: "auto" (GZIP and ZLIB told by each file's first
+    bytes), "none", "gzip" or "zlib".  framework: "torch", "numpy" or "dlpack"
     (default: torch if the program imported it, else numpy).
 
     rank, world_size: this process's share of every epoch's records.  None
