@@ -105,7 +105,7 @@ int tfr__step(struct tfr__core *c, const uint8_t *p, size_t avail, uint64_t off,
 		return 0;
 	}
 	rc = cmn_tfr_get_header(p, c->max_record, &len);
-	if (rc == -EILSEQ && off == 0) {
+	if (rc == -EILSEQ && off == 0 && !c->mid_stream) {
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset 0: no TFRecord header (length crc mismatch) and no gzip or "
 			 "zlib header: not a TFRecord file, or corrupt from its first byte",

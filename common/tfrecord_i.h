@@ -20,6 +20,7 @@ struct tfr__core {
 	char *name;	   /* owned copy of opts->name */
 	size_t max_record; /* payload cap */
 	bool skip_crc;
+	bool mid_stream;  /* offset 0 is not the file's start (a resumed push decoder) */
 	uint64_t records; /* records whose CRCs passed (or were not checked) */
 	uint64_t bad;	  /* payload CRC failures skipped */
 	char msg[TFR_MSG_MAX];

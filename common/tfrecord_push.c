@@ -311,6 +311,7 @@ void cmn_tfr_push_resume(struct cmn_tfr_push *p)
 	enum cmn_tfr_compression m = p->mode;
 
 	cmn_tfr_push_reset(p);
+	p->core.mid_stream = true;
 	if (m != CMN_TFR_AUTO) {
 		p->mode = m;
 		if (m == CMN_TFR_GZIP || m == CMN_TFR_ZLIB)
@@ -321,6 +322,7 @@ void cmn_tfr_push_resume(struct cmn_tfr_push *p)
 void cmn_tfr_push_reset(struct cmn_tfr_push *p)
 {
 	p->mode = p->want;
+	p->core.mid_stream = false;
 	p->magic_len = 0;
 	p->pend_len = 0;
 	p->off = 0;

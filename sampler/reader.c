@@ -138,8 +138,6 @@ static int obj_data(void *ctx, const void *p, size_t n)
 		return 0;
 	}
 	if (rc == -EAGAIN || rc == -EILSEQ || rc == -EMSGSIZE || rc == -EPROTO || rc == -EIO) {
-		if (rc != -EAGAIN)
-			cmn_log(CMN_LOG_INFO, "%s: %s", o->obj->key, cmn_tfr_push_error(o->push));
 		if (rc == -EILSEQ || rc == -EIO)
 			SMP_STAT_ADD(&s->stats, bad_records, 1);
 		if (rc != -EAGAIN &&
@@ -148,6 +146,8 @@ static int obj_data(void *ctx, const void *p, size_t n)
 			o->gave_up = true;
 			return -EBADMSG;
 		}
+		if (rc != -EAGAIN)
+			cmn_log(CMN_LOG_INFO, "%s", cmn_tfr_push_error(o->push));
 		return -EAGAIN;
 	}
 	return rc; /* -ENOSPC (full), local write errors, -ENOMEM */
