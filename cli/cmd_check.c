@@ -44,8 +44,9 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: rollcache check [-v | -q] [--max-record SIZE] FILE|DIR...\n"
 		     "\n"
-		     "Verifies the TFRecord framing and the CRC32C of every record.  GZIP files\n"
-		     "(TensorFlow's GZIP compression) are recognised by their first bytes.\n"
+		     "Verifies the TFRecord framing and the CRC32C of every record.  GZIP and\n"
+		     "ZLIB files (TensorFlow's compression types) are recognised by their first\n"
+		     "bytes.\n"
 		     "Directories are walked in sorted order; hidden entries and files that\n"
 		     "are plainly not records (README*, LICENSE*, MANIFEST, *.md, *.txt, *.json,\n"
 		     "*.py, *.sh, *.yaml, *.html, *.proto, *.sha256, *.md5, *.db, *.lock) are\n"

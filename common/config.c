@@ -83,7 +83,7 @@ static const char *const section_names[] = {"",	     "cache",	"source", "sampler
 static const char *const advance_names[] = {"manual", "auto", NULL};
 static const char *const retire_names[] = {"boundary", "read", NULL};
 static const char *const format_names[] = {"tfrecord", "raw", NULL};
-static const char *const compression_names[] = {"none", "gzip", NULL};
+static const char *const compression_names[] = {"none", "gzip", "zlib", "auto", NULL};
 static const char *const strategy_names[] = {"objects", "records", NULL};
 static const char *const policy_names[] = {"fifo", "lru", "uses", "random", "none", NULL};
 static const char *const addressing_names[] = {"auto", "path", "virtual", NULL};
@@ -133,7 +133,7 @@ static const struct key_def keys[] = {
     {K_FORMAT, SEC_SOURCE, "format", "format", V_ENUM, format_names, 0, 0, NULL, "tfrecord",
      "records sampled into shards, or one object = one sample"},
     {K_COMPRESSION, SEC_SOURCE, "compression", "compression", V_ENUM, compression_names, 0, 0, NULL,
-     "none", "TFRecord compression"},
+     "auto", "TFRecord compression (auto: told by the first bytes of each object)"},
     {K_RANK, SEC_SOURCE, "rank", "rank", V_U32, NULL, 0, UINT32_MAX - 1, "a node index such as 0",
      "0", "this node's part of the dataset"},
     {K_WORLD_SIZE, SEC_SOURCE, "world_size", "world_size", V_U32, NULL, 1, UINT32_MAX,
@@ -520,7 +520,7 @@ void cmn_config_init(struct cmn_config *c)
 	c->retire = CMN_RETIRE_BOUNDARY;
 	c->wait_timeout_ms = 10 * 60 * 1000;
 	c->format = CMN_FORMAT_TFRECORD;
-	c->compression = CMN_COMPRESSION_NONE;
+	c->compression = CMN_COMPRESSION_AUTO;
 	c->rank = 0;
 	c->world_size = 1;
 	c->relist = 1;
@@ -1009,10 +1009,12 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 		snprintf(err, errlen, "timeout = 0: expected a duration such as 30s");
 		return -EINVAL;
 	}
-	if (c->format == CMN_FORMAT_RAW && c->compression != CMN_COMPRESSION_NONE) {
+	if (c->format == CMN_FORMAT_RAW &&
+	    (c->compression == CMN_COMPRESSION_GZIP || c->compression == CMN_COMPRESSION_ZLIB)) {
 		snprintf(err, errlen,
-			 "compression = gzip applies to format = tfrecord only: "
-			 "set compression = none for raw objects");
+			 "compression = %s applies to format = tfrecord only: "
+			 "set compression = none (or auto) for raw objects",
+			 c->compression == CMN_COMPRESSION_GZIP ? "gzip" : "zlib");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < c->n_epochs; i++) {

@@ -30,7 +30,13 @@
 enum cmn_advance { CMN_ADVANCE_MANUAL = 0, CMN_ADVANCE_AUTO = 1 };
 enum cmn_retire { CMN_RETIRE_BOUNDARY = 0, CMN_RETIRE_READ = 1 };
 enum cmn_format { CMN_FORMAT_TFRECORD = 0, CMN_FORMAT_RAW = 1 };
-enum cmn_compression { CMN_COMPRESSION_NONE = 0, CMN_COMPRESSION_GZIP = 1 };
+/* The value is the index in config.c's names; auto: cmn_tfr_detect() per object. */
+enum cmn_compression {
+	CMN_COMPRESSION_NONE = 0,
+	CMN_COMPRESSION_GZIP = 1,
+	CMN_COMPRESSION_ZLIB = 2,
+	CMN_COMPRESSION_AUTO = 3,
+};
 enum cmn_strategy { CMN_STRATEGY_OBJECTS = 0, CMN_STRATEGY_RECORDS = 1 };
 enum cmn_s3_addressing {
 	CMN_S3_ADDRESSING_AUTO = 0,
@@ -79,7 +85,7 @@ struct cmn_config {
 	char *profile;	/* NULL: $AWS_PROFILE, else "default" */
 	enum cmn_s3_addressing s3_addressing; /* auto */
 	enum cmn_format format;		      /* tfrecord */
-	enum cmn_compression compression;     /* none */
+	enum cmn_compression compression;     /* auto */
 	uint32_t rank;			      /* 0 */
 	uint32_t world_size;		      /* 1 */
 	uint32_t relist;		      /* 1 */

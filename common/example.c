@@ -391,6 +391,9 @@ static int resolve_canonical(struct ctx *c, const uint8_t *entry, const uint8_t 
  * counts, views; the name is set by the caller).  Validates every list of
  * the Feature, as protobuf parses them all.
  */
+static int resolve_walk(struct ctx *c, struct fcur fc, const uint8_t *eend,
+			struct cmn_ex_feature *out);
+
 static int resolve_feature(struct ctx *c, const uint8_t *entry, const uint8_t *eend,
 			   struct cmn_ex_feature *out)
 {
@@ -398,6 +401,24 @@ static int resolve_feature(struct ctx *c, const uint8_t *entry, const uint8_t *e
 	if (fast)
 		return fast < 0 ? fast : 0;
 	struct fcur fc = {.p = NULL, .end = NULL, .ep = entry, .eend = eend};
+	return resolve_walk(c, fc, eend, out);
+}
+
+/*
+ * Resolves a bare Feature message [p, end) - a step of a FeatureList - the
+ * same way: the cursor starts inside it and has no entry around it.
+ */
+static int resolve_bare(struct ctx *c, const uint8_t *p, const uint8_t *end,
+			struct cmn_ex_feature *out)
+{
+	struct fcur fc = {.p = p, .end = end, .ep = end, .eend = end};
+	return resolve_walk(c, fc, end, out);
+}
+
+/* The general walk of resolve_feature() from cursor fc; eend ends the entry. */
+static int resolve_walk(struct ctx *c, struct fcur fc, const uint8_t *eend,
+			struct cmn_ex_feature *out)
+{
 	struct run r = {0};
 	enum cmn_ex_kind kind = CMN_EX_NONE;
 	const uint8_t *run = NULL, *run_val_end = NULL, *run_ep = NULL;
@@ -602,7 +623,8 @@ void cmn_ex_iter_init(struct cmn_ex_iter *it, const void *buf, size_t len)
  * 0 at the end, -EBADMSG.  Shared by the iterator and the decoder.
  */
 static int next_entry(struct ctx *c, const uint8_t **p, const uint8_t *end, const uint8_t **fp,
-		      const uint8_t **fend, const uint8_t **entry, const uint8_t **eend)
+		      const uint8_t **fend, const uint8_t **entry, const uint8_t **eend,
+		      struct field *lists)
 {
 	for (;;) {
 		while (*fp < *fend) {
@@ -625,6 +647,8 @@ static int next_entry(struct ctx *c, const uint8_t **p, const uint8_t *end, cons
 		if (f.num == 1 && f.wt == WT_LEN) {
 			*fp = f.data;
 			*fend = f.data + f.len;
+		} else if (f.num == 2 && f.wt == WT_LEN && lists && !lists->start) {
+			*lists = f; /* SequenceExample.feature_lists, or an unknown field */
 		}
 	}
 }
@@ -635,7 +659,8 @@ int cmn_ex_iter_next(struct cmn_ex_iter *it, struct cmn_ex_feature *f, char *err
 	if (it->state_ == IT_FAILED)
 		return bad(&c, it->p_, "iteration already failed");
 	const uint8_t *entry = NULL, *eend = NULL;
-	int rc = next_entry(&c, &it->p_, it->end_, &it->feats_p_, &it->feats_end_, &entry, &eend);
+	int rc =
+	    next_entry(&c, &it->p_, it->end_, &it->feats_p_, &it->feats_end_, &entry, &eend, NULL);
 	if (rc == 1) {
 		rc = entry_key(&c, entry, eend, &f->name, &f->name_len);
 		if (rc == 0)
@@ -807,6 +832,194 @@ static int decode_one(struct ctx *c, const struct cmn_feature *sf, size_t idx, c
 	return 0;
 }
 
+/* ---- SequenceExample and whole records --------------------------------- */
+
+/* The error for a SequenceExample fed to an Example schema. */
+static int bad_kind(struct ctx *c, const uint8_t *at)
+{
+	if (c->err && c->errlen)
+		snprintf(
+		    c->err, c->errlen,
+		    "record is a tf.SequenceExample (feature_lists at byte %zu), but the schema "
+		    "reads tf.Example: name per-step features as 'sequence NAME:dtype[shape]' "
+		    "(context features as usual), or mark a feature 'context NAME:...' to read "
+		    "the context alone",
+		    (size_t)(at - c->base));
+	return -EINVAL;
+}
+
+/*
+ * Whether a top-level field 2 is a SequenceExample's feature_lists: a
+ * well-formed message holding at least one map entry (field 1, length-
+ * delimited).  An unknown field 2 of an Example (junk bytes) is not.
+ */
+static bool is_feature_lists(const struct field *f)
+{
+	const uint8_t *p = f->data, *end = f->data + f->len;
+	struct ctx quiet = {f->data, NULL, 0};
+	bool entry = false;
+	while (p < end) {
+		struct field e;
+		if (next_field(&quiet, &p, end, &e))
+			return false;
+		entry |= e.num == 1 && e.wt == WT_LEN;
+	}
+	return entry;
+}
+
+/*
+ * Records, for each `sequence` feature of s, the last FeatureLists map entry
+ * with its name (entry: key = 1, value = 2, as Features' entries).  Every
+ * top-level field 2 is a FeatureLists; several merge.
+ */
+static int find_lists(struct ctx *c, const struct cmn_schema *s, const uint8_t *p,
+		      const uint8_t *end, const uint8_t **ep, const uint8_t **eend)
+{
+	while (p < end) {
+		struct field f;
+		int rc = next_field(c, &p, end, &f);
+		if (rc)
+			return rc;
+		if (f.num != 2 || f.wt != WT_LEN)
+			continue;
+		const uint8_t *q = f.data, *qend = f.data + f.len;
+		while (q < qend) {
+			struct field e;
+			const uint8_t *name;
+			size_t name_len;
+			rc = next_field(c, &q, qend, &e);
+			if (rc)
+				return rc;
+			if (e.num != 1 || e.wt != WT_LEN)
+				continue;
+			rc = entry_key(c, e.data, e.data + e.len, &name, &name_len);
+			if (rc)
+				return rc;
+			int i = cmn_schema_find(s, name, name_len);
+			if (i >= 0 && s->feature[i].place == CMN_PLACE_SEQUENCE) {
+				ep[i] = e.data;
+				eend[i] = e.data + e.len;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Steps to the next step (Feature) of a FeatureLists entry: the Features
+ * (field 1) of its FeatureList values (field 2; several merge, so their
+ * steps follow each other).  Returns 1 and [*fp, *fend), 0 at the end, or
+ * -EBADMSG.
+ */
+static int next_step(struct ctx *c, struct fcur *sc, const uint8_t **fp, const uint8_t **fend)
+{
+	for (;;) {
+		while (sc->p < sc->end) {
+			struct field f;
+			int rc = next_field(c, &sc->p, sc->end, &f);
+			if (rc)
+				return rc;
+			if (f.num == 1 && f.wt == WT_LEN) {
+				*fp = f.data;
+				*fend = f.data + f.len;
+				return 1;
+			}
+		}
+		if (sc->ep >= sc->eend)
+			return 0;
+		struct field v;
+		int rc = next_field(c, &sc->ep, sc->eend, &v);
+		if (rc)
+			return rc;
+		if (v.num == 2 && v.wt == WT_LEN) {
+			sc->p = v.data;
+			sc->end = v.data + v.len;
+		}
+	}
+}
+
+/* Checks one step's Feature against the sequence feature sf. */
+static int check_step(struct ctx *c, const struct cmn_feature *sf, size_t step,
+		      const struct cmn_ex_feature *f, int *as_uint8)
+{
+	enum cmn_ex_kind want = want_kind(sf->dtype);
+	size_t n = f->kind == CMN_EX_BYTES_LIST ? f->n_bytes : f->n_values;
+	*as_uint8 = 0;
+	if (f->kind != want) {
+		if (sf->dtype == CMN_DT_UINT8 && f->kind == CMN_EX_INT64_LIST)
+			*as_uint8 = 1;
+		else
+			return feat_err(-EINVAL, sf, c->err, c->errlen,
+					"step %zu: expected %s%s, found %s", step,
+					cmn_ex_kind_name(want),
+					sf->dtype == CMN_DT_UINT8 ? " (or int64_list)" : "",
+					cmn_ex_kind_name(f->kind));
+	}
+	if (n != sf->step_count) {
+		char shape[160];
+		shape_str(sf, shape, sizeof(shape));
+		return feat_err(-EINVAL, sf, c->err, c->errlen,
+				"step %zu: %zu %s, schema sequence %s needs %llu a step", step, n,
+				f->kind == CMN_EX_BYTES_LIST ? "bytes" : "values", shape,
+				(unsigned long long)sf->step_count);
+	}
+	return 0;
+}
+
+/*
+ * Decodes the FeatureLists entry [entry, eend) (NULL: missing) of sequence
+ * feature sf: validates and counts its steps, reserves steps x step_count
+ * elements, copies them step after step.
+ */
+static int decode_sequence(struct ctx *c, const struct cmn_feature *sf, size_t idx,
+			   const uint8_t *entry, const uint8_t *eend,
+			   const struct cmn_ex_sink *sink)
+{
+	struct fcur sc = {.p = NULL, .end = NULL, .ep = entry, .eend = eend};
+	struct cmn_ex_feature f;
+	const uint8_t *fp, *fend;
+	size_t steps = 0;
+	int as_uint8, rc;
+
+	if (!entry) {
+		if (!sf->has_default)
+			return feat_err(-ENOENT, sf, c->err, c->errlen,
+					"no such feature_list in the SequenceExample and the "
+					"schema gives no default (=[] for zero steps)");
+		(void)sink->reserve(sink->ctx, idx, 0, 0);
+		return 0;
+	}
+	while ((rc = next_step(c, &sc, &fp, &fend)) == 1) {
+		rc = resolve_bare(c, fp, fend, &f);
+		if (rc == 0)
+			rc = check_step(c, sf, steps, &f, &as_uint8);
+		if (rc)
+			return rc;
+		steps++;
+	}
+	if (rc < 0)
+		return rc;
+	size_t n = steps * (size_t)sf->step_count;
+	uint8_t *dst = sink->reserve(sink->ctx, idx, n, steps);
+	if (!dst && n)
+		return feat_err(-ENOBUFS, sf, c->err, c->errlen,
+				"no room for %zu values (the sink refused)", n);
+	sc = (struct fcur){.p = NULL, .end = NULL, .ep = entry, .eend = eend};
+	for (size_t k = 0; k < steps; k++) {
+		(void)next_step(c, &sc, &fp, &fend); /* validated above */
+		(void)resolve_bare(c, fp, fend, &f);
+		(void)check_step(c, sf, k, &f, &as_uint8);
+		struct sink_state st = {.dst = dst + k * sf->step_count * sf->elem_size,
+					.as_uint8 = as_uint8};
+		copy_values(&f, &st);
+		if (st.range_error)
+			return feat_err(-ERANGE, sf, c->err, c->errlen,
+					"step %zu: int64 value %lld out of uint8 range 0..255", k,
+					(long long)st.bad_value);
+	}
+	return 0;
+}
+
 int cmn_ex_decode(const struct cmn_schema *s, const void *buf, size_t len,
 		  const struct cmn_ex_sink *sink, char *err, size_t errlen)
 {
@@ -814,9 +1027,22 @@ int cmn_ex_decode(const struct cmn_schema *s, const void *buf, size_t len,
 	struct {
 		const uint8_t *p, *end;
 	} ent[CMN_SCHEMA_MAX_FEATURES];
+	struct field lists = {0};
 
 	if (err && errlen)
 		err[0] = '\0';
+	if (s->record) {
+		/* the whole payload is the one bytes feature */
+		if (!sink->reserve)
+			return 0;
+		void *dst = sink->reserve(sink->ctx, 0, len, 1);
+		if (!dst && len)
+			return feat_err(-ENOBUFS, &s->feature[0], err, errlen,
+					"no room for %zu bytes (the sink refused)", len);
+		if (len)
+			memcpy(dst, buf, len);
+		return 0;
+	}
 	memset(ent, 0, sizeof(ent[0]) * s->n);
 
 	/* Pass 1: the last entry of each schema feature. */
@@ -824,7 +1050,7 @@ int cmn_ex_decode(const struct cmn_schema *s, const void *buf, size_t len,
 	for (;;) {
 		const uint8_t *entry = NULL, *eend = NULL, *name;
 		size_t name_len;
-		int rc = next_entry(&c, &p, end, &fp, &fend, &entry, &eend);
+		int rc = next_entry(&c, &p, end, &fp, &fend, &entry, &eend, &lists);
 		if (rc < 0)
 			return rc;
 		if (rc == 0)
@@ -833,10 +1059,23 @@ int cmn_ex_decode(const struct cmn_schema *s, const void *buf, size_t len,
 		if (rc)
 			return rc;
 		int i = cmn_schema_find(s, name, name_len);
-		if (i >= 0) {
+		if (i >= 0 && s->feature[i].place != CMN_PLACE_SEQUENCE) {
 			ent[i].p = entry;
 			ent[i].end = eend;
 		}
+	}
+	if (!s->sequence && lists.start && is_feature_lists(&lists))
+		return bad_kind(&c, lists.start);
+	if (s->sequence) {
+		const uint8_t *sp[CMN_SCHEMA_MAX_FEATURES] = {0}, *se[CMN_SCHEMA_MAX_FEATURES];
+		int rc = find_lists(&c, s, buf, end, sp, se);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < s->n; i++)
+			if (s->feature[i].place == CMN_PLACE_SEQUENCE) {
+				ent[i].p = sp[i];
+				ent[i].end = sp[i] ? se[i] : NULL;
+			}
 	}
 
 	/* Pass 2: resolve and copy. */
@@ -844,7 +1083,9 @@ int cmn_ex_decode(const struct cmn_schema *s, const void *buf, size_t len,
 		const struct cmn_feature *sf = &s->feature[i];
 		if (sf->ragged ? !sink->reserve : (!sink->fixed || !sink->fixed[i]))
 			continue;
-		int rc = decode_one(&c, sf, i, ent[i].p, ent[i].end, sink);
+		int rc = sf->place == CMN_PLACE_SEQUENCE
+			     ? decode_sequence(&c, sf, i, ent[i].p, ent[i].end, sink)
+			     : decode_one(&c, sf, i, ent[i].p, ent[i].end, sink);
 		if (rc)
 			return rc;
 	}
@@ -950,6 +1191,8 @@ static size_t entry_size(const struct cmn_feature *sf, size_t list_len)
 size_t cmn_ex_encoded_size(const struct cmn_schema *s, const struct cmn_ex_values *v)
 {
 	size_t feats = 0;
+	if (s->sequence || s->record)
+		return 0; /* the encoder writes tf.Example only */
 	for (size_t i = 0; i < s->n; i++) {
 		if (check_values(&s->feature[i], &v[i], NULL, 0))
 			return 0;
@@ -970,6 +1213,13 @@ int cmn_ex_encode(const struct cmn_schema *s, const struct cmn_ex_values *v, voi
 {
 	if (err && errlen)
 		err[0] = '\0';
+	if (s->sequence || s->record) {
+		if (err && errlen)
+			snprintf(err, errlen,
+				 "the encoder writes tf.Example only: the schema has "
+				 "sequence, context or record features");
+		return -EINVAL;
+	}
 	for (size_t i = 0; i < s->n; i++) {
 		int rc = check_values(&s->feature[i], &v[i], err, errlen);
 		if (rc)

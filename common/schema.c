@@ -258,9 +258,34 @@ static int parse_dtype(struct parser *ps, struct cmn_feature *f)
 		    at);
 }
 
+/* An optional place keyword followed by blanks; the feature name follows. */
+static void parse_place(struct parser *ps, struct cmn_feature *f)
+{
+	static const struct {
+		const char *word;
+		enum cmn_place place;
+	} places[] = {
+	    {"context", CMN_PLACE_CONTEXT},
+	    {"sequence", CMN_PLACE_SEQUENCE},
+	    {"record", CMN_PLACE_RECORD},
+	};
+	for (size_t i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
+		size_t n = strlen(places[i].word);
+		if (strncmp(ps->p, places[i].word, n) == 0 &&
+		    (ps->p[n] == ' ' || ps->p[n] == '\t')) {
+			f->place = places[i].place;
+			ps->p += n;
+			skip_blanks(ps);
+			return;
+		}
+	}
+}
+
 static int parse_feature(struct parser *ps, struct cmn_feature *f)
 {
 	skip_blanks(ps);
+	const char *kw = ps->p;
+	parse_place(ps, f);
 	const char *at = ps->p;
 	size_t n = 0;
 	while (is_name_byte((unsigned char)at[n]))
@@ -303,15 +328,34 @@ static int parse_feature(struct parser *ps, struct cmn_feature *f)
 				return rc;
 		}
 	}
-	if (f->dtype == CMN_DT_BYTES)
-		f->ragged = true;
-	if (f->ragged) {
+	if (f->place == CMN_PLACE_SEQUENCE) {
+		if (f->ragged || f->dtype == CMN_DT_BYTES)
+			return perr(ps, kw,
+				    "sequence feature '%s': each step needs a fixed shape "
+				    "(e.g. int64[10], or uint8[N] for N bytes a step); ragged "
+				    "steps ([] or bytes) are not supported",
+				    f->name);
+		f->step_count = f->count;
+		f->ragged = true; /* over steps */
 		f->count = 0;
-		f->ndims = 0;
+	} else if (f->place == CMN_PLACE_RECORD && f->dtype != CMN_DT_BYTES) {
+		return perr(
+		    ps, kw,
+		    "record feature '%s': the whole record is bytes (write 'record %s:bytes')",
+		    f->name, f->name);
+	} else {
+		if (f->dtype == CMN_DT_BYTES)
+			f->ragged = true;
+		if (f->ragged) {
+			f->count = 0;
+			f->ndims = 0;
+		}
 	}
 	f->row_bytes = f->count * f->elem_size;
 	skip_blanks(ps);
 	if (*ps->p == '=') {
+		if (f->place == CMN_PLACE_RECORD)
+			return perr(ps, ps->p, "record feature '%s' takes no default", f->name);
 		ps->p++;
 		rc = parse_default(ps, f);
 		if (rc)
@@ -379,6 +423,10 @@ int cmn_schema_parse(const char *spec, struct cmn_schema **out, char *err, size_
 			s->n_ragged++;
 		else
 			s->fixed_row_bytes += f->row_bytes;
+		if (f->place == CMN_PLACE_CONTEXT || f->place == CMN_PLACE_SEQUENCE)
+			s->sequence = true;
+		if (f->place == CMN_PLACE_RECORD)
+			s->record = true;
 		if (*ps.p == ',') {
 			ps.p++;
 			continue;
@@ -388,6 +436,16 @@ int cmn_schema_parse(const char *spec, struct cmn_schema **out, char *err, size_
 		rc = perr(&ps, ps.p, "unexpected '%c' after feature '%s' (expected ',' or the end)",
 			  *ps.p, f->name);
 		goto fail;
+	}
+	if (s->record && s->n > 1) {
+		for (size_t i = 0; i < s->n; i++)
+			if (s->feature[i].place == CMN_PLACE_RECORD) {
+				rc = perr(&ps, starts[i],
+					  "record feature '%s' is the whole record: it must be the "
+					  "schema's only feature",
+					  s->feature[i].name);
+				goto fail;
+			}
 	}
 	rc = build_table(s, &ps, starts);
 	if (rc)
@@ -427,9 +485,11 @@ size_t cmn_schema_format(const struct cmn_schema *s, char *buf, size_t buflen)
 		buf[0] = '\0';
 	for (size_t i = 0; i < s->n; i++) {
 		const struct cmn_feature *f = &s->feature[i];
-		sb_printf(&b, "%s%s:%s", i ? "," : "", f->name, cmn_dtype_name(f->dtype));
+		static const char *const kw[] = {"", "context ", "sequence ", "record "};
+		sb_printf(&b, "%s%s%s:%s", i ? "," : "", kw[f->place], f->name,
+			  cmn_dtype_name(f->dtype));
 		if (f->dtype != CMN_DT_BYTES) {
-			if (f->ragged) {
+			if (f->ragged && f->place != CMN_PLACE_SEQUENCE) {
 				sb_printf(&b, "[]");
 			} else if (f->ndims) {
 				for (unsigned d = 0; d < f->ndims; d++)

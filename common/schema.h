@@ -5,7 +5,8 @@
  * Grammar (DESIGN "Feeder"; blanks around tokens are ignored):
  *
  *   spec    := feature ( ',' feature )*
- *   feature := name ':' dtype [ shape ] [ '=' default ]
+ *   feature := [ place blank+ ] name ':' dtype [ shape ] [ '=' default ]
+ *   place   := 'context' | 'sequence' | 'record'
  *   name    := 1..255 bytes, none of  : , [ ] = " blank or control
  *   dtype   := float32 | float (same) | int64 | uint8 | bytes
  *   shape   := '[' ']'                      ragged: any number of values
@@ -16,6 +17,28 @@
  *
  * Examples: "x:float32[4,1000000,3],y:int64[1],ids:int64[],img:bytes",
  *           "label:int64=0" (scalar), "mask:uint8[16]=255", "ids:int64[]=[]".
+ *
+ * What a record holds (the place keywords; a name is never a keyword, since
+ * a name cannot hold a blank, so older specs read as before):
+ *   - no place keyword: a tf.train.Example; each feature is one of its
+ *     features.
+ *   - `sequence NAME:dtype[step shape]`: the schema reads
+ *     tf.train.SequenceExample records; the feature is the feature_list
+ *     NAME, each of its Features one step of exactly the step shape's
+ *     elements (a scalar: one per step).  dtype float32, int64 or uint8 (a
+ *     step's bytes_list as bytes), never `[]` or `bytes`: ragged steps are
+ *     not supported (docs/TODO-example.md).  Such a feature is ragged over
+ *     steps: per record, steps x step-count elements, step-major.  Its only
+ *     default is `=[]` (a missing feature_list is zero steps, like TF's
+ *     allow_missing); without it a missing feature_list is an error.
+ *   - `context NAME:...`: a context feature of a SequenceExample; in a
+ *     schema with a `sequence` or `context` feature, features without a
+ *     place keyword are context features too.
+ *   - `record NAME:bytes`: the whole record payload as one bytes value,
+ *     whatever it holds (tfevents, magenta, any protobuf or none).  It must
+ *     be the schema's only feature.
+ * An Example schema fed a SequenceExample (a record with feature_lists) is
+ * an error naming tf.SequenceExample, not a silent read of its context.
  *
  * A numeric feature without a shape is a scalar (one element, ndims 0).
  * `bytes` takes no shape and is always ragged: a record's value is the
@@ -45,6 +68,14 @@
 #define CMN_SCHEMA_MAX_NAME	255
 #define CMN_SCHEMA_MAX_ELEMS	((uint64_t)1 << 36) /* elements of one fixed feature */
 
+/* Where a feature's values are in a record (the spec's place keyword). */
+enum cmn_place {
+	CMN_PLACE_FEATURE = 0,	/* Example feature, or SequenceExample context */
+	CMN_PLACE_CONTEXT = 1,	/* `context`: SequenceExample context feature */
+	CMN_PLACE_SEQUENCE = 2, /* `sequence`: SequenceExample feature_list */
+	CMN_PLACE_RECORD = 3,	/* `record`: the whole record payload */
+};
+
 enum cmn_dtype {
 	CMN_DT_FLOAT32 = 0, /* 4 bytes, IEEE-754, host (little-endian) order */
 	CMN_DT_INT64 = 1,   /* 8 bytes */
@@ -58,8 +89,10 @@ struct cmn_feature {
 	size_t name_len;
 	enum cmn_dtype dtype;
 	size_t elem_size; /* 4, 8, 1, 1 */
-	bool ragged;	  /* shape "[]", or dtype bytes */
-	unsigned ndims;	  /* 0 for scalars and ragged features */
+	enum cmn_place place;
+	bool ragged;	     /* shape "[]", dtype bytes, or a sequence feature */
+	unsigned ndims;	     /* 0 for scalars and ragged features; sequence: the step's */
+	uint64_t step_count; /* sequence: elements per step (product of dims); else 0 */
 	uint64_t dims[CMN_SCHEMA_MAX_DIMS];
 	uint64_t count;	    /* elements per record: product of dims (1 for a scalar); 0 if ragged */
 	uint64_t row_bytes; /* count * elem_size; 0 if ragged */
@@ -76,6 +109,8 @@ struct cmn_schema {
 	struct cmn_feature *feature; /* [n], in the order of the spec */
 	uint64_t fixed_row_bytes;    /* sum of row_bytes over the fixed features */
 	size_t n_ragged;	     /* how many features are ragged */
+	bool sequence;		     /* reads tf.SequenceExample (a context or sequence feature) */
+	bool record;		     /* one `record` feature: the whole payload */
 	/* private: name lookup table */
 	uint16_t *slots_;
 	size_t nslots_;

@@ -11,7 +11,10 @@
  *   fd, uncompressed:      the window is r->buf, refilled with read(2) of
  *                          read_size (1 MiB) bytes when a record is cut by
  *                          its end: one syscall per MiB, none per record.
- *   buffer or fd, GZIP:    r->buf is refilled by inflate (tfrecord_gzip.c).
+ *   buffer or fd, GZIP or ZLIB:  r->buf is refilled by inflate
+ *                          (tfrecord_gzip.c).
+ *
+ * AUTO is decided once, by cmn_tfr_detect() on the first 12 bytes.
  *
  * The window [pos, win_len) of r->buf always starts at a record boundary
  * (stream offset win_off + pos).  Its capacity grows only to 16 + a length
@@ -102,6 +105,13 @@ int tfr__step(struct tfr__core *c, const uint8_t *p, size_t avail, uint64_t off,
 		return 0;
 	}
 	rc = cmn_tfr_get_header(p, c->max_record, &len);
+	if (rc == -EILSEQ && off == 0 && !c->mid_stream) {
+		snprintf(c->msg, sizeof(c->msg),
+			 "%s: offset 0: no TFRecord header (length crc mismatch) and no gzip or "
+			 "zlib header: not a TFRecord file, or corrupt from its first byte",
+			 c->name);
+		return rc;
+	}
 	if (rc == -EILSEQ) {
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset %" PRIu64 ": length crc mismatch (length field %" PRIu64
@@ -200,9 +210,9 @@ static int reader_alloc(struct cmn_tfr_reader **out, const struct cmn_tfr_opts *
 	return 0;
 }
 
-static int reader_start_gzip(struct cmn_tfr_reader *r, char *err, size_t errlen)
+static int reader_start_gzip(struct cmn_tfr_reader *r, bool zlib, char *err, size_t errlen)
 {
-	int rc = tfr__gz_init(&r->gz);
+	int rc = tfr__gz_init(&r->gz, zlib);
 
 	if (rc == 0) {
 		r->buf = malloc(r->read_size);
@@ -211,7 +221,8 @@ static int reader_start_gzip(struct cmn_tfr_reader *r, char *err, size_t errlen)
 		r->cap = r->read_size;
 	}
 	if (rc) {
-		snprintf(err, errlen, "%s: out of memory starting gzip", r->core.name);
+		snprintf(err, errlen, "%s: out of memory starting %s", r->core.name,
+			 zlib ? "zlib" : "gzip");
 		return rc;
 	}
 	r->gzip = true;
@@ -219,22 +230,26 @@ static int reader_start_gzip(struct cmn_tfr_reader *r, char *err, size_t errlen)
 	return 0;
 }
 
-static bool is_gzip_magic(const uint8_t *p, size_t len)
+/* The compression to read: as asked, or detected on the first bytes. */
+static enum cmn_tfr_compression resolve(const struct cmn_tfr_opts *o, const uint8_t *head,
+					size_t len)
 {
-	return len >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+	enum cmn_tfr_compression c = o ? o->compression : CMN_TFR_AUTO;
+	return c == CMN_TFR_AUTO ? cmn_tfr_detect(head, len) : c;
 }
 
 int cmn_tfr_reader_open_buf(struct cmn_tfr_reader **out, const void *buf, size_t len,
 			    const struct cmn_tfr_opts *opts, char *err, size_t errlen)
 {
 	struct cmn_tfr_reader *r;
-	enum cmn_tfr_compression comp = opts ? opts->compression : CMN_TFR_AUTO;
+	enum cmn_tfr_compression comp =
+	    resolve(opts, buf, len < CMN_TFR_DETECT_BYTES ? len : CMN_TFR_DETECT_BYTES);
 	int rc = reader_alloc(&r, opts, err, errlen);
 
 	if (rc)
 		return rc;
-	if (comp == CMN_TFR_GZIP || (comp == CMN_TFR_AUTO && is_gzip_magic(buf, len))) {
-		rc = reader_start_gzip(r, err, errlen);
+	if (comp == CMN_TFR_GZIP || comp == CMN_TFR_ZLIB) {
+		rc = reader_start_gzip(r, comp == CMN_TFR_ZLIB, err, errlen);
 		if (rc) {
 			cmn_tfr_reader_free(r);
 			return rc;
@@ -274,7 +289,7 @@ int cmn_tfr_reader_open_fd(struct cmn_tfr_reader **out, int fd, const struct cmn
 			   char *err, size_t errlen)
 {
 	struct cmn_tfr_reader *r;
-	enum cmn_tfr_compression comp = opts ? opts->compression : CMN_TFR_AUTO;
+	enum cmn_tfr_compression comp;
 	int rc = reader_alloc(&r, opts, err, errlen);
 	ssize_t got = 0;
 	uint8_t *first;
@@ -288,8 +303,8 @@ int cmn_tfr_reader_open_fd(struct cmn_tfr_reader **out, int fd, const struct cmn
 		cmn_tfr_reader_free(r);
 		return -ENOMEM;
 	}
-	/* The first read decides AUTO; its bytes become the first window or zin. */
-	while ((size_t)got < 2) {
+	/* The first bytes decide AUTO; they become the first window or zin. */
+	while ((size_t)got < CMN_TFR_DETECT_BYTES) {
 		ssize_t n = read_some(fd, first + got, r->read_size - (size_t)got);
 		if (n < 0) {
 			snprintf(err, errlen, "%s: read failed: %s", r->core.name,
@@ -304,8 +319,10 @@ int cmn_tfr_reader_open_fd(struct cmn_tfr_reader **out, int fd, const struct cmn
 		}
 		got += n;
 	}
-	if (comp == CMN_TFR_GZIP || (comp == CMN_TFR_AUTO && is_gzip_magic(first, (size_t)got))) {
-		rc = reader_start_gzip(r, err, errlen);
+	comp = resolve(opts, first,
+		       (size_t)got < CMN_TFR_DETECT_BYTES ? (size_t)got : CMN_TFR_DETECT_BYTES);
+	if (comp == CMN_TFR_GZIP || comp == CMN_TFR_ZLIB) {
+		rc = reader_start_gzip(r, comp == CMN_TFR_ZLIB, err, errlen);
 		if (rc) {
 			free(first);
 			cmn_tfr_reader_free(r);
@@ -380,11 +397,11 @@ static int gzip_fill_once(struct cmn_tfr_reader *r, bool *progress)
 	if (!*progress && r->src_pos == r->src_len && (r->fd < 0 || r->fd_eof)) {
 		r->eof = true;
 		if (r->gz.in_member) {
-			snprintf(
-			    r->core.msg, sizeof(r->core.msg),
-			    "%s: gzip stream ends inside a member at compressed offset %" PRIu64
-			    ": truncated file",
-			    r->core.name, r->gz.in_total);
+			snprintf(r->core.msg, sizeof(r->core.msg),
+				 "%s: %s stream ends inside a %s at compressed offset %" PRIu64
+				 ": truncated file",
+				 r->core.name, r->gz.zlib ? "zlib" : "gzip",
+				 r->gz.zlib ? "zlib stream" : "member", r->gz.in_total);
 			return -EPROTO;
 		}
 	}

@@ -6,7 +6,11 @@
  *     payload[length]  | uint32 LE masked crc32c(payload)
  * (mask: see cmn_crc32c_mask).  A GZIP-compressed file is that stream inside
  * one or more gzip members (TensorFlow's "GZIP" compression_type); gzip
- * headers may carry FNAME/MTIME/EXTRA/COMMENT fields.
+ * headers may carry FNAME/MTIME/EXTRA/COMMENT fields.  A ZLIB-compressed file
+ * is that stream inside one or more zlib streams (RFC 1950: a 2-byte header,
+ * deflate data, an Adler-32 trailer), which is what TensorFlow's "ZLIB"
+ * compression_type writes (its ZlibOutputBuffer deflates with zlib's default
+ * window bits, i.e. with the zlib wrapper).
  *
  * One framing state machine serves three front ends:
  *   - a pull reader over a memory buffer (zero copy: payload pointers point
@@ -18,13 +22,13 @@
  * Each may sit on top of zlib inflate for GZIP input.
  *
  * Errors carry the stream offset of the record that failed (the offset in
- * the uncompressed stream for GZIP input) and are:
+ * the uncompressed stream for GZIP and ZLIB input) and are:
  *   -EBADMSG   payload CRC mismatch: the record is skipped, reading may go on
  *              (cmn_tfr_*_resumable() says so);
  *   -EILSEQ    length CRC mismatch: framing is lost, the stream is dead;
  *   -EMSGSIZE  a length above the reader's max_record cap: stream is dead;
  *   -EPROTO    the stream ends inside a record (truncated): stream is dead;
- *   -EIO       read(2) or inflate failure (corrupt gzip data): stream is dead;
+ *   -EIO       read(2) or inflate failure (corrupt gzip or zlib data): stream is dead;
  *   -ENOMEM    allocation failure.
  * Messages are one line for people, e.g.
  *   "data.tfrecord: offset 1048588: payload crc mismatch (record of 4096 bytes)".
@@ -45,10 +49,41 @@
 
 /* Compression of an input stream. */
 enum cmn_tfr_compression {
-	CMN_TFR_AUTO = 0, /* gzip if the stream starts with 1f 8b, else none */
+	CMN_TFR_AUTO = 0, /* decided by cmn_tfr_detect() on the stream's first bytes */
 	CMN_TFR_NONE = 1,
 	CMN_TFR_GZIP = 2,
+	CMN_TFR_ZLIB = 3,
 };
+
+/* "auto", "none", "gzip", "zlib" ("?" for other values). */
+const char *cmn_tfr_compression_name(enum cmn_tfr_compression c);
+
+/* Bytes cmn_tfr_detect() looks at (fewer are fine at the end of a stream). */
+#define CMN_TFR_DETECT_BYTES CMN_TFR_HEADER_SIZE
+
+/*
+ * The one compression detection of the project (sampler, feeder, check and
+ * the readers below all call it).  Given the first `len` bytes of a stream
+ * (CMN_TFR_DETECT_BYTES, or all of a shorter stream), returns in this order:
+ *   NONE  the first 12 bytes are a TFRecord header whose length CRC holds
+ *         (a gzip or zlib stream passes that check with odds of 2^-32);
+ *   GZIP  the gzip magic 1f 8b 08 (RFC 1952, deflate);
+ *   ZLIB  a zlib header (RFC 1950): CM = 8 (deflate), CINFO <= 7,
+ *         (CMF * 256 + FLG) % 31 == 0, no preset dictionary;
+ *   NONE  otherwise, so that the framing reports what is wrong.
+ * What it cannot tell: a stream whose first record header is corrupt, or
+ * that is not TFRecord at all, yet starts like a zlib header (32 of the
+ * 65536 pairs of first bytes are zlib headers) is taken as ZLIB and fails as corrupt zlib
+ * data rather than as lost framing.  Pure; never fails.
+ */
+enum cmn_tfr_compression cmn_tfr_detect(const void *head, size_t len);
+
+/*
+ * cmn_tfr_detect() on the first bytes of a file, read with pread(2) at
+ * offset 0 (the file position is unchanged).  A file that cannot be read
+ * gives NONE: the reader that follows reports the error.
+ */
+enum cmn_tfr_compression cmn_tfr_detect_fd(int fd);
 
 struct cmn_tfr_opts {
 	size_t max_record;		      /* 0: CMN_TFR_DEFAULT_MAX_RECORD */
@@ -85,7 +120,7 @@ int cmn_tfr_get_header(const uint8_t hdr[CMN_TFR_HEADER_SIZE], size_t max_record
 struct cmn_tfr_reader;
 
 /*
- * Opens a reader over `len` bytes at `buf` (uncompressed, or GZIP per
+ * Opens a reader over `len` bytes at `buf` (uncompressed, GZIP or ZLIB per
  * opts->compression).  The caller keeps buf alive and unchanged until
  * cmn_tfr_reader_free().  For uncompressed input, record data points into buf.
  * Returns 0 and *out, or -errno with a message in err; *out untouched then.
@@ -150,6 +185,13 @@ int cmn_tfr_push_feed(struct cmn_tfr_push *p, const void *data, size_t len);
  * by the decoder from then on.  Returns 0, or -ENOENT when rec->data points
  * into the caller's chunk (nothing changes; spare stays the caller's).
  */
+/*
+ * The compression the decoder reads: as opened, or, when opened AUTO, what
+ * cmn_tfr_detect() found on the first bytes (AUTO until it has seen
+ * CMN_TFR_DETECT_BYTES bytes or the end of the stream).
+ */
+enum cmn_tfr_compression cmn_tfr_push_compression(const struct cmn_tfr_push *p);
+
 int cmn_tfr_push_take(struct cmn_tfr_push *p, void *spare, size_t spare_cap, void **buf,
 		      size_t *cap);
 
@@ -158,6 +200,13 @@ int cmn_tfr_push_finish(struct cmn_tfr_push *p);
 
 /* Forgets all state, as if new (for a retried transfer from offset 0). */
 void cmn_tfr_push_reset(struct cmn_tfr_push *p);
+
+/*
+ * Forgets all state like cmn_tfr_push_reset() but keeps the compression
+ * found so far: for an uncompressed stream retried from a record boundary
+ * inside it, whose first bytes must not be detected again.
+ */
+void cmn_tfr_push_resume(struct cmn_tfr_push *p);
 
 const char *cmn_tfr_push_error(const struct cmn_tfr_push *p);
 uint64_t cmn_tfr_push_records(const struct cmn_tfr_push *p);

@@ -20,6 +20,7 @@ struct tfr__core {
 	char *name;	   /* owned copy of opts->name */
 	size_t max_record; /* payload cap */
 	bool skip_crc;
+	bool mid_stream;  /* offset 0 is not the file's start (a resumed push decoder) */
 	uint64_t records; /* records whose CRCs passed (or were not checked) */
 	uint64_t bad;	  /* payload CRC failures skipped */
 	char msg[TFR_MSG_MAX];
@@ -47,15 +48,19 @@ void tfr__truncated(struct tfr__core *c, uint64_t off, size_t have, size_t need)
 
 /* ---- gzip (tfrecord_gzip.c) ---- */
 
-/* One inflater over a sequence of gzip members. */
+/* One inflater over a sequence of gzip members, or of zlib streams. */
 struct tfr__gz {
 	z_stream z;
 	bool ready;	   /* inflateInit2 done */
+	bool zlib;	   /* zlib wrapper (RFC 1950) instead of gzip (RFC 1952) */
 	bool in_member;	   /* input ended inside a member so far */
 	uint64_t in_total; /* compressed bytes consumed */
 };
 
-int tfr__gz_init(struct tfr__gz *g);
+/* Sets up an inflater for gzip (zlib false) or zlib input.  0 or -ENOMEM. */
+int tfr__gz_init(struct tfr__gz *g, bool zlib);
+/* Switches a ready inflater, before any input, to gzip or zlib.  0 or -ENOMEM. */
+int tfr__gz_set(struct tfr__gz *g, bool zlib);
 void tfr__gz_reset(struct tfr__gz *g);
 void tfr__gz_end(struct tfr__gz *g);
 

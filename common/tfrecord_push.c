@@ -8,8 +8,10 @@
  * may take that buffer over (cmn_tfr_push_take) rather than copy the record
  * out again.  The framing itself
  * is tfr__step() of tfrecord.c, so this decoder and the pull readers accept
- * and reject exactly the same streams.  GZIP input is inflated first
- * (tfrecord_gzip.c) into p->zout, then framed the same way.
+ * and reject exactly the same streams.  GZIP and ZLIB input is inflated
+ * first (tfrecord_gzip.c) into p->zout, then framed the same way.  AUTO
+ * holds the first CMN_TFR_DETECT_BYTES bytes in p->magic until
+ * cmn_tfr_detect() can decide.
  *
  * Invariants:
  *   - p->pend holds the first pend_len bytes of the record starting at
@@ -35,8 +37,8 @@ struct cmn_tfr_push {
 	void *ctx;
 
 	enum cmn_tfr_compression want; /* as opened */
-	enum cmn_tfr_compression mode; /* AUTO until two bytes have been seen */
-	uint8_t magic[2];
+	enum cmn_tfr_compression mode; /* AUTO until CMN_TFR_DETECT_BYTES have been seen */
+	uint8_t magic[CMN_TFR_DETECT_BYTES];
 	size_t magic_len;
 
 	struct tfr__gz gz;
@@ -68,7 +70,7 @@ int cmn_tfr_push_new(struct cmn_tfr_push **out, const struct cmn_tfr_opts *opts,
 	p->mode = p->want;
 	/* The inflater is set up even for AUTO: the first bytes decide. */
 	if (p->want != CMN_TFR_NONE) {
-		rc = tfr__gz_init(&p->gz);
+		rc = tfr__gz_init(&p->gz, p->want == CMN_TFR_ZLIB);
 		if (rc)
 			goto fail_gz;
 		p->zout = malloc(ZOUT_SIZE);
@@ -208,7 +210,22 @@ static int feed_gzip(struct cmn_tfr_push *p, const uint8_t *data, size_t len)
 
 static int feed_stream(struct cmn_tfr_push *p, const uint8_t *data, size_t len)
 {
-	return p->mode == CMN_TFR_GZIP ? feed_gzip(p, data, len) : feed_plain(p, data, len);
+	return p->mode == CMN_TFR_GZIP || p->mode == CMN_TFR_ZLIB ? feed_gzip(p, data, len)
+								  : feed_plain(p, data, len);
+}
+
+/* AUTO: decides on the bytes held in p->magic and frames them. */
+static int decide(struct cmn_tfr_push *p)
+{
+	p->mode = cmn_tfr_detect(p->magic, p->magic_len);
+	if (p->mode == CMN_TFR_ZLIB || p->mode == CMN_TFR_GZIP) {
+		if (tfr__gz_set(&p->gz, p->mode == CMN_TFR_ZLIB)) {
+			snprintf(p->core.msg, sizeof(p->core.msg), "%s: out of memory in zlib",
+				 p->core.name);
+			return -ENOMEM;
+		}
+	}
+	return feed_stream(p, p->magic, p->magic_len);
 }
 
 int cmn_tfr_push_feed(struct cmn_tfr_push *p, const void *data, size_t len)
@@ -219,14 +236,13 @@ int cmn_tfr_push_feed(struct cmn_tfr_push *p, const void *data, size_t len)
 	if (p->dead)
 		return p->dead;
 	if (p->mode == CMN_TFR_AUTO) {
-		while (p->magic_len < 2 && len > 0) {
+		while (p->magic_len < CMN_TFR_DETECT_BYTES && len > 0) {
 			p->magic[p->magic_len++] = *d++;
 			len--;
 		}
-		if (p->magic_len < 2)
+		if (p->magic_len < CMN_TFR_DETECT_BYTES)
 			return 0;
-		p->mode = p->magic[0] == 0x1f && p->magic[1] == 0x8b ? CMN_TFR_GZIP : CMN_TFR_NONE;
-		rc = feed_stream(p, p->magic, 2);
+		rc = decide(p);
 		if (rc)
 			goto fail;
 	}
@@ -258,15 +274,20 @@ int cmn_tfr_push_finish(struct cmn_tfr_push *p)
 
 	if (p->dead)
 		return p->dead;
-	if (p->mode == CMN_TFR_AUTO && p->magic_len == 1) {
-		/* a one-byte stream: plain framing, cut inside a header */
-		tfr__truncated(&p->core, 0, 1, CMN_TFR_HEADER_SIZE);
-		rc = -EPROTO;
-	} else if (p->mode == CMN_TFR_GZIP && p->gz.in_member) {
+	if (p->mode == CMN_TFR_AUTO && p->magic_len > 0) {
+		/* a stream shorter than the detection: decide on what came */
+		rc = decide(p);
+		if (rc) {
+			p->dead = rc;
+			return rc;
+		}
+	}
+	if ((p->mode == CMN_TFR_GZIP || p->mode == CMN_TFR_ZLIB) && p->gz.in_member) {
 		snprintf(p->core.msg, sizeof(p->core.msg),
-			 "%s: gzip stream ends inside a member at compressed offset %" PRIu64
+			 "%s: %s stream ends inside a %s at compressed offset %" PRIu64
 			 ": truncated transfer",
-			 p->core.name, p->gz.in_total);
+			 p->core.name, p->gz.zlib ? "zlib" : "gzip",
+			 p->gz.zlib ? "zlib stream" : "member", p->gz.in_total);
 		rc = -EPROTO;
 	} else if (p->pend_len > 0) {
 		struct cmn_tfr_record rec;
@@ -280,9 +301,28 @@ int cmn_tfr_push_finish(struct cmn_tfr_push *p)
 	return rc;
 }
 
+enum cmn_tfr_compression cmn_tfr_push_compression(const struct cmn_tfr_push *p)
+{
+	return p->mode;
+}
+
+void cmn_tfr_push_resume(struct cmn_tfr_push *p)
+{
+	enum cmn_tfr_compression m = p->mode;
+
+	cmn_tfr_push_reset(p);
+	p->core.mid_stream = true;
+	if (m != CMN_TFR_AUTO) {
+		p->mode = m;
+		if (m == CMN_TFR_GZIP || m == CMN_TFR_ZLIB)
+			(void)tfr__gz_set(&p->gz, m == CMN_TFR_ZLIB); /* reset keeps its mode */
+	}
+}
+
 void cmn_tfr_push_reset(struct cmn_tfr_push *p)
 {
 	p->mode = p->want;
+	p->core.mid_stream = false;
 	p->magic_len = 0;
 	p->pend_len = 0;
 	p->off = 0;

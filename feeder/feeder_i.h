@@ -44,6 +44,7 @@
 #include "rollcache/feeder.h"
 
 #include "common/schema.h"
+#include "common/tfrecord.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -389,6 +390,12 @@ int fdr__advance_cache(const char *control, const char *cmd, char *err, size_t e
 int fdr__split_plan(struct rc_feeder *f, char *const *files, size_t n, struct fdr_seg **segs,
 		    size_t *nsegs, uint64_t *records, char *err, size_t errlen);
 /* The records of files[0..n) (cached per file).  0 or -errno with a message. */
+/*
+ * The compression of an open input file: the option, or with auto
+ * cmn_tfr_detect_fd() (the detection the sampler and `check` use).
+ */
+enum cmn_tfr_compression fdr__compression(const struct rc_feeder *f, int fd);
+
 int fdr__count_files(struct rc_feeder *f, char *const *files, size_t n, uint64_t *total, char *err,
 		     size_t errlen);
 /* Batches that `records` records make (drop_last: full ones only). */

@@ -81,6 +81,12 @@ static int opts_check(const struct rc_feeder_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "format %d: expected tfrecord (0) or raw (1)", o->format);
 		return -EINVAL;
 	}
+	if (o->compression < RC_COMPRESSION_AUTO || o->compression > RC_COMPRESSION_ZLIB) {
+		snprintf(err, errlen,
+			 "compression %d: expected auto (0), none (1), gzip (2) or zlib (3)",
+			 o->compression);
+		return -EINVAL;
+	}
 	return 0;
 }
 

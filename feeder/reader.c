@@ -215,19 +215,14 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 		}
 		return 1;
 	}
-	if (f->cfg.o.compression == RC_COMPRESSION_GZIP) {
-		l->gz = true;
-	} else if (f->cfg.o.compression == RC_COMPRESSION_AUTO) {
-		uint8_t m[2];
-		if (pread_full(l->fd, m, 2, 0) == 2 && m[0] == 0x1f && m[1] == 0x8b)
-			l->gz = true;
-	}
+	enum cmn_tfr_compression comp = fdr__compression(f, l->fd);
+	l->gz = comp == CMN_TFR_GZIP || comp == CMN_TFR_ZLIB;
 	if (l->gz) {
 		struct cmn_tfr_opts to = {
 		    .max_record = CMN_TFR_DEFAULT_MAX_RECORD,
 		    .read_size = f->cfg.read_size,
 		    .skip_crc = !f->cfg.o.verify_crc,
-		    .compression = CMN_TFR_GZIP,
+		    .compression = comp,
 		    .name = name,
 		};
 		rc = cmn_tfr_reader_open_fd(&l->tfr, l->fd, &to, err, errlen);

@@ -75,7 +75,6 @@ static void *ragged_reserve(void *ctx, size_t feature, size_t n_values, size_t n
 	size_t bytes = n_values * ft->elem_size;
 	int64_t *off = s->t[feature].offsets;
 
-	(void)n_items;
 	if (rg->used + bytes > rg->cap) {
 		d->grow_rc = ragged_grow(d->f, rg, rg->used + bytes, feature);
 		if (d->grow_rc)
@@ -83,7 +82,9 @@ static void *ragged_reserve(void *ctx, size_t feature, size_t n_values, size_t n
 	}
 	void *dst = rg->h + rg->used;
 	rg->used += bytes;
-	off[d->row + 1] = off[d->row] + (int64_t)n_values;
+	/* a sequence feature's offsets count steps (rows of its [steps, step shape] values) */
+	off[d->row + 1] =
+	    off[d->row] + (int64_t)(ft->place == CMN_PLACE_SEQUENCE ? n_items : n_values);
 	return dst;
 }
 
@@ -311,6 +312,11 @@ int fdr__slot_init(struct rc_feeder *f, struct rc_batch *s)
 		if (ft->ragged) {
 			t->ragged = 1;
 			t->ndim = 1;
+			if (ft->place == CMN_PLACE_SEQUENCE) { /* values: [steps, step shape] */
+				t->ndim = (int32_t)ft->ndims + 1;
+				for (unsigned k = 0; k < ft->ndims; k++)
+					t->shape[k + 1] = (int64_t)ft->dims[k];
+			}
 			t->offsets = (int64_t *)(s->host + f->cfg.fixed_off[i]);
 			if (f->cfg.device >= 0)
 				t->device_offsets =

@@ -156,18 +156,27 @@ out:
 	return rc;
 }
 
-/* Whether fd starts with the GZIP magic (compression auto) or is GZIP by option. */
-static bool is_gzip(const struct rc_feeder *f, int fd)
+enum cmn_tfr_compression fdr__compression(const struct rc_feeder *f, int fd)
 {
-	if (f->cfg.o.compression == RC_COMPRESSION_GZIP)
-		return true;
-	if (f->cfg.o.compression != RC_COMPRESSION_AUTO)
-		return false;
-	uint8_t m[2];
-	return pread(fd, m, 2, 0) == 2 && m[0] == 0x1f && m[1] == 0x8b;
+	switch (f->cfg.o.compression) {
+	case RC_COMPRESSION_NONE:
+		return CMN_TFR_NONE;
+	case RC_COMPRESSION_GZIP:
+		return CMN_TFR_GZIP;
+	case RC_COMPRESSION_ZLIB:
+		return CMN_TFR_ZLIB;
+	default:
+		return cmn_tfr_detect_fd(fd);
+	}
 }
 
-/* Counts a GZIP TFRecord file by inflating it. */
+/* Whether fd is read through an inflater (GZIP or ZLIB). */
+static bool is_gzip(const struct rc_feeder *f, int fd)
+{
+	return fdr__compression(f, fd) != CMN_TFR_NONE;
+}
+
+/* Counts a GZIP or ZLIB TFRecord file by inflating it. */
 static int count_gzip(const struct rc_feeder *f, int fd, const char *name, uint64_t *count,
 		      char *err, size_t errlen)
 {
@@ -175,7 +184,7 @@ static int count_gzip(const struct rc_feeder *f, int fd, const char *name, uint6
 	    .max_record = CMN_TFR_DEFAULT_MAX_RECORD,
 	    .read_size = f->cfg.read_size,
 	    .skip_crc = true,
-	    .compression = CMN_TFR_GZIP,
+	    .compression = fdr__compression(f, fd),
 	    .name = name,
 	};
 	struct cmn_tfr_reader *r;

@@ -124,8 +124,9 @@ int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 	struct cfs_plan_object *po = NULL;
 	uint64_t *marks = NULL;
 	size_t npo = 0, nmarks = 0;
-	bool by_records = c->strategy == CMN_STRATEGY_RECORDS && c->format == CMN_FORMAT_TFRECORD &&
-			  c->compression == CMN_COMPRESSION_NONE;
+	bool by_records =
+	    c->strategy == CMN_STRATEGY_RECORDS && c->format == CMN_FORMAT_TFRECORD &&
+	    (c->compression == CMN_COMPRESSION_NONE || c->compression == CMN_COMPRESSION_AUTO);
 	if (c->strategy == CMN_STRATEGY_RECORDS && !by_records)
 		cmn_log(
 		    CMN_LOG_INFO,

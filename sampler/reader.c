@@ -9,9 +9,16 @@
  * answer -EAGAIN; fetch.c retries from good_end with a Range request, so no
  * record is delivered twice and a transient corruption costs no record.  On
  * the last attempt the reader turns lenient: a record whose CRC fails is
- * counted and skipped (DESIGN 5) and the rest of the object is kept.  GZIP
- * objects cannot be resumed mid-stream: they restart at 0 and skip the
- * records already delivered.
+ * counted and skipped (DESIGN 5) and the rest of the object is kept.
+ * Compression (config `compression`, default auto) is told per object by
+ * the decoder from the body's first bytes (cmn_tfr_detect, the detection
+ * the feeder and `check` use too).  GZIP and ZLIB objects cannot be resumed
+ * mid-stream: they restart at 0 and skip the records already delivered; a
+ * plain object resumed at good_end keeps the compression found (none).
+ * A file:// object whose stream is lost (framing, corrupt compressed data)
+ * is not retried: the same bytes would be read again.  It counts as a
+ * failed object (`ingest` exits 1), its good records before the bad spot
+ * are kept.
  *
  * Owns struct smp__reader (one per request in flight).  Does not decide
  * what to read (plan.c), queue requests (dispatch.c) or write shards
@@ -46,11 +53,18 @@ struct smp__reader {
 	uint64_t skip;		  /* gzip restart: records to skip */
 	uint64_t bad_seen;	  /* decoder's bad_records already accounted */
 	bool lenient;		  /* last attempt: skip bad records instead of retrying */
-	bool gzip;
-	uint64_t granted; /* object offset up to which the job reserved room (obj_grant) */
+	bool gave_up;		  /* the reader ended the object (-EBADMSG): a failed object */
+	uint64_t granted;	  /* object offset up to which the job reserved room (obj_grant) */
 	struct cfs_shard_writer *raw; /* format=raw */
 	uint64_t raw_bytes;
 };
+
+/* GZIP or ZLIB: told by the decoder once it has seen the first bytes. */
+static bool compressed(const struct smp__reader *o)
+{
+	enum cmn_tfr_compression c = cmn_tfr_push_compression(o->push);
+	return c == CMN_TFR_GZIP || c == CMN_TFR_ZLIB;
+}
 
 static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 {
@@ -63,7 +77,7 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 		if (!o->lenient)
 			return -EAGAIN; /* retry from good_end: this record is re-read */
 	}
-	if (o->gzip && o->attempt_records++ < o->skip)
+	if (compressed(o) && o->attempt_records++ < o->skip)
 		return 0;
 	struct smp_rec r = {
 	    .data = rec->data,
@@ -94,7 +108,7 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 	if (rc)
 		return rc == -EAGAIN ? -EIO : rc;
 	o->delivered++;
-	if (!o->gzip)
+	if (!compressed(o))
 		o->good_end = o->base + rec->offset + CMN_TFR_OVERHEAD + rec->len;
 	return 0;
 }
@@ -125,11 +139,17 @@ static int obj_data(void *ctx, const void *p, size_t n)
 		return 0;
 	}
 	if (rc == -EAGAIN || rc == -EILSEQ || rc == -EMSGSIZE || rc == -EPROTO || rc == -EIO) {
-		if (rc != -EAGAIN)
-			cmn_log(CMN_LOG_INFO, "%s: %s", o->obj->key, cmn_tfr_push_error(o->push));
 		if (rc == -EILSEQ || rc == -EIO)
 			SMP_STAT_ADD(&s->stats, bad_records, 1);
-		return o->lenient && rc != -EAGAIN ? -EBADMSG : -EAGAIN;
+		if (rc != -EAGAIN &&
+		    (o->lenient || smp_source_scheme(s->source) == SMP_SCHEME_FILE)) {
+			cmn_log(CMN_LOG_ERROR, "%s", cmn_tfr_push_error(o->push));
+			o->gave_up = true;
+			return -EBADMSG;
+		}
+		if (rc != -EAGAIN)
+			cmn_log(CMN_LOG_INFO, "%s", cmn_tfr_push_error(o->push));
+		return -EAGAIN;
 	}
 	return rc; /* -ENOSPC (full), local write errors, -ENOMEM */
 }
@@ -140,8 +160,13 @@ static int obj_end(void *ctx)
 	if (o->raw)
 		return 0;
 	int rc = cmn_tfr_push_finish(o->push);
-	if (rc == -EPROTO)
-		return o->lenient ? -EPROTO : -EAGAIN;
+	if (rc == -EPROTO) {
+		if (!o->lenient && smp_source_scheme(o->s->source) != SMP_SCHEME_FILE)
+			return -EAGAIN;
+		cmn_log(CMN_LOG_ERROR, "%s", cmn_tfr_push_error(o->push));
+		o->gave_up = true;
+		return -EBADMSG; /* a truncated object: failed, its whole records kept */
+	}
 	if (rc == 0) {
 		uint64_t bad = cmn_tfr_push_bad_records(o->push);
 		if (bad > o->bad_seen) {
@@ -171,14 +196,15 @@ static uint64_t obj_restart(void *ctx, bool final)
 		cmn_log(CMN_LOG_WARN, "%s: cannot restart the raw object: %s", o->obj->key, err);
 		return 0; /* obj_data fails on the missing writer */
 	}
-	cmn_tfr_push_reset(o->push);
 	o->bad_seen = 0;
-	if (o->gzip) {
+	if (compressed(o)) {
+		cmn_tfr_push_reset(o->push);
 		o->skip = o->delivered;
 		o->attempt_records = 0;
 		o->base = 0;
 		return 0;
 	}
+	cmn_tfr_push_resume(o->push);
 	o->base = o->good_end;
 	return o->good_end;
 }
@@ -229,7 +255,9 @@ static void obj_done(void *ctx, int rc, const char *msg)
 			j->cancelled = true; /* settled here, nothing left for maybe_end */
 		}
 	}
-	if (rc != 0 && rc != -ECANCELED && rc != -ENOSPC && !s->fatal)
+	if (o->gave_up && rc == -EBADMSG)
+		SMP_STAT_ADD(&s->stats, failed_objects, 1); /* the reason was logged */
+	else if (rc != 0 && rc != -ECANCELED && rc != -ENOSPC && !s->fatal)
 		cmn_log(CMN_LOG_WARN, "%s", msg);
 	j->over = true;
 	j->ok = rc == 0;
@@ -249,14 +277,14 @@ static void obj_done(void *ctx, int rc, const char *msg)
  * Record bytes in the source are the bytes a shard needs
  * (cfs_shard_writer_record_bytes), so the job's reserve covers each record
  * that arrives (drain.c takes from it).  ingest reserved the whole unit, raw
- * objects are reserved whole (reader_new), and a GZIP stream's bytes are
+ * objects are reserved whole (reader_new), and a GZIP or ZLIB stream's bytes are
  * not record bytes: those ask for everything at once.
  */
 static uint64_t obj_grant(void *ctx, uint64_t cur, uint64_t want_end)
 {
 	struct smp__reader *o = ctx;
 	struct smp_sampler *s = o->s;
-	if (o->raw || o->gzip || !s->follow)
+	if (o->raw || compressed(o) || !s->follow)
 		return want_end;
 	if (o->granted > cur)
 		return o->granted;
@@ -315,11 +343,12 @@ int smp__reader_new(struct smp_sampler *s, struct smp__job *j, struct smp__reade
 		j->reserve = 0;
 	} else {
 		struct cmn_tfr_opts to = {
-		    .compression =
-			s->cfg->compression == CMN_COMPRESSION_GZIP ? CMN_TFR_GZIP : CMN_TFR_NONE,
+		    .compression = s->cfg->compression == CMN_COMPRESSION_GZIP	 ? CMN_TFR_GZIP
+				   : s->cfg->compression == CMN_COMPRESSION_ZLIB ? CMN_TFR_ZLIB
+				   : s->cfg->compression == CMN_COMPRESSION_NONE ? CMN_TFR_NONE
+										 : CMN_TFR_AUTO,
 		    .name = o->obj->key,
 		};
-		o->gzip = to.compression == CMN_TFR_GZIP;
 		rc = cmn_tfr_push_new(&o->push, &to, on_record, o, err, sizeof(err));
 		if (rc) {
 			free(o);

@@ -90,9 +90,10 @@ enum rc_format {
 };
 
 enum rc_compression {
-	RC_COMPRESSION_AUTO = 0, /* per file: gzip if it starts with 1f 8b */
+	RC_COMPRESSION_AUTO = 0, /* per file, by its first bytes (docs/feeder.md "Formats") */
 	RC_COMPRESSION_NONE = 1,
 	RC_COMPRESSION_GZIP = 2,
+	RC_COMPRESSION_ZLIB = 3, /* TensorFlow's ZLIB: zlib-wrapped deflate */
 };
 
 /*
@@ -137,7 +138,11 @@ struct rc_feeder_opts {
  * elements, shape = [rows, dims...], offsets NULL.  Ragged and bytes
  * features: ndim 1, shape[0] = total values, data the values; offsets has
  * rows + 1 entries (offsets[0] = 0) and row i is values[offsets[i] ..
- * offsets[i+1]).  device_* are the same on the GPU (NULL in host mode);
+ * offsets[i+1]).  Sequence features (`sequence x:int64[10]`, SequenceExample
+ * feature_lists): ndim 1 + step dims, shape = [total steps, step dims...],
+ * offsets count steps: row i's steps are values[offsets[i] .. offsets[i+1])
+ * (tf.RaggedTensor.from_row_splits(values, offsets) is [rows, (steps), ...]).
+ * device_* are the same on the GPU (NULL in host mode);
  * offsets live on both.  Valid until rc_batch_release.
  */
 struct rc_tensor {

@@ -78,8 +78,11 @@ class Feeder:
     files; in a rollcache mount, MOUNT (or MOUNT/current, MOUNT/epochs/N):
     the feeder then reads MOUNT/epochs/<N + epoch> and asks the mount for
     each next epoch once for all ranks.  schema: "name:dtype[shape],..."
-    (docs/feeder.md).  device: "cpu" or "cuda:N".  format: "tfrecord" (GZIP
-    auto-detected) or "raw".  framework: "torch", "numpy" or "dlpack"
+    (docs/feeder.md; "sequence s:int64[10]" reads SequenceExample
+    feature_lists as (values [steps, 10], step offsets), "record p:bytes"
+    whole records).  device: "cpu" or "cuda:N".  format: "tfrecord" or
+    "raw".  compression: "auto" (GZIP and ZLIB told by each file's first
+    bytes), "none", "gzip" or "zlib".  framework: "torch", "numpy" or "dlpack"
     (default: torch if the program imported it, else numpy).
 
     rank, world_size: this process's share of every epoch's records.  None
@@ -129,7 +132,7 @@ class Feeder:
         o.read_size = int(read_size)
         o.verify_crc = bool(verify_crc)
         o.format = {"tfrecord": 0, "raw": 1}[format]
-        o.compression = {"auto": 0, "none": 1, "gzip": 2}[compression]
+        o.compression = {"auto": 0, "none": 1, "gzip": 2, "zlib": 3}[compression]
         o.device = _parse_device(device)
         o.pin = -1 if pin is None else int(bool(pin))
         # cudaStream_t the consumer's kernels run on (e.g.
@@ -205,7 +208,7 @@ class Feeder:
                 data = t.device_data if dev >= 0 else t.data
                 if t.ragged:
                     offs = t.device_offsets if dev >= 0 else t.offsets
-                    out[name] = (self._wrap(View(h, data, t.dtype, [t.shape[0]], dev)),
+                    out[name] = (self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev)),
                                  self._wrap(View(h, offs, 1, [rows + 1], dev)))
                 else:
                     out[name] = self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev))

@@ -2,8 +2,9 @@
 """`rollcache check` against the real files of ../shared/testdata and bit-flipped copies.
 
 Proves: every real file is accepted with the record count of the testdata
-README (the .gz through gzip); a copy with one flipped bit (in a length, in a
-length CRC, in a payload, in a payload CRC, in a gzip trailer) or cut short is
+README (the .gz through gzip), and a ZLIB copy of the Example file through
+zlib; a copy with one flipped bit (in a length, in a length CRC, in a payload,
+in a payload CRC, in a gzip or zlib trailer) or cut short is
 rejected with exit code 1 and a message naming FILE: offset N of the first
 bad record; usage errors exit 2.  Skips (77) without RC_BIN or RC_TESTDATA.
 """
@@ -110,6 +111,24 @@ def main():
         rc, out, err = run(path)
         expect(rc == 1 and "corrupt gzip data" in err and path in err,
                "gzip trailer bit: exit 1 (rc %d): %s" % (rc, err.strip()))
+
+        # ZLIB (TF's ZLIB writer output: a zlib-wrapped deflate stream, as
+        # zlib.compress writes): told by its header, read; a flipped bit in its
+        # Adler-32 trailer is corrupt zlib data
+        import zlib
+        with open(os.path.join(TESTDATA, "example__pytorch_data__example.tfrecord"), "rb") as f:
+            zdata = zlib.compress(f.read())
+        zpath = os.path.join(tmp, "example.tfrecord.zz")
+        with open(zpath, "wb") as f:
+            f.write(zdata)
+        rc, out, err = run("-v", zpath)
+        expect(rc == 0 and ": 4 records," in out,
+               "zlib file: 4 records (rc %d): %s %s" % (rc, out.strip(), err.strip()))
+        with open(zpath, "wb") as f:
+            f.write(zdata[:-2] + bytes([zdata[-2] ^ 0x01]) + zdata[-1:])
+        rc, out, err = run(zpath)
+        expect(rc == 1 and "corrupt zlib data" in err and zpath in err,
+               "zlib trailer bit: exit 1 (rc %d): %s" % (rc, err.strip()))
 
         # a directory with one bad file among good ones: the others are still counted
         d = os.path.join(tmp, "dir")

@@ -66,7 +66,7 @@ START_TEST(test_defaults)
 	ck_assert_ptr_null(c.region);
 	ck_assert_ptr_null(c.profile);
 	ck_assert_int_eq(c.format, CMN_FORMAT_TFRECORD);
-	ck_assert_int_eq(c.compression, CMN_COMPRESSION_NONE);
+	ck_assert_int_eq(c.compression, CMN_COMPRESSION_AUTO);
 	ck_assert_uint_eq(c.rank, 0);
 	ck_assert_uint_eq(c.world_size, 1);
 	ck_assert_uint_eq(c.relist, 1);
@@ -203,7 +203,7 @@ static const struct {
     {"[source]\nendpoint = 127.0.0.1:9000\n", 2,
      "[source] endpoint = 127.0.0.1:9000: expected an http"},
     {"[source]\nformat = parquet\n", 2, "[source] format = parquet: expected tfrecord or raw"},
-    {"[source]\ncompression = zstd\n", 2, "[source] compression = zstd: expected none or gzip"},
+    {"[source]\ncompression = zstd\n", 2, "[source] compression = zstd: expected none, gzip, zlib or auto"},
     {"[source]\nrank = x\n", 2, "[source] rank = x: expected a node index"},
     {"[source]\nworld_size = 0\n", 2,
      "[source] world_size = 0: expected a node count of at least 1"},

@@ -938,6 +938,154 @@ START_TEST(test_random_roundtrips)
 }
 END_TEST
 
+/* A Feature message holding one list of `kind`. */
+static void pb_feature(struct pb *feat, unsigned kind, const struct pb *list)
+{
+	pb_ld(feat, kind, list);
+}
+
+/*
+ * SequenceExample: context, and feature_lists decoded step by step with
+ * protobuf's merge rules: a FeatureList value given twice in one entry
+ * concatenates its steps; a repeated key keeps the last entry; a second
+ * top-level feature_lists field merges its entries in.  Every truncation
+ * of the record fails cleanly (-EBADMSG or a missing feature), never reads
+ * outside it (decode_exact: ASan).
+ */
+START_TEST(test_sequence_example)
+{
+	struct pb ctx = {0}, fl1 = {0}, fl2 = {0}, fl_old = {0}, ent = {0}, lists = {0},
+		  lists2 = {0}, ent2 = {0}, ent_old = {0}, fl_t = {0}, rec = {0};
+	int64_t c = 7, st[6] = {1, 2, 3, 4, 5, 6}, old[2] = {9, 9};
+	float tv[2] = {1.5f, -2.5f};
+	struct pb l = {0}, f = {0};
+
+	pb_int64_list_packed(&l, &c, 1);
+	pb_entry(&ctx, "c", CMN_EX_INT64_LIST, &l);
+	pb_reset(&l);
+	for (int k = 0; k < 3; k++) { /* steps {1,2} {3,4} in one value, {5,6} in another */
+		pb_int64_list_packed(&l, st + 2 * k, 2);
+		pb_feature(&f, CMN_EX_INT64_LIST, &l);
+		pb_ld(k < 2 ? &fl1 : &fl2, 1, &f);
+		pb_reset(&l);
+		pb_reset(&f);
+	}
+	pb_int64_list_unpacked(&l, old, 2);
+	pb_feature(&f, CMN_EX_INT64_LIST, &l);
+	pb_ld(&fl_old, 1, &f);
+	pb_reset(&l);
+	pb_reset(&f);
+	pb_bytes(&ent_old, 1, "s", 1);
+	pb_ld(&ent_old, 2, &fl_old);
+	pb_bytes(&ent, 1, "s", 1);
+	pb_ld(&ent, 2, &fl1);
+	pb_ld(&ent, 2, &fl2);
+	pb_ld(&lists, 1, &ent_old); /* replaced by the later entry of the same key */
+	pb_ld(&lists, 1, &ent);
+	for (int k = 0; k < 2; k++) {
+		pb_float_list_unpacked(&l, tv + k, 1);
+		pb_feature(&f, CMN_EX_FLOAT_LIST, &l);
+		pb_ld(&fl_t, 1, &f);
+		pb_reset(&l);
+		pb_reset(&f);
+	}
+	pb_bytes(&ent2, 1, "t", 1);
+	pb_ld(&ent2, 2, &fl_t);
+	pb_ld(&lists2, 1, &ent2);
+	pb_ld(&rec, 2, &lists);
+	pb_ld(&rec, 1, &ctx);
+	pb_ld(&rec, 2, &lists2);
+
+	struct cmn_schema *s = schema("c:int64, sequence s:int64[2], sequence t:float32");
+	int64_t cv = 0;
+	void *fixed[3] = {&cv, NULL, NULL};
+	struct arena *ar = calloc(1, sizeof(*ar));
+	struct cmn_ex_sink sink = {fixed, arena_reserve, ar};
+	char err[256];
+	ck_assert_msg(decode_exact(s, rec.d, rec.len, &sink, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(cv, 7);
+	ck_assert_uint_eq(ar->items[1], 3);
+	ck_assert_uint_eq(ar->n[1], 6);
+	ck_assert_int_eq(memcmp(ar->buf[1], st, sizeof(st)), 0);
+	ck_assert_uint_eq(ar->items[2], 2);
+	ck_assert_uint_eq(ar->n[2], 2);
+	ck_assert_int_eq(memcmp(ar->buf[2], tv, sizeof(tv)), 0);
+	/* the same bytes to an Example schema: refused, naming SequenceExample */
+	struct cmn_schema *ex = schema("c:int64");
+	ck_assert_int_eq(decode_exact(ex, rec.d, rec.len, &sink, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "tf.SequenceExample"), "%s", err);
+	/* a step of another kind names the step */
+	struct cmn_schema *bad = schema("sequence t:int64");
+	ck_assert_int_eq(decode_exact(bad, rec.d, rec.len, &sink, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "'t': step 0: expected int64_list, found float_list"), "%s", err);
+	/* every truncation: an error or a decode, never an overread */
+	for (size_t cut = 0; cut < rec.len; cut++) {
+		int rc = decode_exact(s, rec.d, cut, &sink, err, sizeof(err));
+		ck_assert_msg(rc == 0 || rc == -EBADMSG || rc == -ENOENT || rc == -EINVAL,
+			      "cut %zu: rc %d", cut, rc);
+	}
+	cmn_schema_free(bad);
+	cmn_schema_free(ex);
+	cmn_schema_free(s);
+	free(ar);
+	struct pb *all[] = {&ctx,  &fl1,     &fl2,  &fl_old, &ent, &lists, &lists2,
+			    &ent2, &ent_old, &fl_t, &rec,    &l,   &f};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		pb_free(all[i]);
+}
+END_TEST
+
+/* An unknown top-level field 2 that is no FeatureLists stays skipped (protobuf). */
+START_TEST(test_unknown_field_2_not_sequence)
+{
+	struct pb l = {0}, feats = {0}, ex = {0};
+	int64_t v = 3;
+	pb_int64_list_packed(&l, &v, 1);
+	pb_entry(&feats, "y", CMN_EX_INT64_LIST, &l);
+	pb_ld(&ex, 1, &feats);
+	pb_bytes(&ex, 2, "\x08\x01", 2); /* a message, but without a map entry */
+	struct cmn_schema *s = schema("y:int64");
+	int64_t y = 0;
+	void *fixed[1] = {&y};
+	struct cmn_ex_sink sink = {fixed, NULL, NULL};
+	char err[256];
+	ck_assert_msg(decode_exact(s, ex.d, ex.len, &sink, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(y, 3);
+	cmn_schema_free(s);
+	pb_free(&l);
+	pb_free(&feats);
+	pb_free(&ex);
+}
+END_TEST
+
+/* A `record` schema hands the whole payload over, whatever it holds. */
+START_TEST(test_record_payload)
+{
+	struct cmn_schema *s = schema("record payload:bytes");
+	struct arena *ar = calloc(1, sizeof(*ar));
+	struct cmn_ex_sink sink = {NULL, arena_reserve, ar};
+	char err[256];
+	static const uint8_t junk[] = {0xff, 0xff, 0xff, 0x00, 0x12};
+	ck_assert_int_eq(decode_exact(s, junk, sizeof(junk), &sink, err, sizeof(err)), 0);
+	ck_assert_uint_eq(ar->n[0], sizeof(junk));
+	ck_assert_uint_eq(ar->items[0], 1);
+	ck_assert_int_eq(memcmp(ar->buf[0], junk, sizeof(junk)), 0);
+	ck_assert_int_eq(decode_exact(s, junk, 0, &sink, err, sizeof(err)), 0);
+	ck_assert_uint_eq(ar->n[0], 0);
+	ar->refuse = 1;
+	ck_assert_int_eq(decode_exact(s, junk, sizeof(junk), &sink, err, sizeof(err)), -ENOBUFS);
+	/* the encoder writes tf.Example only */
+	size_t out_len;
+	uint8_t buf[64];
+	struct cmn_ex_values v = {.data = junk, .n = sizeof(junk)};
+	ck_assert_uint_eq(cmn_ex_encoded_size(s, &v), 0);
+	ck_assert_int_eq(cmn_ex_encode(s, &v, buf, sizeof(buf), &out_len, err, sizeof(err)),
+			 -EINVAL);
+	cmn_schema_free(s);
+	free(ar);
+}
+END_TEST
+
 static Suite *example_suite(void)
 {
 	Suite *s = suite_create("example");
@@ -959,6 +1107,9 @@ static Suite *example_suite(void)
 	    {"iterator_sticky_error", test_iterator_sticky_error},
 	    {"random_roundtrips", test_random_roundtrips},
 	    {"fast_and_general_paths_agree", test_fast_and_general_paths_agree},
+	    {"sequence_example", test_sequence_example},
+	    {"unknown_field_2_not_sequence", test_unknown_field_2_not_sequence},
+	    {"record_payload", test_record_payload},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

@@ -128,6 +128,14 @@ static const struct {
     {"ids:int64[]=0", 13, "default can only be []"},
     {"img:bytes=abc", 11, "can only be \"\""},
     {"y:int64=1.5", 10, "unexpected '.'"},
+    {"sequence x:int64[]", 1, "each step needs a fixed shape"},
+    {"sequence x:bytes", 1, "each step needs a fixed shape"},
+    {"record x:int64", 1, "the whole record is bytes"},
+    {"record p:bytes,y:int64", 1, "must be the schema's only feature"},
+    {"y:int64, record p:bytes", 10, "must be the schema's only feature"},
+    {"record p:bytes=\"\"", 15, "takes no default"},
+    {"sequence  :int64", 11, "expected a feature name"},
+    {"seq x:int64", 5, "expected ':' and a dtype after feature name 'seq'"},
 };
 
 START_TEST(test_errors_point_at_column)
@@ -197,11 +205,17 @@ START_TEST(test_format_roundtrip)
 	    "x:float32[4,1000000,3],y:int64[1],ids:int64[],img:bytes",
 	    "label:int64=0,mask:uint8[16]=255,w:float32[2]=-1.5,ids:int64[]=[],img:bytes=\"\"",
 	    "s:float32,t:uint8[]",
+	    "sequence  a:int64[2,3], context\tb:float32,c:uint8[4], sequence d:float32=[]",
+	    "record payload:bytes",
+	    "context:int64,sequence:float32[2]", /* names, not keywords */
 	};
 	static const char *want[] = {
 	    "x:float32[4,1000000,3],y:int64[1],ids:int64[],img:bytes",
 	    "label:int64=0,mask:uint8[16]=255,w:float32[2]=-1.5,ids:int64[]=[],img:bytes=\"\"",
 	    "s:float32,t:uint8[]",
+	    "sequence a:int64[2,3],context b:float32,c:uint8[4],sequence d:float32=[]",
+	    "record payload:bytes",
+	    "context:int64,sequence:float32[2]",
 	};
 	for (size_t k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
 		struct cmn_schema *s = parse_ok(specs[k]);
@@ -221,11 +235,38 @@ START_TEST(test_format_roundtrip)
 			ck_assert_uint_eq(s2->feature[i].count, s->feature[i].count);
 			ck_assert_int_eq(s2->feature[i].ragged, s->feature[i].ragged);
 			ck_assert_int_eq(s2->feature[i].has_default, s->feature[i].has_default);
+			ck_assert_int_eq(s2->feature[i].place, s->feature[i].place);
+			ck_assert_uint_eq(s2->feature[i].step_count, s->feature[i].step_count);
 		}
 		cmn_schema_free(s2);
 		cmn_schema_free(s);
 	}
 	ck_assert_str_eq(cmn_dtype_name(CMN_DT_UINT8), "uint8");
+}
+END_TEST
+
+START_TEST(test_places)
+{
+	struct cmn_schema *s = parse_ok("sequence a:int64[2,3], b:float32, context c:uint8[4]");
+	ck_assert(s->sequence);
+	ck_assert(!s->record);
+	ck_assert_int_eq(s->feature[0].place, CMN_PLACE_SEQUENCE);
+	ck_assert(s->feature[0].ragged);
+	ck_assert_uint_eq(s->feature[0].step_count, 6);
+	ck_assert_uint_eq(s->feature[0].ndims, 2);
+	ck_assert_uint_eq(s->feature[0].row_bytes, 0);
+	ck_assert_int_eq(s->feature[1].place, CMN_PLACE_FEATURE);
+	ck_assert_int_eq(s->feature[2].place, CMN_PLACE_CONTEXT);
+	ck_assert_uint_eq(s->n_ragged, 1);
+	ck_assert_uint_eq(s->fixed_row_bytes, 4 + 4);
+	cmn_schema_free(s);
+	s = parse_ok("record payload:bytes");
+	ck_assert(s->record);
+	ck_assert(s->feature[0].ragged);
+	cmn_schema_free(s);
+	s = parse_ok("x:int64");
+	ck_assert(!s->sequence && !s->record);
+	cmn_schema_free(s);
 }
 END_TEST
 
@@ -251,6 +292,9 @@ static Suite *schema_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("lookup_many_features");
 	tcase_add_test(tc, test_lookup_many_features);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("places_sequence_context_record");
+	tcase_add_test(tc, test_places);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("format_roundtrip");
 	tcase_add_test(tc, test_format_roundtrip);

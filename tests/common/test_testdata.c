@@ -167,9 +167,55 @@ START_TEST(test_penguin_gzip)
 }
 END_TEST
 
-/* ---- SequenceExample read as an Example: its context is field 1 too ---- */
+/* ---- SequenceExample: refused by an Example schema, read by a sequence one -- */
 
-static void seq_record(const struct cmn_tfr_record *rec, size_t i, void *vctx)
+/* A ragged sink that keeps each feature's values and per-record counts. */
+struct rag {
+	uint8_t buf[4][8192];
+	size_t used[4];
+	size_t n_values[4], n_items[4];
+};
+
+static void *rag_reserve(void *ctx, size_t feature, size_t n_values, size_t n_items)
+{
+	struct rag *r = ctx;
+	const size_t esz[4] = {8, 4, 1, 1}; /* per test schema below */
+	ck_assert_uint_lt(feature, 4);
+	ck_assert_uint_le(r->used[feature] + n_values * esz[feature], sizeof(r->buf[0]));
+	void *dst = r->buf[feature] + r->used[feature];
+	r->used[feature] += n_values * esz[feature];
+	r->n_values[feature] = n_values;
+	r->n_items[feature] = n_items;
+	return dst;
+}
+
+static void seq_refused(const struct cmn_tfr_record *rec, size_t i, void *vctx)
+{
+	struct cmn_schema *s = vctx;
+	int64_t xi[10];
+	float xf[10];
+	void *fixed[2] = {xi, xf};
+	struct cmn_ex_sink sink = {fixed, NULL, NULL};
+	char err[512];
+	int rc = cmn_ex_decode(s, rec->data, rec->len, &sink, err, sizeof(err));
+	ck_assert_msg(rc == -EINVAL && strstr(err, "tf.SequenceExample") &&
+			  strstr(err, "sequence NAME:dtype[shape]"),
+		      "record %zu: rc %d: %s", i, rc, err);
+}
+
+START_TEST(test_sequence_example_refused_by_example_schema)
+{
+	struct cmn_schema *s;
+	char err[256];
+	ck_assert_int_eq(
+	    cmn_schema_parse("x_int:int64[10],x_float:float32[10]", &s, err, sizeof(err)), 0);
+	ck_assert_uint_eq(
+	    each_record("seqex__pytorch_data__sequence_example.tfrecord", seq_refused, s), 4);
+	cmn_schema_free(s);
+}
+END_TEST
+
+static void seq_context(const struct cmn_tfr_record *rec, size_t i, void *vctx)
 {
 	struct cmn_schema *s = vctx;
 	int64_t xi[10];
@@ -177,7 +223,6 @@ static void seq_record(const struct cmn_tfr_record *rec, size_t i, void *vctx)
 	void *fixed[2] = {xi, xf};
 	struct cmn_ex_sink sink = {fixed, NULL, NULL};
 	char err[256];
-	/* feature_lists (field 2) is an unknown field of Example: skipped. */
 	int rc = cmn_ex_decode(s, rec->data, rec->len, &sink, err, sizeof(err));
 	ck_assert_msg(rc == 0, "record %zu: %s", i, err);
 	for (int j = 0; j < 10; j++) {
@@ -191,10 +236,139 @@ START_TEST(test_sequence_example_context)
 	struct cmn_schema *s;
 	char err[256];
 	ck_assert_int_eq(
-	    cmn_schema_parse("x_int:int64[10],x_float:float32[10]", &s, err, sizeof(err)), 0);
+	    cmn_schema_parse("context x_int:int64[10],x_float:float32[10]", &s, err, sizeof(err)),
+	    0);
 	ck_assert_uint_eq(
-	    each_record("seqex__pytorch_data__sequence_example.tfrecord", seq_record, s), 4);
+	    each_record("seqex__pytorch_data__sequence_example.tfrecord", seq_context, s), 4);
 	cmn_schema_free(s);
+}
+END_TEST
+
+/*
+ * README: record i has 3 + 2i steps; python3-protobuf reads every step of
+ * x_int_seq as 10*(10i+j), of x_float_seq as 10i+j (j = 0..9), of
+ * x_byte_seq as the one string "test str".
+ */
+static void seq_lists(const struct cmn_tfr_record *rec, size_t i, void *vctx)
+{
+	struct cmn_schema *s = vctx;
+	struct rag *r = calloc(1, sizeof(*r));
+	int64_t xi[10];
+	void *fixed[4] = {NULL, NULL, NULL, xi};
+	struct cmn_ex_sink sink = {fixed, rag_reserve, r};
+	char err[256];
+	size_t steps = 3 + 2 * i;
+	ck_assert_ptr_nonnull(r);
+	int rc = cmn_ex_decode(s, rec->data, rec->len, &sink, err, sizeof(err));
+	ck_assert_msg(rc == 0, "record %zu: %s", i, err);
+	ck_assert_uint_eq(r->n_items[0], steps);
+	ck_assert_uint_eq(r->n_values[0], steps * 10);
+	ck_assert_uint_eq(r->n_items[1], steps);
+	ck_assert_uint_eq(r->n_values[1], steps * 10);
+	ck_assert_uint_eq(r->n_items[2], steps);
+	ck_assert_uint_eq(r->n_values[2], steps * 8);
+	for (size_t k = 0; k < steps; k++) {
+		for (int j = 0; j < 10; j++) {
+			int64_t v;
+			float f;
+			memcpy(&v, r->buf[0] + 8 * (10 * k + (size_t)j), 8);
+			memcpy(&f, r->buf[1] + 4 * (10 * k + (size_t)j), 4);
+			ck_assert_int_eq(v, 10 * (10 * (int64_t)i + j));
+			ck_assert_float_eq(f, (float)(10 * i + (size_t)j));
+		}
+		ck_assert_int_eq(memcmp(r->buf[2] + 8 * k, "test str", 8), 0);
+	}
+	for (int j = 0; j < 10; j++)
+		ck_assert_int_eq(xi[j], 10 * (10 * (int64_t)i + j));
+	free(r);
+}
+
+START_TEST(test_sequence_example_feature_lists)
+{
+	struct cmn_schema *s;
+	char err[256];
+	ck_assert_msg(
+	    cmn_schema_parse("sequence x_int_seq:int64[10], sequence x_float_seq:float32[10],"
+			     "sequence x_byte_seq:uint8[8], x_int:int64[10]",
+			     &s, err, sizeof(err)) == 0,
+	    "%s", err);
+	ck_assert_uint_eq(
+	    each_record("seqex__pytorch_data__sequence_example.tfrecord", seq_lists, s), 4);
+	cmn_schema_free(s);
+	/* a wrong step shape names the feature, the step and both counts */
+	ck_assert_int_eq(cmn_schema_parse("sequence x_int_seq:int64[9]", &s, err, sizeof(err)), 0);
+	struct rag *r = calloc(1, sizeof(*r));
+	struct cmn_ex_sink sink = {NULL, rag_reserve, r};
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/seqex__pytorch_data__sequence_example.tfrecord", testdata);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint8_t buf[4096];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	close(fd);
+	ck_assert_int_gt(n, 16);
+	uint64_t len;
+	ck_assert_int_eq(cmn_tfr_get_header(buf, (size_t)n, &len), 0);
+	int rc = cmn_ex_decode(s, buf + 12, (size_t)len, &sink, err, sizeof(err));
+	ck_assert_msg(rc == -EINVAL && strstr(err, "'x_int_seq'") && strstr(err, "step 0") &&
+			  strstr(err, "10 values") && strstr(err, "needs 9 a step"),
+		      "rc %d: %s", rc, err);
+	cmn_schema_free(s);
+	/* a missing feature_list: an error without a default, zero steps with =[] */
+	ck_assert_int_eq(cmn_schema_parse("sequence nope:int64", &s, err, sizeof(err)), 0);
+	rc = cmn_ex_decode(s, buf + 12, (size_t)len, &sink, err, sizeof(err));
+	ck_assert_msg(rc == -ENOENT && strstr(err, "'nope'"), "rc %d: %s", rc, err);
+	cmn_schema_free(s);
+	ck_assert_int_eq(cmn_schema_parse("sequence nope:int64=[]", &s, err, sizeof(err)), 0);
+	r->n_items[0] = 99;
+	rc = cmn_ex_decode(s, buf + 12, (size_t)len, &sink, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_uint_eq(r->n_items[0], 0);
+	cmn_schema_free(s);
+	free(r);
+}
+END_TEST
+
+/* ---- a `record` schema: the whole payload of any TFRecord ---------------- */
+
+struct payloads {
+	struct cmn_schema *s;
+	char got[8][64];
+	size_t n;
+};
+
+static void *payload_reserve(void *ctx, size_t feature, size_t n_values, size_t n_items)
+{
+	struct payloads *p = ctx;
+	ck_assert_uint_eq(feature, 0);
+	ck_assert_uint_eq(n_items, 1);
+	ck_assert_uint_lt(n_values, sizeof(p->got[0]));
+	ck_assert_uint_lt(p->n, 8);
+	return p->got[p->n++];
+}
+
+static void payload_record(const struct cmn_tfr_record *rec, size_t i, void *vctx)
+{
+	struct payloads *p = vctx;
+	struct cmn_ex_sink sink = {NULL, payload_reserve, p};
+	char err[256];
+	int rc = cmn_ex_decode(p->s, rec->data, rec->len, &sink, err, sizeof(err));
+	ck_assert_msg(rc == 0, "record %zu: %s", i, err);
+	ck_assert_uint_eq(p->n, i + 1);
+	ck_assert_int_eq(memcmp(p->got[i], rec->data, rec->len), 0);
+	p->got[i][rec->len] = '\0';
+}
+
+START_TEST(test_record_payload_magenta)
+{
+	struct payloads p = {0};
+	char err[256];
+	ck_assert_int_eq(cmn_schema_parse("record payload:bytes", &p.s, err, sizeof(err)), 0);
+	ck_assert_uint_eq(
+	    each_record("raw__magenta__tfrecord_iterator_test.tfrecord", payload_record, &p), 3);
+	ck_assert_str_eq(p.got[0], "hello world");
+	ck_assert_str_eq(p.got[1], "12345");
+	ck_assert_str_eq(p.got[2], "success");
+	cmn_schema_free(p.s);
 }
 END_TEST
 
@@ -242,6 +416,15 @@ int main(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sequence_example_context");
 	tcase_add_test(tc, test_sequence_example_context);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("sequence_example_refused_by_example_schema");
+	tcase_add_test(tc, test_sequence_example_refused_by_example_schema);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("sequence_example_feature_lists");
+	tcase_add_test(tc, test_sequence_example_feature_lists);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("record_payload_magenta");
+	tcase_add_test(tc, test_record_payload_magenta);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("raw_payloads_rejected");
 	tcase_add_test(tc, test_raw_payloads_rejected);

@@ -297,6 +297,77 @@ class FeederPython(unittest.TestCase):
         f.close()
 
 
+    def test_zlib_files(self):
+        """ZLIB TFRecords: zlib.compress over TFRecord framing is what TF's ZLIB
+        writer writes (its ZlibOutputBuffer deflates with the zlib wrapper)."""
+        import zlib
+        plain = os.path.join(self.tmp, "zplain")
+        zdir = os.path.join(self.tmp, "zlib")
+        os.mkdir(plain)
+        os.mkdir(zdir)
+        gen(plain, SPEC, 2, 20)
+        for n in sorted(os.listdir(plain)):
+            with open(os.path.join(plain, n), "rb") as fi, \
+                    open(os.path.join(zdir, n + ".zz"), "wb") as fo:
+                fo.write(zlib.compress(fi.read()))
+        for comp in ("auto", "zlib"):
+            f = rollcache.Feeder(zdir, schema=SPEC, batch_size=6, framework="numpy",
+                                 compression=comp)
+            seen = []
+            for b in f:
+                seen += check_batch(self, b)
+            self.assertEqual(sorted(seen), list(range(40)), comp)
+            f.close()
+
+    def test_real_sequence_example_and_record_payloads(self):
+        td = os.environ.get("RC_TESTDATA", "")
+        seqex = os.path.join(td, "seqex__pytorch_data__sequence_example.tfrecord")
+        magenta = os.path.join(td, "raw__magenta__tfrecord_iterator_test.tfrecord")
+        if not os.path.isfile(seqex) or not os.path.isfile(magenta):
+            self.skipTest("RC_TESTDATA has no real TFRecord files")
+        # feature_lists: values [steps, 10], offsets count steps (row splits)
+        spec = ("x_int:int64[10], sequence x_int_seq:int64[10], "
+                "sequence x_float_seq:float32[10], sequence x_byte_seq:uint8[8]")
+        f = rollcache.Feeder(seqex, schema=spec, batch_size=4, framework="numpy",
+                             shuffle=True, seed=3)
+        b = next(iter(f))
+        vals, offs = b["x_int_seq"]
+        self.assertEqual(vals.shape, (3 + 5 + 7 + 9, 10))
+        self.assertEqual(offs.shape, (5,))
+        rec = b["x_int"][:, 0] // 100  # which record each row is
+        self.assertEqual(sorted(rec.tolist()), [0, 1, 2, 3])
+        fv, fo = b["x_float_seq"]
+        bv, bo = b["x_byte_seq"]
+        np.testing.assert_array_equal(fo, offs)
+        np.testing.assert_array_equal(bo, offs)
+        for r, i in enumerate(rec.tolist()):
+            steps = offs[r + 1] - offs[r]
+            self.assertEqual(steps, 3 + 2 * i)
+            want = 10 * (10 * i + np.arange(10))
+            np.testing.assert_array_equal(vals[offs[r]:offs[r + 1]],
+                                          np.tile(want, (steps, 1)))
+            np.testing.assert_array_equal(fv[offs[r]:offs[r + 1]],
+                                          np.tile(want / 10, (steps, 1)).astype(np.float32))
+            self.assertEqual(bytes(bv[offs[r]:offs[r + 1]].reshape(-1)), b"test str" * steps)
+        f.close()
+        # the same file fed to an Example schema: an error naming SequenceExample
+        f = rollcache.Feeder(seqex, schema="x_int:int64[10]", batch_size=4, framework="numpy")
+        with self.assertRaises(rollcache.FeederError) as cm:
+            for _ in f:
+                pass
+        self.assertIn("tf.SequenceExample", str(cm.exception))
+        f.close()
+        # any TFRecord as whole payloads: magenta's raw strings
+        f = rollcache.Feeder(magenta, schema="record payload:bytes", batch_size=3,
+                             framework="numpy")
+        got = []
+        for b in f:
+            v, o = b["payload"]
+            got += [bytes(v[o[k]:o[k + 1]]) for k in range(len(o) - 1)]
+        self.assertEqual(sorted(got), [b"12345", b"hello world", b"success"])
+        f.close()
+
+
 def mock_main():
     """Device mode against tests/feeder/mock_cudart.c ($ROLLCACHE_CUDART):
     the views must describe device memory (kDLCUDA, device_data pointers),
