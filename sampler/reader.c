@@ -9,7 +9,12 @@
  * answer -EAGAIN; fetch.c retries from good_end with a Range request, so no
  * record is delivered twice and a transient corruption costs no record.  On
  * the last attempt the reader turns lenient: a record whose CRC fails is
- * counted and skipped (DESIGN 5) and the rest of the object is kept.  GZIP
+ * counted and skipped (DESIGN 5) and the rest of the object is kept.
+ * Counting (docs/counters.md): bad data on an attempt that is retried is
+ * pending until the record at that place is delivered (records_recovered)
+ * or the last attempt gives it up (records_lost); an object that lost a
+ * record counts once in failed_objects, here when the reader itself ended
+ * or finished it (fetch.c counts the objects it gives up).  GZIP
  * objects cannot be resumed mid-stream: they restart at 0 and skip the
  * records already delivered.
  *
@@ -45,11 +50,41 @@ struct smp__reader {
 	uint64_t attempt_records; /* records seen in this attempt (gzip skip) */
 	uint64_t skip;		  /* gzip restart: records to skip */
 	uint64_t bad_seen;	  /* decoder's bad_records already accounted */
+	uint64_t pending;	  /* bad records seen on a retried attempt, not yet re-read */
+	uint64_t lost;		  /* records of this object given up (records_lost) */
+	bool rejected;		  /* the reader gave the object up (lenient, framing lost) */
 	bool lenient;		  /* last attempt: skip bad records instead of retrying */
 	bool gzip;
 	struct cfs_shard_writer *raw; /* format=raw */
 	uint64_t raw_bytes;
 };
+
+/*
+ * n records of bad data were seen.  Retried (not lenient): they wait to be
+ * re-read from good_end, where a retry sees the same records again (so
+ * the most seen at once, not the sum).  On the last attempt they are lost,
+ * and the pending ones with them: they are the same records.
+ */
+static void bad_data(struct smp__reader *o, uint64_t n)
+{
+	if (!o->lenient) {
+		if (n > o->pending)
+			o->pending = n;
+		return;
+	}
+	SMP_STAT_ADD(&o->s->stats, records_lost, n);
+	o->lost += n;
+	o->pending = 0;
+}
+
+/* A record was delivered: the bad data once at its place was read intact. */
+static void recovered(struct smp__reader *o)
+{
+	if (o->pending) {
+		SMP_STAT_ADD(&o->s->stats, records_recovered, o->pending);
+		o->pending = 0;
+	}
+}
 
 static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 {
@@ -57,13 +92,14 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 	struct smp_sampler *s = o->s;
 	uint64_t bad = cmn_tfr_push_bad_records(o->push);
 	if (bad > o->bad_seen) {
-		SMP_STAT_ADD(&s->stats, bad_records, bad - o->bad_seen);
+		bad_data(o, bad - o->bad_seen);
 		o->bad_seen = bad;
 		if (!o->lenient)
 			return -EAGAIN; /* retry from good_end: this record is re-read */
 	}
 	if (o->gzip && o->attempt_records++ < o->skip)
-		return 0;
+		return 0; /* delivered before the restart */
+	recovered(o);
 	struct smp_rec r = {
 	    .data = rec->data,
 	    .len = rec->len,
@@ -116,7 +152,7 @@ static int obj_data(void *ctx, const void *p, size_t n)
 	if (rc == 0) {
 		uint64_t bad = cmn_tfr_push_bad_records(o->push);
 		if (bad > o->bad_seen) {
-			SMP_STAT_ADD(&s->stats, bad_records, bad - o->bad_seen);
+			bad_data(o, bad - o->bad_seen);
 			o->bad_seen = bad;
 			if (!o->lenient)
 				return -EAGAIN;
@@ -124,11 +160,15 @@ static int obj_data(void *ctx, const void *p, size_t n)
 		return 0;
 	}
 	if (rc == -EAGAIN || rc == -EILSEQ || rc == -EMSGSIZE || rc == -EPROTO || rc == -EIO) {
-		if (rc != -EAGAIN)
+		if (rc != -EAGAIN) {
 			cmn_log(CMN_LOG_INFO, "%s: %s", o->obj->key, cmn_tfr_push_error(o->push));
-		if (rc == -EILSEQ || rc == -EIO)
-			SMP_STAT_ADD(&s->stats, bad_records, 1);
-		return o->lenient && rc != -EAGAIN ? -EBADMSG : -EAGAIN;
+			bad_data(o, 1); /* framing lost: the rest of the object, at least 1 */
+		}
+		if (o->lenient && rc != -EAGAIN) {
+			o->rejected = true;
+			return -EBADMSG;
+		}
+		return -EAGAIN;
 	}
 	return rc; /* -ENOSPC (full), local write errors, -ENOMEM */
 }
@@ -139,12 +179,17 @@ static int obj_end(void *ctx)
 	if (o->raw)
 		return 0;
 	int rc = cmn_tfr_push_finish(o->push);
-	if (rc == -EPROTO)
-		return o->lenient ? -EPROTO : -EAGAIN;
+	if (rc == -EPROTO) { /* the body ends inside a record */
+		bad_data(o, 1);
+		if (!o->lenient)
+			return -EAGAIN;
+		o->rejected = true;
+		return -EPROTO;
+	}
 	if (rc == 0) {
 		uint64_t bad = cmn_tfr_push_bad_records(o->push);
 		if (bad > o->bad_seen) {
-			SMP_STAT_ADD(&o->s->stats, bad_records, bad - o->bad_seen);
+			bad_data(o, bad - o->bad_seen);
 			o->bad_seen = bad;
 			if (!o->lenient)
 				return -EAGAIN;
@@ -230,6 +275,16 @@ static void obj_done(void *ctx, int rc, const char *msg)
 	}
 	if (rc != 0 && rc != -ECANCELED && rc != -ENOSPC && !s->fatal)
 		cmn_log(CMN_LOG_WARN, "%s", msg);
+	if (o->pending && rc != 0 && rc != -ECANCELED) { /* never re-read: lost */
+		SMP_STAT_ADD(&s->stats, records_lost, o->pending);
+		o->lost += o->pending;
+	}
+	/* the objects fetch.c gave up are counted there; these it finished */
+	if (o->lost && (rc == 0 || o->rejected)) {
+		SMP_STAT_ADD(&s->stats, failed_objects, 1);
+		cmn_log(CMN_LOG_WARN, "%s: %llu record%s lost (bad data on every attempt)",
+			o->obj->key, (unsigned long long)o->lost, o->lost == 1 ? "" : "s");
+	}
 	j->over = true;
 	j->ok = rc == 0;
 	if (rc == -ECANCELED || (rc != 0 && (atomic_load(&s->stop) || s->fatal)))
