@@ -116,9 +116,10 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 				 r.records, d->cfg->min_records, (double)(now - t0) / 1000.0, why,
 				 bs.admit_used, bs.admit, bs.sealed + bs.reserved + bs.draining,
 				 bs.limit,
-				 !ws.present ? "absent"
-				 : ws.idle   ? "idle (pass over)"
-					     : "running");
+				 !ws.present  ? "absent"
+				 : ws.stopped ? "stopped"
+				 : ws.idle    ? "idle (pass over)"
+					      : "running");
 			cmn_log(CMN_LOG_WARN, "next wait: going ahead: %s", msg);
 			set_wait_why(d, msg);
 			return 0;
