@@ -108,6 +108,8 @@ int dmn__samplers_open(struct dmn_samplers **out, const struct cmn_config *cfg,
 	if (rc != 0) {
 		snprintf(err, errlen, "source %s%s%s", strstr(why, cfg->url) ? "" : cfg->url,
 			 strstr(why, cfg->url) ? "" : ": ", why);
+		if (rc == -EACCES) /* a credentials file others may read: fix the config */
+			rc = -EINVAL;
 		goto fail;
 	}
 	rc = smp_sampler_list(w->s, epoch, why, sizeof(why)); /* reachable, listable */
@@ -116,7 +118,7 @@ int dmn__samplers_open(struct dmn_samplers **out, const struct cmn_config *cfg,
 			 strstr(why, cfg->url) ? "" : cfg->url, strstr(why, cfg->url) ? "" : ": ",
 			 why);
 		smp_sampler_free(w->s);
-		/* the URL parsed: whatever the listing says is not a usage error */
+		/* the source opened: whatever the listing says is not a usage error */
 		if (rc == -EINVAL || rc == -ENOTSUP)
 			rc = -EIO;
 		goto fail;

@@ -26,8 +26,9 @@ struct dmn_samplers;
  * the mount before it is reported up; no thread is started yet.  cfg and
  * store are borrowed and must outlive the samplers.  Returns 0 and *out,
  * or -errno with a one-line message naming the source and the cause:
- * -EINVAL/-ENOTSUP for a URL that cannot be a source (a usage error), the
- * listing's -errno otherwise.
+ * -EINVAL/-ENOTSUP when the source cannot be opened as configured (a URL
+ * that cannot be one, a credentials file others may read: usage errors),
+ * else the listing's -errno (never those two).
  */
 int dmn__samplers_open(struct dmn_samplers **out, const struct cmn_config *cfg,
 		       struct cfs_store *store, uint32_t epoch, char *err, size_t errlen);
