@@ -13,8 +13,9 @@
  * Counting (docs/counters.md): bad data on an attempt that is retried is
  * pending until the record at that place is delivered (records_recovered)
  * or the last attempt gives it up (records_lost); an object that lost a
- * record counts once in failed_objects, here when the reader itself ended
- * or finished it (fetch.c counts the objects it gives up).  GZIP
+ * record counts once in failed_objects: marked here (job->lost) when the
+ * reader itself ended or finished it, counted when the job ends (fetch.c
+ * counts the objects it gives up).  GZIP
  * objects cannot be resumed mid-stream: they restart at 0 and skip the
  * records already delivered.
  *
@@ -281,7 +282,7 @@ static void obj_done(void *ctx, int rc, const char *msg)
 	}
 	/* the objects fetch.c gave up are counted there; these it finished */
 	if (o->lost && (rc == 0 || o->rejected)) {
-		SMP_STAT_ADD(&s->stats, failed_objects, 1);
+		j->lost = true; /* counted once in failed_objects when the job ends */
 		cmn_log(CMN_LOG_WARN, "%s: %llu record%s lost (bad data on every attempt)",
 			o->obj->key, (unsigned long long)o->lost, o->lost == 1 ? "" : "s");
 	}

@@ -284,6 +284,7 @@ static void skip_job(struct smp_sampler *s, struct smp__job *j)
 {
 	cmn_log(CMN_LOG_WARN, "%s: %llu bytes can never fit the cache limit: skipped", j->obj->key,
 		(unsigned long long)j->bytes);
+	SMP_STAT_ADD(&s->stats, failed_objects, 1); /* not read: ingest says so */
 	for (uint32_t i = 0; i < j->nunits; i++)
 		cmn_plan_done(s->plan, j->unit + i);
 	free(j);

@@ -78,6 +78,8 @@ struct smp__job {
 	bool over;	    /* the transfer ended */
 	bool ok;	    /* ... with every byte */
 	bool cancelled;	    /* ... because the sampler stopped: units stay unsettled */
+	bool lost;	    /* a record of it was lost (records_lost): the object counts in
+			       failed_objects when the job ends (smp__job_maybe_end) */
 };
 
 struct smp_sampler {

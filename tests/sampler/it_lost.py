@@ -11,7 +11,8 @@ record before the damage is admitted, and nothing else (DESIGN 5); each
 damaged object counts once in failed_objects and at least one record in
 records_lost, none in records_recovered (nothing was recovered); ingest
 exits 1 naming each damaged key.  Then a source of intact files only: exit
-0, records_lost 0, failed_objects 0.
+0, records_lost 0, failed_objects 0.  Then with an object larger than the
+whole limit: skipped, named, failed_objects 1, exit 1.
 """
 import collections
 import os
@@ -85,6 +86,14 @@ def main():
                                       check=False)
         if code != 0 or st.get("records_lost") != 0 or st.get("failed_objects") != 0:
             rcsamp.fail("intact files: exit %d, %r\n%s" % (code, st, err))
+        # an object larger than the whole limit is skipped: failed, named, exit 1
+        big = [b"B" * 4000 for _ in range(400)]  # 1.6 MB
+        write(os.path.join(root, "big.tfrecord"), [rcsamp.frame(p) for p in big])
+        cache3 = os.path.join(work, "cache3")
+        code, st, err = rcsamp.ingest("file://%s/" % root, cache3, "1M",
+                                      ["--retries", "1", "--shard-size", "256K"], check=False)
+        if code != 1 or "big.tfrecord" not in err or st.get("failed_objects") != 1:
+            rcsamp.fail("an object over the limit: exit %d, %r\n%s" % (code, st, err))
         print("ok: %d records kept, %d lost in 3 failed objects" % (sum(want.values()), lost))
     finally:
         shutil.rmtree(work, ignore_errors=True)
