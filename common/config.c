@@ -1106,7 +1106,9 @@ bool cmn_config_key(size_t i, struct cmn_config_key_info *out)
 		out->metavar = NULL;
 		break;
 	case V_STR:
-		out->metavar = d->id == K_CACHE_DIR && d->sec == SEC_CACHE ? "DIR" : "NAME";
+		out->metavar = d->id == K_CACHE_DIR && d->sec == SEC_CACHE  ? "DIR"
+			       : d->id == K_LOG_FILE && d->sec == SEC_MOUNT ? "PATH"
+									    : "NAME";
 		break;
 	}
 	return true;
