@@ -240,7 +240,8 @@ int dmn_run(const struct dmn_opts *o, char *err, size_t errlen)
 	}
 	int rc = run(o, &report_fd, err, errlen);
 	if (!o->detach) {
-		if (rc != 0)
+		/* the caller prints err on stderr: once there, and in the log file */
+		if (rc != 0 && o->cfg->log_file && cmn_log_open_file(o->cfg->log_file, false) == 0)
 			cmn_log(CMN_LOG_ERROR, "%s", err);
 		cmn_log_close_file();
 		return rc;

@@ -7,13 +7,13 @@ each (the argument), so that each stays a few seconds:
   disk     cli-mount-enospc-tmpfs-fuse     (a tmpfs as a small disk: root)
 
 Proves:
-  - each unusable source makes `mount` (detached, the default) exit 1 - 2
+  - each unusable source makes `mount` (detached, the default, and -f) exit 1 - 2
     for a URL that cannot be parsed - with one line naming the source and
     the cause, and nothing is left mounted: a directory that does not
     exist, a plain file, a refused port, an unresolvable host, a prefix
     nginx answers 404 for, `http://[::1`, a wrong S3 key id (s3rver);
   - an nginx source without a MANIFEST: the probe's 404 is no error
-    (errors.* all 0 once the sampler is idle, status says "errors   0");
+    (errors.* all 0 once every record is resident, status says "errors   0");
   - a full disk under the cache (tmpfs smaller than `limit`): errors.enospc
     counts it, sampler.stopped and the last error (with its time) are in the
     stats JSON and in `status`, the log file given by --log-file has the
@@ -111,17 +111,28 @@ def doc_counters():
     return names
 
 
-def expect_refused(root, name, src, code, words, extra=(), env=None):
-    """`mount src` fails: exit code, one line naming src and holding words, nothing mounted."""
-    mp = os.path.join(root, "mp")
-    os.makedirs(mp, exist_ok=True)
-    base = ["--limit", "4M", "--shard-size", "256K", "--retries", "1", "--timeout", "5s"]
+def start_refused(root, src, extra=(), env=None):
+    """Starts `mount src` on a mount point of its own; returns (process, mount point)."""
+    mp = tempfile.mkdtemp(prefix="mp-", dir=root)
     cache = tempfile.mkdtemp(prefix="c-", dir=root)
+    base = ["--limit", "4M", "--shard-size", "256K", "--retries", "1", "--timeout", "5s"]
     e = dict(os.environ, **env) if env else None
-    p = run("mount", src, mp, *base, *extra, "--cache-dir", cache, env=e)
-    lines = p.stderr.strip().splitlines()
-    eq(p.returncode, code, "%s: exit (%s)" % (name, p.stderr.strip()))
-    eq(len(lines), 1, "%s: one line: %r" % (name, p.stderr))
+    p = subprocess.Popen([RC, "mount", src, mp, *base, *extra, "--cache-dir", cache], env=e,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return p, mp
+
+
+def expect_refused_done(name, src, code, words, started):
+    """The mount failed: exit code, one line naming src and holding words, nothing mounted."""
+    p, mp = started
+    try:
+        _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    lines = err.strip().splitlines()
+    eq(p.returncode, code, "%s: exit (%s)" % (name, err.strip()))
+    eq(len(lines), 1, "%s: one line: %r" % (name, err))
     line = lines[0] if lines else ""
     check(src in line, "%s: the line names the source %s: %r" % (name, src, line))
     for w in words:
@@ -132,20 +143,33 @@ def expect_refused(root, name, src, code, words, extra=(), env=None):
     return line
 
 
+def expect_refused(root, name, src, code, words, extra=(), env=None):
+    return expect_refused_done(name, src, code, words, start_refused(root, src, extra, env))
+
+
 def bad_sources(root, nginx):
     plain = os.path.join(root, "plain.tfrecord")
     open(plain, "wb").close()
+    log = os.path.join(root, "fg.log")
     cases = [
-        # (name, source, exit, words the line must hold)
-        ("no such dir", "file://%s/nothing/" % root, 1, ["No such file or directory"]),
-        ("plain file", "file://%s" % plain, 1, ["Not a directory"]),
-        ("refused port", "http://127.0.0.1:%d/data/" % free_port(), 1, ["Couldn't connect"]),
-        ("unresolvable host", "http://no-such-host.invalid/data/", 1, ["resolve"]),
-        ("404 prefix", nginx + "no/such/prefix/", 1, ["HTTP 404"]),
-        ("malformed URL", "http://[::1", 2, ["malformed URL"]),
+        # (name, source, exit, words the line must hold, extra flags)
+        ("no such dir", "file://%s/nothing/" % root, 1, ["No such file or directory"], []),
+        ("plain file", "file://%s" % plain, 1, ["Not a directory"], []),
+        ("refused port", "http://127.0.0.1:%d/data/" % free_port(), 1, ["Couldn't connect"], []),
+        ("unresolvable host", "http://no-such-host.invalid/data/", 1, ["resolve"], []),
+        ("404 prefix", nginx + "no/such/prefix/", 1, ["HTTP 404"], []),
+        ("malformed URL", "http://[::1", 2, ["malformed URL"], []),
+        # in the foreground too: one line on stderr, and the same in --log-file
+        ("no such dir, -f", "file://%s/nothing/" % root, 1, ["No such file or directory"],
+         ["-f", "--log-file", log]),
     ]
-    for name, src, code, words in cases:
-        expect_refused(root, name, src, code, words)
+    # side by side: each has its own mount point and cache
+    started = [start_refused(root, src, extra) for _, src, _, _, extra in cases]
+    for (name, src, code, words, _), st in zip(cases, started):
+        line = expect_refused_done(name, src, code, words, st)
+    with open(log) as f:
+        text = f.read()
+    check(line.split("rollcache mount: ", 1)[-1] in text, "-f: the log file %r" % text)
 
 
 def wrong_s3_key(root, s3):
@@ -167,9 +191,8 @@ def manifest_probe(root, nginx, mounts):
     if p.returncode:
         return
     mounts.append(mp)
-    st = wait_for(lambda: (lambda s: s if s["sampler"]["idle"] and
-                           s["resident"]["records"] > 0 else None)(stats(mp)),
-                  "nginx sampler idle")
+    st = wait_for(lambda: (lambda s: s if s["resident"]["records"] >= 200 else None)(stats(mp)),
+                  "the 200 records of the nginx source resident")
     if st:
         eq({k: v for k, v in st["errors"].items() if v}, {}, "errors after a clean nginx pass")
         eq(st["sampler"]["stopped"], False, "sampler.stopped")
