@@ -5,6 +5,7 @@ each (the argument), so that each stays a few seconds:
   sources  cli-mount-failfast-nginx-fuse   (nginx, file://, the FUSE kernel)
   s3       cli-mount-failfast-s3rver       (s3rver)
   disk     cli-mount-enospc-tmpfs-fuse     (a tmpfs as a small disk: root)
+  wait     cli-epoch-wait-timeout-faults-fuse (our fault server, stalling)
 
 Proves:
   - each unusable source makes `mount` (detached, the default, and -f) exit 1 - 2
@@ -20,7 +21,9 @@ Proves:
     line, the records admitted before stay resident, and `epoch next --wait`
     goes ahead at once saying the samplers stopped instead of waiting;
   - every counter of the stats JSON's sampler and errors objects is a row
-    of docs/counters.md, and every row of it is in the JSON.
+    of docs/counters.md, and every row of it is in the JSON;
+  - transfers that stall (tests/servers/faults.py): `epoch next --wait` goes
+    ahead after wait_timeout (1 s) saying "wait_timeout passed", exit 0.
 """
 import json
 import os
@@ -267,10 +270,33 @@ def full_disk(root, mounts):
             time.sleep(0.1)
 
 
+def wait_timeout(root, faults, mounts):
+    """Transfers stalled by the server: `epoch next --wait` goes ahead after
+    wait_timeout and says so (the samplers run, so nothing else ends it)."""
+    mp = os.path.join(root, "mp-wait")
+    os.makedirs(mp)
+    p = run("mount", faults, mp, "--limit", "8M", "--shard-size", "256K", "--timeout", "60s",
+            "--min-records", 1000, "--wait-timeout", "1s", "--cache-dir",
+            os.path.join(root, "c-wait"))
+    eq(p.returncode, 0, "mount of the stalling server (%s)" % p.stderr.strip())
+    if p.returncode:
+        return
+    mounts.append(mp)
+    p = run("epoch", mp, "next", "--wait", timeout=120)
+    eq(p.returncode, 0, "epoch next --wait (%s)" % p.stderr.strip())
+    check(re.search(r"^rollcache epoch: went ahead without min_records: 0 of min_records 1000 "
+                    r"resident after [\d.]+ s: wait_timeout passed .*samplers running\)$",
+                    p.stderr, re.M), "epoch next --wait says why: %r" % p.stderr)
+    check(p.stdout.startswith("epoch 1: "), "the epoch advanced: %r" % p.stdout)
+    eq(stats(mp)["last_boundary"]["wait"].split(": ")[-1][:19], "wait_timeout passed",
+       "last_boundary.wait")
+    run("umount", mp)
+
+
 def main():
     part = sys.argv[1] if len(sys.argv) > 1 else ""
-    if part not in ("sources", "s3", "disk"):
-        print("usage: test_mount_failfast.py sources|s3|disk")
+    if part not in ("sources", "s3", "disk", "wait"):
+        print("usage: test_mount_failfast.py sources|s3|disk|wait")
         sys.exit(2)
     if not os.path.exists("/dev/fuse"):
         skip("/dev/fuse is missing")
@@ -291,6 +317,13 @@ def main():
             peer = start(script, [www, state])
             bad_sources(root, peer)
             manifest_probe(root, peer, mounts)
+        elif part == "wait":
+            data = os.path.join(root, "data")
+            p = run("synth", data, "--records", 200, "--record-size", "1K", "--shards", 2)
+            eq(p.returncode, 0, "synth (%s)" % p.stderr)
+            script = "faults.py"
+            peer = start(script, [data, state, "--plan", "stall", "--stall", "30"])
+            wait_timeout(root, peer, mounts)
         elif part == "s3":
             script = "s3rver.sh"
             peer = start(script, ["bucket", state])
