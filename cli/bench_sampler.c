@@ -121,12 +121,12 @@ static int run_ingest(struct cmn_config *cfg, const char *dir, uint64_t *bytes, 
 	} else {
 		const struct smp_stats *st = smp_sampler_stats(s);
 		*bytes = SMP_STAT_GET(st, bytes_fetched);
-		if (SMP_STAT_GET(st, failed_objects) || SMP_STAT_GET(st, bad_records)) {
+		if (SMP_STAT_GET(st, failed_objects) || SMP_STAT_GET(st, records_lost)) {
 			fprintf(stderr,
 				"rollcache bench sampler: %" PRIu64 " objects failed, %" PRIu64
-				" bad records: fix the source first\n",
+				" records lost: fix the source first\n",
 				(uint64_t)SMP_STAT_GET(st, failed_objects),
-				(uint64_t)SMP_STAT_GET(st, bad_records));
+				(uint64_t)SMP_STAT_GET(st, records_lost));
 			rc = -EIO;
 		}
 	}

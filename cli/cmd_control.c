@@ -50,6 +50,11 @@
  */
 struct mount_view {
 	const char *source, *advance, *policy, *why;
+	const char *wait;	/* why the last `next --wait` went ahead early, or "" */
+	const char *last_error; /* the last warning or error logged, or "" */
+	const char *last_level;
+	uint64_t last_error_ms; /* its time (ms since 1970), 0: none */
+	bool sampler_stopped;
 	long long pid;
 	uint64_t epoch; /* 0 before the first epoch ("epoch": null) */
 	uint64_t limit, used, draining, min_records, resident_records;
@@ -95,6 +100,13 @@ static void mount_view_of(const json_t *root, struct mount_view *v)
 	v->advance = jstr(root, "advance");
 	v->policy = jstr(json_object_get(root, "schedule"), "policy");
 	v->why = jstr(boundary, "why");
+	v->wait = jstr(boundary, "wait");
+	const json_t *last = json_object_get(root, "last_error");
+	v->last_error = jstr(last, "message");
+	v->last_level = jstr(last, "level");
+	v->last_error_ms = jcount(last, "unix_ms");
+	v->sampler_stopped =
+	    json_is_true(json_object_get(json_object_get(root, "sampler"), "stopped"));
 	v->pid = json_integer_value(json_object_get(root, "pid"));
 	v->epoch = jcount(root, "epoch");
 	v->limit = jcount(root, "limit");
@@ -427,6 +439,16 @@ int cmd_epoch(int argc, char **argv)
 	}
 	/* the epoch has advanced: a failure to show it is said, not an error */
 	show_epoch(mp);
+	if (wait && stats_load(mp, &st, NULL, err, sizeof(err)) == 0) {
+		struct mount_view v;
+		mount_view_of(st, &v);
+		if (v.wait[0]) { /* it went ahead before min_records: say why */
+			fputs("rollcache epoch: went ahead without min_records: ", stderr);
+			put_clean(v.wait, stderr);
+			fputc('\n', stderr);
+		}
+		json_decref(st);
+	}
 	return 0;
 }
 
@@ -505,6 +527,18 @@ static int status_once(const char *mp, bool json, bool clear, bool wide, char *e
 	fprintf(m, "errors   %" PRIu64 "%s", v.errors, v.why[0] ? "; " : "");
 	put_clean(v.why, m);
 	fputc('\n', m);
+	if (v.sampler_stopped)
+		fputs("sampler  STOPPED (see last)\n", m);
+	if (v.last_error_ms) { /* the last warning or error, with its time */
+		time_t t = (time_t)(v.last_error_ms / 1000);
+		struct tm tm;
+		char when[32];
+		localtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		fprintf(m, "last     %s %s: ", when, v.last_level);
+		put_clean(v.last_error, m);
+		fputc('\n', m);
+	}
 	fclose(m);
 	json_decref(st);
 	if (clear)

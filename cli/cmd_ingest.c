@@ -90,8 +90,10 @@ static int write_stats(const char *path, const struct smp_stats *st, const struc
 	F(timeouts);
 	F(net_errors);
 	F(truncated);
-	F(bad_records);
+	F(records_recovered);
+	F(records_lost);
 	F(failed_objects);
+	F(enospc);
 	F(objects_done);
 	F(bytes_fetched);
 	F(records_admitted);
@@ -240,18 +242,20 @@ int cmd_ingest(int argc, char **argv)
 				"ingest: %" PRIu64 "/%" PRIu64 " objects, %" PRIu64
 				" records, %s admitted "
 				"(limit %s%s) in %.1f s, %.1f MB/s; retries %" PRIu64
-				", bad records %" PRIu64 ", failed objects %" PRIu64 "\n",
+				", records recovered %" PRIu64 ", records lost %" PRIu64
+				", failed objects %" PRIu64 "\n",
 				p.objects_done, p.objects_total, p.records,
 				cmn_format_size(p.bytes, b1, sizeof(b1)),
 				cmn_format_size(cfg.limit, b2, sizeof(b2)), p.full ? ", full" : "",
 				secs, (double)SMP_STAT_GET(st, bytes_fetched) / 1e6 / secs,
 				(uint64_t)SMP_STAT_GET(st, retries),
-				(uint64_t)SMP_STAT_GET(st, bad_records), failed);
+				(uint64_t)SMP_STAT_GET(st, records_recovered),
+				(uint64_t)SMP_STAT_GET(st, records_lost), failed);
 		if (failed)
 			fprintf(stderr,
 				"rollcache ingest: %" PRIu64
-				" objects could not be read (named above); "
-				"run again to retry them\n",
+				" objects could not be read whole (named above); "
+				"run again to retry the ones not admitted\n",
 				failed);
 		ret = failed ? 1 : 0;
 	}

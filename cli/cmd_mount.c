@@ -242,12 +242,10 @@ int cmd_mount(int argc, char **argv)
 	    .detach = !foreground,
 	};
 	int rc = dmn_run(&o, err, sizeof(err));
-	if (rc != 0) {
-		if (foreground)
-			cmn_log(CMN_LOG_ERROR, "%s", err);
+	if (rc != 0)
 		fprintf(stderr, "rollcache mount: %s\n", err);
-	}
-	ret = rc == 0 ? 0 : 1;
+	/* a source URL that cannot be one is a usage error (daemon/samplers.h) */
+	ret = rc == 0 ? 0 : rc == -EINVAL || rc == -ENOTSUP ? 2 : 1;
 out:
 	cmn_config_free(&cfg);
 	return ret;

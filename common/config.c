@@ -66,6 +66,7 @@ enum key_id {
 	K_RETRIES,
 	K_TIMEOUT,
 	K_METRICS_LISTEN,
+	K_LOG_FILE,
 	/* [epoch ...] keys given on the command line: they apply to every entry */
 	K_POLICY,
 	K_ADMIT,
@@ -152,6 +153,8 @@ static const struct key_def keys[] = {
      "a duration such as 30s", "30s", "per-transfer stall timeout"},
     {K_METRICS_LISTEN, SEC_MOUNT, "metrics_listen", "metrics_listen", V_LISTEN, NULL, 0, 0, NULL,
      "(off)", "serve Prometheus metrics over HTTP on ADDR:PORT"},
+    {K_LOG_FILE, SEC_MOUNT, "log_file", "log_file", V_STR, NULL, 0, 0, "a file path",
+     "(syslog once detached; stderr with -f)", "append the daemon's log to this file"},
 };
 
 enum epoch_key { E_LIMIT, E_ADMIT, E_POLICY, E_MIN_USES, E_SEED };
@@ -397,6 +400,9 @@ static void store(struct cmn_config *c, const struct key_def *d, struct value *v
 	case K_METRICS_LISTEN:
 		store_str(&c->metrics_listen, v);
 		break;
+	case K_LOG_FILE:
+		store_str(&c->log_file, v);
+		break;
 	case K_POLICY:
 		c->cli_epoch.policy = (enum cmn_policy)v->e;
 		c->cli_epoch.has_policy = true;
@@ -543,6 +549,7 @@ void cmn_config_free(struct cmn_config *c)
 	free(c->region);
 	free(c->profile);
 	free(c->metrics_listen);
+	free(c->log_file);
 	free(c->epochs);
 	memset(c, 0, sizeof(*c));
 }
@@ -1101,7 +1108,9 @@ bool cmn_config_key(size_t i, struct cmn_config_key_info *out)
 		out->metavar = NULL;
 		break;
 	case V_STR:
-		out->metavar = d->id == K_CACHE_DIR && d->sec == SEC_CACHE ? "DIR" : "NAME";
+		out->metavar = d->id == K_CACHE_DIR && d->sec == SEC_CACHE  ? "DIR"
+			       : d->id == K_LOG_FILE && d->sec == SEC_MOUNT ? "PATH"
+									    : "NAME";
 		break;
 	}
 	return true;

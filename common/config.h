@@ -99,6 +99,7 @@ struct cmn_config {
 
 	/* [mount] */
 	char *metrics_listen; /* "ADDR:PORT" of the metrics HTTP endpoint, or NULL */
+	char *log_file;	      /* the daemon's log, appended; NULL: syslog (stderr with -f) */
 
 	/* [epoch ...], in file order */
 	struct cmn_epoch_section *epochs;

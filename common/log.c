@@ -1,11 +1,17 @@
 /*
- * log.c - levels, one sink, one mutex.
+ * log.c - levels, one sink, one mutex; the log file; the last problem.
  *
- * Owns the process-wide log threshold and sink.  Formatting happens into a
- * bounded stack buffer (lines longer than 1 KiB are cut and end in "...").
+ * Owns the process-wide log threshold and sink, the log file
+ * (cmn_log_open_file: appended, one timestamped line each, optionally also
+ * on stderr), and the last warning or error logged with its wall-clock
+ * time (cmn_log_last), which `rollcache status` shows so that a failure
+ * after start-up is visible without reading syslog.  Formatting happens
+ * into a bounded stack buffer (lines longer than 1 KiB are cut and end in
+ * "...").
  *
- * Locking: log_mu serialises sink calls and sink changes; the level is an
- * atomic read so that a disabled level costs one load.
+ * Locking: log_mu serialises sink calls and sink changes and protects the
+ * file and the last problem; the level is an atomic read so that a
+ * disabled level costs one load.
  */
 #include "common/log.h"
 
@@ -15,13 +21,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define LOG_LINE_MAX 1024
 
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static cmn_log_sink log_sink;	  /* protected by log_mu; NULL = stderr */
-static void *log_sink_ctx;	  /* protected by log_mu */
-static atomic_int log_level = -1; /* -1: not yet read from the environment */
+static cmn_log_sink log_sink;	      /* protected by log_mu; NULL = stderr */
+static void *log_sink_ctx;	      /* protected by log_mu */
+static atomic_int log_level = -1;     /* -1: not yet read from the environment */
+static FILE *log_file;		      /* protected by log_mu; cmn_log_open_file's sink */
+static bool log_file_tee;	      /* protected by log_mu; also stderr */
+static char last_line[LOG_LINE_MAX];  /* protected by log_mu: the last WARN/ERROR line */
+static enum cmn_log_level last_level; /* protected by log_mu */
+static uint64_t last_unix_ms;	      /* protected by log_mu; 0: none yet */
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -63,12 +76,25 @@ void cmn_log_set_sink(cmn_log_sink sink, void *ctx)
 	pthread_mutex_unlock(&log_mu);
 }
 
+/* One line of the log file: "2026-11-25T19:40:00.123Z rollcache[PID]: level: line". */
+static void file_line(enum cmn_log_level level, const char *line, const struct timespec *now)
+{
+	struct tm tm;
+	char stamp[32];
+	gmtime_r(&now->tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(log_file, "%s.%03ldZ rollcache[%ld]: %s: %s\n", stamp, now->tv_nsec / 1000000L,
+		(long)getpid(), level_names[level], line);
+	fflush(log_file);
+}
+
 void cmn_vlog(enum cmn_log_level level, const char *fmt, va_list ap)
 {
 	char line[LOG_LINE_MAX];
 	int n;
+	bool shown = (int)level <= (int)cmn_log_get_level();
 
-	if ((int)level > (int)cmn_log_get_level())
+	if (!shown && level > CMN_LOG_WARN)
 		return;
 	n = vsnprintf(line, sizeof(line), fmt, ap);
 	if (n < 0)
@@ -76,12 +102,71 @@ void cmn_vlog(enum cmn_log_level level, const char *fmt, va_list ap)
 	if ((size_t)n >= sizeof(line))
 		memcpy(line + sizeof(line) - 4, "...", 4);
 
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&log_mu);
-	if (log_sink)
+	if (level <= CMN_LOG_WARN) { /* kept for status even below the threshold */
+		memcpy(last_line, line, sizeof(line));
+		last_level = level;
+		last_unix_ms = (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
+	}
+	if (!shown) {
+		pthread_mutex_unlock(&log_mu);
+		return;
+	}
+	if (log_file) {
+		file_line(level, line, &now);
+		if (log_file_tee)
+			fprintf(stderr, "rollcache: %s: %s\n", level_names[level], line);
+	} else if (log_sink) {
 		log_sink(level, line, log_sink_ctx);
-	else
+	} else {
 		fprintf(stderr, "rollcache: %s: %s\n", level_names[level], line);
+	}
 	pthread_mutex_unlock(&log_mu);
+}
+
+int cmn_log_open_file(const char *path, bool tee_stderr)
+{
+	FILE *f = fopen(path, "ae"); /* O_APPEND | O_CLOEXEC, created 0666 & ~umask */
+	if (!f)
+		return -errno;
+	pthread_mutex_lock(&log_mu);
+	FILE *old = log_file;
+	log_file = f;
+	log_file_tee = tee_stderr;
+	pthread_mutex_unlock(&log_mu);
+	if (old)
+		fclose(old);
+	return 0;
+}
+
+void cmn_log_close_file(void)
+{
+	pthread_mutex_lock(&log_mu);
+	FILE *old = log_file;
+	log_file = NULL;
+	pthread_mutex_unlock(&log_mu);
+	if (old)
+		fclose(old);
+}
+
+bool cmn_log_last(char *buf, size_t len, enum cmn_log_level *level, uint64_t *unix_ms)
+{
+	pthread_mutex_lock(&log_mu);
+	bool have = last_unix_ms != 0;
+	if (have) {
+		snprintf(buf, len, "%s", last_line);
+		*level = last_level;
+		*unix_ms = last_unix_ms;
+	}
+	pthread_mutex_unlock(&log_mu);
+	return have;
+}
+
+const char *cmn_log_level_name(enum cmn_log_level level)
+{
+	return level_names[level];
 }
 
 void cmn_log(enum cmn_log_level level, const char *fmt, ...)

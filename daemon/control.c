@@ -104,6 +104,13 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	pthread_mutex_unlock(&d->mu);
 	v.schedule = desc;
 	v.last_wait = wait_why;
+	char last[1024];
+	enum cmn_log_level last_level;
+	v.last_error = v.last_error_level = "";
+	if (cmn_log_last(last, sizeof(last), &last_level, &v.last_error_unix_ms)) {
+		v.last_error = last;
+		v.last_error_level = cmn_log_level_name(last_level);
+	}
 	v.policy = entry ? cmn_policy_name(entry->policy) : "";
 	v.min_uses = entry ? entry->min_uses : 0;
 	v.entry_limit = entry ? entry->limit : 0;

@@ -4,8 +4,10 @@
  *
  * Start-up: schedule, store (start-up reconciliation, invariant 6), epoch
  * set, the first boundary (a re-mount publishes what the cache holds),
- * the FUSE mount, the samplers (the source is checked here, before the
- * mount is reported up), the epoch and control threads.  Shutdown, once
+ * the source opened and listed (a source that cannot be listed fails the
+ * start here, before anything is mounted, with its reason: docs/
+ * reliability-failfast.md), the FUSE mount, the sampler thread, the epoch
+ * and control threads.  Shutdown, once
  * the FUSE loop returns: stop and join the epoch thread, cancel waiting
  * control commands, close the request queue and join the control thread,
  * stop the samplers, flush read statistics, unmount, close the store.
@@ -104,13 +106,13 @@ static int mount_view(struct dmn *d, char *err, size_t errlen)
 	return 0;
 }
 
-/* Samplers, epoch thread, control thread; none of them takes SIGINT/SIGTERM/SIGHUP. */
-static int start_threads(struct dmn *d, uint32_t first, char *err, size_t errlen)
+/* The sampler thread, epoch thread, control thread; none of them takes SIGINT/SIGTERM/SIGHUP. */
+static int start_threads(struct dmn *d, char *err, size_t errlen)
 {
 	sigset_t old;
 	char werr[512];
 	block_signals(&old);
-	int rc = dmn__samplers_start(&d->smp, d->cfg, d->store, first, werr, sizeof(werr));
+	int rc = dmn__samplers_start(d->smp, werr, sizeof(werr));
 	if (rc != 0) {
 		snprintf(err, errlen, "samplers: %s", werr);
 		goto out;
@@ -174,18 +176,20 @@ static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errle
 	dmn_boundary_init(&d->bd);
 
 	rc = open_cache(d, &first, err, errlen);
+	if (rc == 0) /* the source is listed here: an unusable one fails the mount */
+		rc = dmn__samplers_open(&d->smp, d->cfg, d->store, first, err, errlen);
 	if (rc == 0)
 		rc = mount_view(d, err, errlen);
 	if (rc == 0) {
 		cmn_log(CMN_LOG_INFO, "mounted %s on %s (cache %s, epoch %" PRIu32 ")", o->source,
 			o->mountpoint, cfs_store_dir(d->store), first);
-		rc = start_threads(d, first, err, errlen);
+		rc = start_threads(d, err, errlen);
 	}
 	if (rc == 0 && d->cfg->metrics_listen)
 		rc = dmn__metrics_start(&metrics, d, d->cfg->metrics_listen, err, errlen);
 	if (rc == 0) {
 		/* Up, samplers included: a failure above reached the caller as an error. */
-		dmn__report_ready(report_fd);
+		dmn__report_ready(report_fd, d->cfg->log_file);
 #if RC_HAVE_SYSTEMD
 		/* Type=notify units (docs/rollcache@.service): the mount is up */
 		sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s", o->source, o->mountpoint);
@@ -229,11 +233,23 @@ int dmn_run(const struct dmn_opts *o, char *err, size_t errlen)
 		if (!child)
 			return rc;
 	}
+	if (!o->detach && o->cfg->log_file) { /* foreground: the file and stderr */
+		int lrc = cmn_log_open_file(o->cfg->log_file, true);
+		if (lrc != 0) {
+			snprintf(err, errlen, "log_file %s: %s", o->cfg->log_file, strerror(-lrc));
+			return lrc;
+		}
+	}
 	int rc = run(o, &report_fd, err, errlen);
-	if (!o->detach)
+	if (!o->detach) {
+		/* the caller prints err on stderr: once there, and in the log file */
+		if (rc != 0 && o->cfg->log_file && cmn_log_open_file(o->cfg->log_file, false) == 0)
+			cmn_log(CMN_LOG_ERROR, "%s", err);
+		cmn_log_close_file();
 		return rc;
+	}
 	if (rc != 0 && report_fd >= 0)
-		dmn__report_error(&report_fd, err); /* the parent prints it */
+		dmn__report_error(&report_fd, rc, err); /* the parent prints it */
 	else if (rc != 0)
 		cmn_log(CMN_LOG_ERROR, "%s", err); /* detached: syslog */
 	_exit(rc == 0 ? 0 : 1);

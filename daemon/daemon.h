@@ -49,10 +49,13 @@ struct dmn_opts {
 /*
  * Runs the daemon.  Returns 0 after a clean shutdown, or -errno with a
  * one-line message in err (then nothing is left mounted and the store is
- * closed).  With o->detach: the parent returns 0 once the child's mount is
- * up, or -EIO with the child's message in err; the child never returns (it
- * exits 0 after a clean shutdown, 1 otherwise).  Call before starting any
- * thread (it forks).
+ * closed); -EINVAL or -ENOTSUP mean the configuration cannot work (a source
+ * URL that cannot be one: `mount` exits 2), anything else a runtime failure
+ * (a source that cannot be listed, ...).  The source is listed before the
+ * mount is up.  With o->detach: the parent returns 0 once the child's mount
+ * is up, or the child's -errno with its message in err; the child never
+ * returns (it exits 0 after a clean shutdown, 1 otherwise).  Call before
+ * starting any thread (it forks).
  */
 int dmn_run(const struct dmn_opts *o, char *err, size_t errlen);
 

@@ -110,16 +110,21 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 
 /*
  * detach.c: forks.  In the parent: waits for the child's report and
- * returns 0 (mount up) or -EIO with its message in err; *is_child false.
+ * returns 0 (mount up) or the child's -errno (-EIO when it died without
+ * one) with its message in err; *is_child false.
  * In the child: returns 0 with *is_child true and *report_fd set (the
  * write end of the report pipe).  -errno with a message if fork fails.
  */
 int dmn__fork(bool *is_child, int *report_fd, char *err, size_t errlen);
 
-/* detach.c: child side, the mount is up: reports "ok", detaches (setsid done). */
-void dmn__report_ready(int *report_fd);
+/*
+ * detach.c: child side, the mount is up: reports "ok", detaches (setsid
+ * done).  The log then goes to log_file (appended, one timestamped line
+ * each) when it is not NULL and can be opened, else to syslog.
+ */
+void dmn__report_ready(int *report_fd, const char *log_file);
 
-/* detach.c: child side, start-up failed: reports the message. */
-void dmn__report_error(int *report_fd, const char *msg);
+/* detach.c: child side, start-up failed: reports rc (-errno) and the message. */
+void dmn__report_error(int *report_fd, int rc, const char *msg);
 
 #endif

@@ -1,10 +1,12 @@
 /*
  * detach.c - daemonizing: fork before any thread, the child reports "ok"
  * or its one-line error through a pipe once the mount is up or has failed,
- * then detaches (stdio to /dev/null, log to syslog, cwd /).
+ * then detaches (stdio to /dev/null, log to `log_file` or syslog, cwd /).
  *
  * The parent's exit status and message are thus the daemon's: `rollcache
- * mount` without -f fails with the daemon's own reason.
+ * mount` without -f fails with the daemon's own reason.  The report is
+ * "ok\n", or "E<errno> <message>\n" (the errno tells a usage error, exit
+ * 2, from a runtime one, exit 1).
  */
 #include "daemon/daemon_i.h"
 
@@ -13,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <syslog.h>
@@ -50,7 +53,12 @@ static int wait_report(int fd, pid_t child, char *err, size_t errlen)
 		size_t n = strlen(buf);
 		while (n && buf[n - 1] == '\n')
 			buf[--n] = '\0';
-		snprintf(err, errlen, "%s", buf);
+		char *msg = buf, *end;
+		long e = 0;
+		if (buf[0] == 'E' && (e = strtol(buf + 1, &end, 10)) > 0 && e < 4096 && *end == ' ')
+			msg = end + 1;
+		snprintf(err, errlen, "%s", msg);
+		return e > 0 && e < 4096 ? -(int)e : -EIO;
 	} else {
 		snprintf(err, errlen,
 			 "the daemon exited during start-up (status %d); run with -f to see why",
@@ -88,12 +96,18 @@ int dmn__fork(bool *is_child, int *report_fd, char *err, size_t errlen)
 	return 0;
 }
 
-void dmn__report_ready(int *report_fd)
+void dmn__report_ready(int *report_fd, const char *log_file)
 {
 	if (*report_fd < 0)
 		return;
-	openlog("rollcache", LOG_PID, LOG_DAEMON);
-	cmn_log_set_sink(syslog_sink, NULL);
+	int lrc = log_file ? cmn_log_open_file(log_file, false) : -ENOENT;
+	if (lrc != 0) {
+		openlog("rollcache", LOG_PID, LOG_DAEMON);
+		cmn_log_set_sink(syslog_sink, NULL);
+		if (log_file)
+			cmn_log(CMN_LOG_ERROR, "log_file %s: %s: logging to syslog", log_file,
+				strerror(-lrc));
+	}
 	ssize_t w = write(*report_fd, "ok\n", 3);
 	(void)w;
 	close(*report_fd);
@@ -110,11 +124,11 @@ void dmn__report_ready(int *report_fd)
 		cmn_log(CMN_LOG_WARN, "chdir /: %s", strerror(errno));
 }
 
-void dmn__report_error(int *report_fd, const char *msg)
+void dmn__report_error(int *report_fd, int rc, const char *msg)
 {
 	if (*report_fd < 0)
 		return;
-	dprintf(*report_fd, "%s\n", msg);
+	dprintf(*report_fd, "E%d %s\n", rc < 0 ? -rc : EIO, msg);
 	close(*report_fd);
 	*report_fd = -1;
 }

@@ -91,9 +91,14 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 		else if (!blocked_since)
 			blocked_since = now;
 		const char *why = NULL;
-		if (!ws.present)
+		char stopped[340];
+		if (!ws.present) {
 			why = "no samplers are running";
-		else if (ws.idle && now - t0 >= 1000)
+		} else if (ws.stopped) {
+			snprintf(stopped, sizeof(stopped), "the samplers stopped: %.300s",
+				 ws.error);
+			why = stopped;
+		} else if (ws.idle && now - t0 >= 1000)
 			why = "the source has no more data for this epoch";
 		else if (blocked_since && now - blocked_since >= 1000 && now - last_change >= 1000)
 			why = bs.waiting_admit
@@ -111,9 +116,10 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 				 r.records, d->cfg->min_records, (double)(now - t0) / 1000.0, why,
 				 bs.admit_used, bs.admit, bs.sealed + bs.reserved + bs.draining,
 				 bs.limit,
-				 !ws.present ? "absent"
-				 : ws.idle   ? "idle (pass over)"
-					     : "running");
+				 !ws.present  ? "absent"
+				 : ws.stopped ? "stopped"
+				 : ws.idle    ? "idle (pass over)"
+					      : "running");
 			cmn_log(CMN_LOG_WARN, "next wait: going ahead: %s", msg);
 			set_wait_why(d, msg);
 			return 0;

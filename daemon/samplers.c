@@ -36,8 +36,10 @@ struct dmn_samplers {
 	struct smp_sampler *s; /* set at start; its run loop is the thread's */
 	pthread_t thread;
 	pthread_mutex_t mu;
-	uint32_t epoch; /* protected by mu: the epoch the run started in */
-	bool ended;	/* protected by mu: the run returned (stopped or failed) */
+	uint32_t epoch;	 /* protected by mu: the epoch the run started in */
+	bool ended;	 /* protected by mu: the run returned (stopped or failed) */
+	bool started;	 /* the thread was created (set before it runs) */
+	char error[512]; /* protected by mu: why the run failed, or "" */
 };
 
 static void add_stats(struct dmn_sampler_stats *o, const struct smp_stats *st)
@@ -51,8 +53,10 @@ static void add_stats(struct dmn_sampler_stats *o, const struct smp_stats *st)
 	C(timeouts);
 	C(net_errors);
 	C(truncated);
-	C(bad_records);
+	C(records_recovered);
+	C(records_lost);
 	C(failed_objects);
+	C(enospc);
 	C(objects_done);
 	C(bytes_fetched);
 	C(records_admitted);
@@ -70,16 +74,19 @@ static void *sampler_main(void *arg)
 	pthread_mutex_unlock(&w->mu);
 	int rc = smp_sampler_run(w->s, epoch, err, sizeof(err));
 	if (rc != 0)
-		cmn_log(CMN_LOG_ERROR, "samplers: %s", err);
+		cmn_log(CMN_LOG_ERROR, "samplers stopped: %s", err);
 	pthread_mutex_lock(&w->mu);
+	if (rc != 0)
+		snprintf(w->error, sizeof(w->error), "%s", err);
 	w->ended = true;
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
 }
 
-int dmn__samplers_start(struct dmn_samplers **out, const struct cmn_config *cfg,
-			struct cfs_store *store, uint32_t epoch, char *err, size_t errlen)
+int dmn__samplers_open(struct dmn_samplers **out, const struct cmn_config *cfg,
+		       struct cfs_store *store, uint32_t epoch, char *err, size_t errlen)
 {
+	char why[512];
 	struct dmn_samplers *w = calloc(1, sizeof(*w));
 	if (!w) {
 		snprintf(err, errlen, "out of memory");
@@ -97,14 +104,23 @@ int dmn__samplers_start(struct dmn_samplers **out, const struct cmn_config *cfg,
 	    .follow = true,
 	    .room_wait_ms = 500, /* bounded waits: a boundary's pause is seen soon */
 	};
-	int rc = smp_sampler_new(&w->s, &so, err, errlen); /* bad URL, credentials: now */
-	if (rc != 0)
-		goto fail;
-	rc = pthread_create(&w->thread, NULL, sampler_main, w);
+	int rc = smp_sampler_new(&w->s, &so, why, sizeof(why)); /* bad URL, credentials */
 	if (rc != 0) {
-		snprintf(err, errlen, "cannot start the sampler thread: %s", strerror(rc));
-		rc = -rc;
+		snprintf(err, errlen, "source %s%s%s", strstr(why, cfg->url) ? "" : cfg->url,
+			 strstr(why, cfg->url) ? "" : ": ", why);
+		if (rc == -EACCES) /* a credentials file others may read: fix the config */
+			rc = -EINVAL;
+		goto fail;
+	}
+	rc = smp_sampler_list(w->s, epoch, why, sizeof(why)); /* reachable, listable */
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot list the source %s%s%s",
+			 strstr(why, cfg->url) ? "" : cfg->url, strstr(why, cfg->url) ? "" : ": ",
+			 why);
 		smp_sampler_free(w->s);
+		/* the source opened: whatever the listing says is not a usage error */
+		if (rc == -EINVAL || rc == -ENOTSUP)
+			rc = -EIO;
 		goto fail;
 	}
 	*out = w;
@@ -113,6 +129,17 @@ fail:
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 	return rc;
+}
+
+int dmn__samplers_start(struct dmn_samplers *w, char *err, size_t errlen)
+{
+	int rc = pthread_create(&w->thread, NULL, sampler_main, w);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start the sampler thread: %s", strerror(rc));
+		return -rc;
+	}
+	w->started = true;
+	return 0;
 }
 
 void dmn__samplers_pause(struct dmn_samplers *w)
@@ -135,6 +162,8 @@ void dmn__samplers_stats(struct dmn_samplers *w, struct dmn_sampler_stats *o)
 	add_stats(o, smp_sampler_stats(w->s));
 	pthread_mutex_lock(&w->mu);
 	bool ended = w->ended;
+	o->stopped = ended && w->error[0];
+	snprintf(o->error, sizeof(o->error), "%s", w->error);
 	pthread_mutex_unlock(&w->mu);
 	o->present = true;
 	o->idle = ended || smp_sampler_idle(w->s);
@@ -145,7 +174,8 @@ void dmn__samplers_stop(struct dmn_samplers *w)
 	if (!w)
 		return;
 	smp_sampler_stop(w->s);
-	pthread_join(w->thread, NULL);
+	if (w->started)
+		pthread_join(w->thread, NULL);
 	smp_sampler_free(w->s);
 	pthread_mutex_destroy(&w->mu);
 	free(w);

@@ -21,12 +21,20 @@
 struct dmn_samplers;
 
 /*
- * Checks the source (a sampler is created and freed: bad URL, credentials)
- * and starts the sampler thread on `epoch`.  cfg and store are borrowed and
- * must outlive the samplers.  Returns 0 and *out, or -errno with a message.
+ * Opens the source (bad URL, credentials) and lists it on the caller's
+ * thread (smp_sampler_list), so that a source that cannot be listed fails
+ * the mount before it is reported up; no thread is started yet.  cfg and
+ * store are borrowed and must outlive the samplers.  Returns 0 and *out,
+ * or -errno with a one-line message naming the source and the cause:
+ * -EINVAL/-ENOTSUP when the source cannot be opened as configured (a URL
+ * that cannot be one, a credentials file others may read: usage errors),
+ * else the listing's -errno (never those two).
  */
-int dmn__samplers_start(struct dmn_samplers **out, const struct cmn_config *cfg,
-			struct cfs_store *store, uint32_t epoch, char *err, size_t errlen);
+int dmn__samplers_open(struct dmn_samplers **out, const struct cmn_config *cfg,
+		       struct cfs_store *store, uint32_t epoch, char *err, size_t errlen);
+
+/* Starts the sampler thread.  Returns 0, or -errno with a message (w unchanged). */
+int dmn__samplers_start(struct dmn_samplers *w, char *err, size_t errlen);
 
 /*
  * A boundary begins: returns once the sampler sealed the shard it was
@@ -42,7 +50,7 @@ void dmn__samplers_new_epoch(struct dmn_samplers *w, uint32_t epoch);
 /* The sampler's counters (w may be NULL: nothing present). */
 void dmn__samplers_stats(struct dmn_samplers *w, struct dmn_sampler_stats *o);
 
-/* Stops and joins the thread, frees w.  NULL is ignored. */
+/* Stops and joins the thread (if started), frees w.  NULL is ignored. */
 void dmn__samplers_stop(struct dmn_samplers *w);
 
 #endif

@@ -186,6 +186,9 @@ int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_
 	set_u64(o, "requests", s->requests);
 	set_u64(o, "retries", s->retries);
 	set_u64(o, "budget_waits", s->budget_waits);
+	set_u64(o, "records_recovered", s->records_recovered);
+	json_object_set_new(o, "stopped", json_boolean(s->stopped));
+	set_str(o, "error", s->error);
 	o = obj_in(root, "errors");
 	set_u64(o, "http_4xx", s->http_4xx);
 	set_u64(o, "http_408_429", s->http_408_429);
@@ -193,11 +196,21 @@ int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_
 	set_u64(o, "timeouts", s->timeouts);
 	set_u64(o, "net_errors", s->net_errors);
 	set_u64(o, "truncated", s->truncated);
-	set_u64(o, "bad_records", s->bad_records);
+	set_u64(o, "records_lost", s->records_lost);
 	set_u64(o, "failed_objects", s->failed_objects);
+	set_u64(o, "enospc", s->enospc);
 	set_u64(o, "stats_flush", v->errors_stats_flush);
 	set_u64(o, "boundary", v->errors_boundary);
 	set_u64(o, "read", v->errors_read);
+	/* the last warning or error logged, with its time: null when none */
+	if (v->last_error_unix_ms) {
+		o = obj_in(root, "last_error");
+		set_str(o, "level", v->last_error_level);
+		set_str(o, "message", v->last_error);
+		set_u64(o, "unix_ms", v->last_error_unix_ms);
+	} else {
+		json_object_set_new(root, "last_error", json_null());
+	}
 
 	char *text =
 	    json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
@@ -283,10 +296,20 @@ int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, si
 	       (double)s->bytes_fetched);
 	metric(b, "sampler_retries_total", "counter", "Transfer retries.", (double)s->retries);
 	uint64_t errors = s->http_4xx + s->http_408_429 + s->http_5xx + s->timeouts +
-			  s->net_errors + s->truncated + s->bad_records + s->failed_objects +
-			  v->errors_stats_flush + v->errors_boundary + v->errors_read;
+			  s->net_errors + s->truncated + s->records_lost + s->failed_objects +
+			  s->enospc + v->errors_stats_flush + v->errors_boundary + v->errors_read;
 	metric(b, "errors_total", "counter", "Errors of every kind (see stats JSON).",
 	       (double)errors);
+	metric(b, "sampler_records_recovered_total", "counter",
+	       "Records with bad data that a retry read intact.", (double)s->records_recovered);
+	metric(b, "sampler_records_lost_total", "counter",
+	       "Records never admitted: bad on every attempt.", (double)s->records_lost);
+	metric(b, "sampler_failed_objects_total", "counter",
+	       "Objects given up, or read with a record lost.", (double)s->failed_objects);
+	metric(b, "sampler_enospc_total", "counter", "Local writes that failed: disk full.",
+	       (double)s->enospc);
+	metric(b, "sampler_stopped", "gauge", "1 when the samplers stopped on a failure.",
+	       s->stopped ? 1 : 0);
 	metric(b, "sampler_idle", "gauge", "1 when the samplers have nothing more this epoch.",
 	       s->idle ? 1 : 0);
 	if (b->err) {

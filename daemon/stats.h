@@ -21,10 +21,13 @@ struct dmn_sampler_stats {
 	bool present; /* samplers configured and running */
 	bool idle;    /* the current pass ended: no more data is coming this epoch */
 	uint64_t requests, retries, http_4xx, http_408_429, http_5xx, timeouts, net_errors;
-	uint64_t truncated, bad_records, failed_objects, objects_done;
+	uint64_t truncated, failed_objects, objects_done;
+	uint64_t records_recovered, records_lost, enospc; /* docs/counters.md */
 	uint64_t bytes_fetched, records_admitted, bytes_admitted, budget_waits;
 	double ingest_bps; /* admitted bytes/s over the last few seconds */
 	double fetch_bps;
+	bool stopped;	 /* the sampler run ended on a failure (error says why) */
+	char error[512]; /* that failure, or "" */
 };
 
 struct dmn_stats_view {
@@ -68,6 +71,10 @@ struct dmn_stats_view {
 
 	struct dmn_sampler_stats sampler;
 	uint64_t errors_stats_flush, errors_boundary, errors_read;
+	/* the last warning or error logged (common/log.h), "" and 0 when none */
+	const char *last_error;
+	const char *last_error_level;
+	uint64_t last_error_unix_ms;
 	double uptime_s;
 };
 

@@ -147,7 +147,9 @@ int smp__write_record(const struct smp_rec *r, void *ctx)
 	if (rc == -EFBIG) {
 		cmn_log(CMN_LOG_WARN,
 			"a record of %zu bytes can never fit the cache limit: skipped", r->len);
+		SMP_STAT_ADD(&s->stats, records_lost, 1);
 		if (j) {
+			j->lost = true;
 			j->refs--;
 			smp__job_maybe_end(s, j);
 		}

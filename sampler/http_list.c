@@ -266,7 +266,9 @@ int smp__http_list(struct smp_conn *c, const char *base, struct smp_listing *l, 
 	int rc;
 
 	snprintf(url, sizeof(url), "%sMANIFEST", base);
+	c->probe = true; /* most servers have none: its 404 is no error */
 	rc = smp__get_small(c, url, NULL, NULL, NULL, NULL, &b, err, errlen);
+	c->probe = false;
 	if (rc == 0) {
 		rc = smp__parse_manifest(b.p ? b.p : "", b.len, l, err, errlen);
 		goto out;

@@ -587,6 +587,8 @@ void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j)
 	if (!j->over || j->refs)
 		return;
 	if (!j->cancelled) {
+		if (j->lost) /* once per object, whoever lost the record (docs/counters.md) */
+			SMP_STAT_ADD(&s->stats, failed_objects, 1);
 		if (!j->obj->idx) { /* a whole object */
 			if (!j->ok && j->written)
 				cmn_plan_set_resident(s->plan, j->unit, true); /* partly in */

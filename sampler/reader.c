@@ -19,6 +19,12 @@
  * is not retried: the same bytes would be read again.  It counts as a
  * failed object (`ingest` exits 1), its good records before the bad spot
  * are kept.
+ * Counting (docs/counters.md): bad data on an attempt that is retried is
+ * pending until the record at that place is delivered (records_recovered)
+ * or the last attempt gives it up (records_lost); an object that lost a
+ * record counts once in failed_objects: marked here (job->lost) when the
+ * reader itself ended or finished it, counted when the job ends (fetch.c
+ * counts the objects it gives up).
  *
  * Owns struct smp__reader (one per request in flight).  Does not decide
  * what to read (plan.c), queue requests (dispatch.c) or write shards
@@ -52,8 +58,10 @@ struct smp__reader {
 	uint64_t attempt_records; /* records seen in this attempt (gzip skip) */
 	uint64_t skip;		  /* gzip restart: records to skip */
 	uint64_t bad_seen;	  /* decoder's bad_records already accounted */
+	uint64_t pending;	  /* bad records seen on a retried attempt, not yet re-read */
+	uint64_t lost;		  /* records of this object given up (records_lost) */
+	bool rejected;		  /* the reader gave the object up (lenient, framing lost) */
 	bool lenient;		  /* last attempt: skip bad records instead of retrying */
-	bool gave_up;		  /* the reader ended the object (-EBADMSG): a failed object */
 	uint64_t granted;	  /* object offset up to which the job reserved room (obj_grant) */
 	struct cfs_shard_writer *raw; /* format=raw */
 	uint64_t raw_bytes;
@@ -66,19 +74,47 @@ static bool compressed(const struct smp__reader *o)
 	return c == CMN_TFR_GZIP || c == CMN_TFR_ZLIB;
 }
 
+/*
+ * n records of bad data were seen.  Retried (not lenient): they wait to be
+ * re-read from good_end, where a retry sees the same records again (so
+ * the most seen at once, not the sum).  On the last attempt they are lost,
+ * and the pending ones with them: they are the same records.
+ */
+static void bad_data(struct smp__reader *o, uint64_t n)
+{
+	if (!o->lenient) {
+		if (n > o->pending)
+			o->pending = n;
+		return;
+	}
+	SMP_STAT_ADD(&o->s->stats, records_lost, n);
+	o->lost += n;
+	o->pending = 0;
+}
+
+/* A record was delivered: the bad data once at its place was read intact. */
+static void recovered(struct smp__reader *o)
+{
+	if (o->pending) {
+		SMP_STAT_ADD(&o->s->stats, records_recovered, o->pending);
+		o->pending = 0;
+	}
+}
+
 static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 {
 	struct smp__reader *o = ctx;
 	struct smp_sampler *s = o->s;
 	uint64_t bad = cmn_tfr_push_bad_records(o->push);
 	if (bad > o->bad_seen) {
-		SMP_STAT_ADD(&s->stats, bad_records, bad - o->bad_seen);
+		bad_data(o, bad - o->bad_seen);
 		o->bad_seen = bad;
 		if (!o->lenient)
 			return -EAGAIN; /* retry from good_end: this record is re-read */
 	}
 	if (compressed(o) && o->attempt_records++ < o->skip)
-		return 0;
+		return 0; /* delivered before the restart */
+	recovered(o);
 	struct smp_rec r = {
 	    .data = rec->data,
 	    .len = rec->len,
@@ -131,7 +167,7 @@ static int obj_data(void *ctx, const void *p, size_t n)
 	if (rc == 0) {
 		uint64_t bad = cmn_tfr_push_bad_records(o->push);
 		if (bad > o->bad_seen) {
-			SMP_STAT_ADD(&s->stats, bad_records, bad - o->bad_seen);
+			bad_data(o, bad - o->bad_seen);
 			o->bad_seen = bad;
 			if (!o->lenient)
 				return -EAGAIN;
@@ -139,16 +175,20 @@ static int obj_data(void *ctx, const void *p, size_t n)
 		return 0;
 	}
 	if (rc == -EAGAIN || rc == -EILSEQ || rc == -EMSGSIZE || rc == -EPROTO || rc == -EIO) {
-		if (rc == -EILSEQ || rc == -EIO)
-			SMP_STAT_ADD(&s->stats, bad_records, 1);
-		if (rc != -EAGAIN &&
-		    (o->lenient || smp_source_scheme(s->source) == SMP_SCHEME_FILE)) {
-			cmn_log(CMN_LOG_ERROR, "%s", cmn_tfr_push_error(o->push));
-			o->gave_up = true;
+		/* file://: a retry would read the same bytes again */
+		bool give_up = rc != -EAGAIN &&
+			       (o->lenient || smp_source_scheme(s->source) == SMP_SCHEME_FILE);
+		if (rc != -EAGAIN) { /* framing lost: the rest of the object, at least 1 */
+			cmn_log(give_up ? CMN_LOG_ERROR : CMN_LOG_INFO, "%s",
+				cmn_tfr_push_error(o->push));
+			if (give_up)
+				o->lenient = true; /* counted as lost, not pending */
+			bad_data(o, 1);
+		}
+		if (give_up) {
+			o->rejected = true;
 			return -EBADMSG;
 		}
-		if (rc != -EAGAIN)
-			cmn_log(CMN_LOG_INFO, "%s", cmn_tfr_push_error(o->push));
 		return -EAGAIN;
 	}
 	return rc; /* -ENOSPC (full), local write errors, -ENOMEM */
@@ -160,17 +200,21 @@ static int obj_end(void *ctx)
 	if (o->raw)
 		return 0;
 	int rc = cmn_tfr_push_finish(o->push);
-	if (rc == -EPROTO) {
-		if (!o->lenient && smp_source_scheme(o->s->source) != SMP_SCHEME_FILE)
+	if (rc == -EPROTO) { /* the body ends inside a record */
+		if (!o->lenient && smp_source_scheme(o->s->source) != SMP_SCHEME_FILE) {
+			bad_data(o, 1);
 			return -EAGAIN;
+		}
 		cmn_log(CMN_LOG_ERROR, "%s", cmn_tfr_push_error(o->push));
-		o->gave_up = true;
+		o->lenient = true;
+		bad_data(o, 1);
+		o->rejected = true;
 		return -EBADMSG; /* a truncated object: failed, its whole records kept */
 	}
 	if (rc == 0) {
 		uint64_t bad = cmn_tfr_push_bad_records(o->push);
 		if (bad > o->bad_seen) {
-			SMP_STAT_ADD(&o->s->stats, bad_records, bad - o->bad_seen);
+			bad_data(o, bad - o->bad_seen);
 			o->bad_seen = bad;
 			if (!o->lenient)
 				return -EAGAIN;
@@ -255,10 +299,20 @@ static void obj_done(void *ctx, int rc, const char *msg)
 			j->cancelled = true; /* settled here, nothing left for maybe_end */
 		}
 	}
-	if (o->gave_up && rc == -EBADMSG)
-		SMP_STAT_ADD(&s->stats, failed_objects, 1); /* the reason was logged */
+	if (o->rejected)
+		; /* the reason was logged; failed_objects counts it once (job->lost) */
 	else if (rc != 0 && rc != -ECANCELED && rc != -ENOSPC && !s->fatal)
 		cmn_log(CMN_LOG_WARN, "%s", msg);
+	if (o->pending && rc != 0 && rc != -ECANCELED) { /* never re-read: lost */
+		SMP_STAT_ADD(&s->stats, records_lost, o->pending);
+		o->lost += o->pending;
+	}
+	/* the objects fetch.c gave up are counted there; these it finished */
+	if (o->lost && (rc == 0 || o->rejected)) {
+		j->lost = true; /* counted once in failed_objects when the job ends */
+		cmn_log(CMN_LOG_WARN, "%s: %llu record%s lost (bad data on every attempt)",
+			o->obj->key, (unsigned long long)o->lost, o->lost == 1 ? "" : "s");
+	}
 	j->over = true;
 	j->ok = rc == 0;
 	if (rc == -ECANCELED || (rc != 0 && (atomic_load(&s->stop) || s->fatal)))

@@ -235,6 +235,10 @@ int smp__get_small(struct smp_conn *conn, const char *url, const char *canon_uri
 			SMP_STAT_ADD(conn->stats, bytes_fetched, b->len);
 			return 0;
 		}
+		if (conn->probe && cc == CURLE_OK && status == 404) {
+			snprintf(err, errlen, "%s: absent", url);
+			return -ENOENT; /* an optional file that is not there: no error */
+		}
 		smp__count_failure(conn->stats, cc, status);
 		bool retry =
 		    cc != CURLE_OK ? smp__curl_retryable(cc) : smp__status_retryable(status);

@@ -30,6 +30,8 @@ struct smp_conn {
 	uint64_t timeout_ms;	 /* connect timeout and stall limit */
 	uint32_t retries;	 /* extra attempts of a failed request */
 	struct smp_stats *stats; /* borrowed; may be NULL */
+	bool probe;		 /* the next GETs ask for an optional file (MANIFEST): a 404 is an
+				    answer, not counted in http_4xx (docs/counters.md) */
 };
 
 /* A growable buffer with a hard cap (curl's dynbuf, smaller). */

@@ -43,6 +43,8 @@
 
 int smp__fail_local(struct smp_sampler *s, int rc, const char *what)
 {
+	if (rc == -ENOSPC)
+		SMP_STAT_ADD(&s->stats, enospc, 1); /* the disk is full: counted, then stop */
 	if (!s->fatal) {
 		s->fatal = rc;
 		snprintf(s->fatal_msg, sizeof(s->fatal_msg), "%s: %s", what, strerror(-rc));
@@ -282,6 +284,7 @@ static void skip_job(struct smp_sampler *s, struct smp__job *j)
 {
 	cmn_log(CMN_LOG_WARN, "%s: %llu bytes can never fit the cache limit: skipped", j->obj->key,
 		(unsigned long long)j->bytes);
+	SMP_STAT_ADD(&s->stats, failed_objects, 1); /* not read: ingest says so */
 	for (uint32_t i = 0; i < j->nunits; i++)
 		cmn_plan_done(s->plan, j->unit + i);
 	free(j);
@@ -366,6 +369,32 @@ static int fill_window(struct smp_sampler *s)
  * (stop_when_full: the jobs in flight finish first), or - unless follow -
  * at the end of a pass that fetched something.
  */
+/* Loads the plan (first run) and reads which of its units are resident. */
+static int load_plan(struct smp_sampler *s, char *err, size_t errlen)
+{
+	if (s->plan)
+		return 0;
+	int rc = smp__plan_load(s, err, errlen);
+	if (rc)
+		return rc;
+	rc = smp__plan_refresh_resident(s);
+	if (rc)
+		snprintf(err, errlen, "reading resident units: %s", strerror(-rc));
+	return rc;
+}
+
+int smp_sampler_list(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
+{
+	err[0] = '\0';
+	s->epoch = epoch;
+	s->fatal = 0;
+	s->fatal_msg[0] = '\0';
+	int rc = load_plan(s, err, errlen);
+	if (rc == 0)
+		rc = relist_if_due(s, err, errlen);
+	return rc;
+}
+
 int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 {
 	int rc = 0;
@@ -376,16 +405,9 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 	s->fatal_msg[0] = '\0';
 	atomic_store(&s->running, true);
 	smp__progress_begin(s);
-	if (!s->plan) {
-		rc = smp__plan_load(s, err, errlen);
-		if (rc)
-			goto out;
-		rc = smp__plan_refresh_resident(s);
-		if (rc) {
-			snprintf(err, errlen, "reading resident units: %s", strerror(-rc));
-			goto out;
-		}
-	}
+	rc = load_plan(s, err, errlen);
+	if (rc)
+		goto out;
 	rc = relist_if_due(s, err, errlen);
 	if (rc)
 		goto out;
@@ -411,8 +433,17 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 		}
 		if (fw == CMN_PLAN_END && s->inflight == 0) {
 			uint64_t fetched = cmn_plan_fetched_in_pass(s->plan);
-			/* nothing fetched since a roll in this epoch: everything is resident */
-			if (fetched == 0 && s->rolled && s->rolled_epoch == s->epoch) {
+			uint64_t admitted = SMP_STAT_GET(&s->stats, records_admitted);
+			/*
+			 * Nothing fetched since a roll in this epoch: everything is
+			 * resident.  Following, nothing admitted either: what was
+			 * fetched failed (counted once each); it is tried again in
+			 * the next epoch, not pass after pass in this one.
+			 */
+			bool none_in =
+			    (fetched == 0 && s->rolled) ||
+			    (s->follow && s->has_rolled && admitted == s->admitted_at_roll);
+			if (none_in && s->rolled_epoch == s->epoch) {
 				if (smp__plan_checkpoint(s) || !s->follow)
 					break;
 				idle_wait(s);
@@ -421,6 +452,8 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 			if (smp__plan_checkpoint(s) || smp__plan_roll(s))
 				break;
 			s->rolled_epoch = s->epoch;
+			s->admitted_at_roll = admitted;
+			s->has_rolled = true;
 			if (!s->follow && fetched > 0)
 				break; /* one pass (ingest) */
 			continue;

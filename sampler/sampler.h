@@ -74,6 +74,18 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 		    size_t errlen);
 
 /*
+ * Lists the source now, on the caller's thread, as the first
+ * smp_sampler_run() in `epoch` would (that run then does not list again
+ * until `relist` epochs have passed): the mount calls it before it reports
+ * itself up, so that a source that cannot be listed (no such directory, a
+ * refused connection, HTTP 404, wrong credentials) fails the mount with
+ * its reason instead of a sampler that idles.  Returns 0, or -errno with
+ * the listing's one-line message in err (-ENOENT, -ENOTDIR, -EACCES, -EIO,
+ * -ETIMEDOUT, ...).  Not while a run is going on.
+ */
+int smp_sampler_list(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen);
+
+/*
  * Runs in `epoch` as described above: until the end of the plan's current
  * pass (a new pass first when the recorded one is over), or with follow
  * until stopped.  Returns 0 when the run ended (the pass done, the budget

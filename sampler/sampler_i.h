@@ -82,6 +82,8 @@ struct smp__job {
 	bool over;	    /* the transfer ended */
 	bool ok;	    /* ... with every byte */
 	bool cancelled;	    /* ... because the sampler stopped: units stay unsettled */
+	bool lost;	    /* a record of it was lost (records_lost): the object counts in
+			       failed_objects when the job ends (smp__job_maybe_end) */
 };
 
 struct smp_sampler {
@@ -123,11 +125,13 @@ struct smp_sampler {
 	uint64_t *pend; /* completed units waiting for a file to commit with */
 	size_t npend, pend_cap;
 	uint64_t marks_since_save;
-	bool rolled;		  /* the plan rolled over and nothing was fetched since */
-	uint32_t rolled_epoch;	  /* the epoch of that roll */
-	struct smp__job *jobs;	  /* in flight */
-	struct smp__job *waiting; /* built, waiting for room in the budget */
-	unsigned inflight;	  /* jobs handed to the fetcher */
+	bool rolled;		   /* the plan rolled over and nothing was fetched since */
+	uint32_t rolled_epoch;	   /* the epoch of that roll */
+	uint64_t admitted_at_roll; /* stats.records_admitted at the last roll */
+	bool has_rolled;	   /* this sampler rolled the plan at least once */
+	struct smp__job *jobs;	   /* in flight */
+	struct smp__job *waiting;  /* built, waiting for room in the budget */
+	unsigned inflight;	   /* jobs handed to the fetcher */
 
 	/* the run */
 	uint32_t epoch;

@@ -106,6 +106,8 @@ int smp__seal_flush(struct smp_sampler *s)
 		pthread_cond_wait(&s->seal_cv, &s->seal_mu);
 	int err = s->seal_err;
 	if (err && !s->fatal) {
+		if (err == -ENOSPC)
+			SMP_STAT_ADD(&s->stats, enospc, 1);
 		s->fatal = err;
 		snprintf(s->fatal_msg, sizeof(s->fatal_msg), "%s", s->seal_msg);
 	}

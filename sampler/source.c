@@ -69,6 +69,18 @@ int smp_source_open(struct smp_source **out, const struct smp_source_opts *o, ch
 			snprintf(err, errlen, "%s: a source URL has no query or fragment", url);
 			goto fail;
 		}
+		/* a URL curl cannot parse ("http://[::1") is a usage error, said now */
+		CURLU *u = curl_url();
+		if (!u)
+			goto nomem;
+		CURLUcode uc = curl_url_set(u, CURLUPART_URL, url, 0);
+		curl_url_cleanup(u);
+		if (uc != CURLUE_OK) {
+			snprintf(err, errlen,
+				 "%s: malformed URL (%s): expected http(s)://host[:port]/prefix/",
+				 url, curl_url_strerror(uc));
+			goto fail;
+		}
 		s->base = smp__with_slash(url, strlen(url));
 		if (!s->base)
 			goto nomem;

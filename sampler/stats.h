@@ -20,8 +20,22 @@ struct smp_stats {
 	_Atomic uint64_t timeouts;	/* connect timeouts and stalls past the low-speed limit */
 	_Atomic uint64_t net_errors;	/* resets, refused connections, partial bodies */
 	_Atomic uint64_t truncated;	/* bodies that ended inside a record or short of the size */
-	_Atomic uint64_t bad_records;	/* records whose CRC failed (never admitted) */
-	_Atomic uint64_t failed_objects; /* objects given up after all retries / a 4xx */
+	/*
+	 * Bad data in a TFRecord body (CRC mismatch, lost framing, a body
+	 * ending inside a record; docs/counters.md):
+	 * records_recovered: seen on an attempt that was retried, and the
+	 *   record at that place was then read intact (nothing lost);
+	 * records_lost: never admitted - a record skipped for its CRC on the
+	 *   last attempt, or the rest of an object whose framing was lost on
+	 *   the last attempt (counted 1: how many records it held is unknown).
+	 *   Every lost record also counts its object in failed_objects.
+	 */
+	_Atomic uint64_t records_recovered;
+	_Atomic uint64_t records_lost;
+	_Atomic uint64_t failed_objects; /* objects given up (retries exhausted, a 4xx), or
+					    read with a record lost; each object once */
+	_Atomic uint64_t enospc;	 /* local writes that failed with ENOSPC (a full disk): the
+					    sampler stops */
 	_Atomic uint64_t objects_done;	 /* objects read to the end */
 	_Atomic uint64_t bytes_fetched;	 /* body bytes received (retries included) */
 	_Atomic uint64_t records_admitted;

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 RC = os.environ.get("RC_BIN", "rollcache")
 failures = []
@@ -59,10 +60,11 @@ STATS = {
     "sampler": {"present": True, "idle": False, "ingest_bytes_per_s": 2500000,
                 "fetch_bytes_per_s": 2600000, "bytes_admitted": 0, "records_admitted": 0,
                 "bytes_fetched": 0, "objects_done": 0, "requests": 0, "retries": 0,
-                "budget_waits": 0},
+                "budget_waits": 0, "records_recovered": 40, "stopped": False, "error": ""},
     "errors": {"http_4xx": 1, "http_408_429": 2, "http_5xx": 3, "timeouts": 4,
-               "net_errors": 5, "truncated": 6, "bad_records": 7, "failed_objects": 8,
-               "stats_flush": 9, "boundary": 10, "read": 11},
+               "net_errors": 5, "truncated": 6, "records_lost": 7, "failed_objects": 8,
+               "enospc": 0, "stats_flush": 9, "boundary": 10, "read": 11},
+    "last_error": None,
 }
 
 WANT = """rollcache file:///data/a"b\\c/\u00fcn/ on {mp}
@@ -165,6 +167,27 @@ def epoch_next(root):
     check(p.stdout.startswith("epoch 3: "), "epoch next shows the epoch: %r" % p.stdout)
 
 
+def last_error(root):
+    """A failure after start-up: the samplers stopped, the last error with its
+    time (local, as the machine shows it) and reason; counted in errors."""
+    st = copy.deepcopy(STATS)
+    st["sampler"]["stopped"] = True
+    st["sampler"]["error"] = "writing a shard: No space left on device"
+    st["errors"]["enospc"] = 1
+    ms = 1764099600123
+    st["last_error"] = {"level": "error", "unix_ms": ms,
+                        "message": "writing a shard: No space left on device"}
+    mp, _ = fake_mount(root, "last", st)
+    p = run("status", mp)
+    eq(p.returncode, 0, "status exit (%s)" % p.stderr.strip())
+    lines = p.stdout.splitlines() + [""] * 9
+    eq(lines[6], "errors   67; 2 files?not read yet", "errors line counts enospc")
+    eq(lines[7], "sampler  STOPPED (see last)", "stopped samplers said")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms // 1000))
+    eq(lines[8], "last     %s error: writing a shard: No space left on device" % when,
+       "last error line")
+
+
 def errors(root):
     p = run("status", os.path.join(root, "nothing"))
     eq(p.returncode, 1, "status on a directory without .rollcache/: exit")
@@ -183,7 +206,8 @@ def errors(root):
 def main():
     root = tempfile.mkdtemp(prefix="rc-status-")
     try:
-        for case in (every_figure, columns, passthrough_on, no_epoch_yet, epoch_next, errors):
+        for case in (every_figure, columns, passthrough_on, no_epoch_yet, epoch_next, last_error,
+                     errors):
             case(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

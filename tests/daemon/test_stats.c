@@ -9,6 +9,7 @@
 #include <check.h>
 #include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,60 @@ START_TEST(caps_hold)
 }
 END_TEST
 
+/* docs/counters.md: each counter once, in its place; recovered is not an error */
+START_TEST(counters_in_their_places)
+{
+	struct dmn_stats_view v;
+	fill(&v);
+	v.sampler.records_recovered = 5;
+	v.sampler.records_lost = 2;
+	v.sampler.failed_objects = 1;
+	v.sampler.enospc = 1;
+	v.sampler.stopped = true;
+	snprintf(v.sampler.error, sizeof(v.sampler.error), "writing a shard: No space left");
+	v.last_error = "samplers stopped: writing a shard: No space left";
+	v.last_error_level = "error";
+	v.last_error_unix_ms = 1764099600123ull;
+	char *text = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(dmn_stats_json(&v, 1 << 20, &text, &len), 0);
+	json_error_t je;
+	json_t *root = json_loads(text, 0, &je);
+	free(text);
+	ck_assert_msg(root != NULL, "%s", je.text);
+	json_t *e = json_object_get(root, "errors"), *smp = json_object_get(root, "sampler");
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "records_lost")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "failed_objects")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "enospc")), 1);
+	ck_assert_ptr_null(json_object_get(e, "records_recovered"));
+	ck_assert_ptr_null(json_object_get(e, "bad_records"));
+	ck_assert_int_eq(json_integer_value(json_object_get(smp, "records_recovered")), 5);
+	ck_assert(json_is_true(json_object_get(smp, "stopped")));
+	ck_assert_str_eq(json_string_value(json_object_get(smp, "error")),
+			 "writing a shard: No space left");
+	json_t *last = json_object_get(root, "last_error");
+	ck_assert_str_eq(json_string_value(json_object_get(last, "message")), v.last_error);
+	ck_assert_str_eq(json_string_value(json_object_get(last, "level")), "error");
+	ck_assert_int_eq(json_integer_value(json_object_get(last, "unix_ms")), 1764099600123ll);
+	json_decref(root);
+
+	ck_assert_int_eq(dmn_stats_metrics(&v, 1 << 20, &text, &len), 0);
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_errors_total 4\n")); /* 2 + 1 + 1 */
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_sampler_records_recovered_total 5\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_sampler_records_lost_total 2\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_sampler_enospc_total 1\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_sampler_stopped 1\n"));
+	free(text);
+
+	fill(&v); /* nothing logged yet: null */
+	ck_assert_int_eq(dmn_stats_json(&v, 1 << 20, &text, &len), 0);
+	root = json_loads(text, 0, &je);
+	free(text);
+	ck_assert(json_is_null(json_object_get(root, "last_error")));
+	json_decref(root);
+}
+END_TEST
+
 static Suite *stats_suite(void)
 {
 	Suite *s = suite_create("daemon-stats");
@@ -116,6 +171,7 @@ static Suite *stats_suite(void)
 	tcase_add_test(tc, json_invalid_utf8_stays_valid);
 	tcase_add_test(tc, metrics_text);
 	tcase_add_test(tc, caps_hold);
+	tcase_add_test(tc, counters_in_their_places);
 	suite_add_tcase(s, tc);
 	return s;
 }

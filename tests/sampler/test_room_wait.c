@@ -189,7 +189,7 @@ static void waits_then_resumes(bool http)
 	ck_assert_uint_eq(res.records, OBJECTS * RECORDS);
 	cfs_budget_get(cfs_store_budget(store), &bs);
 	ck_assert_uint_le(bs.peak, 2 * total);
-	ck_assert_uint_eq(SMP_STAT_GET(smp_sampler_stats(s), bad_records), 0);
+	ck_assert_uint_eq(SMP_STAT_GET(smp_sampler_stats(s), records_lost), 0);
 	smp_sampler_free(s);
 	cfs_store_close(store);
 	cmn_config_free(&cfg);
