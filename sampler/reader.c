@@ -309,9 +309,10 @@ static void obj_done(void *ctx, int rc, const char *msg)
 	}
 	/* the objects fetch.c gave up are counted there; these it finished */
 	if (o->lost && (rc == 0 || o->rejected)) {
-		j->lost = true; /* counted once in failed_objects when the job ends */
-		cmn_log(CMN_LOG_WARN, "%s: %llu record%s lost (bad data on every attempt)",
-			o->obj->key, (unsigned long long)o->lost, o->lost == 1 ? "" : "s");
+		j->lost = true;	  /* counted once in failed_objects when the job ends */
+		if (!o->rejected) /* a rejected object's one line is logged already */
+			cmn_log(CMN_LOG_WARN, "%s: %llu record%s lost (bad data on every attempt)",
+				o->obj->key, (unsigned long long)o->lost, o->lost == 1 ? "" : "s");
 	}
 	j->over = true;
 	j->ok = rc == 0;
