@@ -94,6 +94,18 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	memcpy(wait_why, d->wait_why, sizeof(wait_why));
 	v.errors_stats_flush = atomic_load(&d->bd.errors_flush);
 	v.errors_boundary = d->err_boundary;
+	pthread_mutex_unlock(&d->mu);
+	struct dmn_scrub_stats ss;
+	dmn__scrub_stats(d->scrub, &ss);
+	v.errors_corrupt = ss.corrupt;
+	v.scrub_rate = ss.rate;
+	v.scrub_passes = ss.passes;
+	v.scrub_bytes = ss.bytes;
+	v.scrub_files = ss.files;
+	v.scrub_last_pass_ms = ss.last_pass_ms;
+	v.verified_bytes = ss.read_bytes;
+	v.verified_files = ss.read_files;
+	pthread_mutex_lock(&d->mu);
 	v.sampler.ingest_bps = d->ingest_bps;
 	v.sampler.fetch_bps = d->fetch_bps;
 	pthread_mutex_unlock(&d->mu);

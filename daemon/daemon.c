@@ -5,10 +5,11 @@
  * Start-up: schedule, store (start-up reconciliation, invariant 6), epoch
  * set, the first boundary (a re-mount publishes what the cache holds),
  * the FUSE mount, the samplers (the source is checked here, before the
- * mount is reported up), the epoch and control threads.  Shutdown, once
+ * mount is reported up), the scrub thread (scrub.c), the epoch and control
+ * threads.  Shutdown, once
  * the FUSE loop returns: stop and join the epoch thread, cancel waiting
  * control commands, close the request queue and join the control thread,
- * stop the samplers, flush read statistics, unmount, close the store.
+ * stop the samplers and the scrub thread, flush read statistics, unmount, close the store.
  * Every step undoes only what succeeded (one ladder, run_out).
  */
 #include "daemon/daemon_i.h"
@@ -88,6 +89,7 @@ static int mount_view(struct dmn *d, char *err, size_t errlen)
 	    .debug = o->debug,
 	    .fsname = o->source,
 	    .extra_opts = o->fuse_opts,
+	    .verifier = dmn__scrub_verifier(d->scrub),
 	};
 	int rc =
 	    cfs_fs_mount(&d->fs, o->mountpoint, &d->set, d->budget, d->dirfd, &fo, err, errlen);
@@ -111,6 +113,11 @@ static int start_threads(struct dmn *d, uint32_t first, char *err, size_t errlen
 	int rc = dmn__samplers_start(&d->smp, d->cfg, d->store, first, werr, sizeof(werr));
 	if (rc != 0) {
 		snprintf(err, errlen, "samplers: %s", werr);
+		goto out;
+	}
+	rc = dmn__scrub_start(d->scrub);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start the scrub thread: %s", strerror(-rc));
 		goto out;
 	}
 	rc = pthread_create(&d->epoch_thread, NULL, dmn__epoch_main, d);
@@ -150,6 +157,7 @@ static void stop_threads(struct dmn *d)
 	d->have_control_thread = false;
 	dmn__samplers_stop(d->smp);
 	d->smp = NULL;
+	dmn__scrub_stop(d->scrub);
 }
 
 /* The daemon itself, in this process.  report_fd: the detached child's pipe, or -1. */
@@ -172,6 +180,11 @@ static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errle
 	dmn_boundary_init(&d->bd);
 
 	rc = open_cache(d, &first, err, errlen);
+	if (rc == 0) {
+		rc = dmn__scrub_new(&d->scrub, d, d->cfg->scrub_rate);
+		if (rc != 0)
+			snprintf(err, errlen, "out of memory");
+	}
 	if (rc == 0)
 		rc = mount_view(d, err, errlen);
 	if (rc == 0) {
@@ -202,6 +215,7 @@ static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errle
 	if (d->have_set && d->cat)
 		dmn_boundary_flush_reads(&d->bd);
 	cfs_fs_free(d->fs);
+	dmn__scrub_free(d->scrub); /* after the view: reads use its verifier */
 	if (d->have_set)
 		cfs_epochs_destroy(&d->set);
 	dmn_boundary_destroy(&d->bd);
