@@ -24,8 +24,9 @@
  *
  * Pacing: after a step that read B bytes the next step waits until B/rate
  * seconds after the previous deadline, so the long-run rate is at most
- * scrub_rate whatever the step sizes.  The scrubber reads through the page
- * cache: it checks the bytes readers would get.
+ * scrub_rate whatever the step sizes; a pass begins IDLE_WAIT_MS after the
+ * previous one ended (a small cache is not re-read without pause).  The scrubber reads through the
+ * page cache: it checks the bytes readers would get.
  *
  * Threads: the scrub thread owns the pass state; the counters are relaxed
  * atomics read by the control thread.  Locks: none of its own beyond the
@@ -55,7 +56,7 @@
 #define SCRUB_BUF    ((size_t)1 << 20) /* the scrubber's read buffer */
 #define STEP_MIN     ((uint64_t)64 << 10)
 #define STEP_MAX     ((uint64_t)4 << 20)
-#define IDLE_WAIT_MS 1000u  /* nothing to scrub: look again after this */
+#define IDLE_WAIT_MS 1000u  /* nothing to scrub, or a pass ended: wait this long */
 #define OFF_WAIT_MS  60000u /* scrub_rate = 0: only corrupt reports wake it */
 #define TAKE_BATCH   64
 
@@ -72,6 +73,7 @@ struct dmn_scrub {
 	uint8_t *buf;
 	int64_t *ids; /* SEALED TFRecord files at the pass's start */
 	size_t nids, next;
+	bool pass_open; /* a pass over ids is under way */
 	uint64_t pass_t0_ms;
 	bool in_file;
 	int64_t cur_id;
@@ -225,6 +227,7 @@ static int pass_begin(struct dmn_scrub *sc)
 			sc->ids[sc->nids++] = arr[i].id;
 	cfs_shard_info_free(arr, n);
 	sc->pass_t0_ms = cmn_mono_ms();
+	sc->pass_open = sc->nids > 0;
 	return 0;
 }
 
@@ -270,10 +273,13 @@ static uint64_t scrub_step(struct dmn_scrub *sc, uint64_t budget, bool *idle)
 {
 	*idle = false;
 	if (!sc->in_file && !file_next(sc)) {
-		if (sc->nids) { /* a pass ended */
+		if (sc->pass_open) { /* a pass ended: the next one begins after a pause */
+			sc->pass_open = false;
 			atomic_fetch_add_explicit(&sc->passes, 1, memory_order_relaxed);
 			atomic_store_explicit(&sc->last_pass_ms, cmn_mono_ms() - sc->pass_t0_ms,
 					      memory_order_relaxed);
+			*idle = true;
+			return 0;
 		}
 		int rc = pass_begin(sc);
 		if (rc)
