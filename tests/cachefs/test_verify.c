@@ -186,8 +186,8 @@ START_TEST(test_every_flip)
 				ck_assert_int_eq(cfs_verifier_new(&ver, NULL, 0), 0);
 				struct cfs_efile *f = efile_new(9, len);
 				if (s[r].offset > 0) /* records before it are served */
-					ck_assert_int_eq(cfs_verify_read(ver, f, fd, 0, s[r].offset),
-							 0);
+					ck_assert_int_eq(
+					    cfs_verify_read(ver, f, fd, 0, s[r].offset), 0);
 				rc = cfs_verify_read(ver, f, fd, pos, 1);
 				ck_assert_msg(rc == -EIO, "%s: read of flipped byte %zu: %d",
 					      real_files[k], pos, rc);
@@ -311,7 +311,8 @@ START_TEST(test_threads)
 	pthread_t th[4];
 	struct reader_arg args[4];
 	for (int i = 0; i < 4; i++) {
-		args[i] = (struct reader_arg){.ver = ver, .f = f, .fd = fd, .seed = (unsigned)i + 1};
+		args[i] =
+		    (struct reader_arg){.ver = ver, .f = f, .fd = fd, .seed = (unsigned)i + 1};
 		ck_assert_int_eq(pthread_create(&th[i], NULL, reader, &args[i]), 0);
 	}
 	for (int i = 0; i < 4; i++) {

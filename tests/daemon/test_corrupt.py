@@ -137,7 +137,7 @@ def case_unmounted(s):
     flip(shard_path(s, sid), bad_pos)
     src_records = sorted(t.read_records_dir(s.src))
 
-    s.mount("file://%s/" % s.src, "--config", cfg)
+    s.mount("file://%s/" % s.src, "--config", cfg, "-o", "scrub_rate=0")  # the read path alone
     path = os.path.join(s.mnt, "current", "shard-%d.tfrecord" % sid)
     got = expect_never_corrupt(path, orig[sid], bad_pos, "(a) flipped while unmounted")
     print("(a) %d good bytes before EIO (record 2 starts at %d)" % (len(got), recs[2][0]))
@@ -168,6 +168,11 @@ def case_unmounted(s):
     again = sorted(t.read_records_dir(os.path.join(s.mnt, "current")))
     t.eq(again, src_records, "records of the re-fetched shard vs the source")
     t.eq(corrupt_count(s), 1, "errors.corrupt at the end")
+    integ = s.stats()["integrity"]
+    t.eq((integ["scrub_rate"], integ["scrub_passes"], integ["scrub_bytes"]), (0, 0, 0),
+         "scrub_rate = 0: the scrubber read nothing")
+    if integ["verified_files"] < 1:
+        t.fail("the re-fetched shard was not checked on its first pass: %r" % integ)
     s.umount()
 
 
@@ -175,7 +180,7 @@ def case_mounted(s):
     cfg, ids, orig = setup(s, records=12, size="16K", shards=2, shard_size="64K")
     if len(ids) < 3:
         t.fail("expected several local shards, got %r" % ids)
-    s.mount("file://%s/" % s.empty, "--config", cfg)
+    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=0")  # the read path alone
     sid = ids[1]
     recs = record_offsets(orig[sid])
     bad_pos = recs[1][0] + 3  # the length field of record 1
@@ -237,7 +242,7 @@ def case_truncated(s):
         t.fail("expected several local shards, got %r" % ids)
     cut_off, cut_on = ids[0], ids[1]
     truncate(shard_path(s, cut_off), len(orig[cut_off]) - 100)
-    s.mount("file://%s/" % s.empty, "--config", cfg)
+    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=0")  # the read path alone
     cur = os.path.join(s.mnt, "current")
     names = sorted(os.listdir(cur))
     t.eq(names, sorted("shard-%d.tfrecord" % i for i in ids if i != cut_off),
@@ -285,6 +290,11 @@ def case_check(s):
     if not p.stdout.startswith("FAILED:"):
         t.fail("(e) summary: %r" % p.stdout)
     t.eq(tree_digest(s.cache), before, "(e) the cache after check (nothing changed)")
+    p = t.run("mount", "file://%s/" % s.src, s.mnt, "--limit", "1G", "--scrub-rate", "fast",
+              check=False)
+    t.eq(p.returncode, 2, "mount --scrub-rate fast: exit code")
+    if "--scrub-rate fast: expected a rate such as 50M/s" not in p.stderr:
+        t.fail("mount --scrub-rate fast: %r" % p.stderr)
     p = t.run("check", "--cache-dir", s.src, check=False)
     t.eq(p.returncode, 2, "(e) exit code for a directory that is not a cache")
     t.eq(len(p.stderr.strip().split("\n")), 1, "(e) one line: %r" % p.stderr)
