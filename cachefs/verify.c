@@ -61,6 +61,7 @@ struct win {
 	uint64_t off; /* file offset of buf[0] */
 	size_t len;   /* valid bytes */
 	uint64_t bytes_read;
+	uint64_t hint; /* 0, or read no further ahead than this when it can be helped */
 };
 
 /* Full pread; a short count means the file is shorter than expected. */
@@ -94,6 +95,8 @@ static int win_get(struct win *w, uint64_t off, size_t n, const uint8_t **p)
 	size_t want = w->cap;
 	if (w->size - off < want)
 		want = (size_t)(w->size - off);
+	if (w->hint && (w->hint <= off || w->hint - off < want)) /* past it: just what is needed */
+		want = w->hint > off ? (size_t)(w->hint - off) : n;
 	if (want < n)
 		want = n;
 	size_t got = 0;
@@ -150,10 +153,17 @@ static int check_record(struct win *w, uint64_t pos, const struct cfs_sample *wa
 	uint32_t crc = 0;
 	uint64_t at = pos + CMN_TFR_HEADER_SIZE, left = len;
 	while (left) {
-		size_t n = left < w->cap ? (size_t)left : w->cap;
-		rc = win_get(w, at, n, &p);
-		if (rc)
-			goto io;
+		size_t n;
+		if (at >= w->off && at < w->off + w->len) { /* what the window holds first */
+			n = w->off + w->len - at < left ? (size_t)(w->off + w->len - at)
+							: (size_t)left;
+			p = w->buf + (at - w->off);
+		} else {
+			n = left < w->cap ? (size_t)left : w->cap;
+			rc = win_get(w, at, n, &p);
+			if (rc)
+				goto io;
+		}
 		crc = cmn_crc32c(crc, p, n);
 		at += n;
 		left -= n;
@@ -431,7 +441,8 @@ int cfs_verify_read(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_
 	pthread_mutex_t *mu = &v->stripes[(uint64_t)f->id % STRIPES];
 	pthread_mutex_lock(mu);
 	uint64_t pos = atomic_load_explicit(&f->v_ok, memory_order_relaxed);
-	struct win w = {.fd = fd, .size = f->bytes, .buf = buf, .cap = RBUF_SIZE};
+	/* read ahead no further than the range: the next read checks what follows */
+	struct win w = {.fd = fd, .size = f->bytes, .buf = buf, .cap = RBUF_SIZE, .hint = end};
 	while (pos < end) {
 		bad1 = atomic_load_explicit(&f->v_bad1, memory_order_acquire);
 		if (bad1 && pos >= bad1 - 1) {
