@@ -189,8 +189,11 @@ static int check_cache(struct check *c, const char *dir)
 				       si->kind == CFS_KIND_TFRECORD ? "" : " (raw: size only)");
 			continue;
 		}
-		fprintf(stderr, "rollcache check: %s: %s%s\n", path,
-			rc == -EBADMSG ? "corrupt: " : "", why);
+		fprintf(stderr, "rollcache check: %s: %s%s%s\n", path,
+			rc == -EBADMSG ? "corrupt: " : "", why,
+			rc == -EBADMSG ? " (a mount drops it when it reads it; or delete the "
+					 "file while unmounted)"
+				       : "");
 		c->bad_files++;
 		bad = 1;
 	}
