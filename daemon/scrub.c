@@ -173,6 +173,11 @@ static void drop_corrupt(struct dmn_scrub *sc, int64_t id, uint64_t off, const c
 		if (gone) {
 			cfs_budget_sealed_removed(d->budget, si.bytes);
 			rc = cfs_catalog_shards_gone(d->cat, &id, 1);
+			if (rc)
+				cmn_log(CMN_LOG_WARN,
+					"%s deleted; its row stays EVICTING (%s): "
+					"start-up reconciliation finishes it",
+					path, strerror(-rc));
 		} else {
 			/* still on disk: draining until start-up reconciliation deletes it */
 			cfs_budget_sealed_to_draining(d->budget, si.bytes);
