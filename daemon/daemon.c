@@ -6,10 +6,10 @@
  * set, the first boundary (a re-mount publishes what the cache holds),
  * the FUSE mount, the samplers (the source is checked here, before the
  * mount is reported up), the scrub thread (scrub.c), the epoch and control
- * threads.  Shutdown, once
- * the FUSE loop returns: stop and join the epoch thread, cancel waiting
- * control commands, close the request queue and join the control thread,
- * stop the samplers and the scrub thread, flush read statistics, unmount, close the store.
+ * threads.  Shutdown, once the FUSE loop returns: stop and join the epoch
+ * thread, cancel waiting control commands, close the request queue and join
+ * the control thread, stop the samplers and the scrub thread, flush read
+ * statistics, unmount, close the store.
  * Every step undoes only what succeeded (one ladder, run_out).
  */
 #include "daemon/daemon_i.h"
@@ -176,6 +176,7 @@ static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errle
 	d->dirfd = -1;
 	d->t0_ms = d->rate_t_ms = cmn_mono_ms();
 	pthread_mutex_init(&d->mu, NULL);
+	pthread_mutex_init(&d->boundary_mu, NULL);
 	cmn_events_init(&d->ev);
 	dmn_boundary_init(&d->bd);
 
@@ -227,6 +228,7 @@ static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errle
 		evc_schedule_free(&d->sch);
 	cmn_events_destroy(&d->ev);
 	pthread_mutex_destroy(&d->mu);
+	pthread_mutex_destroy(&d->boundary_mu);
 	free(d->pending);
 	free(d);
 	return rc;

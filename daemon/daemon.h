@@ -23,7 +23,8 @@
  *   sampler  one long-lived sampler that follows the catalog's plan;
  *   scrub    drops files found corrupt, re-verifies resident files at
  *            scrub_rate (scrub.c).
- * Lock order: d->mu, then the request queue's mu (cachefs/requests.c);
+ * Lock order: d->boundary_mu (held for a whole boundary; the scrub thread
+ * only trylocks it), d->mu, then the request queue's mu (cachefs/requests.c);
  * the catalog, the budget and set->mu lock themselves and are never
  * called with d->mu held.
  */

@@ -20,18 +20,23 @@
  * (daemon/boundary.c), a file still held by a snapshot or a handle moves to
  * the budget's draining bytes and is deleted on its last release
  * (cfs_epochs_evict, DESIGN 3), and any other is deleted now.  Every drop
- * is counted once in errors.corrupt.
+ * is counted once in errors.corrupt.  A drop never runs inside a boundary
+ * (d->boundary_mu, trylock): a boundary lists, evicts and publishes sealed
+ * files in steps, and a file leaving SEALED between them would fail it;
+ * the drop is put off and retried every PENDING_WAIT_MS instead.
  *
  * Pacing: after a step that read B bytes the next step waits until B/rate
  * seconds after the previous deadline, so the long-run rate is at most
  * scrub_rate whatever the step sizes; a pass begins IDLE_WAIT_MS after the
- * previous one ended (a small cache is not re-read without pause).  The scrubber reads through the
- * page cache: it checks the bytes readers would get.
+ * previous one ended (a small cache is not re-read without pause).  The
+ * scrubber reads through the page cache: it checks the bytes readers
+ * would get.
  *
  * Threads: the scrub thread owns the pass state; the counters are relaxed
  * atomics read by the control thread.  Locks: none of its own beyond the
- * events object; it calls the catalog, the budget and the epoch set, which
- * lock themselves (never while holding d->mu).
+ * events object; d->boundary_mu only by trylock, around a drop; the
+ * catalog, the budget and the epoch set lock themselves (never called
+ * with d->mu held).
  */
 #include "daemon/scrub.h"
 
@@ -53,12 +58,14 @@
 #define SCRUB_EV_CORRUPT (1u << 0) /* the verifier queued a corrupt file */
 #define SCRUB_EV_STOP	 (1u << 1)
 
-#define SCRUB_BUF    ((size_t)1 << 20) /* the scrubber's read buffer */
-#define STEP_MIN     ((uint64_t)64 << 10)
-#define STEP_MAX     ((uint64_t)4 << 20)
-#define IDLE_WAIT_MS 1000u  /* nothing to scrub, or a pass ended: wait this long */
-#define OFF_WAIT_MS  60000u /* scrub_rate = 0: only corrupt reports wake it */
-#define TAKE_BATCH   64
+#define SCRUB_BUF	((size_t)1 << 20) /* the scrubber's read buffer */
+#define STEP_MIN	((uint64_t)64 << 10)
+#define STEP_MAX	((uint64_t)4 << 20)
+#define IDLE_WAIT_MS	1000u  /* nothing to scrub, or a pass ended: wait this long */
+#define OFF_WAIT_MS	60000u /* scrub_rate = 0: only corrupt reports wake it */
+#define TAKE_BATCH	64
+#define PENDING_MAX	64 /* drops waiting for a boundary to end */
+#define PENDING_WAIT_MS 100u
 
 struct dmn_scrub {
 	struct dmn *d;
@@ -82,6 +89,13 @@ struct dmn_scrub {
 	struct cfs_sample *samples;
 	size_t nsamples;
 	struct cfs_vcheck vc;
+
+	/* drops put off while a boundary ran (scrub thread only) */
+	struct {
+		int64_t id;
+		char why[CFS_VERIFY_WHY_MAX];
+	} pending[PENDING_MAX];
+	size_t npending;
 
 	/* counters (struct dmn_scrub_stats), relaxed atomics */
 	_Atomic uint64_t passes, bytes, files, last_pass_ms, corrupt;
@@ -125,20 +139,56 @@ static void mark_fn(struct cfs_efile *f, void *ctx)
 		cfs_verify_mark(f, m->off);
 }
 
+static void drop_now(struct dmn_scrub *sc, int64_t id, const char *why);
+
 /*
  * File `id` is corrupt (the bad record at off; UINT64_MAX: the read path
- * has marked it already).  See the module comment.  Scrub thread only.
+ * has marked it already).  See the module comment.  While a boundary runs
+ * (it lists, evicts and publishes files in steps) the catalog part waits:
+ * the drop is put off (sc->pending) and retried.  Scrub thread only.
  */
 static void drop_corrupt(struct dmn_scrub *sc, int64_t id, uint64_t off, const char *why)
+{
+	struct dmn *d = sc->d;
+	if (off != UINT64_MAX) {
+		struct mark_ctx m = {.id = id, .off = off};
+		cfs_epochs_foreach_file(&d->set, mark_fn, &m); /* EIO from now on (V1) */
+	}
+	if (pthread_mutex_trylock(&d->boundary_mu) == 0) {
+		drop_now(sc, id, why);
+		pthread_mutex_unlock(&d->boundary_mu);
+		return;
+	}
+	if (sc->npending == PENDING_MAX) {
+		cmn_log(CMN_LOG_WARN,
+			"file %" PRId64 " is corrupt (%s): reads of it get EIO; it is dropped when "
+			"a scrub pass finds it again",
+			id, why);
+		return;
+	}
+	sc->pending[sc->npending].id = id;
+	snprintf(sc->pending[sc->npending].why, sizeof(sc->pending[0].why), "%s", why);
+	sc->npending++;
+}
+
+/* Retries the drops put off.  Scrub thread only. */
+static void retry_pending(struct dmn_scrub *sc)
+{
+	if (!sc->npending || pthread_mutex_trylock(&sc->d->boundary_mu) != 0)
+		return;
+	for (size_t i = 0; i < sc->npending; i++)
+		drop_now(sc, sc->pending[i].id, sc->pending[i].why);
+	sc->npending = 0;
+	pthread_mutex_unlock(&sc->d->boundary_mu);
+}
+
+/* The drop itself, outside any boundary (d->boundary_mu held). */
+static void drop_now(struct dmn_scrub *sc, int64_t id, const char *why)
 {
 	struct dmn *d = sc->d;
 	struct cfs_shard_info si;
 	char path[64];
 
-	if (off != UINT64_MAX) {
-		struct mark_ctx m = {.id = id, .off = off};
-		cfs_epochs_foreach_file(&d->set, mark_fn, &m); /* EIO from now on (V1) */
-	}
 	int rc = cfs_catalog_shard_get(d->cat, id, &si);
 	if (rc) {
 		cmn_log(CMN_LOG_ERROR, "file %" PRId64 " is corrupt but its row cannot be read: %s",
@@ -334,14 +384,16 @@ static void *scrub_main(void *arg)
 		uint32_t bits = cmn_events_wait(&sc->ev, wait_ms);
 		if ((bits & SCRUB_EV_STOP) || atomic_load(&sc->stop))
 			break;
+		retry_pending(sc);
 		drain_reports(sc);
+		uint32_t most = sc->npending ? PENDING_WAIT_MS : OFF_WAIT_MS;
 		if (sc->rate == 0 || !sc->buf) {
-			wait_ms = OFF_WAIT_MS;
+			wait_ms = most;
 			continue;
 		}
 		uint64_t now = cmn_mono_ms();
 		if (now < next_ms) {
-			wait_ms = (uint32_t)(next_ms - now);
+			wait_ms = next_ms - now < most ? (uint32_t)(next_ms - now) : most;
 			continue;
 		}
 		bool idle;
@@ -357,6 +409,8 @@ static void *scrub_main(void *arg)
 		}
 		now = cmn_mono_ms();
 		wait_ms = next_ms > now ? (uint32_t)(next_ms - now) : 0;
+		if (sc->npending && wait_ms > PENDING_WAIT_MS)
+			wait_ms = PENDING_WAIT_MS;
 	}
 	file_close(sc);
 	return NULL;
