@@ -46,6 +46,7 @@
  *           v
  *        SEALED --------------------------.
  *           |  cfs_catalog_shards_evict     |  cfs_catalog_shards_drop
+ *           |  cfs_catalog_shard_corrupt    |
  *           v                               |  (reconcile: file missing
  *        EVICTING -------------------------|   or wrong size; row deleted)
  *           |  cfs_catalog_shards_gone      |
@@ -1408,6 +1409,53 @@ int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n
 		}
 	}
 	rc = epoch_add(c, S_EPOCH_EVICT, epoch, bytes, records);
+out:
+	return txn_end(c, rc);
+}
+
+int cfs_catalog_shard_corrupt(struct cfs_catalog *c, int64_t id, uint32_t epoch)
+{
+	sqlite3_stmt *st;
+	int rc = txn_begin(c);
+
+	if (rc < 0)
+		return rc;
+	st = stmt(c, S_SHARD_EVICT); /* no epoch counters: a corrupt file is not a victim */
+	if (!st) {
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, epoch);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rc = sqlite3_step(st);
+	else if (rc == SQLITE_DONE)
+		rc = -ENOENT; /* not SEALED: nothing changes */
+	sqlite3_reset(st);
+	if (rc == -ENOENT)
+		goto out;
+	if (rc != SQLITE_DONE) {
+		rc = fail(c, rc, "file corrupt");
+		goto out;
+	}
+	/* its records are resident no more: the sampling plan may fetch them again */
+	st = stmt(c, S_SAMPLES_DEL);
+	if (!st) {
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	rc = run(c, st, "samples delete");
+	if (rc < 0)
+		goto out;
+	st = stmt(c, S_SHOBJ_DEL);
+	if (!st) {
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	rc = run(c, st, "file objects delete");
 out:
 	return txn_end(c, rc);
 }

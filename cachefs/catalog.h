@@ -276,6 +276,16 @@ int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_s
 int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n, uint32_t epoch);
 
 /*
+ * A sealed file was found corrupt (cachefs/verify.h): marks it EVICTING in
+ * `epoch` (so no later snapshot lists it and it is deleted on its last
+ * release, like a victim) WITHOUT adding to the epoch's evicted counters,
+ * and deletes its samples and file objects at once, so the sampling plan
+ * no longer counts its units resident (they may be fetched again).  One
+ * transaction.  -ENOENT when it is not SEALED (nothing changed).
+ */
+int cfs_catalog_shard_corrupt(struct cfs_catalog *c, int64_t id, uint32_t epoch);
+
+/*
  * Marks n files GONE (their files were deleted) and deletes their samples,
  * in one transaction.  Ids already GONE or unknown are skipped.
  */

@@ -86,6 +86,10 @@ struct cfs_efile {
 					retires in - the one published after the boundary
 					that chose it (retire = read) */
 	_Atomic bool served_full;    /* the daemon has served its last byte at least once */
+	/* first-pass record checks (cachefs/verify.c); zero at creation */
+	_Atomic uint64_t v_ok;	 /* [0, v_ok) are whole records whose CRCs passed */
+	_Atomic uint64_t v_bad1; /* offset + 1 of a corrupt record found; 0: none */
+	_Atomic bool v_queued;	 /* its id was handed to the daemon once */
 
 	/*
 	 * The kernel's io mode of the inode (fs.c, under its iomu): open

@@ -43,6 +43,12 @@
  * first pass of a file in a mount's life still crosses the daemon, so the
  * read statistics see it; a passthrough handle is counted as a cached one.
  *
+ * Integrity (verify.c, issue 14): before the daemon serves a byte of a
+ * TFRecord file it checks the CRCs of every record the read covers, up to
+ * the end of the last one (cfs_verify_read); a read that reaches a corrupt
+ * record gets EIO and the file is queued for the daemon to drop.  A file
+ * is passed through only once all of it passed (cfs_verify_done).
+ *
  * Limits: no xattrs (getxattr answers ENOSYS, set/remove EROFS); no locks
  * (the kernel's local locks apply); splice_read is capped to what fits a
  * pipe (docs/bench-fuse.md, "splice vs pread").
@@ -57,6 +63,7 @@
 #include "cachefs/fs.h"
 
 #include "cachefs/passthrough.h"
+#include "cachefs/verify.h"
 #include "common/log.h"
 #include "rollcache/control.h"
 
@@ -611,7 +618,8 @@ static int io_mode_enter(struct cfs_fs *fs, struct fs_handle *h)
 	int id = 0;
 	pthread_mutex_lock(&fs->iomu);
 	bool pt = f->io_pt > 0 || (pt_usable(fs) && f->io_daemon == 0 &&
-				   atomic_load_explicit(&f->served_full, memory_order_relaxed));
+				   atomic_load_explicit(&f->served_full, memory_order_relaxed) &&
+				   (!fs->opts.verifier || cfs_verify_done(f)));
 	if (pt && f->io_pt == 0) {
 		int fd = openat(fs->dirfd, f->relpath, O_RDONLY | O_CLOEXEC);
 		int rc = fd < 0 ? -errno : cfs_pt_backing_open(fs->pt, fs->devfd, fd);
@@ -927,6 +935,11 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int fd = backing_fd(fs, h);
 	if (fd < 0) {
 		err = -fd;
+		goto out;
+	}
+	int vrc = cfs_verify_read(fs->opts.verifier, f, fd, (uint64_t)off, len);
+	if (vrc != 0) { /* a corrupt record is never returned (verify.c V1) */
+		err = -vrc;
 		goto out;
 	}
 	bool first = !atomic_exchange_explicit(&h->read_once, true, memory_order_relaxed);

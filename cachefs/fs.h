@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 struct cfs_fs;
+struct cfs_verifier;
 
 struct cfs_fs_opts {
 	bool passthrough; /* hand reads of files served once to the kernel (fs.c io_mode_enter) */
@@ -35,6 +36,8 @@ struct cfs_fs_opts {
 	bool debug;		/* -d: libfuse request tracing */
 	const char *fsname;	/* shown in /proc/mounts, e.g. the source URL */
 	const char *extra_opts; /* mount options passed through (allow_other, ...), or NULL */
+	struct cfs_verifier *verifier; /* first-pass record checks (cachefs/verify.h), borrowed;
+					  NULL: none */
 };
 
 /*

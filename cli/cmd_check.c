@@ -12,6 +12,14 @@
  * corrupt gzip) ends that file.  Either way the first bad record of each
  * file is named on stderr as "FILE: offset N: what", and the exit code is 1.
  * Exit 2 on usage errors, 0 when every record of every file passed.
+ *
+ * --cache-dir DIR checks a rollcache cache directory offline (issue 14):
+ * every resident (SEALED) file against the catalog's rows: present, of the
+ * catalog's size, and for TFRecord shards every record's length and CRC32C
+ * equal to what the catalog recorded at admission (cachefs/verify.c).  One
+ * line per bad file on stderr ("DIR/shards/12.tfrecord: record at N: ..."),
+ * exit 1 then.  The catalog is opened read-only and nothing is changed, so
+ * it may run beside a mount of the same directory.
  */
 #include "cli/cmd.h"
 
@@ -19,6 +27,10 @@
 #include "common/log.h"
 #include "common/tfrecord.h"
 #include "common/units.h"
+#if defined(RC_HAVE_CACHEFS) && RC_HAVE_CACHEFS
+#include "cachefs/catalog.h"
+#include "cachefs/verify.h"
+#endif
 
 #include <dirent.h>
 #include <errno.h>
@@ -43,6 +55,7 @@ struct check {
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: rollcache check [-v | -q] [--max-record SIZE] FILE|DIR...\n"
+		     "       rollcache check [-v | -q] --cache-dir DIR\n"
 		     "\n"
 		     "Verifies the TFRecord framing and the CRC32C of every record.  GZIP and\n"
 		     "ZLIB files (TensorFlow's compression types) are recognised by their first\n"
@@ -53,6 +66,9 @@ static void usage(FILE *out)
 		     "skipped; a FILE named on the command line is always checked, and - is\n"
 		     "standard input.\n"
 		     "\n"
+		     "  --cache-dir DIR       check a rollcache cache directory: every resident\n"
+		     "                        file against the CRCs its catalog recorded at\n"
+		     "                        admission (read-only; may run beside a mount)\n"
 		     "  -v, --verbose         a line per file\n"
 		     "  -q, --quiet           print only errors\n"
 		     "  --max-record SIZE     refuse records larger than SIZE (default 256M)\n"
@@ -113,6 +129,86 @@ static int check_file(struct check *c, const char *path)
 	cmn_tfr_reader_free(r);
 	close(fd);
 	return reported ? 1 : 0;
+}
+
+/*
+ * Checks every SEALED file of cache directory dir against its catalog.
+ * Returns 0 all good, 1 a bad file (one line each on stderr), 2 when dir is
+ * not a cache directory.
+ */
+static int check_cache(struct check *c, const char *dir)
+{
+#if defined(RC_HAVE_CACHEFS) && RC_HAVE_CACHEFS
+	struct cfs_catalog *cat = NULL;
+	struct cfs_shard_info *arr = NULL;
+	size_t n = 0;
+	char db[4096], err[512], why[CFS_VERIFY_WHY_MAX];
+	struct stat st;
+	int bad = 0, rc;
+
+	if (snprintf(db, sizeof(db), "%s/catalog.db", dir) >= (int)sizeof(db) ||
+	    stat(db, &st) != 0) {
+		fprintf(stderr,
+			"rollcache check: %s: no catalog.db: not a rollcache cache directory "
+			"(give the cache_dir of a mount or ingest)\n",
+			dir);
+		return 2;
+	}
+	rc = cfs_catalog_open(&cat, db, CFS_CATALOG_READONLY, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "rollcache check: %s\n", err);
+		return 2;
+	}
+	uint8_t *buf = malloc((size_t)1 << 20);
+	rc = buf ? cfs_catalog_shards_list(cat, 1u << CFS_SHARD_SEALED, &arr, &n) : -ENOMEM;
+	if (rc) {
+		fprintf(stderr, "rollcache check: %s: cannot list its files: %s\n", dir,
+			strerror(-rc));
+		free(buf);
+		cfs_catalog_close(cat);
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct cfs_shard_info *si = &arr[i];
+		uint64_t got = 0;
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s/%" PRId64 "%s", dir,
+			 si->kind == CFS_KIND_TFRECORD ? "shards" : "objects", si->id,
+			 si->kind == CFS_KIND_TFRECORD ? ".tfrecord" : "");
+		c->files++;
+		rc = cfs_verify_cache_file(cat, dir, si, buf, (size_t)1 << 20, &got, why,
+					   sizeof(why));
+		c->file_bytes += got;
+		if (rc == 0) {
+			c->records += si->records;
+			if (si->kind == CFS_KIND_TFRECORD)
+				c->payload += si->bytes - si->records * CMN_TFR_OVERHEAD;
+			else
+				c->payload += si->bytes;
+			if (c->verbose > 0)
+				printf("%s: %" PRIu64 " records%s\n", path, si->records,
+				       si->kind == CFS_KIND_TFRECORD ? "" : " (raw: size only)");
+			continue;
+		}
+		fprintf(stderr, "rollcache check: %s: %s%s%s\n", path,
+			rc == -EBADMSG ? "corrupt: " : "", why,
+			rc == -EBADMSG ? " (a mount drops it when it reads it; or delete the "
+					 "file while unmounted)"
+				       : "");
+		c->bad_files++;
+		bad = 1;
+	}
+	cfs_shard_info_free(arr, n);
+	free(buf);
+	cfs_catalog_close(cat);
+	return bad;
+#else
+	fprintf(stderr,
+		"rollcache check: --cache-dir %s: this rollcache is built without the "
+		"cache (meson -Dcatalog=enabled)\n",
+		dir);
+	return 2;
+#endif
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b)
@@ -197,6 +293,7 @@ int cmd_check(int argc, char **argv)
 {
 	struct check c = {.max_record = CMN_TFR_DEFAULT_MAX_RECORD};
 	char err[256], a[32], b[32];
+	const char *cache_dir = NULL;
 	int first = argc, bad = 0;
 	double t0, dt;
 
@@ -213,6 +310,14 @@ int cmd_check(int argc, char **argv)
 		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
 			usage(stdout);
 			return 0;
+		} else if (strcmp(arg, "--cache-dir") == 0 ||
+			   strncmp(arg, "--cache-dir=", 12) == 0) {
+			cache_dir = arg[11] == '=' ? arg + 12 : (i + 1 < argc ? argv[++i] : NULL);
+			if (!cache_dir || !*cache_dir) {
+				fprintf(stderr, "rollcache check: --cache-dir needs a directory, "
+						"the cache_dir of a mount\n");
+				return 2;
+			}
 		} else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
 			c.verbose = 1;
 		} else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
@@ -242,7 +347,7 @@ int cmd_check(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (first >= argc) {
+	if (first >= argc && !cache_dir) {
 		fprintf(
 		    stderr,
 		    "rollcache check: no FILE or DIR given: usage: rollcache check FILE|DIR...\n");
@@ -250,6 +355,12 @@ int cmd_check(int argc, char **argv)
 	}
 
 	t0 = cmn_mono_s();
+	if (cache_dir) {
+		int r = check_cache(&c, cache_dir);
+		if (r == 2)
+			return 2;
+		bad |= r;
+	}
 	for (int i = first; i < argc; i++) {
 		struct stat st;
 		if (strcmp(argv[i], "-") == 0) {

@@ -67,6 +67,7 @@ enum key_id {
 	K_TIMEOUT,
 	K_METRICS_LISTEN,
 	K_LOG_FILE,
+	K_SCRUB_RATE,
 	/* [epoch ...] keys given on the command line: they apply to every entry */
 	K_POLICY,
 	K_ADMIT,
@@ -74,7 +75,18 @@ enum key_id {
 	K_SEED,
 };
 
-enum vtype { V_STR, V_URL, V_ENDPOINT, V_SIZE, V_DURATION, V_U32, V_U64, V_ENUM, V_LISTEN };
+enum vtype {
+	V_STR,
+	V_URL,
+	V_ENDPOINT,
+	V_SIZE,
+	V_DURATION,
+	V_U32,
+	V_U64,
+	V_ENUM,
+	V_LISTEN,
+	V_RATE, /* a size per second: "50M/s" or "50M"; 0 allowed */
+};
 
 enum section_id { SEC_NONE, SEC_CACHE, SEC_SOURCE, SEC_SAMPLER, SEC_MOUNT, SEC_EPOCH, SEC_BAD };
 
@@ -155,6 +167,9 @@ static const struct key_def keys[] = {
      "(off)", "serve Prometheus metrics over HTTP on ADDR:PORT"},
     {K_LOG_FILE, SEC_MOUNT, "log_file", "log_file", V_STR, NULL, 0, 0, "a file path",
      "(syslog once detached; stderr with -f)", "append the daemon's log to this file"},
+    {K_SCRUB_RATE, SEC_CACHE, "scrub_rate", "scrub_rate", V_RATE, NULL, 0, UINT64_MAX,
+     "a rate such as 50M/s (0: off)", "50M/s",
+     "re-verify resident files' record CRCs at this many bytes/s (0: off)"},
 };
 
 enum epoch_key { E_LIMIT, E_ADMIT, E_POLICY, E_MIN_USES, E_SEED };
@@ -313,6 +328,21 @@ static int parse_value(const struct key_def *d, const char *s, struct value *v, 
 		}
 		break;
 	}
+	case V_RATE: {
+		/* "50M/s" or "50M": the size part is a size as everywhere */
+		size_t n = strlen(s);
+		if (n > 2 && strcmp(s + n - 2, "/s") == 0 && n - 2 < sizeof(tmp)) {
+			memcpy(tmp, s, n - 2);
+			tmp[n - 2] = '\0';
+		} else {
+			snprintf(tmp, sizeof(tmp), "%s", s);
+		}
+		if (cmn_parse_size(tmp, &v->u, msg, msglen) != 0) {
+			snprintf(msg, msglen, "%s: expected %s", *s ? s : "(empty)", d->example);
+			return -EINVAL;
+		}
+		return 0;
+	}
 	case V_SIZE:
 		rc = cmn_parse_size(s, &v->u, msg, msglen);
 		if (rc)
@@ -402,6 +432,9 @@ static void store(struct cmn_config *c, const struct key_def *d, struct value *v
 		break;
 	case K_LOG_FILE:
 		store_str(&c->log_file, v);
+		break;
+	case K_SCRUB_RATE:
+		c->scrub_rate = v->u;
 		break;
 	case K_POLICY:
 		c->cli_epoch.policy = (enum cmn_policy)v->e;
@@ -536,6 +569,7 @@ void cmn_config_init(struct cmn_config *c)
 	c->retries = 5;
 	c->timeout_ms = 30000;
 	c->s3_addressing = CMN_S3_ADDRESSING_AUTO;
+	c->scrub_rate = (uint64_t)50 << 20;
 	/* region, profile, endpoint: NULL, resolved by sampler/s3_credentials.c
 	 * the way the AWS CLI does (environment, ~/.aws/config, defaults) */
 }
@@ -1103,6 +1137,9 @@ bool cmn_config_key(size_t i, struct cmn_config_key_info *out)
 		break;
 	case V_LISTEN:
 		out->metavar = "ADDR:PORT";
+		break;
+	case V_RATE:
+		out->metavar = "RATE";
 		break;
 	case V_ENUM:
 		out->metavar = NULL;

@@ -87,6 +87,16 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	v.current_read_bytes = atomic_load(&d->set.cur_read_bytes);
 	v.current_files_read_full = atomic_load(&d->set.cur_full_files);
 	dmn__samplers_stats(d->smp, &v.sampler);
+	struct dmn_scrub_stats ss;
+	dmn__scrub_stats(d->scrub, &ss);
+	v.errors_corrupt = ss.corrupt;
+	v.scrub_rate = ss.rate;
+	v.scrub_passes = ss.passes;
+	v.scrub_bytes = ss.bytes;
+	v.scrub_files = ss.files;
+	v.scrub_last_pass_ms = ss.last_pass_ms;
+	v.verified_bytes = ss.read_bytes;
+	v.verified_files = ss.read_files;
 	v.uptime_s = (double)(cmn_mono_ms() - d->t0_ms) / 1000.0;
 
 	pthread_mutex_lock(&d->mu);

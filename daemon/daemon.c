@@ -6,11 +6,12 @@
  * set, the first boundary (a re-mount publishes what the cache holds),
  * the source opened and listed (a source that cannot be listed fails the
  * start here, before anything is mounted, with its reason: docs/
- * reliability-failfast.md), the FUSE mount, the sampler thread, the epoch
- * and control threads.  Shutdown, once
- * the FUSE loop returns: stop and join the epoch thread, cancel waiting
- * control commands, close the request queue and join the control thread,
- * stop the samplers, flush read statistics, unmount, close the store.
+ * reliability-failfast.md), the FUSE mount, the sampler thread, the scrub
+ * thread (scrub.c), the epoch and control threads.  Shutdown, once the
+ * FUSE loop returns: stop and join the epoch thread, cancel waiting control
+ * commands, close the request queue and join the control thread, stop the
+ * samplers and the scrub thread, flush read statistics, unmount, close the
+ * store.
  * Every step undoes only what succeeded (one ladder, run_out).
  */
 #include "daemon/daemon_i.h"
@@ -92,6 +93,7 @@ static int mount_view(struct dmn *d, char *err, size_t errlen)
 	    .debug = o->debug,
 	    .fsname = o->source,
 	    .extra_opts = o->fuse_opts,
+	    .verifier = dmn__scrub_verifier(d->scrub),
 	};
 	int rc =
 	    cfs_fs_mount(&d->fs, o->mountpoint, &d->set, d->budget, d->dirfd, &fo, err, errlen);
@@ -115,6 +117,11 @@ static int start_threads(struct dmn *d, char *err, size_t errlen)
 	int rc = dmn__samplers_start(d->smp, werr, sizeof(werr));
 	if (rc != 0) {
 		snprintf(err, errlen, "samplers: %s", werr);
+		goto out;
+	}
+	rc = dmn__scrub_start(d->scrub);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start the scrub thread: %s", strerror(-rc));
 		goto out;
 	}
 	rc = pthread_create(&d->epoch_thread, NULL, dmn__epoch_main, d);
@@ -154,6 +161,7 @@ static void stop_threads(struct dmn *d)
 	d->have_control_thread = false;
 	dmn__samplers_stop(d->smp);
 	d->smp = NULL;
+	dmn__scrub_stop(d->scrub);
 }
 
 /* The daemon itself, in this process.  report_fd: the detached child's pipe, or -1. */
@@ -172,12 +180,18 @@ static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errle
 	d->dirfd = -1;
 	d->t0_ms = d->rate_t_ms = cmn_mono_ms();
 	pthread_mutex_init(&d->mu, NULL);
+	pthread_mutex_init(&d->boundary_mu, NULL);
 	cmn_events_init(&d->ev);
 	dmn_boundary_init(&d->bd);
 
 	rc = open_cache(d, &first, err, errlen);
 	if (rc == 0) /* the source is listed here: an unusable one fails the mount */
 		rc = dmn__samplers_open(&d->smp, d->cfg, d->store, first, err, errlen);
+	if (rc == 0) {
+		rc = dmn__scrub_new(&d->scrub, d, d->cfg->scrub_rate);
+		if (rc != 0)
+			snprintf(err, errlen, "out of memory");
+	}
 	if (rc == 0)
 		rc = mount_view(d, err, errlen);
 	if (rc == 0) {
@@ -208,6 +222,7 @@ static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errle
 	if (d->have_set && d->cat)
 		dmn_boundary_flush_reads(&d->bd);
 	cfs_fs_free(d->fs);
+	dmn__scrub_free(d->scrub); /* after the view: reads use its verifier */
 	if (d->have_set)
 		cfs_epochs_destroy(&d->set);
 	dmn_boundary_destroy(&d->bd);
@@ -219,6 +234,7 @@ static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errle
 		evc_schedule_free(&d->sch);
 	cmn_events_destroy(&d->ev);
 	pthread_mutex_destroy(&d->mu);
+	pthread_mutex_destroy(&d->boundary_mu);
 	free(d->pending);
 	free(d);
 	return rc;

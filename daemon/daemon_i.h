@@ -15,6 +15,7 @@
 #include "daemon/boundary.h"
 #include "daemon/daemon.h"
 #include "daemon/samplers.h"
+#include "daemon/scrub.h"
 #include "eviction/evictor.h"
 #include "eviction/schedule.h"
 
@@ -59,10 +60,13 @@ struct dmn {
 	struct dmn_boundary bd;
 	struct cfs_fs *fs;
 	struct dmn_samplers *smp; /* NULL: none */
+	struct dmn_scrub *scrub;  /* integrity thread and verifier (scrub.c) */
 	uint64_t t0_ms;		  /* start, monotonic */
 	pthread_t epoch_thread, control_thread;
 	bool have_epoch_thread, have_control_thread;
 
+	pthread_mutex_t boundary_mu; /* held for a whole boundary (dmn__boundary); scrub.c drops a
+					corrupt file only outside one (trylock) */
 	pthread_mutex_t mu;
 	bool stop;		       /* protected by mu */
 	bool epoch_gone;	       /* protected by mu: the epoch thread ended */

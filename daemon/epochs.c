@@ -205,7 +205,9 @@ fail:
 int dmn__boundary(struct dmn *d, bool wait, bool startup, uint32_t first, char *err, size_t errlen)
 {
 	uint32_t deferred = 0;
+	pthread_mutex_lock(&d->boundary_mu); /* no corrupt file dropped meanwhile (scrub.c) */
 	int rc = run_boundary(d, wait, startup, first, &deferred, err, errlen);
+	pthread_mutex_unlock(&d->boundary_mu);
 	if (deferred)
 		cmn_events_post(&d->ev, deferred); /* for the epoch thread's loop */
 	return rc;

@@ -202,6 +202,15 @@ int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_
 	set_u64(o, "stats_flush", v->errors_stats_flush);
 	set_u64(o, "boundary", v->errors_boundary);
 	set_u64(o, "read", v->errors_read);
+	set_u64(o, "corrupt", v->errors_corrupt);
+	o = obj_in(root, "integrity");
+	set_u64(o, "scrub_rate", v->scrub_rate);
+	set_u64(o, "scrub_passes", v->scrub_passes);
+	set_u64(o, "scrub_bytes", v->scrub_bytes);
+	set_u64(o, "scrub_files", v->scrub_files);
+	set_u64(o, "scrub_last_pass_ms", v->scrub_last_pass_ms);
+	set_u64(o, "verified_bytes", v->verified_bytes);
+	set_u64(o, "verified_files", v->verified_files);
 	/* the last warning or error logged, with its time: null when none */
 	if (v->last_error_unix_ms) {
 		o = obj_in(root, "last_error");
@@ -298,6 +307,13 @@ int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, si
 	uint64_t errors = s->http_4xx + s->http_408_429 + s->http_5xx + s->timeouts +
 			  s->net_errors + s->truncated + s->records_lost + s->failed_objects +
 			  s->enospc + v->errors_stats_flush + v->errors_boundary + v->errors_read;
+	errors += v->errors_corrupt;
+	metric(b, "corrupt_files_total", "counter", "Sealed files found corrupt and dropped.",
+	       (double)v->errors_corrupt);
+	metric(b, "scrub_bytes_total", "counter", "File bytes the scrubber checked.",
+	       (double)v->scrub_bytes);
+	metric(b, "scrub_passes_total", "counter", "Whole scrub passes over the resident files.",
+	       (double)v->scrub_passes);
 	metric(b, "errors_total", "counter", "Errors of every kind (see stats JSON).",
 	       (double)errors);
 	metric(b, "sampler_records_recovered_total", "counter",

@@ -75,6 +75,15 @@ struct dmn_stats_view {
 	const char *last_error;
 	const char *last_error_level;
 	uint64_t last_error_unix_ms;
+	/* integrity (daemon/scrub.c; docs/reliability-integrity.md) */
+	uint64_t errors_corrupt;     /* sealed files found corrupt and dropped, each once */
+	uint64_t scrub_rate;	     /* bytes/s; 0: the scrubber is off */
+	uint64_t scrub_passes;	     /* whole scrub passes over the resident files */
+	uint64_t scrub_bytes;	     /* file bytes the scrubber checked */
+	uint64_t scrub_files;	     /* files the scrubber checked to the end and found good */
+	uint64_t scrub_last_pass_ms; /* duration of the last whole pass; 0: none yet */
+	uint64_t verified_bytes;     /* file bytes checked by first-pass reads */
+	uint64_t verified_files;     /* files whose first pass checked every record */
 	double uptime_s;
 };
 

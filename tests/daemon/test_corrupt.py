@@ -1,0 +1,327 @@
+#!/usr/bin/python3
+"""Integrity after admission (issue 14 point 1): the five cases, real kernel mounts.
+
+Every case flips one bit (or cuts bytes) in a sealed shard of a real cache
+directory and checks that the corruption is found and that no corrupt
+record is ever returned through the mount: every read either returns the
+shard's original bytes or fails with EIO.
+
+unmounted     (a) bit flipped while unmounted, then mount + read: EIO at the
+              bad record, the bytes before it are the original ones,
+              errors.corrupt = 1, the catalog row leaves SEALED and its
+              samples go, the file leaves the next epoch and the disk, and
+              the unit goes back to the sampling plan: the sampler fetches
+              the object again and the next epoch shows its records again,
+              byte-identical to the source.
+mounted       (b) bit flipped after the mount, before the first read: EIO, the
+              other shards read whole and good, errors.corrupt = 1,
+              `check --cache-dir` beside the mount finds the cache clean (the
+              bad file left the resident set), the next epoch omits it.
+passthrough   (c) bit flipped after the file was served once (later opens are
+              passed through to the kernel where it can): the scrubber
+              (scrub_rate = 1G) finds it within one pass, errors.corrupt = 1,
+              new reads get EIO or the original bytes, never the flipped ones.
+truncated     (d) a shard cut short while unmounted is dropped at start-up; one
+              cut short while mounted (same size in the catalog, fewer bytes
+              on disk) gives EIO at its last record and errors.corrupt = 1.
+check         (e) `rollcache check --cache-dir` offline: exit 0 on a clean
+              cache; one flipped and one truncated shard: exit 1 and exactly
+              one stderr line for each (naming it), nothing changed on disk;
+              not a cache directory: exit 2 and one line.  Needs no FUSE.
+"""
+import errno
+import hashlib
+import os
+import struct
+import subprocess
+import sys
+
+import rcfuse as t
+
+
+def record_offsets(data):
+    """(offset, length) of each record of an uncompressed TFRecord byte string."""
+    out, off = [], 0
+    while off < len(data):
+        (n,) = struct.unpack_from("<Q", data, off)
+        out.append((off, n))
+        off += 16 + n
+    return out
+
+
+def shard_path(s, ident):
+    return os.path.join(s.cache, "shards", "%d.tfrecord" % ident)
+
+
+def flip(path, pos, mask=0x10):
+    mode = os.stat(path).st_mode
+    os.chmod(path, 0o644)
+    with open(path, "r+b") as f:
+        f.seek(pos)
+        b = f.read(1)
+        f.seek(pos)
+        f.write(bytes([b[0] ^ mask]))
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(path, mode & 0o7777)
+
+
+def truncate(path, size):
+    mode = os.stat(path).st_mode
+    os.chmod(path, 0o644)
+    os.truncate(path, size)
+    os.chmod(path, mode & 0o7777)
+
+
+def read_until_error(path, chunk=16384):
+    """Reads path in chunks; returns (bytes read, errno or 0)."""
+    got = bytearray()
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        return bytes(got), e.errno
+    try:
+        while True:
+            try:
+                b = os.read(fd, chunk)
+            except OSError as e:
+                return bytes(got), e.errno
+            if not b:
+                return bytes(got), 0
+            got += b
+    finally:
+        os.close(fd)
+
+
+def expect_never_corrupt(path, original, bad_pos, what):
+    """Reads path through the mount: EIO, and what came before it is original bytes
+    ending before the flipped byte.  Returns the bytes read."""
+    got, err = read_until_error(path)
+    t.eq(err, errno.EIO, "%s: errno of a read reaching the corrupt record" % what)
+    if got != original[:len(got)]:
+        t.fail("%s: a read returned bytes that differ from the shard's original ones" % what)
+    if len(got) > bad_pos:
+        t.fail("%s: %d bytes returned, past the corrupt byte at %d" % (what, len(got), bad_pos))
+    return got
+
+
+def corrupt_count(s):
+    return s.stats()["errors"]["corrupt"]
+
+
+def shard_ids(s, state=0):
+    return [r[0] for r in s.catalog("SELECT id FROM shards WHERE state = ? ORDER BY id", state)]
+
+
+def setup(s, records, size, shards, shard_size):
+    s.synth(records=records, size=size, shards=shards)
+    cfg = s.config("[cache]\nlimit = 8M\n[sampler]\nshard_size = %s\n"
+                   "[epoch 0-]\nlimit = 8M\nadmit = 4M\npolicy = fifo\n" % shard_size)
+    t.run("ingest", "file://%s/" % s.src, "--cache-dir", s.cache, "--config", cfg)
+    ids = shard_ids(s)
+    originals = {}
+    for i in ids:
+        with open(shard_path(s, i), "rb") as f:
+            originals[i] = f.read()
+    return cfg, ids, originals
+
+
+def case_unmounted(s):
+    # one remote object, one local shard holding all its records: dropping the
+    # shard makes the object's unit non-resident, so the plan fetches it again
+    cfg, ids, orig = setup(s, records=4, size="16K", shards=1, shard_size="4M")
+    t.eq(len(ids), 1, "local shards after ingest")
+    sid = ids[0]
+    recs = record_offsets(orig[sid])
+    bad_pos = recs[2][0] + 16 + recs[2][1] // 2  # payload of record 2
+    flip(shard_path(s, sid), bad_pos)
+    src_records = sorted(t.read_records_dir(s.src))
+
+    s.mount("file://%s/" % s.src, "--config", cfg, "-o", "scrub_rate=0")  # the read path alone
+    path = os.path.join(s.mnt, "current", "shard-%d.tfrecord" % sid)
+    got = expect_never_corrupt(path, orig[sid], bad_pos, "(a) flipped while unmounted")
+    print("(a) %d good bytes before EIO (record 2 starts at %d)" % (len(got), recs[2][0]))
+    t.wait_for(lambda: corrupt_count(s) == 1, "errors.corrupt = 1")
+    # again: still EIO, still counted once
+    expect_never_corrupt(path, orig[sid], bad_pos, "(a) second read")
+    t.eq(corrupt_count(s), 1, "errors.corrupt after a second read")
+    t.eq(s.catalog("SELECT state FROM shards WHERE id = ?", sid), [(1,)],
+         "catalog state of the corrupt shard (EVICTING)")
+    t.eq(s.catalog("SELECT count(*) FROM samples WHERE shard_id = ?", sid), [(0,)],
+         "samples of the corrupt shard (its units are resident no more)")
+    ep = s.stats()["epoch"]
+    t.eq(s.catalog("SELECT evicted_bytes FROM epochs WHERE number = ?", ep), [(0,)],
+         "a corrupt file is not counted as evicted")
+
+    # the next epoch omits it; the file leaves the disk; the sampler fetches
+    # the object again during that epoch; the epoch after shows its records
+    t.run("epoch", s.mnt, "next")
+    t.eq(os.listdir(os.path.join(s.mnt, "current")), [], "epoch after the drop")
+    t.wait_for(lambda: not os.path.exists(shard_path(s, sid)), "the corrupt file deleted")
+    t.eq(s.catalog("SELECT state FROM shards WHERE id = ?", sid), [(2,)], "state GONE")
+    t.wait_for(lambda: [i for i in shard_ids(s) if i != sid], "the object fetched again",
+               timeout=20)
+    t.run("epoch", s.mnt, "next")
+    names = os.listdir(os.path.join(s.mnt, "current"))
+    if not names or ("shard-%d.tfrecord" % sid) in names:
+        t.fail("the epoch after the re-fetch lists %r" % names)
+    again = sorted(t.read_records_dir(os.path.join(s.mnt, "current")))
+    t.eq(again, src_records, "records of the re-fetched shard vs the source")
+    t.eq(corrupt_count(s), 1, "errors.corrupt at the end")
+    integ = s.stats()["integrity"]
+    t.eq((integ["scrub_rate"], integ["scrub_passes"], integ["scrub_bytes"]), (0, 0, 0),
+         "scrub_rate = 0: the scrubber read nothing")
+    if integ["verified_files"] < 1:
+        t.fail("the re-fetched shard was not checked on its first pass: %r" % integ)
+    s.umount()
+
+
+def case_mounted(s):
+    cfg, ids, orig = setup(s, records=12, size="16K", shards=2, shard_size="64K")
+    if len(ids) < 3:
+        t.fail("expected several local shards, got %r" % ids)
+    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=0")  # the read path alone
+    sid = ids[1]
+    recs = record_offsets(orig[sid])
+    bad_pos = recs[1][0] + 3  # the length field of record 1
+    flip(shard_path(s, sid), bad_pos, mask=0x01)
+    cur = os.path.join(s.mnt, "current")
+    expect_never_corrupt(os.path.join(cur, "shard-%d.tfrecord" % sid), orig[sid], bad_pos,
+                         "(b) flipped after the mount")
+    for i in ids:
+        if i == sid:
+            continue
+        got, err = read_until_error(os.path.join(cur, "shard-%d.tfrecord" % i))
+        t.eq((err, hashlib.sha256(got).hexdigest()), (0, hashlib.sha256(orig[i]).hexdigest()),
+             "(b) good shard %d read whole" % i)
+    t.wait_for(lambda: corrupt_count(s) == 1, "errors.corrupt = 1")
+    integ = s.stats()["integrity"]
+    if integ["verified_files"] < len(ids) - 1:
+        t.fail("verified_files %d, expected at least %d" % (integ["verified_files"], len(ids) - 1))
+    p = t.run("check", "--cache-dir", s.cache, check=False)
+    t.eq((p.returncode, p.stderr), (0, ""), "(b) check --cache-dir beside the mount")
+    t.run("epoch", s.mnt, "next")
+    names = sorted(os.listdir(cur))
+    t.eq(names, sorted("shard-%d.tfrecord" % i for i in ids if i != sid), "(b) next epoch")
+    s.umount()
+
+
+def case_passthrough(s):
+    cfg, ids, orig = setup(s, records=8, size="16K", shards=1, shard_size="64K")
+    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=1G")
+    sid = ids[0]
+    path = os.path.join(s.mnt, "current", "shard-%d.tfrecord" % sid)
+    for _ in range(2):  # first pass by the daemon, then passed through where possible
+        got, err = read_until_error(path)
+        t.eq((err, got == orig[sid]), (0, True), "(c) good reads before the flip")
+    st = s.stats()
+    print("(c) passthrough %s, opens passed through %d" %
+          (st["view"]["passthrough"], st["view"]["passthrough_opens"]))
+    t.eq(st["integrity"]["scrub_rate"], 1 << 30, "scrub_rate from -o")
+    passes = st["integrity"]["scrub_passes"]
+    recs = record_offsets(orig[sid])
+    bad_pos = recs[-1][0] + 16 + recs[-1][1] - 1  # last payload byte of the last record
+    flip(shard_path(s, sid), bad_pos)
+    t.wait_for(lambda: corrupt_count(s) == 1, "the scrubber finding the flip", timeout=10)
+    if s.stats()["integrity"]["scrub_passes"] < passes:
+        t.fail("scrub_passes went down")
+    got, err = read_until_error(path)
+    if err not in (0, errno.EIO) or got != orig[sid][:len(got)]:
+        t.fail("(c) after the scrubber found it: errno %d, %d bytes (original prefix: %s)" %
+               (err, len(got), got == orig[sid][:len(got)]))
+    t.eq(s.catalog("SELECT state FROM shards WHERE id = ?", sid), [(1,)], "(c) catalog state")
+    t.run("epoch", s.mnt, "next")
+    t.eq(sorted(os.listdir(os.path.join(s.mnt, "current"))),
+         sorted("shard-%d.tfrecord" % i for i in ids if i != sid), "(c) next epoch")
+    s.umount()
+
+
+def case_truncated(s):
+    cfg, ids, orig = setup(s, records=12, size="16K", shards=2, shard_size="64K")
+    if len(ids) < 3:
+        t.fail("expected several local shards, got %r" % ids)
+    cut_off, cut_on = ids[0], ids[1]
+    truncate(shard_path(s, cut_off), len(orig[cut_off]) - 100)
+    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=0")  # the read path alone
+    cur = os.path.join(s.mnt, "current")
+    names = sorted(os.listdir(cur))
+    t.eq(names, sorted("shard-%d.tfrecord" % i for i in ids if i != cut_off),
+         "(d) a shard truncated while unmounted is dropped at start-up")
+    recs = record_offsets(orig[cut_on])
+    truncate(shard_path(s, cut_on), len(orig[cut_on]) - 1)
+    expect_never_corrupt(os.path.join(cur, "shard-%d.tfrecord" % cut_on), orig[cut_on],
+                         recs[-1][0], "(d) truncated while mounted")
+    t.wait_for(lambda: corrupt_count(s) == 1, "errors.corrupt = 1")
+    s.umount()
+
+
+def tree_digest(d):
+    h = hashlib.sha256()
+    for root, dirs, files in sorted(os.walk(d)):
+        dirs.sort()
+        for n in sorted(files):
+            p = os.path.join(root, n)
+            with open(p, "rb") as f:
+                h.update(p.encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+def case_check(s):
+    cfg, ids, orig = setup(s, records=12, size="16K", shards=2, shard_size="64K")
+    if len(ids) < 3:
+        t.fail("expected several local shards, got %r" % ids)
+    p = t.run("check", "--cache-dir", s.cache, check=False)
+    t.eq((p.returncode, p.stderr), (0, ""), "(e) clean cache")
+    if not p.stdout.startswith("ok: %d files, 12 records" % len(ids)):
+        t.fail("(e) summary: %r" % p.stdout)
+    flipped, cut = ids[0], ids[-1]
+    recs = record_offsets(orig[flipped])
+    flip(shard_path(s, flipped), recs[0][0] + 16)  # first payload byte
+    truncate(shard_path(s, cut), len(orig[cut]) - 7)
+    before = tree_digest(s.cache)
+    p = t.run("check", "--cache-dir", s.cache, check=False)
+    lines = p.stderr.strip().split("\n")
+    t.eq(p.returncode, 1, "(e) exit code with a corrupt cache")
+    t.eq(len(lines), 2, "(e) one stderr line per corrupt file: %r" % p.stderr)
+    for ident, word in ((flipped, "crc"), (cut, "size")):
+        want = "shards/%d.tfrecord: corrupt: " % ident
+        if not any(want in ln and word in ln for ln in lines):
+            t.fail("(e) no line naming %s (%s): %r" % (want, word, p.stderr))
+    if not p.stdout.startswith("FAILED:"):
+        t.fail("(e) summary: %r" % p.stdout)
+    t.eq(tree_digest(s.cache), before, "(e) the cache after check (nothing changed)")
+    p = t.run("mount", "file://%s/" % s.src, s.mnt, "--limit", "1G", "--scrub-rate", "fast",
+              check=False)
+    t.eq(p.returncode, 2, "mount --scrub-rate fast: exit code")
+    if "--scrub-rate fast: expected a rate such as 50M/s" not in p.stderr:
+        t.fail("mount --scrub-rate fast: %r" % p.stderr)
+    p = t.run("check", "--cache-dir", s.src, check=False)
+    t.eq(p.returncode, 2, "(e) exit code for a directory that is not a cache")
+    t.eq(len(p.stderr.strip().split("\n")), 1, "(e) one line: %r" % p.stderr)
+
+
+CASES = {
+    "unmounted": case_unmounted,
+    "mounted": case_mounted,
+    "passthrough": case_passthrough,
+    "truncated": case_truncated,
+    "check": case_check,
+}
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else ""
+    if mode not in CASES:
+        print("usage: test_corrupt.py %s" % "|".join(CASES))
+        sys.exit(2)
+    if mode == "check":  # no FUSE
+        sc = t.Scratch("corrupt-check")
+        try:
+            case_check(sc)
+        except AssertionError as e:
+            print("FAIL: %s" % e)
+            sc.close()
+            sys.exit(1)
+        sc.close()
+        print("ok")
+        sys.exit(0)
+    t.main(CASES[mode], "corrupt-" + mode)
