@@ -13,6 +13,10 @@
  *
  * Listing pages are XML parsed with expat, capped at SMP_LIST_BODY_CAP bytes
  * per page and SMP_LIST_MAX_PAGES pages; element text is capped per field.
+ * Listings ask for encoding-type=url (XML 1.0 cannot carry every key) and
+ * decode the keys when the answer says EncodingType url; a key that cannot
+ * be ours is skipped and counted, never fatal to the listing.  A refused
+ * listing's S3 error code is named in the message with what to check.
  * Secrets never leave this file except inside the Authorization header.
  *
  * Owns struct smp_s3 (URL, endpoint, signing identity).  Does not know the
