@@ -5,13 +5,23 @@
  * create files: display names are shown by the mount only; files are
  * objects/<id>.  Pure functions, no locking.
  *
- * Why the result is injective: escaping maps each byte to itself or to a
- * "%XX" triple and '%' itself is always escaped, so the escaped text of a
- * component decodes back uniquely; '/' separates components and never
- * appears inside one except as "%2F"; "." and ".." are escaped.  What is
- * lossy (dropped empty components, cut components) is reported so the
- * caller adds the "~<id>" suffix, and a suffix cannot be forged because a
- * key's own "~<digits>" tail is escaped as "%7E<digits>".
+ * A component is read one unit at a time: one ASCII byte, one well-formed
+ * UTF-8 character (shortest form, no surrogates, at most U+10FFFF), or one
+ * byte that starts no well-formed character.  A unit is written as itself,
+ * or as "%XX" for each of its bytes when it is a control byte, '%', a C1
+ * control (U+0080-U+009F), a bidi control (U+061C, U+200E, U+200F,
+ * U+202A-U+202E, U+2066-U+2069), or an ill-formed byte.  So a shown name is
+ * always valid UTF-8 and cannot reorder the text around it in a terminal
+ * or a file manager (a key "gpj.\u202Eexe" is not shown as "exe.jpg").
+ *
+ * Why the result is injective: every unit maps to itself or to "%XX"
+ * triples of its own bytes, and '%' itself is always escaped, so the
+ * escaped text of a component decodes back uniquely (percent-decoding, as
+ * rclone's encoder does); '/' separates components and never appears
+ * inside one except as "%2F"; "." and ".." are escaped.  What is lossy
+ * (dropped empty components, cut components) is reported so the caller
+ * adds the "~<id>" suffix, and a suffix cannot be forged because a key's
+ * own "~<digits>" tail is escaped as "%7E<digits>".
  */
 #include "cachefs/names.h"
 
@@ -38,9 +48,48 @@ static void put(struct out *o, const char *s, size_t n)
 	o->buf[o->len] = '\0';
 }
 
-static bool needs_escape(unsigned char ch)
+/*
+ * Length of the well-formed UTF-8 character at p[0..n) (n > 0) and its code
+ * point in *cp, or 0 when p[0] starts none (ill-formed: overlong, surrogate,
+ * beyond U+10FFFF, truncated, or a stray continuation byte).  ASCII is 1.
+ */
+static size_t utf8_char(const unsigned char *p, size_t n, uint32_t *cp)
 {
-	return ch < 0x20 || ch == 0x7f || ch == '%';
+	unsigned char b = p[0];
+	uint32_t c, min;
+	size_t k;
+
+	if (b < 0x80) {
+		*cp = b;
+		return 1;
+	}
+	if (b >= 0xC2 && b <= 0xDF)
+		k = 2, c = b & 0x1F, min = 0x80;
+	else if (b >= 0xE0 && b <= 0xEF)
+		k = 3, c = b & 0x0F, min = 0x800;
+	else if (b >= 0xF0 && b <= 0xF4)
+		k = 4, c = b & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (k > n)
+		return 0;
+	for (size_t i = 1; i < k; i++) {
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+		c = (c << 6) | (p[i] & 0x3F);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+		return 0;
+	*cp = c;
+	return k;
+}
+
+/* Whether code point c is shown escaped (see the comment at the top). */
+static bool needs_escape(uint32_t c)
+{
+	return c < 0x20 || c == 0x7f || c == '%' || (c >= 0x80 && c <= 0x9F) || c == 0x061C ||
+	       c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) ||
+	       (c >= 0x2066 && c <= 0x2069);
 }
 
 /* True when comp[i] is '~' followed only by digits (at least one) to the end. */
@@ -57,7 +106,7 @@ static bool suffix_like_tilde(const char *comp, size_t n, size_t i)
 /*
  * A cut may have left a UTF-8 sequence without its tail at the end of
  * buf[start..*len): drop that partial sequence so names stay valid UTF-8
- * when keys were.  Escapes are ASCII and never touched.
+ * (sanitized text always is).  Escapes are ASCII and never touched.
  */
 static void trim_partial_utf8(char *buf, size_t start, size_t *len)
 {
@@ -91,7 +140,7 @@ static void trim_partial_utf8(char *buf, size_t start, size_t *len)
 static void put_component(struct out *o, const char *const *pieces, const size_t *lens, size_t np,
 			  bool last, bool *cut)
 {
-	size_t used = 0, start = o->len;
+	size_t used = 0;
 
 	if (np == 1 && lens[0] == 1 && pieces[0][0] == '.') {
 		put(o, "%2E", 3);
@@ -113,26 +162,34 @@ static void put_component(struct out *o, const char *const *pieces, const size_t
 			put(o, "%2F", 3);
 			used += 3;
 		}
-		for (size_t i = 0; i < n; i++) {
-			unsigned char ch = (unsigned char)comp[i];
-			char esc[4];
-			size_t k = 1;
+		for (size_t i = 0; i < n;) {
+			const unsigned char *u = (const unsigned char *)comp + i;
+			uint32_t cp = 0;
+			size_t ulen = utf8_char(u, n - i, &cp), k;
+			char esc[4 * 3 + 1];
 
-			if (needs_escape(ch) ||
-			    (last && p == np - 1 && suffix_like_tilde(comp, n, i))) {
-				snprintf(esc, sizeof(esc), "%%%02X", ch);
-				k = 3;
-			} else {
-				esc[0] = (char)ch;
+			if (ulen == 0) { /* an ill-formed byte: escaped alone */
+				ulen = 1;
+				cp = 0x80; /* any escaped code point */
 			}
+			if (needs_escape(cp) ||
+			    (last && p == np - 1 && suffix_like_tilde(comp, n, i))) {
+				for (size_t j = 0; j < ulen; j++)
+					snprintf(esc + 3 * j, 4, "%%%02X", u[j]);
+				k = 3 * ulen;
+			} else {
+				memcpy(esc, u, ulen);
+				k = ulen;
+			}
+			/* a unit is written whole or not at all: no cut escape, no
+			 * half a character */
 			if (used + k > CFS_NAME_MAX) {
 				*cut = true;
-				if (!o->overflow)
-					trim_partial_utf8(o->buf, start, &o->len);
 				return;
 			}
 			put(o, esc, k);
 			used += k;
+			i += ulen;
 		}
 	}
 }

@@ -4,8 +4,9 @@
  * A remote key is data: no local path is ever built from it (files live at
  * objects/<id>).  The mount shows a raw object under a display name derived
  * from its key by cfs_sanitize_key(): a relative path whose components are
- * never "", "." or "..", hold no NUL, no control bytes and no '%' except as
- * escapes, and are at most CFS_NAME_MAX bytes.  The escaping is reversible
+ * never "", "." or "..", hold no NUL, no control bytes, no bidi controls,
+ * no ill-formed UTF-8 and no '%' except as escapes, and are at most
+ * CFS_NAME_MAX bytes.  Percent-decoding a name gives its key back.  The escaping is reversible
  * for keys that need no truncation and have no empty components, so two
  * such keys never share a name; for the rest (lossy cases), and for any
  * remaining clash, cfs_display_name() appends a "~<id>" suffix that is
@@ -31,9 +32,14 @@
  *   - bytes < 0x20, 0x7f and '%' are written as %XX (uppercase hex); so is
  *     '~' when it is the first byte of a suffix-like tail ("~<digits>" at
  *     the end of the last component), keeping suffixes unforgeable;
+ *   - C1 controls (U+0080-U+009F) and bidi controls (U+061C, U+200E,
+ *     U+200F, U+202A-U+202E, U+2066-U+2069) are written as the %XX of each
+ *     of their UTF-8 bytes (U+202E -> "%E2%80%AE"), and so is every byte of
+ *     ill-formed UTF-8 ("\xff" -> "%FF"): a name is valid UTF-8 and holds
+ *     no control that reorders or hides text;
  *   - a component "." or ".." becomes "%2E" or "%2E%2E";
  *   - a component longer than CFS_NAME_MAX bytes after escaping is cut at
- *     CFS_NAME_MAX bytes (never inside an escape);
+ *     CFS_NAME_MAX bytes (never inside an escape or a character);
  *   - components beyond CFS_DEPTH_MAX are joined into the last one with
  *     "%2F";
  *   - a key with no component left becomes "%" "00" ("%00").

@@ -13,6 +13,10 @@
  *
  * Listing pages are XML parsed with expat, capped at SMP_LIST_BODY_CAP bytes
  * per page and SMP_LIST_MAX_PAGES pages; element text is capped per field.
+ * Listings ask for encoding-type=url (XML 1.0 cannot carry every key) and
+ * decode the keys when the answer says EncodingType url; a key that cannot
+ * be ours is skipped and counted, never fatal to the listing.  A refused
+ * listing's S3 error code is named in the message with what to check.
  * Secrets never leave this file except inside the Authorization header.
  *
  * Owns struct smp_s3 (URL, endpoint, signing identity).  Does not know the
@@ -43,6 +47,18 @@ static void copy_str(char *dst, size_t n, const char *src)
 		l = n - 1;
 	memcpy(dst, src, l);
 	dst[l] = '\0';
+}
+
+/* The value of hex digit ch, or -1. */
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	return -1;
 }
 
 /* Whether bucket can be a DNS label of a virtual-hosted URL. */
@@ -309,10 +325,40 @@ int smp__s3_prepare(struct smp_s3 *s, CURL *e, const char *key, uint64_t off, ui
 
 /* ---- ListObjectsV2 XML ---------------------------------------------------- */
 
-enum field { F_NONE, F_KEY, F_SIZE, F_ETAG, F_TRUNC, F_TOKEN, F_CODE };
+int smp__s3_url_decode(const char *in, char *out, size_t outlen)
+{
+	size_t o = 0;
+	for (const char *p = in; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '%') {
+			int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
+			if (hi < 0 || lo < 0)
+				return -EPROTO;
+			c = (unsigned char)(hi << 4 | lo);
+			p += 2;
+		} else if (c == '+') {
+			c = ' ';
+		}
+		if (o + 1 >= outlen)
+			return -ENAMETOOLONG;
+		out[o++] = (char)c;
+	}
+	if (outlen == 0)
+		return -ENAMETOOLONG;
+	out[o] = '\0';
+	return (int)o;
+}
+
+enum field { F_NONE, F_KEY, F_SIZE, F_ETAG, F_TRUNC, F_TOKEN, F_CODE, F_MESSAGE, F_PREFIX, F_ENC };
+
+/* A key of one page as the server wrote it (decoded once the page is read). */
+struct page_obj {
+	char *key;
+	uint64_t size;
+	char etag[128];
+};
 
 struct xml_ctx {
-	struct smp_listing *l;
 	int depth;
 	bool in_contents;
 	enum field f;
@@ -321,16 +367,23 @@ struct xml_ctx {
 	bool overflow;
 	char key[TEXT_CAP + 1], etag[128];
 	uint64_t size;
+	bool key_overflow;
 	bool truncated;
 	char token[TEXT_CAP + 1];
-	char code[128];
+	char code[128], message[256];
+	char prefix[TEXT_CAP + 1]; /* <Prefix> of the answer, as written */
+	bool have_prefix;
+	char encoding[16]; /* <EncodingType>: "url" when the keys are encoded */
+	struct page_obj *objs;
+	size_t nobjs, capobjs;
+	size_t overlong; /* keys over TEXT_CAP bytes as written */
 	int rc;
-	size_t prefix_len;
 };
 
 static void on_start(void *ud, const XML_Char *name, const XML_Char **atts)
 {
 	struct xml_ctx *c = ud;
+	(void)atts;
 	c->depth++;
 	c->tlen = 0;
 	c->overflow = false;
@@ -338,6 +391,7 @@ static void on_start(void *ud, const XML_Char *name, const XML_Char **atts)
 	if (c->depth == 2 && !strcmp(name, "Contents")) {
 		c->in_contents = true;
 		c->key[0] = c->etag[0] = '\0';
+		c->key_overflow = false;
 		c->size = 0;
 	} else if (c->in_contents && c->depth == 3) {
 		c->f = !strcmp(name, "Key")    ? F_KEY
@@ -348,6 +402,9 @@ static void on_start(void *ud, const XML_Char *name, const XML_Char **atts)
 		c->f = !strcmp(name, "IsTruncated")		? F_TRUNC
 		       : !strcmp(name, "NextContinuationToken") ? F_TOKEN
 		       : !strcmp(name, "Code")			? F_CODE
+		       : !strcmp(name, "Message")		? F_MESSAGE
+		       : !strcmp(name, "Prefix")		? F_PREFIX
+		       : !strcmp(name, "EncodingType")		? F_ENC
 								: F_NONE;
 	}
 }
@@ -365,13 +422,33 @@ static void on_text(void *ud, const XML_Char *s, int len)
 	c->tlen += (size_t)len;
 }
 
+static int page_add(struct xml_ctx *c)
+{
+	if (c->nobjs == c->capobjs) {
+		size_t nc = c->capobjs ? 2 * c->capobjs : 1024;
+		struct page_obj *v = realloc(c->objs, nc * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		c->objs = v;
+		c->capobjs = nc;
+	}
+	struct page_obj *o = &c->objs[c->nobjs];
+	o->key = strdup(c->key);
+	if (!o->key)
+		return -ENOMEM;
+	o->size = c->size;
+	copy_str(o->etag, sizeof(o->etag), c->etag);
+	c->nobjs++;
+	return 0;
+}
+
 static void on_end(void *ud, const XML_Char *name)
 {
 	struct xml_ctx *c = ud;
 	c->text[c->tlen] = '\0';
 	if (c->f != F_NONE && c->overflow) {
 		if (c->f == F_KEY)
-			c->key[0] = '\0'; /* skipped below, with a warning */
+			c->key_overflow = true; /* counted and skipped below */
 	} else {
 		switch (c->f) {
 		case F_KEY:
@@ -392,6 +469,16 @@ static void on_end(void *ud, const XML_Char *name)
 		case F_CODE:
 			copy_str(c->code, sizeof(c->code), c->text);
 			break;
+		case F_MESSAGE:
+			copy_str(c->message, sizeof(c->message), c->text);
+			break;
+		case F_PREFIX:
+			memcpy(c->prefix, c->text, c->tlen + 1);
+			c->have_prefix = true;
+			break;
+		case F_ENC:
+			copy_str(c->encoding, sizeof(c->encoding), c->text);
+			break;
 		default:
 			break;
 		}
@@ -399,16 +486,138 @@ static void on_end(void *ud, const XML_Char *name)
 	c->f = F_NONE;
 	if (c->depth == 2 && c->in_contents && !strcmp(name, "Contents")) {
 		c->in_contents = false;
-		size_t kl = strlen(c->key);
-		if (kl <= c->prefix_len || kl - c->prefix_len > SMP_KEY_MAX ||
-		    c->key[kl - 1] == '/') {
-			/* the prefix itself, a "directory" marker, or an over-long key */
-		} else if (!c->rc) {
-			c->rc = smp__listing_add(c->l, c->key + c->prefix_len, kl - c->prefix_len,
-						 c->size, c->etag);
-		}
+		if (c->key_overflow)
+			c->overlong++;
+		else if (!c->rc && c->key[0])
+			c->rc = page_add(c);
 	}
 	c->depth--;
+}
+
+static void page_clear(struct xml_ctx *c)
+{
+	for (size_t i = 0; i < c->nobjs; i++)
+		free(c->objs[i].key);
+	c->nobjs = 0;
+}
+
+/* Why a skipped key was skipped, counted for one warning per listing. */
+struct skipped {
+	size_t overlong, bad_escape, nul, outside, dirs;
+};
+
+/*
+ * Moves the page's keys into l: each decoded when the answer says
+ * EncodingType url, then stripped of the prefix.  A key that cannot be an
+ * object of ours is skipped and counted in *sk (the rest still list).
+ */
+static int page_commit(struct smp_s3 *s, struct xml_ctx *c, struct smp_listing *l,
+		       struct skipped *sk)
+{
+	bool url = !strcmp(c->encoding, "url");
+	size_t plen = strlen(s->prefix);
+	char *key = malloc(TEXT_CAP + 1);
+	int rc = 0;
+
+	if (!key)
+		return -ENOMEM;
+	sk->overlong += c->overlong;
+	c->overlong = 0;
+	for (size_t i = 0; i < c->nobjs && !rc; i++) {
+		struct page_obj *o = &c->objs[i];
+		int n;
+		if (url) {
+			n = smp__s3_url_decode(o->key, key, TEXT_CAP + 1);
+			if (n < 0) {
+				sk->bad_escape++;
+				continue;
+			}
+		} else {
+			n = (int)strlen(o->key);
+			memcpy(key, o->key, (size_t)n + 1);
+		}
+		if (memchr(key, '\0', (size_t)n)) {
+			sk->nul++; /* "%00": no file system or URL path holds it */
+		} else if ((size_t)n <= plen || strncmp(key, s->prefix, plen)) {
+			if ((size_t)n != plen || strncmp(key, s->prefix, plen))
+				sk->outside++; /* not under the prefix we asked for */
+		} else if ((size_t)n - plen > SMP_KEY_MAX) {
+			sk->overlong++;
+		} else if (key[n - 1] == '/') {
+			sk->dirs++; /* a "directory" marker */
+		} else {
+			rc = smp__listing_add(l, key + plen, (size_t)n - plen, o->size, o->etag);
+		}
+	}
+	free(key);
+	page_clear(c);
+	return rc;
+}
+
+/* The advice that goes with an S3 error code of a refused request. */
+static const char *advice(const char *code)
+{
+	static const struct {
+		const char *code, *what;
+	} t[] = {
+	    {"SignatureDoesNotMatch",
+	     "the signature does not match the one the server computed: check the secret key "
+	     "(aws_secret_access_key or AWS_SECRET_ACCESS_KEY) and the region"},
+	    {"InvalidAccessKeyId", "the server knows no such access key id: check "
+				   "aws_access_key_id or AWS_ACCESS_KEY_ID"},
+	    {"InvalidToken", "the session token is not valid: check aws_session_token or "
+			     "AWS_SESSION_TOKEN"},
+	    {"ExpiredToken", "the session token has expired: renew the credentials "
+			     "(aws_session_token or AWS_SESSION_TOKEN)"},
+	    {"RequestTimeTooSkewed", "this machine's clock is too far from the server's: fix "
+				     "the clock (NTP)"},
+	    {"AuthorizationHeaderMalformed", "the server wants another region: set `region`"},
+	    {"AccessDenied", "check the credentials and the bucket policy"},
+	    {"NoSuchBucket", "check the bucket name in the source URL"},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcmp(code, t[i].code))
+			return t[i].what;
+	return NULL;
+}
+
+/*
+ * Parses an S3 error body (<Error><Code>...) of a refused listing request
+ * into err, replacing the bare "HTTP 403" message.  Leaves err as it is when
+ * the body holds no code.
+ */
+static void explain_error(struct smp_s3 *s, const struct smp_buf *b, char *err, size_t errlen)
+{
+	struct xml_ctx *c;
+	XML_Parser p;
+
+	if (!b->p || b->len == 0 || !(c = calloc(1, sizeof(*c))))
+		return;
+	p = XML_ParserCreate("UTF-8");
+	if (p) {
+		XML_SetUserData(p, c);
+		XML_SetElementHandler(p, on_start, on_end);
+		XML_SetCharacterDataHandler(p, on_text);
+		if (XML_Parse(p, b->p, (int)b->len, 1) != XML_STATUS_ERROR && c->code[0]) {
+			const char *what = advice(c->code);
+			/* the server's words are data: no control byte reaches a terminal */
+			for (char *q = c->code; *q; q++)
+				if ((unsigned char)*q < 0x20 || *q == 0x7f)
+					*q = '?';
+			for (char *q = c->message; *q; q++)
+				if ((unsigned char)*q < 0x20 || *q == 0x7f)
+					*q = '?';
+			snprintf(err, errlen, "s3://%s/%s: listing refused: %s: %s", s->bucket,
+				 s->prefix, c->code,
+				 what		 ? what
+				 : c->message[0] ? c->message
+						 : "the server gave no message");
+		}
+		XML_ParserFree(p);
+	}
+	page_clear(c);
+	free(c->objs);
+	free(c);
 }
 
 int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l, char *err,
@@ -416,14 +625,14 @@ int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l,
 {
 	struct smp_buf b = {.max = SMP_LIST_BODY_CAP};
 	struct xml_ctx *c = calloc(1, sizeof(*c));
+	struct skipped sk = {0};
 	char *query = malloc(3 * TEXT_CAP + 3 * SMP_KEY_MAX + 256);
 	char *url = malloc(3 * TEXT_CAP + 3 * SMP_KEY_MAX + 8192);
+	char *dec = malloc(TEXT_CAP + 1);
 	char canon[600], enc_tok[3 * TEXT_CAP + 1], enc_pfx[3 * SMP_KEY_MAX + 1];
 	int rc = -ENOMEM;
-	if (!c || !query || !url)
+	if (!c || !query || !url || !dec)
 		goto out;
-	c->l = l;
-	c->prefix_len = strlen(s->prefix);
 	if (smp_uri_encode(s->prefix, 0, enc_pfx, sizeof(enc_pfx)) < 0) {
 		rc = -ENAMETOOLONG;
 		snprintf(err, errlen, "s3 prefix too long");
@@ -440,21 +649,33 @@ int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l,
 				 s->prefix, SMP_LIST_MAX_PAGES);
 			goto out;
 		}
-		/* sorted by name: continuation-token < list-type < prefix */
+		/*
+		 * Sorted by name: continuation-token < encoding-type < list-type <
+		 * prefix.  encoding-type=url: keys come back percent-encoded, so a
+		 * key holding a character XML 1.0 cannot carry (U+0001) does not
+		 * make the page unparsable.  The token is opaque and not encoded
+		 * by the server (S3 docs): it goes back as it came.
+		 */
 		if (page > 0) {
 			if (smp_uri_encode(c->token, 0, enc_tok, sizeof(enc_tok)) < 0) {
 				rc = -ENAMETOOLONG;
+				snprintf(err, errlen, "s3://%s/: continuation token too long",
+					 s->bucket);
 				goto out;
 			}
-			sprintf(query, "continuation-token=%s&list-type=2&prefix=%s", enc_tok,
-				enc_pfx);
+			sprintf(query,
+				"continuation-token=%s&encoding-type=url&list-type=2&prefix=%s",
+				enc_tok, enc_pfx);
 		} else {
-			sprintf(query, "list-type=2&prefix=%s", enc_pfx);
+			sprintf(query, "encoding-type=url&list-type=2&prefix=%s", enc_pfx);
 		}
 		sprintf(url, "%s%s?%s", s->endpoint, canon, query);
 		rc = smp__get_small(conn, url, canon, query, sign_list, s, &b, err, errlen);
-		if (rc)
+		if (rc) {
+			if (rc != -EFBIG && rc != -ENOMEM)
+				explain_error(s, &b, err, errlen);
 			goto out;
+		}
 		XML_Parser p = XML_ParserCreate("UTF-8");
 		if (!p) {
 			rc = -ENOMEM;
@@ -464,12 +685,16 @@ int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l,
 		c->truncated = false;
 		c->token[0] = '\0';
 		c->code[0] = '\0';
+		c->encoding[0] = '\0';
+		c->have_prefix = false;
 		XML_SetUserData(p, c);
 		XML_SetElementHandler(p, on_start, on_end);
 		XML_SetCharacterDataHandler(p, on_text);
-		size_t before = l->n;
+		size_t before = l->n + sk.overlong + sk.bad_escape + sk.nul + sk.outside + sk.dirs;
 		if (XML_Parse(p, b.p ? b.p : "", (int)b.len, 1) == XML_STATUS_ERROR) {
-			snprintf(err, errlen, "s3://%s/: listing page %u: bad XML at line %lu: %s",
+			snprintf(err, errlen,
+				 "s3://%s/: listing page %u: bad XML at line %lu: %s (the server "
+				 "may ignore encoding-type=url and send a key XML cannot hold)",
 				 s->bucket, page, (unsigned long)XML_GetCurrentLineNumber(p),
 				 XML_ErrorString(XML_GetErrorCode(p)));
 			XML_ParserFree(p);
@@ -487,9 +712,29 @@ int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l,
 			snprintf(err, errlen, "s3://%s/: listing: error %s", s->bucket, c->code);
 			goto out;
 		}
+		/* the answer names the prefix it lists: it must be ours */
+		if (c->have_prefix) {
+			int n = !strcmp(c->encoding, "url")
+				    ? smp__s3_url_decode(c->prefix, dec, TEXT_CAP + 1)
+				    : (int)strlen(strcpy(dec, c->prefix));
+			if (n < 0 || strcmp(dec, s->prefix)) {
+				rc = -EPROTO;
+				snprintf(err, errlen,
+					 "s3://%s/%s: listing page %u answers for another prefix: "
+					 "the server ignored `prefix`",
+					 s->bucket, s->prefix, page);
+				goto out;
+			}
+		}
+		rc = page_commit(s, c, l, &sk);
+		if (rc) {
+			snprintf(err, errlen, "s3://%s/: listing: %s", s->bucket, strerror(-rc));
+			goto out;
+		}
 		if (!c->truncated)
 			break;
-		if (!c->token[0] || l->n == before) {
+		if (!c->token[0] ||
+		    l->n + sk.overlong + sk.bad_escape + sk.nul + sk.outside + sk.dirs == before) {
 			rc = -EPROTO;
 			snprintf(err, errlen,
 				 "s3://%s/: listing page %u is truncated but gives no "
@@ -498,11 +743,22 @@ int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l,
 			goto out;
 		}
 	}
+	if (sk.overlong + sk.bad_escape + sk.nul + sk.outside)
+		cmn_log(CMN_LOG_WARN,
+			"s3://%s/%s: %zu keys not listed: %zu longer than %d bytes, %zu with a bad "
+			"%%-escape, %zu holding NUL, %zu outside the prefix",
+			s->bucket, s->prefix, sk.overlong + sk.bad_escape + sk.nul + sk.outside,
+			sk.overlong, SMP_KEY_MAX, sk.bad_escape, sk.nul, sk.outside);
 	rc = 0;
 out:
+	if (c) {
+		page_clear(c);
+		free(c->objs);
+	}
 	free(b.p);
 	free(c);
 	free(query);
 	free(url);
+	free(dec);
 	return rc;
 }

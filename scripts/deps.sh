@@ -18,6 +18,7 @@ PKGS=(
   python3-torch   # DLPack consumer tests and the PyTorch DataLoader peer (bench/)
   python3-prometheus-client   # parses the metrics endpoint (tests/daemon)
   awscli          # resolves the same ~/.aws files as rollcache (tests/sampler)
+  python3-botocore   # tests/servers/sigv4_proxy.py checks every S3 test request's SigV4
   librsvg2-bin    # rsvg-convert renders report's SVG (tests/cli)
   man-db          # man -l of the generated rollcache(1) (tests/docs)
   systemd         # systemd-analyze verify of docs/rollcache@.service (tests/docs)

@@ -17,6 +17,60 @@ static const char *san(const char *key, bool *lossy)
 	return out;
 }
 
+/*
+ * Whether s is well-formed UTF-8 holding no C1 or bidi control (Unicode
+ * table 3-7, written out here independently of names.c).
+ */
+static bool shown_text_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned char b = *p;
+		size_t k;
+		unsigned long c;
+		if (b < 0x80) {
+			p++;
+			continue;
+		}
+		if (b >= 0xC2 && b <= 0xDF)
+			k = 2, c = b & 0x1F;
+		else if (b >= 0xE0 && b <= 0xEF)
+			k = 3, c = b & 0x0F;
+		else if (b >= 0xF0 && b <= 0xF4)
+			k = 4, c = b & 0x07;
+		else
+			return false;
+		for (size_t i = 1; i < k; i++) {
+			if ((p[i] & 0xC0) != 0x80)
+				return false;
+			c = (c << 6) | (p[i] & 0x3F);
+		}
+		if ((k == 3 && c < 0x800) || (k == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
+		    (c >= 0xD800 && c <= 0xDFFF))
+			return false;
+		if (c <= 0x9F || c == 0x61C || c == 0x200E || c == 0x200F ||
+		    (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069))
+			return false;
+		p += k;
+	}
+	return true;
+}
+
+/* Percent-decodes a display name into dec (the key, for a lossless name). */
+static void decode(const char *name, char *dec)
+{
+	while (*name) {
+		unsigned v;
+		if (*name == '%' && sscanf(name + 1, "%2X", &v) == 1) {
+			*dec++ = (char)v;
+			name += 3;
+		} else {
+			*dec++ = *name++;
+		}
+	}
+	*dec = '\0';
+}
+
 /* Checks the shape invariant 7 promises for any display path. */
 static void assert_safe(const char *name)
 {
@@ -45,6 +99,7 @@ static void assert_safe(const char *name)
 			break;
 		p = slash + 1;
 	}
+	ck_assert_msg(shown_text_ok(name), "ill-formed UTF-8 or a bidi/C1 control in %s", name);
 }
 
 START_TEST(dotdot_and_absolute)
@@ -235,6 +290,136 @@ START_TEST(injective_on_hostile_alphabet)
 }
 END_TEST
 
+START_TEST(bidi_controls_and_bad_utf8)
+{
+	bool lossy;
+
+	/* U+202E RIGHT-TO-LEFT OVERRIDE would show "gpj.<RLO>exe" as "exe.jpg" */
+	ck_assert_str_eq(san("gpj.\xe2\x80\xae"
+			     "exe",
+			     &lossy),
+			 "gpj.%E2%80%AEexe");
+	ck_assert(!lossy);
+	ck_assert_str_eq(san("a\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad"
+			     "b",
+			     NULL),
+			 "a%E2%80%AA%E2%80%AB%E2%80%AC%E2%80%ADb"); /* U+202A-U+202D */
+	ck_assert_str_eq(san("\xe2\x81\xa6x\xe2\x81\xa9", NULL),
+			 "%E2%81%A6x%E2%81%A9"); /* U+2066, U+2069 */
+	ck_assert_str_eq(san("\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c", NULL),
+			 "%E2%80%8E%E2%80%8F%D8%9C");	       /* LRM, RLM, ALM */
+	ck_assert_str_eq(san("c1\xc2\x85", NULL), "c1%C2%85"); /* U+0085, a C1 control */
+	/* ill-formed UTF-8: each byte that starts no character is escaped alone */
+	ck_assert_str_eq(san("\xff\xfe", NULL), "%FF%FE");
+	ck_assert_str_eq(san("over\xc0\xaf", NULL), "over%C0%AF");	       /* overlong '/' */
+	ck_assert_str_eq(san("sur\xed\xa0\x80", NULL), "sur%ED%A0%80");	       /* a surrogate */
+	ck_assert_str_eq(san("big\xf4\x90\x80\x80", NULL), "big%F4%90%80%80"); /* > U+10FFFF */
+	ck_assert_str_eq(san("cut\xe2\x80", NULL), "cut%E2%80");	       /* truncated */
+	ck_assert_str_eq(san("\x80z", NULL), "%80z");			       /* stray tail byte */
+	ck_assert_str_eq(san("\xc3\xa9\xc3", NULL), "\xc3\xa9%C3"); /* é then half of one */
+	/* well-formed text that is not a control stays as it is */
+	ck_assert_str_eq(san("\xe2\x82\xac \xf0\x9f\x98\x80 \xe6\x97\xa5", NULL),
+			 "\xe2\x82\xac \xf0\x9f\x98\x80 \xe6\x97\xa5"); /* € 😀 日 */
+	ck_assert_str_eq(san("\xe2\x80\x8d", NULL), "\xe2\x80\x8d");	/* ZWJ: not bidi */
+	/* the escape of a key and the key spelling that escape never meet */
+	ck_assert_str_ne(san("%E2%80%AE", NULL), "%E2%80%AE");
+	ck_assert_str_eq(out, "%25E2%2580%25AE");
+	assert_safe(san("\xe2\x80\xae/\xff/\xc2\x9b", NULL));
+}
+END_TEST
+
+START_TEST(cut_never_splits_an_escaped_character)
+{
+	char key[400];
+	bool lossy;
+
+	/* 250 'n' + RLO: its 9-byte escape does not fit 255, so none of it is written */
+	memset(key, 'n', 250);
+	memcpy(key + 250, "\xe2\x80\xae", 4);
+	san(key, &lossy);
+	ck_assert(lossy);
+	ck_assert_uint_eq(strlen(out), 250);
+	assert_safe(out);
+	/* 246 'n' + RLO: 255 bytes exactly */
+	memmove(key + 246, key + 250, 4);
+	san(key, &lossy);
+	ck_assert(!lossy);
+	ck_assert_uint_eq(strlen(out), 255);
+	ck_assert_str_eq(out + 246, "%E2%80%AE");
+}
+END_TEST
+
+struct named {
+	char *name, *key;
+};
+
+static int cmp_named(const void *a, const void *b)
+{
+	return strcmp(((const struct named *)a)->name, ((const struct named *)b)->name);
+}
+
+/*
+ * Every key up to 4 units over an alphabet of multi-byte pieces (bidi
+ * controls, pieces of characters, whole characters, '%', '/'): names are
+ * safe, percent-decoding a lossless name gives its key back, and no two
+ * keys share a name.
+ */
+START_TEST(reversible_on_utf8_alphabet)
+{
+	static const char *const alpha[] = {"a",	"/",	    "%",    "\xe2\x80\xae", "\xe2",
+					    "\x80\xae", "\xc3\xa9", "\xff", "\xe2\x81\xa6", "~1"};
+	const size_t na = sizeof(alpha) / sizeof(alpha[0]), maxlen = 4;
+	size_t total = 0, k = 0, lossless = 0;
+	struct named *names;
+
+	for (size_t len = 0, p = 1; len <= maxlen; len++, p *= na)
+		total += p;
+	names = calloc(total, sizeof(*names));
+	ck_assert_ptr_nonnull(names);
+	for (size_t len = 0; len <= maxlen; len++) {
+		size_t count = 1;
+		for (size_t i = 0; i < len; i++)
+			count *= na;
+		for (size_t v = 0; v < count; v++) {
+			char key[64] = "", name[CFS_DISPLAY_MAX], dec[CFS_DISPLAY_MAX];
+			bool lossy = false;
+			size_t x = v;
+			for (size_t i = 0; i < len; i++) {
+				strcat(key, alpha[x % na]);
+				x /= na;
+			}
+			ck_assert_int_eq(cfs_sanitize_key(key, name, sizeof(name), &lossy), 0);
+			if (lossy) {
+				ck_assert_int_eq(
+				    cfs_display_name(key, (int64_t)k + 1, true, name, sizeof(name)),
+				    0);
+			} else {
+				decode(name, dec);
+				ck_assert_msg(strcmp(dec, key) == 0,
+					      "%s does not decode to its key", name);
+				lossless++;
+			}
+			assert_safe(name);
+			names[k].name = strdup(name);
+			names[k++].key = strdup(key);
+		}
+	}
+	ck_assert_uint_eq(k, total);
+	ck_assert_uint_gt(lossless, total / 2);
+	/* pieces concatenate: equal keys arise ("\xe2" "\x80\xae" is U+202E) */
+	qsort(names, total, sizeof(*names), cmp_named);
+	for (size_t i = 1; i < total; i++)
+		ck_assert_msg(strcmp(names[i - 1].name, names[i].name) != 0 ||
+				  strcmp(names[i - 1].key, names[i].key) == 0,
+			      "two keys share the name %s", names[i].name);
+	for (size_t i = 0; i < total; i++) {
+		free(names[i].name);
+		free(names[i].key);
+	}
+	free(names);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cachefs");
@@ -251,6 +436,9 @@ int main(void)
 	    {"deep_keys_are_joined", deep_keys_are_joined},
 	    {"suffix_cannot_be_forged", suffix_cannot_be_forged},
 	    {"injective_on_hostile_alphabet", injective_on_hostile_alphabet},
+	    {"bidi_controls_and_bad_utf8", bidi_controls_and_bad_utf8},
+	    {"cut_never_splits_an_escaped_character", cut_never_splits_an_escaped_character},
+	    {"reversible_on_utf8_alphabet", reversible_on_utf8_alphabet},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

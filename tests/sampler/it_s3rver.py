@@ -7,8 +7,10 @@ Proves: ListObjectsV2 pagination (more than 1000 keys, continuation tokens);
 keys with spaces, '+', '=', '%', '/' and UTF-8 are listed and fetched; every
 admitted record equals its source record and counts match; rank/world_size
 0/2 and 1/2 split the objects exactly; a prefix limits the listing; requests
-are signed with credentials from a 0600 credentials file, and a file readable
-by others is refused without the secret appearing in the message.
+are signed with credentials from a 0600 credentials file (every signature,
+continuation tokens included, checked with botocore by the SigV4 proxy that
+s3rver.sh puts in front of s3rver), and a file readable by others is
+refused without the secret appearing in the message.
 """
 import collections
 import os

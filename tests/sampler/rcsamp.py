@@ -208,7 +208,10 @@ class Server:
         self.url = p.stdout.strip().splitlines()[-1]
 
     def stop(self):
-        subprocess.run([self.script, "stop", self.state], capture_output=True, timeout=30)
+        p = subprocess.run([self.script, "stop", self.state], capture_output=True, text=True,
+                           timeout=30)
+        if p.stdout.strip():  # s3rver.sh: what its SigV4 proxy checked
+            print(p.stdout.strip())
 
 
 def tmpdir(name):

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "sampler/s3_i.h"
 #include "sampler/sigv4.h"
 
 START_TEST(aws_get_object_example)
@@ -85,6 +86,33 @@ START_TEST(uri_encode_rules)
 }
 END_TEST
 
+/*
+ * Keys of a ListObjectsV2 answer with encoding-type=url, read as botocore's
+ * unquote_plus reads them (s3.c smp__s3_url_decode).
+ */
+START_TEST(list_url_decoding)
+{
+	char out[64];
+	ck_assert_int_eq(smp__s3_url_decode("ds/ctl%01a%2Bb+c", out, sizeof(out)), 12);
+	ck_assert_str_eq(out, "ds/ctl\x01"
+			      "a+b c");
+	ck_assert_int_eq(smp__s3_url_decode("gpj.%E2%80%aeexe", out, sizeof(out)), 10);
+	ck_assert_str_eq(out, "gpj.\xe2\x80\xae"
+			      "exe");
+	ck_assert_int_eq(smp__s3_url_decode("a%00b", out, sizeof(out)), 3); /* NUL: length says */
+	ck_assert_int_eq(out[1], 0);
+	ck_assert_int_eq(smp__s3_url_decode("100%", out, sizeof(out)), -EPROTO);
+	ck_assert_int_eq(smp__s3_url_decode("%4", out, sizeof(out)), -EPROTO);
+	ck_assert_int_eq(smp__s3_url_decode("%G1", out, sizeof(out)), -EPROTO);
+	ck_assert_int_eq(smp__s3_url_decode("abcdef", out, 4), -ENAMETOOLONG);
+	/* what smp_uri_encode writes decodes back */
+	char enc[128];
+	ck_assert_int_gt(smp_uri_encode("k/\x01 +=%\xe2\x80\xae~", 1, enc, sizeof(enc)), 0);
+	ck_assert_int_eq(smp__s3_url_decode(enc, out, sizeof(out)), 11);
+	ck_assert_str_eq(out, "k/\x01 +=%\xe2\x80\xae~");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sampler-sigv4");
@@ -100,6 +128,9 @@ static Suite *suite(void)
 	suite_add_tcase(s, t);
 	t = tcase_create("uri-encode");
 	tcase_add_test(t, uri_encode_rules);
+	suite_add_tcase(s, t);
+	t = tcase_create("list-url-decoding");
+	tcase_add_test(t, list_url_decoding);
 	suite_add_tcase(s, t);
 	return s;
 }

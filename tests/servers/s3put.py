@@ -1,19 +1,39 @@
 #!/usr/bin/python3
-"""s3put.py - upload files to an S3-compatible test server (s3rver) over one
-keep-alive connection.
+"""s3put.py - upload files to an S3-compatible test server (s3rver behind
+sigv4_proxy.py) over one keep-alive connection.
 
   s3put.py ENDPOINT BUCKET ROOT [KEYPREFIX]
 
 Every regular file under ROOT is PUT as KEYPREFIX + its relative path (keys
-may hold spaces, '+', '=', '%' and UTF-8: they are percent-encoded here).
-Requests carry a SigV4-shaped Authorization header for s3rver's test account
-(S3RVER); s3rver checks its form, not the signature.  Loopback only.
+may hold spaces, '+', '=', '%', control characters and UTF-8: they are
+percent-encoded here).  Requests are signed with botocore's SigV4 signer
+(payload hash included) for $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY
+(+ $AWS_SESSION_TOKEN) when both are set, else s3rver's test account
+S3RVER/S3RVER; the proxy checks the signature.  Loopback only.
+
+signed_headers() is also what tests use to send hand-made requests.
 """
-import datetime
 import http.client
 import os
 import sys
 import urllib.parse
+
+try:
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+except ImportError:
+    print("python3-botocore is not installed (apt-get install python3-botocore: scripts/deps.sh)")
+    sys.exit(77)
+
+
+def signed_headers(method, url, body=b"", headers=None, access_key="S3RVER", secret="S3RVER",
+                   token=None, region="us-east-1"):
+    """The headers of a SigV4-signed request (botocore; payload hash signed).
+    url must be percent-encoded already ('/' kept)."""
+    req = AWSRequest(method=method, url=url, data=body, headers=dict(headers or {}))
+    S3SigV4Auth(Credentials(access_key, secret, token), "s3", region).add_auth(req)
+    return dict(req.headers.items())
 
 
 def main():
@@ -22,27 +42,26 @@ def main():
     u = urllib.parse.urlsplit(endpoint)
     if u.hostname not in ("127.0.0.1", "localhost"):
         sys.exit("s3put: refusing a non-loopback endpoint %s" % endpoint)
+    ak, sk = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
+    cred = {"access_key": ak, "secret": sk, "token": os.environ.get("AWS_SESSION_TOKEN") or None}
+    if not ak or not sk:
+        cred = {}
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
     n = 0
-    for dirpath, _, files in os.walk(root):
+    for dirpath, _, files in os.walk(os.fsencode(root)):
         for name in sorted(files):
             path = os.path.join(dirpath, name)
-            key = prefix + os.path.relpath(path, root)
+            key = os.fsencode(prefix) + os.path.relpath(path, os.fsencode(root))
             with open(path, "rb") as f:
                 body = f.read()
-            date = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
-            hdrs = {
-                "x-amz-date": date,
-                "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
-                "Authorization": "AWS4-HMAC-SHA256 Credential=S3RVER/%s/us-east-1/s3/aws4_request, "
-                                 "SignedHeaders=host;x-amz-date, Signature=%s" % (date[:8], "0" * 64),
-                "Content-Length": str(len(body)),
-            }
-            conn.request("PUT", "/%s/%s" % (bucket, urllib.parse.quote(key, safe="/")), body, hdrs)
+            target = "/%s/%s" % (bucket, urllib.parse.quote(key, safe="/~"))
+            hdrs = signed_headers("PUT", "%s://%s%s" % (u.scheme, u.netloc, target), body,
+                                  {"Content-Length": str(len(body))}, **cred)
+            conn.request("PUT", target, body, hdrs)
             r = conn.getresponse()
             data = r.read()
             if r.status != 200:
-                sys.exit("s3put: PUT %s: HTTP %d %s" % (key, r.status, data[:300]))
+                sys.exit("s3put: PUT %r: HTTP %d %s" % (key, r.status, data[:300]))
             n += 1
     print("uploaded %d objects" % n)
 
