@@ -11,8 +11,9 @@
  * hex, so the URL sent and the canonical query signed are the same string;
  * the Host and Range headers are set here explicitly for the same reason.
  *
- * Listing pages are XML parsed with expat, capped at SMP_LIST_BODY_CAP bytes
- * per page and SMP_LIST_MAX_PAGES pages; element text is capped per field.
+ * Listing pages are capped at SMP_LIST_BODY_CAP bytes per page and
+ * SMP_LIST_MAX_PAGES pages; each is parsed by s3_xml.c (expat, element text
+ * capped per field).
  * Secrets never leave this file except inside the Authorization header.
  *
  * Owns struct smp_s3 (URL, endpoint, signing identity).  Does not know the
@@ -27,23 +28,12 @@
 #include <string.h>
 #include <time.h>
 
-#include <expat.h>
-
 #include "common/log.h"
 #include "sampler/listing_i.h"
+#include "sampler/s3_xml_i.h"
 #include "sampler/sigv4.h"
 
-#define TEXT_CAP 4096
-
-/* Copies src into dst (capacity n > 0), truncating; always NUL-terminates. */
-static void copy_str(char *dst, size_t n, const char *src)
-{
-	size_t l = strlen(src);
-	if (l >= n)
-		l = n - 1;
-	memcpy(dst, src, l);
-	dst[l] = '\0';
-}
+#define TEXT_CAP SMP_S3_TEXT_CAP
 
 /* Whether bucket can be a DNS label of a virtual-hosted URL. */
 static bool dns_compatible(const char *b)
@@ -307,123 +297,19 @@ int smp__s3_prepare(struct smp_s3 *s, CURL *e, const char *key, uint64_t off, ui
 	return smp__s3_sign(s, canon, "", (off || len) ? range : NULL, hdrs, err, errlen);
 }
 
-/* ---- ListObjectsV2 XML ---------------------------------------------------- */
-
-enum field { F_NONE, F_KEY, F_SIZE, F_ETAG, F_TRUNC, F_TOKEN, F_CODE };
-
-struct xml_ctx {
-	struct smp_listing *l;
-	int depth;
-	bool in_contents;
-	enum field f;
-	char text[TEXT_CAP + 1];
-	size_t tlen;
-	bool overflow;
-	char key[TEXT_CAP + 1], etag[128];
-	uint64_t size;
-	bool truncated;
-	char token[TEXT_CAP + 1];
-	char code[128];
-	int rc;
-	size_t prefix_len;
-};
-
-static void on_start(void *ud, const XML_Char *name, const XML_Char **atts)
-{
-	struct xml_ctx *c = ud;
-	c->depth++;
-	c->tlen = 0;
-	c->overflow = false;
-	c->f = F_NONE;
-	if (c->depth == 2 && !strcmp(name, "Contents")) {
-		c->in_contents = true;
-		c->key[0] = c->etag[0] = '\0';
-		c->size = 0;
-	} else if (c->in_contents && c->depth == 3) {
-		c->f = !strcmp(name, "Key")    ? F_KEY
-		       : !strcmp(name, "Size") ? F_SIZE
-		       : !strcmp(name, "ETag") ? F_ETAG
-					       : F_NONE;
-	} else if (c->depth == 2) {
-		c->f = !strcmp(name, "IsTruncated")		? F_TRUNC
-		       : !strcmp(name, "NextContinuationToken") ? F_TOKEN
-		       : !strcmp(name, "Code")			? F_CODE
-								: F_NONE;
-	}
-}
-
-static void on_text(void *ud, const XML_Char *s, int len)
-{
-	struct xml_ctx *c = ud;
-	if (c->f == F_NONE)
-		return;
-	if (c->tlen + (size_t)len > TEXT_CAP) {
-		c->overflow = true;
-		return;
-	}
-	memcpy(c->text + c->tlen, s, (size_t)len);
-	c->tlen += (size_t)len;
-}
-
-static void on_end(void *ud, const XML_Char *name)
-{
-	struct xml_ctx *c = ud;
-	c->text[c->tlen] = '\0';
-	if (c->f != F_NONE && c->overflow) {
-		if (c->f == F_KEY)
-			c->key[0] = '\0'; /* skipped below, with a warning */
-	} else {
-		switch (c->f) {
-		case F_KEY:
-			memcpy(c->key, c->text, c->tlen + 1);
-			break;
-		case F_SIZE:
-			c->size = strtoull(c->text, NULL, 10);
-			break;
-		case F_ETAG:
-			copy_str(c->etag, sizeof(c->etag), c->text);
-			break;
-		case F_TRUNC:
-			c->truncated = !strcmp(c->text, "true");
-			break;
-		case F_TOKEN:
-			memcpy(c->token, c->text, c->tlen + 1);
-			break;
-		case F_CODE:
-			copy_str(c->code, sizeof(c->code), c->text);
-			break;
-		default:
-			break;
-		}
-	}
-	c->f = F_NONE;
-	if (c->depth == 2 && c->in_contents && !strcmp(name, "Contents")) {
-		c->in_contents = false;
-		size_t kl = strlen(c->key);
-		if (kl <= c->prefix_len || kl - c->prefix_len > SMP_KEY_MAX ||
-		    c->key[kl - 1] == '/') {
-			/* the prefix itself, a "directory" marker, or an over-long key */
-		} else if (!c->rc) {
-			c->rc = smp__listing_add(c->l, c->key + c->prefix_len, kl - c->prefix_len,
-						 c->size, c->etag);
-		}
-	}
-	c->depth--;
-}
+/* ---- ListObjectsV2 (each page parsed by s3_xml.c) ------------------------ */
 
 int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l, char *err,
 		 size_t errlen)
 {
 	struct smp_buf b = {.max = SMP_LIST_BODY_CAP};
-	struct xml_ctx *c = calloc(1, sizeof(*c));
+	struct smp_s3_page *c = calloc(1, sizeof(*c));
 	char *query = malloc(3 * TEXT_CAP + 3 * SMP_KEY_MAX + 256);
 	char *url = malloc(3 * TEXT_CAP + 3 * SMP_KEY_MAX + 8192);
-	char canon[600], enc_tok[3 * TEXT_CAP + 1], enc_pfx[3 * SMP_KEY_MAX + 1];
+	char canon[600], enc_tok[3 * TEXT_CAP + 1], enc_pfx[3 * SMP_KEY_MAX + 1], perr[256];
 	int rc = -ENOMEM;
 	if (!c || !query || !url)
 		goto out;
-	c->l = l;
-	c->prefix_len = strlen(s->prefix);
 	if (smp_uri_encode(s->prefix, 0, enc_pfx, sizeof(enc_pfx)) < 0) {
 		rc = -ENAMETOOLONG;
 		snprintf(err, errlen, "s3 prefix too long");
@@ -455,31 +341,11 @@ int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l,
 		rc = smp__get_small(conn, url, canon, query, sign_list, s, &b, err, errlen);
 		if (rc)
 			goto out;
-		XML_Parser p = XML_ParserCreate("UTF-8");
-		if (!p) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		c->depth = 0;
-		c->truncated = false;
-		c->token[0] = '\0';
-		c->code[0] = '\0';
-		XML_SetUserData(p, c);
-		XML_SetElementHandler(p, on_start, on_end);
-		XML_SetCharacterDataHandler(p, on_text);
 		size_t before = l->n;
-		if (XML_Parse(p, b.p ? b.p : "", (int)b.len, 1) == XML_STATUS_ERROR) {
-			snprintf(err, errlen, "s3://%s/: listing page %u: bad XML at line %lu: %s",
-				 s->bucket, page, (unsigned long)XML_GetCurrentLineNumber(p),
-				 XML_ErrorString(XML_GetErrorCode(p)));
-			XML_ParserFree(p);
-			rc = -EPROTO;
-			goto out;
-		}
-		XML_ParserFree(p);
-		if (c->rc) {
-			rc = c->rc;
-			snprintf(err, errlen, "s3://%s/: listing: %s", s->bucket, strerror(-rc));
+		rc = smp__s3_parse_page(b.p, b.len, s->prefix, l, c, perr, sizeof(perr));
+		if (rc) {
+			snprintf(err, errlen, "s3://%s/: listing page %u: %s", s->bucket, page,
+				 perr);
 			goto out;
 		}
 		if (c->code[0]) {
