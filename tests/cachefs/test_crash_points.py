@@ -319,9 +319,22 @@ def reconcile_point(rig):
     return crashes
 
 
+def bad_values(rig):
+    """A mistyped RC_FAULT must stop the run, never pass by not crashing."""
+    for i, (bad, why) in enumerate((("nosuch:1", "expected point:n"),
+                                    ("in_commit", "expected point:n"),
+                                    ("in_commit:0", "n must be a whole number"),
+                                    ("in_commit:2x", "n must be a whole number"))):
+        p = rig.ingest(os.path.join(rig.root, "cache-bad-%d" % i), fault=bad)
+        if p.returncode != 2 or why not in p.stderr:
+            fail("RC_FAULT=%s: expected exit 2 and %r, got %d: %s" %
+                 (bad, why, p.returncode, p.stderr.strip()))
+
+
 def points(root, seed):
     rig = Rig(root, seed)
     total = 0
+    bad_values(rig)
     for point, nmax in (("before_fsync", 4), ("in_commit", 12)):
         r0 = rig.restarts
         c, caches = ingest_point(rig, point, nmax)
