@@ -83,9 +83,12 @@ static void parse(void)
 
 void cmn_fault(const char *name)
 {
-	if (atomic_load_explicit(&armed, memory_order_acquire) == UNPARSED)
+	int a = atomic_load_explicit(&armed, memory_order_acquire);
+	if (a == UNPARSED) {
 		pthread_once(&once, parse);
-	if (atomic_load_explicit(&armed, memory_order_relaxed) != ON)
+		a = atomic_load_explicit(&armed, memory_order_acquire);
+	}
+	if (a != ON)
 		return;
 	size_t i = point_index(name, strlen(name));
 	if (i == NPOINTS) {
@@ -98,12 +101,4 @@ void cmn_fault(const char *name)
 		say("crash at ", name, " (as kill -9 would)");
 		_exit(CMN_FAULT_EXIT);
 	}
-}
-
-void cmn_fault_reset(void)
-{
-	static const pthread_once_t fresh = PTHREAD_ONCE_INIT;
-	memcpy(&once, &fresh, sizeof(once));
-	atomic_store(&armed, UNPARSED);
-	atomic_store(&passes, 0);
 }

@@ -15,7 +15,7 @@
  *                  after each file unlinked, its rows not committed
  *   reconcile      cachefs/reconcile.c: before each file it deletes
  *
- * Unset, a call costs one relaxed atomic load and a branch.
+ * Unset, a call costs one atomic load (acquire) and a branch.
  */
 #ifndef RC_COMMON_FAULT_H
 #define RC_COMMON_FAULT_H
@@ -32,12 +32,5 @@
  * crashing.  Any thread may call it.
  */
 void cmn_fault(const char *name);
-
-/*
- * Forgets what was read from RC_FAULT and the pass counts, so the next call
- * reads the environment again: for a test that sets RC_FAULT in a forked
- * child of a process that already passed a point.  Not thread-safe.
- */
-void cmn_fault_reset(void);
 
 #endif
