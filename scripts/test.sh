@@ -75,7 +75,7 @@ if command -v clang >/dev/null 2>&1; then
   fuzz_tests=$(meson introspect --tests build-fuzz | /usr/bin/python3 -c '
 import json, sys
 for t in json.load(sys.stdin):
-    if "fuzz" in t["suite"]:
+    if any(s.split(":")[-1] == "fuzz" for s in t["suite"]):
         print(t["name"], t["cmd"][0], *[a for a in t["cmd"][1:] if not a.startswith("-max_total_time=")])
 ')
   if [ -n "$fuzz_tests" ]; then
