@@ -2,15 +2,17 @@
 """test_crash_points.py - named crash points (common/fault.h) and the
 catalog's own ENOSPC, driven through the real `rollcache` command.
 
-  points  For each crash point, >= 20 runs of `rollcache ingest` from a
-          file:// dataset (or, for `evict`, `rollcache mount -f` whose
-          start-up boundary evicts above a lowered limit) with
-          RC_FAULT=point:n, n drawn at random; each must end by the crash
-          point (exit 86).  After each crash the cache is checked as it was
-          left, then restarted (an ingest that reconciles and exits) and
-          checked again, in full.  `reconcile` crashes the restart itself:
-          each round leaves files without rows (a crash at before_commit)
-          and the next start dies while deleting them.
+  POINT   before_fsync, in_commit, evict or reconcile (one test each):
+          >= 20 runs of `rollcache ingest` from a file:// dataset (for
+          `evict`, `rollcache mount -f`, whose start-up boundary evicts
+          above a lowered limit) with RC_FAULT=point:n, n drawn at random;
+          each must end by the crash point (exit 86).  After each crash the
+          cache is checked as it was left, then restarted (an ingest that
+          reconciles and exits) and checked again, in full.  `reconcile`
+          crashes the restart itself: each round leaves files without rows
+          (a crash at before_commit, which is how before_commit gets its 20
+          crashes), the next start dies while deleting them, and a clean
+          start follows.
   enospc  catalog.db (a symlink, SQLite follows it) on a 256 KiB tmpfs, the
           shards on the normal disk: ingest until the catalog is full; the
           command must fail with a message and exit 1; a restart on the
@@ -42,11 +44,13 @@ seed; under --setup=asan (RC_UNDER_ASAN) each point runs 6 rounds, not 20.
 import collections
 import hashlib
 import os
+import random
 import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sampler"))
@@ -202,7 +206,7 @@ class Rig:
     def __init__(self, root, seed):
         self.bin = rcsamp.rc_bin()
         self.root = root
-        self.rng = __import__("random").Random(seed)
+        self.rng = random.Random(seed)
         self.src = os.path.join(root, "src")
         self.empty = os.path.join(root, "empty")
         self.mnt = os.path.join(root, "mnt")
@@ -334,32 +338,38 @@ def bad_values(rig):
                  (bad, why, p.returncode, p.stderr.strip()))
 
 
-def points(root, seed):
-    rig = Rig(root, seed)
-    total = 0
+def point_before_fsync(rig):
     bad_values(rig)
-    for point, nmax in (("before_fsync", 4), ("in_commit", 12)):
-        r0 = rig.restarts
-        c, caches = ingest_point(rig, point, nmax)
-        print("%-14s %d crashes, %d clean restarts (%d cache dirs)" %
-              (point, c, rig.restarts - r0, caches))
-        total += c
-    r0 = rig.restarts
+    c, caches = ingest_point(rig, "before_fsync", 4)
+    print("%-14s %d crashes, %d clean restarts (%d cache dirs)" %
+          ("before_fsync", c, rig.restarts, caches))
+
+
+def point_in_commit(rig):
+    c, caches = ingest_point(rig, "in_commit", 12)
+    print("%-14s %d crashes, %d clean restarts (%d cache dirs)" %
+          ("in_commit", c, rig.restarts, caches))
+
+
+def point_evict(rig):
     c, unlinked = evict_point(rig)
     print("%-14s %d crashes, %d clean restarts (%d victims unlinked before their rows were "
-          "committed: dropped at restart)" % ("evict", c, rig.restarts - r0, unlinked))
-    total += c
-    r0 = rig.restarts
+          "committed: dropped at restart)" % ("evict", c, rig.restarts, unlinked))
+
+
+def point_reconcile(rig):
     c = reconcile_point(rig)
     print("%-14s %d crashes, each followed by a start that crashed at reconcile" %
           ("before_commit", c))
-    print("%-14s %d crashes, %d clean restarts" % ("reconcile", c, rig.restarts - r0))
-    total += 2 * c
-    print("crash points: %d crashes, %d restarts, every check passed" % (total, rig.restarts))
+    print("%-14s %d crashes, %d clean restarts" % ("reconcile", c, rig.restarts))
 
 
-def enospc(root, seed):
-    rig = Rig(root, seed)
+POINTS = {"before_fsync": point_before_fsync, "in_commit": point_in_commit,
+          "evict": point_evict, "reconcile": point_reconcile}
+
+
+def enospc(rig):
+    root = rig.root
     tfs = os.path.join(root, "tmpfs")
     os.makedirs(tfs)
     p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", tfs],
@@ -382,7 +392,7 @@ def enospc(root, seed):
                  "full disk, got %d: %s" % (p.returncode, last))
         print("full catalog: ingest exits 1: %s" % last)
         st = chk.check("catalog full", False)
-        sealed = {k: v for k, v in chk.sha.items()}
+        sealed = dict(chk.sha)
         if not sealed:
             fail("nothing was sealed before the catalog filled: no data to keep")
         # a restart on the still-full catalog: may fail, must not lose sealed data
@@ -415,20 +425,24 @@ def enospc(root, seed):
 
 
 def main():
-    mode = sys.argv[1] if len(sys.argv) > 1 else "points"
+    mode = sys.argv[1] if len(sys.argv) > 1 else ""
+    if mode not in POINTS and mode != "enospc":
+        print("usage: test_crash_points.py %s|enospc" % "|".join(POINTS))
+        sys.exit(2)
     seed = int(os.environ.get("RC_CRASH_SEED", str(int(time.time()) % 100000)))
     print("RC_CRASH_SEED=%d" % seed)
     # Crash points end the process, not the machine: what the file system
     # holds survives either way, so a tmpfs gives the same states without
     # the disk's fsync latency (5x faster here).
     shm = "/dev/shm"
-    if mode == "points" and os.path.isdir(shm) and os.access(shm, os.W_OK):
-        root = __import__("tempfile").mkdtemp(prefix="rc-crash-points-", dir=shm)
+    if mode != "enospc" and os.path.isdir(shm) and os.access(shm, os.W_OK):
+        root = tempfile.mkdtemp(prefix="rc-crash-%s-" % mode, dir=shm)
     else:
         root = rcsamp.tmpdir("crash-" + mode)
     t0 = time.monotonic()
     try:
-        {"points": points, "enospc": enospc}[mode](root, seed)
+        rig = Rig(root, seed)
+        (enospc if mode == "enospc" else POINTS[mode])(rig)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print("ok (%.1f s)" % (time.monotonic() - t0))
