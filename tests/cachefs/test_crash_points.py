@@ -444,6 +444,10 @@ def main():
         rig = Rig(root, seed)
         (enospc if mode == "enospc" else POINTS[mode])(rig)
     finally:
+        # a mount -f that did not crash would have mounted: never leave it
+        mnt = os.path.join(root, "mnt")
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
     print("ok (%.1f s)" % (time.monotonic() - t0))
 
