@@ -75,6 +75,7 @@
 #include "cachefs/catalog.h"
 
 #include "common/clock.h"
+#include "common/fault.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -455,6 +456,7 @@ static int txn_end(struct cfs_catalog *c, int ok)
 	c->depth--;
 	if (c->depth == 0) {
 		if (ok == 0) {
+			cmn_fault("in_commit");
 			rc = exec(c, "COMMIT");
 			if (rc < 0)
 				exec(c, "ROLLBACK");

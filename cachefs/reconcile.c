@@ -32,6 +32,7 @@
 
 #include "common/clock.h"
 
+#include "common/fault.h"
 #include "common/log.h"
 
 #include <dirent.h>
@@ -207,6 +208,7 @@ static void remove_file(struct rec_ctx *s, int kind, int64_t id)
 {
 	char name[32];
 
+	cmn_fault("reconcile");
 	cfs__file_name((enum cfs_kind)kind, id, name, sizeof(name));
 	if (unlinkat(cfs__kind_fd(s->lay, (enum cfs_kind)kind), name, 0) < 0 && errno != ENOENT)
 		cmn_log(CMN_LOG_WARN, "%s: cannot remove %s: %s", s->lay->dir, name,

@@ -22,6 +22,7 @@
 #include "cachefs/names.h"
 #include "cachefs/store_i.h"
 #include "common/crc32c.h"
+#include "common/fault.h"
 #include "common/log.h"
 #include "common/tfrecord.h"
 
@@ -335,6 +336,7 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 			 strerror(-rc));
 		goto fail;
 	}
+	cmn_fault("before_fsync");
 	if (fsync(w->fd) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "%s/tmp/%s: fsync failed: %s", s->lay.dir, w->name,
@@ -355,6 +357,7 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
 		goto fail_renamed;
 	}
 	/* 3. the catalog row, every sample row and the plan marks, one transaction */
+	cmn_fault("before_commit");
 	struct cfs_plan_marks marks = {w->plan_id, w->plan_pass, w->marks, w->nmarks};
 	sh = (struct cfs_shard_new){
 	    .marks = w->nmarks ? &marks : NULL,

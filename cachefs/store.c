@@ -19,6 +19,7 @@
 
 #include "cachefs/reconcile.h"
 
+#include "common/fault.h"
 #include "common/log.h"
 
 #include <dirent.h>
@@ -365,6 +366,7 @@ int cfs_store_evict(struct cfs_store *s, const struct cfs_evict_item *items, siz
 		}
 		cfs_budget_sealed_removed(s->budget, items[i].bytes);
 		gone[ngone++] = items[i].id;
+		cmn_fault("evict");
 	}
 	rc = cfs_catalog_shards_gone(s->cat, gone, ngone);
 	if (rc == 0)

@@ -67,5 +67,35 @@ configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype
 meson compile -C build-asan
 run_suite build-asan --setup=asan || status=1
 
+# libFuzzer targets (clang only): each runs 3 s on its committed seeds plus
+# its corpus in build-fuzz (tests/*/meson.build, suite 'fuzz'); only the
+# targets and what they link are built.  A crash is one failed test.
+if command -v clang >/dev/null 2>&1; then
+  CC=clang configure build-fuzz -Dfuzz=true -Db_lundef=false
+  fuzz_tests=$(meson introspect --tests build-fuzz | /usr/bin/python3 -c '
+import json, sys
+for t in json.load(sys.stdin):
+    if any(s.split(":")[-1] == "fuzz" for s in t["suite"]):
+        print(t["name"], t["cmd"][0], *[a for a in t["cmd"][1:] if not a.startswith("-max_total_time=")])
+')
+  if [ -n "$fuzz_tests" ]; then
+    meson compile -C build-fuzz $(echo "$fuzz_tests" | awk '{print $2}' | sed "s|^$PWD/build-fuzz/||")
+    while read -r name exe args; do
+      # shellcheck disable=SC2086
+      if "$exe" -max_total_time=3 $args >"build-fuzz/$name.log" 2>&1; then
+        echo "fuzz: $name: $(grep -o 'stat::number_of_executed_units: [0-9]*' "build-fuzz/$name.log" | awk '{print $2}') executions in 3 s, no crash"
+        passed=$((passed + 1))
+      else
+        echo "fuzz: $name: FAILED (build-fuzz/$name.log; the input is build-fuzz/.../$name-crash-*)"
+        tail -20 "build-fuzz/$name.log"
+        failed=$((failed + 1))
+        status=1
+      fi
+    done <<<"$fuzz_tests"
+  fi
+else
+  echo "fuzz: clang is not installed: the libFuzzer targets were not run"
+fi
+
 echo "$passed passed, $failed failed, $skipped skipped"
 exit $status
