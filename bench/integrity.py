@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/integrity.py - the figures of docs/reliability-integrity.md.
+"""bench/integrity.py - the figures of docs/reliability.md, "Integrity".
 
   /usr/bin/python3 bench/integrity.py [--rollcache build/cli/rollcache]
       [--size-mb 256] [--rates 50M,200M] [--seconds 6] [--dir /tmp]

@@ -20,7 +20,7 @@
  * catalog's row is given, the length and the CRC the catalog recorded at
  * admission.  Records must tile the file: a byte outside every record is
  * corruption too.  format=raw files carry no record CRCs and are not
- * checked here (docs/reliability-integrity.md).
+ * checked here (docs/reliability.md, "Integrity").
  *
  * Errors: 0 or -errno; -EBADMSG means "the bytes are corrupt" (the offset of
  * the first bad record and a one-line reason are returned), any other

@@ -6,7 +6,7 @@
  * set, the first boundary (a re-mount publishes what the cache holds),
  * the source opened and listed (a source that cannot be listed fails the
  * start here, before anything is mounted, with its reason: docs/
- * reliability-failfast.md), the FUSE mount, the sampler thread, the scrub
+ * reliability.md), the FUSE mount, the sampler thread, the scrub
  * thread (scrub.c), the epoch and control threads.  Shutdown, once the
  * FUSE loop returns: stop and join the epoch thread, cancel waiting control
  * commands, close the request queue and join the control thread, stop the

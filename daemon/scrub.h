@@ -13,7 +13,7 @@ struct dmn;
 struct dmn_scrub;
 struct cfs_verifier;
 
-/* What .rollcache/stats shows of it (docs/reliability-integrity.md). */
+/* What .rollcache/stats shows of it (docs/reliability.md, "Integrity"). */
 struct dmn_scrub_stats {
 	uint64_t rate;	       /* scrub_rate, bytes/s; 0: the scrubber is off */
 	uint64_t passes;       /* whole passes over the resident files finished */

@@ -75,7 +75,7 @@ struct dmn_stats_view {
 	const char *last_error;
 	const char *last_error_level;
 	uint64_t last_error_unix_ms;
-	/* integrity (daemon/scrub.c; docs/reliability-integrity.md) */
+	/* integrity (daemon/scrub.c; docs/reliability.md, "Integrity") */
 	uint64_t errors_corrupt;     /* sealed files found corrupt and dropped, each once */
 	uint64_t scrub_rate;	     /* bytes/s; 0: the scrubber is off */
 	uint64_t scrub_passes;	     /* whole scrub passes over the resident files */
