@@ -9,7 +9,7 @@ x-amz-* header: 403), so the tests through it can fail on a wrong
 signature; `rollcache ingest` signed with an access key, secret and session
 token holding '+', '/' and '=' (from the environment and from a 0600
 credentials file's aws_session_token) is verified and reads every record;
-a wrong secret exits 1 with a line saying the signature does not match and
+a wrong secret makes `ingest` and `mount` exit 1 with a line saying the signature does not match and
 to check the secret key, a wrong or missing session token names the token,
 an unknown access key names the key id, and no secret or token is printed.
 """
@@ -145,6 +145,25 @@ def main():
                        "signature does not match", "wrong secret")
         if "secret key" not in line:
             rcsamp.fail("wrong secret: the line does not say to check the secret key: " + line)
+        # mount lists the source before it detaches: the same refusal, exit 1, nothing mounted
+        mnt = os.path.join(work, "mnt")
+        os.makedirs(mnt, exist_ok=True)
+        p = subprocess.run([rcsamp.rc_bin(), "mount", "s3://bucket/ds/", mnt, "--cache-dir",
+                            os.path.join(work, "c-m"), "--limit", "16M"] + common,
+                           env=dict(os.environ, **dict(env, AWS_SECRET_ACCESS_KEY="WRONGSECRET+/=")),
+                           capture_output=True, text=True, timeout=120)
+        with open("/proc/self/mountinfo") as mi:
+            mounted = any(ln.split()[4] == os.path.realpath(mnt) for ln in mi)
+        if mounted:
+            subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+        mlines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+        if p.returncode != 1 or mounted or len(mlines) != 1 or \
+                "signature does not match" not in mlines[0]:
+            rcsamp.fail("mount with a wrong secret: exit %d, mounted %s, stderr %r (want exit 1, "
+                        "one line saying the signature does not match)"
+                        % (p.returncode, mounted, p.stderr))
+        if any(x in p.stderr for x in secrets):
+            rcsamp.fail("mount with a wrong secret: a secret is in the message: %r" % p.stderr)
         refused({"AWS_SESSION_TOKEN": "WRONGTOKEN"}, "session token", "wrong session token")
         refused({"AWS_SESSION_TOKEN": ""}, "session token", "missing session token")
         refused({"AWS_ACCESS_KEY_ID": "NOSUCHKEY"}, "access key id", "unknown access key")
@@ -165,7 +184,7 @@ def main():
             rcsamp.expect_equal_sets(rcsamp.cache_payloads(c), want_recs, "profile " + profile)
         end = stats(srv.url)
         codes = end["codes"]
-        if codes.get("SignatureDoesNotMatch", 0) < 4 or codes.get("InvalidToken") != 2 or \
+        if codes.get("SignatureDoesNotMatch", 0) < 5 or codes.get("InvalidToken") != 2 or \
                 codes.get("InvalidAccessKeyId") != 1:
             rcsamp.fail("proxy refusals: %r" % end)
         print("ok: proxy verified %d requests and refused %d (%s); s3rver alone accepted a "
