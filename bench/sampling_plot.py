@@ -26,7 +26,7 @@ def main():
     series = {}
     with open(src) as f:
         for r in csv.DictReader(f):
-            series.setdefault(r["config"], []).append((int(r["downloaded"]),
+            series.setdefault(r["config"], []).append((int(r["downloaded_at_view"]),
                                                        int(r["distinct"])))
     if not series:
         sys.exit("sampling_plot.py: %s has no rows" % src)
@@ -54,7 +54,7 @@ def main():
         x, y = xmax * i / 5, ymax * i / 5
         o.append('<text x="%.0f" y="%d" text-anchor="middle">%d</text>' % (px(x), H - B + 16, x))
         o.append('<text x="%d" y="%.0f" text-anchor="end">%d</text>' % (L - 6, py(y) + 4, y))
-    o.append('<text x="%d" y="%d" text-anchor="middle">records downloaded</text>'
+    o.append('<text x="%d" y="%d" text-anchor="middle">records downloaded before each view</text>'
              % (L + PW / 2, H - 10))
     o.append('<text x="16" y="%d" transform="rotate(-90 16 %d)" text-anchor="middle">'
              'distinct records seen</text>' % (top + PH / 2, top + PH / 2))
