@@ -11,17 +11,21 @@
  * hex, so the URL sent and the canonical query signed are the same string;
  * the Host and Range headers are set here explicitly for the same reason.
  *
- * Listing pages are XML parsed with expat, capped at SMP_LIST_BODY_CAP bytes
- * per page and SMP_LIST_MAX_PAGES pages; element text is capped per field.
  * Listings ask for encoding-type=url (XML 1.0 cannot carry every key) and
- * decode the keys when the answer says EncodingType url; a key that cannot
- * be ours is skipped and counted, never fatal to the listing.  A refused
- * listing's S3 error code is named in the message with what to check.
+ * are read page by page, each capped at SMP_LIST_BODY_CAP bytes, at most
+ * SMP_LIST_MAX_PAGES pages, following the continuation token.  What a page
+ * means (the XML, decoding the keys, the prefix check, which keys are
+ * skipped and counted) is s3_xml.c's smp__s3_parse_page(), the one parser,
+ * which the fuzz target and sampler-s3-xml reach without libcurl; this file
+ * sums the skipped keys into one warning per listing and, for a refused
+ * listing, names the S3 error code (parsed by s3_xml.c) with what to check.
  * Secrets never leave this file except inside the Authorization header.
  *
- * Owns struct smp_s3 (URL, endpoint, signing identity).  Does not know the
- * generic source (source.c dispatches here) and reads credentials through
- * s3_credentials.c.  No locking: a source is used by one thread at a time.
+ * Owns struct smp_s3 (URL, endpoint, signing identity), the requests (URLs,
+ * queries, SigV4 headers) and the listing loop.  Does not parse XML
+ * (s3_xml.c does), does not know the generic source (source.c dispatches
+ * here) and reads credentials through s3_credentials.c.  No locking: a
+ * source is used by one thread at a time.
  */
 #include "sampler/s3_i.h"
 
@@ -31,35 +35,10 @@
 #include <string.h>
 #include <time.h>
 
-#include <expat.h>
-
 #include "common/log.h"
 #include "sampler/listing_i.h"
+#include "sampler/s3_xml_i.h"
 #include "sampler/sigv4.h"
-
-#define TEXT_CAP 4096
-
-/* Copies src into dst (capacity n > 0), truncating; always NUL-terminates. */
-static void copy_str(char *dst, size_t n, const char *src)
-{
-	size_t l = strlen(src);
-	if (l >= n)
-		l = n - 1;
-	memcpy(dst, src, l);
-	dst[l] = '\0';
-}
-
-/* The value of hex digit ch, or -1. */
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	return -1;
-}
 
 /* Whether bucket can be a DNS label of a virtual-hosted URL. */
 static bool dns_compatible(const char *b)
@@ -323,236 +302,7 @@ int smp__s3_prepare(struct smp_s3 *s, CURL *e, const char *key, uint64_t off, ui
 	return smp__s3_sign(s, canon, "", (off || len) ? range : NULL, hdrs, err, errlen);
 }
 
-/* ---- ListObjectsV2 XML ---------------------------------------------------- */
-
-int smp__s3_url_decode(const char *in, char *out, size_t outlen)
-{
-	size_t o = 0;
-	for (const char *p = in; *p; p++) {
-		unsigned char c = (unsigned char)*p;
-		if (c == '%') {
-			int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
-			if (hi < 0 || lo < 0)
-				return -EPROTO;
-			c = (unsigned char)(hi << 4 | lo);
-			p += 2;
-		} else if (c == '+') {
-			c = ' ';
-		}
-		if (o + 1 >= outlen)
-			return -ENAMETOOLONG;
-		out[o++] = (char)c;
-	}
-	if (outlen == 0)
-		return -ENAMETOOLONG;
-	out[o] = '\0';
-	return (int)o;
-}
-
-enum field { F_NONE, F_KEY, F_SIZE, F_ETAG, F_TRUNC, F_TOKEN, F_CODE, F_MESSAGE, F_PREFIX, F_ENC };
-
-/* A key of one page as the server wrote it (decoded once the page is read). */
-struct page_obj {
-	char *key;
-	uint64_t size;
-	char etag[128];
-};
-
-struct xml_ctx {
-	int depth;
-	bool in_contents;
-	enum field f;
-	char text[TEXT_CAP + 1];
-	size_t tlen;
-	bool overflow;
-	char key[TEXT_CAP + 1], etag[128];
-	uint64_t size;
-	bool key_overflow;
-	bool truncated;
-	char token[TEXT_CAP + 1];
-	char code[128], message[256];
-	char prefix[TEXT_CAP + 1]; /* <Prefix> of the answer, as written */
-	bool have_prefix;
-	char encoding[16]; /* <EncodingType>: "url" when the keys are encoded */
-	struct page_obj *objs;
-	size_t nobjs, capobjs;
-	size_t overlong; /* keys over TEXT_CAP bytes as written */
-	int rc;
-};
-
-static void on_start(void *ud, const XML_Char *name, const XML_Char **atts)
-{
-	struct xml_ctx *c = ud;
-	(void)atts;
-	c->depth++;
-	c->tlen = 0;
-	c->overflow = false;
-	c->f = F_NONE;
-	if (c->depth == 2 && !strcmp(name, "Contents")) {
-		c->in_contents = true;
-		c->key[0] = c->etag[0] = '\0';
-		c->key_overflow = false;
-		c->size = 0;
-	} else if (c->in_contents && c->depth == 3) {
-		c->f = !strcmp(name, "Key")    ? F_KEY
-		       : !strcmp(name, "Size") ? F_SIZE
-		       : !strcmp(name, "ETag") ? F_ETAG
-					       : F_NONE;
-	} else if (c->depth == 2) {
-		c->f = !strcmp(name, "IsTruncated")		? F_TRUNC
-		       : !strcmp(name, "NextContinuationToken") ? F_TOKEN
-		       : !strcmp(name, "Code")			? F_CODE
-		       : !strcmp(name, "Message")		? F_MESSAGE
-		       : !strcmp(name, "Prefix")		? F_PREFIX
-		       : !strcmp(name, "EncodingType")		? F_ENC
-								: F_NONE;
-	}
-}
-
-static void on_text(void *ud, const XML_Char *s, int len)
-{
-	struct xml_ctx *c = ud;
-	if (c->f == F_NONE)
-		return;
-	if (c->tlen + (size_t)len > TEXT_CAP) {
-		c->overflow = true;
-		return;
-	}
-	memcpy(c->text + c->tlen, s, (size_t)len);
-	c->tlen += (size_t)len;
-}
-
-static int page_add(struct xml_ctx *c)
-{
-	if (c->nobjs == c->capobjs) {
-		size_t nc = c->capobjs ? 2 * c->capobjs : 1024;
-		struct page_obj *v = realloc(c->objs, nc * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		c->objs = v;
-		c->capobjs = nc;
-	}
-	struct page_obj *o = &c->objs[c->nobjs];
-	o->key = strdup(c->key);
-	if (!o->key)
-		return -ENOMEM;
-	o->size = c->size;
-	copy_str(o->etag, sizeof(o->etag), c->etag);
-	c->nobjs++;
-	return 0;
-}
-
-static void on_end(void *ud, const XML_Char *name)
-{
-	struct xml_ctx *c = ud;
-	c->text[c->tlen] = '\0';
-	if (c->f != F_NONE && c->overflow) {
-		if (c->f == F_KEY)
-			c->key_overflow = true; /* counted and skipped below */
-	} else {
-		switch (c->f) {
-		case F_KEY:
-			memcpy(c->key, c->text, c->tlen + 1);
-			break;
-		case F_SIZE:
-			c->size = strtoull(c->text, NULL, 10);
-			break;
-		case F_ETAG:
-			copy_str(c->etag, sizeof(c->etag), c->text);
-			break;
-		case F_TRUNC:
-			c->truncated = !strcmp(c->text, "true");
-			break;
-		case F_TOKEN:
-			memcpy(c->token, c->text, c->tlen + 1);
-			break;
-		case F_CODE:
-			copy_str(c->code, sizeof(c->code), c->text);
-			break;
-		case F_MESSAGE:
-			copy_str(c->message, sizeof(c->message), c->text);
-			break;
-		case F_PREFIX:
-			memcpy(c->prefix, c->text, c->tlen + 1);
-			c->have_prefix = true;
-			break;
-		case F_ENC:
-			copy_str(c->encoding, sizeof(c->encoding), c->text);
-			break;
-		default:
-			break;
-		}
-	}
-	c->f = F_NONE;
-	if (c->depth == 2 && c->in_contents && !strcmp(name, "Contents")) {
-		c->in_contents = false;
-		if (c->key_overflow)
-			c->overlong++;
-		else if (!c->rc && c->key[0])
-			c->rc = page_add(c);
-	}
-	c->depth--;
-}
-
-static void page_clear(struct xml_ctx *c)
-{
-	for (size_t i = 0; i < c->nobjs; i++)
-		free(c->objs[i].key);
-	c->nobjs = 0;
-}
-
-/* Why a skipped key was skipped, counted for one warning per listing. */
-struct skipped {
-	size_t overlong, bad_escape, nul, outside, dirs;
-};
-
-/*
- * Moves the page's keys into l: each decoded when the answer says
- * EncodingType url, then stripped of the prefix.  A key that cannot be an
- * object of ours is skipped and counted in *sk (the rest still list).
- */
-static int page_commit(struct smp_s3 *s, struct xml_ctx *c, struct smp_listing *l,
-		       struct skipped *sk)
-{
-	bool url = !strcmp(c->encoding, "url");
-	size_t plen = strlen(s->prefix);
-	char *key = malloc(TEXT_CAP + 1);
-	int rc = 0;
-
-	if (!key)
-		return -ENOMEM;
-	sk->overlong += c->overlong;
-	c->overlong = 0;
-	for (size_t i = 0; i < c->nobjs && !rc; i++) {
-		struct page_obj *o = &c->objs[i];
-		int n;
-		if (url) {
-			n = smp__s3_url_decode(o->key, key, TEXT_CAP + 1);
-			if (n < 0) {
-				sk->bad_escape++;
-				continue;
-			}
-		} else {
-			n = (int)strlen(o->key);
-			memcpy(key, o->key, (size_t)n + 1);
-		}
-		if (memchr(key, '\0', (size_t)n)) {
-			sk->nul++; /* "%00": no file system or URL path holds it */
-		} else if ((size_t)n <= plen || strncmp(key, s->prefix, plen)) {
-			if ((size_t)n != plen || strncmp(key, s->prefix, plen))
-				sk->outside++; /* not under the prefix we asked for */
-		} else if ((size_t)n - plen > SMP_KEY_MAX) {
-			sk->overlong++;
-		} else if (key[n - 1] == '/') {
-			sk->dirs++; /* a "directory" marker */
-		} else {
-			rc = smp__listing_add(l, key + plen, (size_t)n - plen, o->size, o->etag);
-		}
-	}
-	free(key);
-	page_clear(c);
-	return rc;
-}
+/* ---- ListObjectsV2 listing (each page parsed by s3_xml.c) ---------------- */
 
 /* The advice that goes with an S3 error code of a refused request. */
 static const char *advice(const char *code)
@@ -583,55 +333,54 @@ static const char *advice(const char *code)
 
 /*
  * Parses an S3 error body (<Error><Code>...) of a refused listing request
- * into err, replacing the bare "HTTP 403" message.  Leaves err as it is when
- * the body holds no code.
+ * (s3_xml.c) into err, replacing the bare "HTTP 403" message.  Leaves err
+ * as it is when the body is not well-formed XML or holds no code.
  */
 static void explain_error(struct smp_s3 *s, const struct smp_buf *b, char *err, size_t errlen)
 {
-	struct xml_ctx *c;
-	XML_Parser p;
+	struct smp_listing none = {0};
+	struct smp_s3_page *pg;
+	char perr[256];
 
-	if (!b->p || b->len == 0 || !(c = calloc(1, sizeof(*c))))
+	if (!b->p || b->len == 0 || !(pg = malloc(sizeof(*pg))))
 		return;
-	p = XML_ParserCreate("UTF-8");
-	if (p) {
-		XML_SetUserData(p, c);
-		XML_SetElementHandler(p, on_start, on_end);
-		XML_SetCharacterDataHandler(p, on_text);
-		if (XML_Parse(p, b->p, (int)b->len, 1) != XML_STATUS_ERROR && c->code[0]) {
-			const char *what = advice(c->code);
-			/* the server's words are data: no control byte reaches a terminal */
-			for (char *q = c->code; *q; q++)
-				if ((unsigned char)*q < 0x20 || *q == 0x7f)
-					*q = '?';
-			for (char *q = c->message; *q; q++)
-				if ((unsigned char)*q < 0x20 || *q == 0x7f)
-					*q = '?';
-			snprintf(err, errlen, "s3://%s/%s: listing refused: %s: %s", s->bucket,
-				 s->prefix, c->code,
-				 what		 ? what
-				 : c->message[0] ? c->message
-						 : "the server gave no message");
-		}
-		XML_ParserFree(p);
+	if (smp__s3_parse_page(b->p, b->len, s->prefix, &none, pg, perr, sizeof(perr)) == -EIO &&
+	    pg->code[0]) {
+		const char *what = advice(pg->code);
+		/* the server's words are data: no control byte reaches a terminal */
+		for (char *q = pg->code; *q; q++)
+			if ((unsigned char)*q < 0x20 || *q == 0x7f)
+				*q = '?';
+		for (char *q = pg->message; *q; q++)
+			if ((unsigned char)*q < 0x20 || *q == 0x7f)
+				*q = '?';
+		snprintf(err, errlen, "s3://%s/%s: listing refused: %s: %s", s->bucket, s->prefix,
+			 pg->code,
+			 what		  ? what
+			 : pg->message[0] ? pg->message
+					  : "the server gave no message");
 	}
-	page_clear(c);
-	free(c->objs);
-	free(c);
+	smp_listing_free(&none);
+	free(pg);
+}
+
+/* Keys not listed that the warning counts ("directory" markers are expected). */
+static size_t warned(const struct smp_s3_skipped *sk)
+{
+	return sk->overlong + sk->bad_escape + sk->nul + sk->outside;
 }
 
 int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l, char *err,
 		 size_t errlen)
 {
 	struct smp_buf b = {.max = SMP_LIST_BODY_CAP};
-	struct xml_ctx *c = calloc(1, sizeof(*c));
-	struct skipped sk = {0};
-	char *query = malloc(3 * TEXT_CAP + 3 * SMP_KEY_MAX + 256);
-	char *url = malloc(3 * TEXT_CAP + 3 * SMP_KEY_MAX + 8192);
-	char *dec = malloc(TEXT_CAP + 1);
-	char canon[600], enc_tok[3 * TEXT_CAP + 1], enc_pfx[3 * SMP_KEY_MAX + 1];
+	struct smp_s3_page *pg = calloc(1, sizeof(*pg));
+	struct smp_s3_skipped sk = {0};
+	char *query = malloc(3 * SMP_S3_TEXT_CAP + 3 * SMP_KEY_MAX + 256);
+	char *url = malloc(3 * SMP_S3_TEXT_CAP + 3 * SMP_KEY_MAX + 8192);
+	char canon[600], enc_tok[3 * SMP_S3_TEXT_CAP + 1], enc_pfx[3 * SMP_KEY_MAX + 1], perr[256];
 	int rc = -ENOMEM;
-	if (!c || !query || !url || !dec)
+	if (!pg || !query || !url)
 		goto out;
 	if (smp_uri_encode(s->prefix, 0, enc_pfx, sizeof(enc_pfx)) < 0) {
 		rc = -ENAMETOOLONG;
@@ -657,7 +406,7 @@ int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l,
 		 * by the server (S3 docs): it goes back as it came.
 		 */
 		if (page > 0) {
-			if (smp_uri_encode(c->token, 0, enc_tok, sizeof(enc_tok)) < 0) {
+			if (smp_uri_encode(pg->token, 0, enc_tok, sizeof(enc_tok)) < 0) {
 				rc = -ENAMETOOLONG;
 				snprintf(err, errlen, "s3://%s/: continuation token too long",
 					 s->bucket);
@@ -676,65 +425,23 @@ int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l,
 				explain_error(s, &b, err, errlen);
 			goto out;
 		}
-		XML_Parser p = XML_ParserCreate("UTF-8");
-		if (!p) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		c->depth = 0;
-		c->truncated = false;
-		c->token[0] = '\0';
-		c->code[0] = '\0';
-		c->encoding[0] = '\0';
-		c->have_prefix = false;
-		XML_SetUserData(p, c);
-		XML_SetElementHandler(p, on_start, on_end);
-		XML_SetCharacterDataHandler(p, on_text);
-		size_t before = l->n + sk.overlong + sk.bad_escape + sk.nul + sk.outside + sk.dirs;
-		if (XML_Parse(p, b.p ? b.p : "", (int)b.len, 1) == XML_STATUS_ERROR) {
-			snprintf(err, errlen,
-				 "s3://%s/: listing page %u: bad XML at line %lu: %s (the server "
-				 "may ignore encoding-type=url and send a key XML cannot hold)",
-				 s->bucket, page, (unsigned long)XML_GetCurrentLineNumber(p),
-				 XML_ErrorString(XML_GetErrorCode(p)));
-			XML_ParserFree(p);
-			rc = -EPROTO;
-			goto out;
-		}
-		XML_ParserFree(p);
-		if (c->rc) {
-			rc = c->rc;
-			snprintf(err, errlen, "s3://%s/: listing: %s", s->bucket, strerror(-rc));
-			goto out;
-		}
-		if (c->code[0]) {
-			rc = -EIO;
-			snprintf(err, errlen, "s3://%s/: listing: error %s", s->bucket, c->code);
-			goto out;
-		}
-		/* the answer names the prefix it lists: it must be ours */
-		if (c->have_prefix) {
-			int n = !strcmp(c->encoding, "url")
-				    ? smp__s3_url_decode(c->prefix, dec, TEXT_CAP + 1)
-				    : (int)strlen(strcpy(dec, c->prefix));
-			if (n < 0 || strcmp(dec, s->prefix)) {
-				rc = -EPROTO;
-				snprintf(err, errlen,
-					 "s3://%s/%s: listing page %u answers for another prefix: "
-					 "the server ignored `prefix`",
-					 s->bucket, s->prefix, page);
-				goto out;
-			}
-		}
-		rc = page_commit(s, c, l, &sk);
+		size_t before = l->n;
+		rc = smp__s3_parse_page(b.p, b.len, s->prefix, l, pg, perr, sizeof(perr));
+		sk.overlong += pg->skipped.overlong;
+		sk.bad_escape += pg->skipped.bad_escape;
+		sk.nul += pg->skipped.nul;
+		sk.outside += pg->skipped.outside;
+		sk.dirs += pg->skipped.dirs;
 		if (rc) {
-			snprintf(err, errlen, "s3://%s/: listing: %s", s->bucket, strerror(-rc));
+			snprintf(err, errlen, "s3://%s/%s: listing page %u: %s", s->bucket,
+				 s->prefix, page, perr);
 			goto out;
 		}
-		if (!c->truncated)
+		if (!pg->truncated)
 			break;
-		if (!c->token[0] ||
-		    l->n + sk.overlong + sk.bad_escape + sk.nul + sk.outside + sk.dirs == before) {
+		/* a page that moves nothing on would be asked for again and again */
+		if (!pg->token[0] ||
+		    (l->n == before && !warned(&pg->skipped) && !pg->skipped.dirs)) {
 			rc = -EPROTO;
 			snprintf(err, errlen,
 				 "s3://%s/: listing page %u is truncated but gives no "
@@ -743,22 +450,17 @@ int smp__s3_list(struct smp_s3 *s, struct smp_conn *conn, struct smp_listing *l,
 			goto out;
 		}
 	}
-	if (sk.overlong + sk.bad_escape + sk.nul + sk.outside)
+	if (warned(&sk))
 		cmn_log(CMN_LOG_WARN,
 			"s3://%s/%s: %zu keys not listed: %zu longer than %d bytes, %zu with a bad "
 			"%%-escape, %zu holding NUL, %zu outside the prefix",
-			s->bucket, s->prefix, sk.overlong + sk.bad_escape + sk.nul + sk.outside,
-			sk.overlong, SMP_KEY_MAX, sk.bad_escape, sk.nul, sk.outside);
+			s->bucket, s->prefix, warned(&sk), sk.overlong, SMP_KEY_MAX, sk.bad_escape,
+			sk.nul, sk.outside);
 	rc = 0;
 out:
-	if (c) {
-		page_clear(c);
-		free(c->objs);
-	}
 	free(b.p);
-	free(c);
+	free(pg);
 	free(query);
 	free(url);
-	free(dec);
 	return rc;
 }

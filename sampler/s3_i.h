@@ -12,6 +12,7 @@
 
 #include "sampler/listing.h"
 #include "sampler/request_i.h"
+#include "sampler/s3_xml_i.h" /* smp__s3_url_decode(), one page parsed */
 
 /* An s3:// source.  Every string is owned; secrets are wiped by smp__s3_clear(). */
 struct smp_s3 {
@@ -81,14 +82,6 @@ int smp__s3_prepare(struct smp_s3 *s3, CURL *e, const char *key, uint64_t off, u
 /* Appends Host, Range (when given) and, with credentials, the SigV4 headers. */
 int smp__s3_sign(struct smp_s3 *s3, const char *canon_uri, const char *query, const char *range,
 		 struct curl_slist **hdrs, char *err, size_t errlen);
-/*
- * Decodes a key, prefix or start-after of a ListObjectsV2 answer sent with
- * encoding-type=url ('+' is a space, %XX a byte, as botocore's
- * unquote_plus reads them) into out (capacity outlen).  Returns the decoded
- * length (the text may hold NUL bytes from "%00"), -EPROTO for a '%' not
- * followed by two hex digits, -ENAMETOOLONG when out is too small.
- */
-int smp__s3_url_decode(const char *in, char *out, size_t outlen);
 /* The object's URL (and its canonical URI path when canon != NULL). */
 int smp__s3_url(const struct smp_s3 *s3, const char *key, char *out, size_t outlen, char *canon,
 		size_t canonlen);
