@@ -559,6 +559,14 @@ bool cfs_epochs_in_current(struct cfs_epochs *s, int64_t id)
 	return in;
 }
 
+bool cfs_efile_deleted(struct cfs_epochs *s, const struct cfs_efile *f)
+{
+	pthread_mutex_lock(&s->mu);
+	bool d = f->deleted;
+	pthread_mutex_unlock(&s->mu);
+	return d;
+}
+
 bool cfs_epochs_pinned(struct cfs_epochs *s, int64_t id)
 {
 	pthread_mutex_lock(&s->mu);
@@ -644,6 +652,8 @@ int cfs_edir_lookup(struct cfs_epochs *s, struct cfs_edir *dir, const char *name
 			int c = strcmp(name, dir->ents[mid].name);
 			if (c == 0) {
 				*out = dir->ents[mid];
+				if (out->f && out->f->deleted)
+					break; /* retired (retire = read): gone from the view */
 				if (out->f)
 					out->f->nlookup++;
 				else

@@ -271,6 +271,10 @@ struct cfs_efile *cfs_epoch_lookup_file(struct cfs_epochs *s, struct cfs_epoch *
 int cfs_edir_lookup(struct cfs_epochs *s, struct cfs_edir *dir, const char *name,
 		    struct cfs_dent *out);
 
+/* Whether f was deleted (evicted and gone; a retired file of retire = read):
+ * lookups answer ENOENT for it and listings leave it out. */
+bool cfs_efile_deleted(struct cfs_epochs *s, const struct cfs_efile *f);
+
 /* Drops n kernel lookups (FUSE forget). */
 void cfs_epoch_forget(struct cfs_epochs *s, struct cfs_epoch *ep, uint64_t n);
 void cfs_efile_forget(struct cfs_epochs *s, struct cfs_efile *f, uint64_t n);

@@ -1197,12 +1197,11 @@ static bool dir_entry(struct cfs_fs *fs, fuse_ino_t ino, struct fs_dir *d, size_
 		st->st_mode = S_IFDIR;
 		return true;
 	}
-	(void)fs;
 	/* the tree is immutable and held by the open handle (nopendir) */
 	if (!d->dir || !d->ep->listed || i >= d->dir->nents)
 		return false;
 	const struct cfs_dent *e = &d->dir->ents[i];
-	*name = e->name;
+	*name = e->f && cfs_efile_deleted(fs->set, e->f) ? NULL : e->name; /* retired: skip */
 	st->st_ino = e->f ? (ino_t)(uintptr_t)e->f : (ino_t)(uintptr_t)e->d;
 	st->st_mode = e->f ? S_IFREG : S_IFDIR;
 	return true;
@@ -1228,6 +1227,8 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct stat st;
 		if (!dir_entry(fs, ino, d, i, &name, namebuf, sizeof(namebuf), &st))
 			break;
+		if (!name)
+			continue;
 		size_t need =
 		    fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)(i + 1));
 		if (need > size - used)

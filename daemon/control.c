@@ -9,8 +9,9 @@
  * answers it when its boundary is done (epochs.c answer_done), so a long
  * `next wait` never holds up a stats read.  "next N" asks for epoch N
  * however many processes write it (DESIGN "Epochs"): see control().
- * "retire read" / "retire boundary" set the retire mode from the next
- * boundary on (the feeder's, docs/mount.md).  Unknown commands get -EINVAL.
+ * "retire read" / "retire boundary" / "retire config" (the configured
+ * one) set the retire mode from the next boundary on (the feeder's,
+ * docs/mount.md).  Unknown commands get -EINVAL.
  *
  * Locking: d->mu for the advance sequence and the pending list; the request
  * queue's own mu inside cfs_requests_*.
@@ -193,9 +194,13 @@ static void control(struct dmn *d, struct cfs_req *r)
 	struct cfs_requests *q = cfs_fs_requests(d->fs);
 	bool has_epoch, wait, have;
 	uint64_t want;
-	if (!strcmp(r->cmd, "retire read") || !strcmp(r->cmd, "retire boundary")) {
+	if (!strcmp(r->cmd, "retire read") || !strcmp(r->cmd, "retire boundary") ||
+	    !strcmp(r->cmd, "retire config")) {
 		pthread_mutex_lock(&d->mu);
-		d->retire_want = r->cmd[7] == 'r'; /* the epoch thread applies it */
+		/* the epoch thread applies it at the next boundary */
+		d->retire_want = r->cmd[7] == 'c'   ? d->cfg->retire == CMN_RETIRE_READ
+				 : r->cmd[7] == 'r' ? 1
+						    : 0;
 		pthread_mutex_unlock(&d->mu);
 		cfs_requests_done(q, r, 0, NULL, 0);
 		return;

@@ -170,6 +170,7 @@ struct fdr_cfg {
 	size_t block_len;  /* bytes of one slot block */
 	size_t nreaders, ndecoders;
 	char control[4096]; /* MOUNT/.rollcache/control, "" if none */
+	bool retire_asked;  /* "retire read" was sent: "retire config" at close */
 	char mount[4096];   /* the mount's root, "" if none */
 	bool mount_epochs;  /* reads MOUNT/epochs/<base + epoch> (mount.c) */
 	bool prefetch;	    /* produce the next epoch early (not in a rollcache mount) */
@@ -418,7 +419,9 @@ int fdr__mount_epoch_dir(const struct rc_feeder *f, int64_t mepoch, char *out, s
  * parts of every file, so one rank reaching a file's end retires nothing:
  * they leave the mount's retire mode as configured.  Errors are ignored.
  */
-void fdr__mount_retire_read(const struct rc_feeder *f);
+void fdr__mount_retire_read(struct rc_feeder *f);
+/* At close: the mount goes back to its configured retire mode ("retire config"). */
+void fdr__mount_retire_restore(struct rc_feeder *f);
 /* Asks the mount for epoch mepoch ("next N" [wait]); blocks until there.  0 or -errno. */
 int fdr__mount_ask(const struct rc_feeder *f, int64_t mepoch, bool wait, char *err, size_t errlen);
 /*

@@ -104,13 +104,23 @@ int fdr__mount_epoch_dir(const struct rc_feeder *f, int64_t mepoch, char *out, s
 	return 0;
 }
 
-void fdr__mount_retire_read(const struct rc_feeder *f)
+void fdr__mount_retire_read(struct rc_feeder *f)
 {
 	char err[256];
 	if (f->cfg.o.world_size > 1)
 		return; /* one rank's read to the end says nothing of the others' */
 	/* an older daemon answers EINVAL: its configured retire mode stays */
-	(void)fdr__advance_cache(f->cfg.control, "retire read", err, sizeof err);
+	f->cfg.retire_asked =
+	    fdr__advance_cache(f->cfg.control, "retire read", err, sizeof err) == 0;
+}
+
+void fdr__mount_retire_restore(struct rc_feeder *f)
+{
+	char err[256];
+	if (!f->cfg.retire_asked)
+		return;
+	f->cfg.retire_asked = false;
+	(void)fdr__advance_cache(f->cfg.control, "retire config", err, sizeof err);
 }
 
 int fdr__mount_ask(const struct rc_feeder *f, int64_t mepoch, bool wait, char *err, size_t errlen)

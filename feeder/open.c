@@ -578,6 +578,7 @@ void rc_feeder_close(struct rc_feeder *f)
 	if (!f)
 		return;
 	threads_stop(f);
+	fdr__mount_retire_restore(f);
 	pools_free(f);
 	device_close(f);
 	files_free(f);

@@ -180,7 +180,8 @@ def wrong_s3_key(root, s3):
     env = {"AWS_ACCESS_KEY_ID": "NOTAKEY", "AWS_SECRET_ACCESS_KEY": "SECRETVALUE",
            "AWS_SHARED_CREDENTIALS_FILE": os.path.join(root, "none")}
     line = expect_refused(root, "wrong S3 key id", "s3://bucket/ds/", 1,
-                          ["HTTP 403", "credentials"], extra=["--endpoint", s3], env=env)
+                          ["InvalidAccessKeyId", "access key id"], extra=["--endpoint", s3],
+                          env=env)
     check("SECRETVALUE" not in line, "the secret in the message: %r" % line)
 
 

@@ -81,6 +81,10 @@ def body(s, mode):
                 "SELECT count(*) FROM shards WHERE evicted_epoch = ? AND state = 2",
                 e)[0][0] == len(victims), "the %d victims of epoch %d to retire once read"
                 % (len(victims), e))
+            # retired: gone from the listing (a reader listing now cannot find them)
+            left = set(int(n[len("shard-"):-len(".tfrecord")]) for n in os.listdir(cur))
+            if left & set(victims):
+                t.fail("epoch %d: retired files still listed: %r" % (e, sorted(left & set(victims))))
         views.append((e, len(names), view, len(victims), len(prev)))
         print("epoch %d: %d files, view %.2f MiB (%.2f x limit), %d victims retiring, "
               "%d files admitted during %d" % (e, len(names), view / 2**20, view / LIMIT,
@@ -127,6 +131,7 @@ def feeder_turns_retire_read_on(s):
                    % (e0 + 1, n1, n1 * rec_bytes / LIMIT))
     finally:
         f.close()
+    t.eq(s.stats()["retire"], "boundary", "retire mode once the feeder closed (the configured one)")
 
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "read"
