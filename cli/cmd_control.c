@@ -190,9 +190,25 @@ static int mp_error(const char *cmd, const char *mp, int rc, const char *err)
 
 /* ---- umount ---------------------------------------------------------------- */
 
+/*
+ * Whether pid still runs.  A zombie does not: it has closed its files (the
+ * cache's lock), and a detached daemon's zombie waits for whatever PID 1
+ * is to reap it, which in some containers takes seconds.
+ */
 static bool pid_alive(pid_t pid)
 {
-	return kill(pid, 0) == 0 || errno == EPERM;
+	if (kill(pid, 0) != 0 && errno != EPERM)
+		return false;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return true; /* no /proc: kill() said it exists */
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *rp = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold spaces */
+	return !(rp && rp[1] == ' ' && rp[2] == 'Z');
 }
 
 int cmd_umount(int argc, char **argv)
@@ -362,10 +378,11 @@ int cmd_epoch(int argc, char **argv)
 	}
 	bool tty = isatty(2);
 	bool shown = false;
-	while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)) {
-		struct timespec ts = {0, 250 * 1000000L};
+	/* 5 ms naps so that a quick advance returns at once; progress every 250 ms */
+	for (unsigned tick = 1; !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE); tick++) {
+		struct timespec ts = {0, 5 * 1000000L};
 		nanosleep(&ts, NULL);
-		if (!wait || __atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
+		if (!wait || tick % 50 != 0 || __atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
 			continue;
 		if (stats_load(mp, &st, NULL, err, sizeof(err)) == 0) {
 			struct mount_view v;
