@@ -214,11 +214,25 @@ def sh(*args, **kw):
 
 
 class Nginx:
-    def __init__(self, root, state):
+    def __init__(self, root, state, html=False):
         self.state = state
         env = dict(os.environ, NGINX_ACCESS_LOG="1")
         self.url = sh(os.path.join(SERVERS, "nginx.sh"), "start", root, state,
                       env=env).stdout.split()[-1]
+        if html:
+            # rclone's http backend reads HTML directory listings, rollcache's JSON
+            conf = os.path.join(state, "nginx.conf")
+            with open(conf) as f:
+                text = f.read()
+            with open(conf, "w") as f:
+                f.write(text.replace("autoindex_format json;", "autoindex_format html;"))
+            sh("/usr/sbin/nginx", "-p", state, "-c", conf, "-s", "reload")
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # the reload is asynchronous
+                out = subprocess.run(["curl", "-s", self.url], capture_output=True, text=True)
+                if out.stdout.lstrip().startswith("<"):
+                    break
+                time.sleep(0.05)
 
     def sent(self):
         total = 0
@@ -505,7 +519,7 @@ def main():
     a.work = a.work or tempfile.mkdtemp(prefix="rollcache-peers-", dir="/var/tmp")
     os.makedirs(a.work, exist_ok=True)
     data = os.path.join(a.work, "data")
-    nginx = s3 = None
+    nginx = html = s3 = None
     out = []
     try:
         if not os.path.isdir(data):
@@ -517,6 +531,8 @@ def main():
         print("dataset: %d files, %d records, %.1f MB; limits %s; %d epochs" %
               (a.files, records, total / 1e6, a.limits, a.epochs), flush=True)
         nginx = Nginx(data, os.path.join(a.work, "nginx"))
+        if "rclone" in want:
+            html = Nginx(data, os.path.join(a.work, "nginx-html"), html=True)
         if "s3fs" in want:
             s3 = S3rver(data, os.path.join(a.work, "s3rver"), "peers")
         if not a.first_only:
@@ -525,7 +541,7 @@ def main():
                    "RSS MB", "read MB", "distinct", "next s"))
         for limit_s in [x for x in a.limits.split(",") if x]:
             for x in want:
-                server = s3 if x == "s3fs" else nginx
+                server = {"s3fs": s3, "rclone": html}.get(x, nginx)
                 if a.first_only:
                     first_only(a, systems[x], server, limit_s, out)
                 else:
@@ -533,6 +549,8 @@ def main():
     finally:
         if nginx:
             nginx.stop()
+        if html:
+            html.stop()
         if s3:
             s3.stop()
         if own:
