@@ -329,10 +329,12 @@ void *dmn__epoch_main(void *arg)
 	char err[512];
 	uint32_t bits = 0;
 	uint64_t last_tick = cmn_mono_ms(), t0 = last_tick;
-	/* a new cache: wait for the first shard (first_epoch_ready) */
-	struct cfs_resident r0;
-	bool first = d->cfg->first_epoch && d->smp && atomic_load(&d->set.cur_nfiles) == 0 &&
-		     cfs_catalog_resident(d->cat, &r0) == 0 && r0.files == 0;
+	/*
+	 * The mount started on an empty epoch (a new cache: its snapshot held
+	 * nothing): the first shard sealed is the next epoch (first_epoch_ready).
+	 * Not the catalog here: the samplers may have sealed it already.
+	 */
+	bool first = d->cfg->first_epoch && d->smp && atomic_load(&d->set.cur_nfiles) == 0;
 	for (;;) {
 		unsigned wait_ms = !first				? 1000u
 				   : cmn_mono_ms() - t0 < FIRST_FAST_MS ? FIRST_POLL_MS
@@ -349,8 +351,8 @@ void *dmn__epoch_main(void *arg)
 		bool wait = advance && d->adv_done + 1 <= d->adv_wait_upto;
 		pthread_mutex_unlock(&d->mu);
 		if (advance) {
-			first =
-			    false; /* asked for: `next` makes the first epoch as it always did */
+			/* asked for: `next` makes the first epoch, as it always did */
+			first = false;
 			int rc = run_boundary(d, wait, false, 0, &bits, err, sizeof(err));
 			pthread_mutex_lock(&d->mu);
 			d->adv_rc = rc;
