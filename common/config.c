@@ -50,6 +50,7 @@ enum key_id {
 	K_MIN_RECORDS,
 	K_RETIRE,
 	K_WAIT_TIMEOUT,
+	K_FIRST_EPOCH,
 	K_URL,
 	K_ENDPOINT,
 	K_REGION,
@@ -132,6 +133,9 @@ static const struct key_def keys[] = {
      "victims leave at the boundary, or stay in the view until read"},
     {K_WAIT_TIMEOUT, SEC_CACHE, "wait_timeout", "wait_timeout", V_DURATION, NULL, 1, UINT64_MAX,
      "a duration such as 10m", "10m", "bound of `epoch next --wait`"},
+    {K_FIRST_EPOCH, SEC_CACHE, "first_epoch", "first_epoch", V_SIZE, NULL, 0, UINT64_MAX,
+     "a size such as 1M (0: off)", "1M",
+     "a new cache's first shard, at most this size, is its first epoch at once"},
     {K_URL, SEC_SOURCE, "url", "url", V_URL, NULL, 0, 0, NULL, "(the SOURCE argument)",
      "file:///dir/, http(s)://host/prefix/ or s3://bucket/prefix/"},
     {K_ENDPOINT, SEC_SOURCE, "endpoint", "endpoint", V_ENDPOINT, NULL, 0, 0, NULL,
@@ -412,6 +416,9 @@ static void store(struct cmn_config *c, const struct key_def *d, struct value *v
 	case K_MIN_RECORDS:
 		c->min_records = v->u;
 		break;
+	case K_FIRST_EPOCH:
+		c->first_epoch = v->u;
+		break;
 	case K_RETIRE:
 		c->retire = (enum cmn_retire)v->e;
 		break;
@@ -556,6 +563,7 @@ void cmn_config_init(struct cmn_config *c)
 	memset(c, 0, sizeof(*c));
 	c->advance = CMN_ADVANCE_MANUAL;
 	c->min_records = 1000;
+	c->first_epoch = (uint64_t)1 << 20;
 	c->retire = CMN_RETIRE_BOUNDARY;
 	c->wait_timeout_ms = 10 * 60 * 1000;
 	c->format = CMN_FORMAT_TFRECORD;

@@ -77,7 +77,9 @@ struct cmn_config {
 	enum cmn_retire retire;	  /* boundary: victims leave the view at the boundary; read: they
 				     stay in it and leave once read (DESIGN "Epochs") */
 	uint64_t wait_timeout_ms; /* 10 min: bound of `epoch next --wait` */
-	uint64_t scrub_rate; /* 50M/s: bytes/s the scrubber re-verifies (0: off; daemon/scrub.c) */
+	uint64_t scrub_rate;  /* 50M/s: bytes/s the scrubber re-verifies (0: off; daemon/scrub.c) */
+	uint64_t first_epoch; /* 1M: a new cache's first shard (at most this size) is its
+				 first epoch as soon as it is sealed; 0: off */
 
 	/* [source] */
 	char *url;	/* file:///abs/, http(s)://host/prefix/, s3://bucket/prefix/ */

@@ -6,7 +6,8 @@
  * retirement (boundary.c), pause the samplers so that what they admitted is
  * counted under the old budget, set the new limit and admit budget, wait
  * for min_records when asked (`next wait`), publish the snapshot, and start
- * the samplers' pass for the new epoch.  Also: advance = auto, the stats
+ * the samplers' pass for the new epoch.  Also: the first epoch of a new
+ * cache (first_epoch, see first_epoch_ready()), advance = auto, the stats
  * flush every second, ingest rates, and dropping retired epochs from the
  * kernel's cache.  The only thread that publishes snapshots.
  *
@@ -27,6 +28,15 @@
 #include <string.h>
 
 #define WAIT_TIMEOUT_DEFAULT_MS (10u * 60u * 1000u)
+
+/*
+ * While a new cache waits for its first shard, the epoch thread looks at
+ * the budget's sealed bytes every FIRST_POLL_MS (a mutex, no SQL), for
+ * FIRST_FAST_MS; then every FIRST_SLOW_MS until the shard comes.
+ */
+#define FIRST_POLL_MS 2u
+#define FIRST_FAST_MS 30000u
+#define FIRST_SLOW_MS 100u
 
 bool dmn__exiting(struct dmn *d)
 {
@@ -132,11 +142,15 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 /*
  * Runs one boundary into current + 1 (or into `first` at start-up).  With
  * `wait`, the samplers start on the new epoch's budget before the snapshot
- * and the snapshot waits for min_records (DESIGN "Epochs" step 3).
+ * and the snapshot waits for min_records (DESIGN "Epochs" step 3).  With
+ * `light` (the first epoch of a new cache: the epoch left is empty, so
+ * nothing was read and nothing needs sealing first) the samplers are not
+ * paused: the snapshot takes the shards sealed so far, and the samplers
+ * go on into the new epoch without draining their shuffle buffer.
  * *deferred collects event bits that arrive meanwhile.
  */
-static int run_boundary(struct dmn *d, bool wait, bool startup, uint32_t first, uint32_t *deferred,
-			char *err, size_t errlen)
+static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, uint32_t first,
+			   uint32_t *deferred, char *err, size_t errlen)
 {
 	bool have;
 	uint32_t cur = cfs_epochs_current_number(&d->set, &have);
@@ -161,7 +175,7 @@ static int run_boundary(struct dmn *d, bool wait, bool startup, uint32_t first, 
 	int rc = dmn_boundary_evict(&d->bd, next, &e, startup, entry->admit, &plan, err, errlen);
 	if (rc != 0)
 		goto fail;
-	paused = d->smp != NULL;
+	paused = d->smp != NULL && !light;
 	if (paused)
 		dmn__samplers_pause(d->smp);
 	cfs_budget_set_limit(d->budget, entry->limit);
@@ -189,7 +203,9 @@ static int run_boundary(struct dmn *d, bool wait, bool startup, uint32_t first, 
 	rc = dmn_boundary_publish(&d->bd, next, err, errlen);
 	if (rc != 0)
 		goto fail;
-	if (!wait && d->smp)
+	if (light && d->smp)
+		dmn__samplers_set_epoch(d->smp, next);
+	else if (!wait && d->smp)
 		dmn__samplers_new_epoch(d->smp, next);
 	return 0;
 fail:
@@ -200,6 +216,12 @@ fail:
 	pthread_mutex_unlock(&d->mu);
 	cmn_log(CMN_LOG_ERROR, "%s", err);
 	return rc;
+}
+
+static int run_boundary(struct dmn *d, bool wait, bool startup, uint32_t first, uint32_t *deferred,
+			char *err, size_t errlen)
+{
+	return run_boundary_as(d, wait, false, startup, first, deferred, err, errlen);
 }
 
 int dmn__boundary(struct dmn *d, bool wait, bool startup, uint32_t first, char *err, size_t errlen)
@@ -258,6 +280,27 @@ static bool auto_empty_ready(struct dmn *d)
 }
 
 /*
+ * first_epoch: the mount of a new cache starts on an empty epoch; its
+ * samplers seal a small first shard (samplers.c, opts.first_shard), and
+ * as soon as one is sealed it is the next epoch, with no `epoch next`, so
+ * that a reader of `current` has a record within a fraction of a second
+ * (issue 15).  Whether that is due: nothing is in the epoch, and a shard
+ * is sealed (the budget's count first, then the catalog: the snapshot
+ * lists what the catalog has committed, DESIGN 2).
+ */
+static bool first_epoch_ready(struct dmn *d)
+{
+	if (atomic_load(&d->set.cur_nfiles) != 0)
+		return false;
+	struct cfs_budget_stat bs;
+	cfs_budget_get(d->budget, &bs);
+	if (bs.sealed == 0)
+		return false;
+	struct cfs_resident r;
+	return cfs_catalog_resident(d->cat, &r) == 0 && r.files > 0;
+}
+
+/*
  * Answers the control commands whose boundary is done (d->mu held; called
  * by the epoch thread between boundaries, so the current epoch and
  * adv_done agree here).  A `next N` whose advance is done but whose epoch
@@ -301,9 +344,18 @@ void *dmn__epoch_main(void *arg)
 	struct dmn *d = arg;
 	char err[512];
 	uint32_t bits = 0;
-	uint64_t last_tick = cmn_mono_ms();
+	uint64_t last_tick = cmn_mono_ms(), t0 = last_tick;
+	/*
+	 * The mount started on an empty epoch (a new cache: its snapshot held
+	 * nothing): the first shard sealed is the next epoch (first_epoch_ready).
+	 * Not the catalog here: the samplers may have sealed it already.
+	 */
+	bool first = d->cfg->first_epoch && d->smp && atomic_load(&d->set.cur_nfiles) == 0;
 	for (;;) {
-		bits |= cmn_events_wait(&d->ev, 1000);
+		unsigned wait_ms = !first				? 1000u
+				   : cmn_mono_ms() - t0 < FIRST_FAST_MS ? FIRST_POLL_MS
+									: FIRST_SLOW_MS;
+		bits |= cmn_events_wait(&d->ev, wait_ms);
 		uint32_t now_bits = bits;
 		bits = 0;
 		if (dmn__exiting(d))
@@ -315,6 +367,8 @@ void *dmn__epoch_main(void *arg)
 		bool wait = advance && d->adv_done + 1 <= d->adv_wait_upto;
 		pthread_mutex_unlock(&d->mu);
 		if (advance) {
+			/* asked for: `next` makes the first epoch, as it always did */
+			first = false;
 			int rc = run_boundary(d, wait, false, 0, &bits, err, sizeof(err));
 			pthread_mutex_lock(&d->mu);
 			d->adv_rc = rc;
@@ -323,6 +377,13 @@ void *dmn__epoch_main(void *arg)
 			if (d->adv_done < d->adv_requested)
 				bits |= DMN_EV_ADVANCE; /* the next one at once */
 			pthread_mutex_unlock(&d->mu);
+			continue;
+		}
+		if (first && first_epoch_ready(d)) {
+			cmn_log(CMN_LOG_INFO, "first_epoch: the first shard is sealed");
+			int rc = run_boundary_as(d, false, true, false, 0, &bits, err, sizeof(err));
+			/* done, or failed (logged): `epoch next` still makes it */
+			first = rc == 0 && atomic_load(&d->set.cur_nfiles) == 0;
 			continue;
 		}
 		if ((now_bits & CFS_EV_ALL_READ) && d->cfg->advance == CMN_ADVANCE_AUTO) {

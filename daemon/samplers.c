@@ -17,6 +17,7 @@
  */
 #include "daemon/samplers.h"
 
+#include "cachefs/catalog.h"
 #include "common/log.h"
 #include "sampler/sampler.h"
 
@@ -96,13 +97,17 @@ int dmn__samplers_open(struct dmn_samplers **out, const struct cmn_config *cfg,
 	w->store = store;
 	w->epoch = epoch;
 	pthread_mutex_init(&w->mu, NULL);
+	/* a new cache: a small first shard, which is the mount's first epoch (epochs.c) */
+	struct cfs_resident r = {0};
+	bool empty = cfs_catalog_resident(cfs_store_catalog(store), &r) == 0 && r.files == 0;
 	struct smp_sampler_opts so = {
 	    .cfg = cfg,
 	    .store = store,
 	    .seed = 1, /* a new plan's seed; an existing plan (ingest) keeps its own */
 	    .stop_when_full = false,
 	    .follow = true,
-	    .room_wait_ms = 500, /* bounded waits: a boundary's pause is seen soon */
+	    .room_wait_ms = 10, /* bounded waits: a boundary's pause is seen at once */
+	    .first_shard = empty ? cfg->first_epoch : 0,
 	};
 	int rc = smp_sampler_new(&w->s, &so, why, sizeof(why)); /* bad URL, credentials */
 	if (rc != 0) {
@@ -152,6 +157,11 @@ void dmn__samplers_pause(struct dmn_samplers *w)
 void dmn__samplers_new_epoch(struct dmn_samplers *w, uint32_t epoch)
 {
 	smp_sampler_resume(w->s, epoch);
+}
+
+void dmn__samplers_set_epoch(struct dmn_samplers *w, uint32_t epoch)
+{
+	smp_sampler_set_epoch(w->s, epoch);
 }
 
 void dmn__samplers_stats(struct dmn_samplers *w, struct dmn_sampler_stats *o)

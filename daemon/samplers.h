@@ -47,6 +47,9 @@ void dmn__samplers_pause(struct dmn_samplers *w);
 /* Epoch `epoch` began (new admit budget): the sampler goes on in it. */
 void dmn__samplers_new_epoch(struct dmn_samplers *w, uint32_t epoch);
 
+/* The first epoch of a new cache began without a pause: new shards go into it. */
+void dmn__samplers_set_epoch(struct dmn_samplers *w, uint32_t epoch);
+
 /* The sampler's counters (w may be NULL: nothing present). */
 void dmn__samplers_stats(struct dmn_samplers *w, struct dmn_sampler_stats *o);
 

@@ -125,11 +125,21 @@ int smp__write_record(const struct smp_rec *r, void *ctx)
 	if (s->fatal)
 		return -ENOSPC;
 	if (s->w && cfs_shard_writer_records(s->w) > 0 &&
-	    cfs_shard_writer_bytes(s->w) + need > s->cfg->shard_size) {
+	    cfs_shard_writer_bytes(s->w) + need > s->shard_cap) {
 		rc = smp__seal_current(s);
 		if (rc)
 			return rc;
 	}
+	if (!s->w && s->first_shard && s->first_opened) {
+		/* the first shard went to the sealer (above, at a pause or a wait for room) */
+		s->first_shard = false;
+		s->shard_cap = s->cfg->shard_size;
+		smp_shuffle_set_cap(s->shuf, s->shard_cap < SMP_SHUFFLE_MAX_BYTES
+						 ? (size_t)s->shard_cap
+						 : SMP_SHUFFLE_MAX_BYTES);
+	}
+	if (!s->w && s->first_shard)
+		s->first_opened = true;
 	rc = smp__open_shard(s);
 	if (rc)
 		return rc;
@@ -139,8 +149,8 @@ int smp__write_record(const struct smp_rec *r, void *ctx)
 		cfs_shard_writer_adopt(s->w, take);
 		j->reserve -= take;
 	}
-	uint64_t left = s->cfg->shard_size > cfs_shard_writer_bytes(s->w)
-			    ? s->cfg->shard_size - cfs_shard_writer_bytes(s->w)
+	uint64_t left = s->shard_cap > cfs_shard_writer_bytes(s->w)
+			    ? s->shard_cap - cfs_shard_writer_bytes(s->w)
 			    : 0;
 	uint64_t ahead = left < SMP_RESERVE_CHUNK ? left : SMP_RESERVE_CHUNK;
 	rc = smp__get_room(s, s->w, need, ahead, s->may_block);

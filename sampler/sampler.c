@@ -103,8 +103,13 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 		snprintf(err, errlen, "recording the source in the catalog: %s", strerror(-rc));
 		goto fail;
 	}
-	size_t shuf_cap = o->cfg->shard_size < SMP_SHUFFLE_MAX_BYTES ? (size_t)o->cfg->shard_size
-								     : SMP_SHUFFLE_MAX_BYTES;
+	s->shard_cap = o->cfg->shard_size;
+	if (o->first_shard && o->first_shard < s->shard_cap) {
+		s->shard_cap = o->first_shard; /* drain.c ends it with the first shard */
+		s->first_shard = true;
+	}
+	size_t shuf_cap =
+	    s->shard_cap < SMP_SHUFFLE_MAX_BYTES ? (size_t)s->shard_cap : SMP_SHUFFLE_MAX_BYTES;
 	rc = smp_shuffle_new(&s->shuf, shuf_cap, o->seed ^ 0x2545f4914f6cdd1dull);
 	if (rc) {
 		snprintf(err, errlen, "out of memory for the shuffle buffer");
@@ -189,6 +194,7 @@ int smp_sampler_pause(struct smp_sampler *s, uint64_t timeout_ms)
 	}
 	pthread_mutex_lock(&s->ctl_mu);
 	s->pause_req = true;
+	pthread_cond_broadcast(&s->ctl_cv); /* idle_wait() sleeps on it */
 	smp_fetch_wakeup(s->fetch);
 	while (!s->paused && atomic_load(&s->running) && !atomic_load(&s->stop) && rc == 0)
 		rc = pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
@@ -206,6 +212,26 @@ void smp_sampler_resume(struct smp_sampler *s, uint32_t epoch)
 	pthread_cond_broadcast(&s->ctl_cv);
 	pthread_mutex_unlock(&s->ctl_mu);
 	smp_fetch_wakeup(s->fetch);
+}
+
+void smp_sampler_set_epoch(struct smp_sampler *s, uint32_t epoch)
+{
+	pthread_mutex_lock(&s->ctl_mu);
+	s->relabel = true;
+	s->set_epoch = epoch;
+	pthread_mutex_unlock(&s->ctl_mu);
+	smp_fetch_wakeup(s->fetch);
+}
+
+/* The run loop takes an epoch from smp_sampler_set_epoch(); no pause. */
+static void take_relabel(struct smp_sampler *s)
+{
+	pthread_mutex_lock(&s->ctl_mu);
+	if (s->relabel) {
+		s->epoch = s->set_epoch;
+		s->relabel = false;
+	}
+	pthread_mutex_unlock(&s->ctl_mu);
 }
 
 /* Lists the source when `relist` epochs have passed; saves the plan if it grew. */
@@ -417,6 +443,7 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 		every = SMP_SAVE_EVERY;
 
 	while (!atomic_load(&s->stop) && !s->fatal) {
+		take_relabel(s);
 		if (smp__pause_wanted(s)) {
 			rc = pause_point(s, err, errlen);
 			if (rc)
@@ -484,7 +511,9 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 			atomic_store(&s->idle, true);
 			SMP_STAT_ADD(&s->stats, budget_waits, 1);
 			uint64_t need = s->follow ? first_room(j) : j->bytes - j->reserve;
-			int br = cfs_budget_reserve(cfs_store_budget(s->cstore), need, 250);
+			/* in room_wait_ms slices (the mount: short) so a pause is seen soon */
+			int br = cfs_budget_reserve(cfs_store_budget(s->cstore), need,
+						    s->room_wait_ms < 250 ? s->room_wait_ms : 250);
 			if (br == 0)
 				j->reserve += need;
 			else if (br == -ECANCELED)

@@ -61,7 +61,14 @@ struct smp_sampler_opts {
 	uint64_t
 	    room_wait_ms; /* !stop_when_full: one wait for room (0: 60 s); re-waits until stopped */
 	const char *credentials_file; /* NULL: the AWS default (tests point it elsewhere) */
-	smp_progress_cb progress;     /* may be NULL; called about twice a second */
+	/*
+	 * > 0: the run's first shard is sealed at min(first_shard, shard_size)
+	 * bytes and the shuffle buffer holds at most that much until then, so
+	 * that a new cache has data to show soon (the mount's first epoch,
+	 * `first_epoch`); later shards are shard_size.  0: every shard is.
+	 */
+	uint64_t first_shard;
+	smp_progress_cb progress; /* may be NULL; called about twice a second */
 	void *progress_ctx;
 };
 
@@ -108,6 +115,13 @@ int smp_sampler_pause(struct smp_sampler *s, uint64_t timeout_ms);
 
 /* Epoch `epoch` began: files from now on are admitted in it; goes on.  Thread-safe. */
 void smp_sampler_resume(struct smp_sampler *s, uint32_t epoch);
+
+/*
+ * Epoch `epoch` began without a pause (the mount's first epoch of a new
+ * cache, which has nothing to seal or evict): shards opened from now on are
+ * admitted in it; nothing is sealed, drained or held.  Thread-safe.
+ */
+void smp_sampler_set_epoch(struct smp_sampler *s, uint32_t epoch);
 
 /*
  * True when the sampler has nothing to fetch until something changes (every

@@ -108,6 +108,8 @@ struct smp_sampler {
 	bool paused;	      /* protected by ctl_mu: the run loop sealed and holds */
 	bool resume_req;      /* protected by ctl_mu */
 	uint32_t next_epoch;  /* protected by ctl_mu */
+	bool relabel;	      /* protected by ctl_mu: smp_sampler_set_epoch() was called ... */
+	uint32_t set_epoch;   /* protected by ctl_mu: ... with this epoch */
 	_Atomic bool idle;    /* nothing to fetch until something changes */
 	_Atomic bool running; /* inside smp_sampler_run */
 
@@ -136,6 +138,9 @@ struct smp_sampler {
 	/* the run */
 	uint32_t epoch;
 	struct cfs_shard_writer *w; /* shard being filled, or NULL */
+	uint64_t shard_cap;	    /* target size of the shard being filled (drain.c) */
+	bool first_shard;  /* shard_cap is opts.first_shard: the first shard is not sealed */
+	bool first_opened; /* ... and it was opened */
 	struct smp_shuffle *shuf;
 	bool full;	    /* budget exhausted (stop_when_full) */
 	int fatal;	    /* a local write failure: ends the run */

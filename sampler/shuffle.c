@@ -75,6 +75,11 @@ int smp_shuffle_new(struct smp_shuffle **out, size_t cap_bytes, uint64_t seed)
 	return 0;
 }
 
+void smp_shuffle_set_cap(struct smp_shuffle *b, size_t cap_bytes)
+{
+	b->max_bytes = cap_bytes ? cap_bytes : 1;
+}
+
 void smp_shuffle_free(struct smp_shuffle *b)
 {
 	if (!b)

@@ -33,6 +33,12 @@ typedef int (*smp_rec_sink)(const struct smp_rec *r, void *ctx);
 
 struct smp_shuffle;
 
+/*
+ * Sets the byte cap (at least 1).  A higher cap holds records back until it
+ * is reached; a lower one sheds at the next add.
+ */
+void smp_shuffle_set_cap(struct smp_shuffle *b, size_t cap_bytes);
+
 int smp_shuffle_new(struct smp_shuffle **out, size_t cap_bytes, uint64_t seed);
 void smp_shuffle_free(struct smp_shuffle *b);
 

@@ -22,6 +22,7 @@ PKGS=(
   librsvg2-bin    # rsvg-convert renders report's SVG (tests/cli)
   man-db          # man -l of the generated rollcache(1) (tests/docs)
   systemd         # systemd-analyze verify of docs/rollcache@.service (tests/docs)
+  rclone s3fs     # peers of bench/peers.py only (rclone mount, s3fs), not the build or tests
 )
 
 missing=()

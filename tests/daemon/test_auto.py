@@ -56,7 +56,10 @@ def fresh(s):
     daemon advances once the samplers have brought data and can add no more
     (or min_records are resident), without anyone reading."""
     s.synth(records=60, size="4K", shards=3)
-    s.mount("file://%s/" % s.src, "--limit", "4M", "--shard-size", "64K", "--advance", "auto")
+    # first_epoch 0: the auto advance of an empty epoch is what is tested here
+    # (with first_epoch the first sealed shard is epoch 1: fuse-first-epoch-nginx)
+    s.mount("file://%s/" % s.src, "--limit", "4M", "--shard-size", "64K", "--advance", "auto",
+            "--first-epoch", "0")
     t.eq(s.stats()["current"]["files"], 0, "files in epoch 0 of a new cache")
     t.wait_for(lambda: s.stats()["current"]["records"] == 60, "epoch 1 with all 60 records",
                timeout=30)

@@ -86,7 +86,9 @@ def section(e):
 
 
 def config_text():
-    out = ["[cache]", "limit = %d" % CACHE_LIMIT, "min_records = 1000000",
+    # first_epoch = 0: the epochs here are the schedule's, from an empty epoch 0
+    # (the automatic first epoch of a new cache is tested by fuse-first-epoch-nginx)
+    out = ["[cache]", "limit = %d" % CACHE_LIMIT, "min_records = 1000000", "first_epoch = 0",
            "[sampler]", "shard_size = %d" % SHARD, "connections = 2"]
     for first, last, limit, admit, policy, min_uses in SCHEDULE:
         rng = "%d-%s" % (first, "" if last is None else last)
