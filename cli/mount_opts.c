@@ -34,8 +34,8 @@ enum {
 
 static const struct fuse_opt mount_opt_spec[] = {
     /* generic mount(8)/fstab options: meaningless here */
-    FUSE_OPT_KEY("rw", KEY_IGNORE),
-    FUSE_OPT_KEY("ro", KEY_IGNORE), /* always read-only, except .rollcache/control */
+    FUSE_OPT_KEY("rw", KEY_IGNORE), /* fstab default: the mount is ro whatever it says */
+    FUSE_OPT_KEY("ro", KEY_IGNORE), /* always read-only (cachefs/fs.c adds ro) */
     FUSE_OPT_KEY("dev", KEY_IGNORE),
     FUSE_OPT_KEY("nodev", KEY_IGNORE),
     FUSE_OPT_KEY("suid", KEY_IGNORE),
