@@ -106,32 +106,60 @@ def body(s, mode):
     s.umount()
 
 
+FEEDER_CHILD = r"""
+import json, os, sys
+sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+import rollcache
+mnt = sys.argv[2]
+def stats():
+    with open(os.path.join(mnt, ".rollcache", "stats")) as f:
+        return json.load(f)
+out = {"before": stats()["retire"]}
+f = rollcache.Feeder(os.path.join(mnt, "current"), schema="y:int64[1]", batch_size=64,
+                     rank=0, world_size=1, device="cpu", framework="numpy")
+try:
+    st = stats()
+    out.update(open=st["retire"], e0=st["epoch"],
+               rec_bytes=st["current"]["bytes"] / max(1, st["current"]["records"]))
+    out["n0"] = sum(b["y"].shape[0] for b in f)
+    f.next_epoch()  # "next e0+1": the boundary runs with retire = read
+    out["e1"] = stats()["epoch"]
+    out["n1"] = sum(b["y"].shape[0] for b in f)  # it reads the victims while they retire
+finally:
+    f.close()
+out["closed"] = stats()["retire"]
+print(json.dumps(out))
+"""
+
+
 def feeder_turns_retire_read_on(s):
     """A feeder with world_size 1 on the mount asks for retire = read: the
-    next boundary, which it drives, keeps its victims in the view."""
-    sys.path.insert(0, os.path.join(t.SRCDIR, "python"))
-    import rollcache
-    t.eq(s.stats()["retire"], "boundary", "retire mode before a feeder opened")
-    f = rollcache.Feeder(os.path.join(s.mnt, "current"), schema="y:int64[1]", batch_size=64,
-                         rank=0, world_size=1, device="cpu", framework="numpy")
-    try:
-        t.eq(s.stats()["retire"], "read", "retire mode once a feeder opened on the mount")
-        st = s.stats()
-        e0, rec_bytes = st["epoch"], st["current"]["bytes"] / max(1, st["current"]["records"])
-        n0 = sum(b["y"].shape[0] for b in f)
-        f.next_epoch()  # "next e0+1": the boundary runs with retire = read
-        t.eq(s.stats()["epoch"], e0 + 1, "the epoch after the feeder's next_epoch()")
-        # The feeder reads the victims while they retire: count what it got.
-        n1 = sum(b["y"].shape[0] for b in f)
-        print("feeder: %d records in epoch %d (retire = boundary), %d in epoch %d, "
-              "which it drove (%.2f x limit)" % (n0, e0, n1, e0 + 1, n1 * rec_bytes / LIMIT))
-        if n1 * rec_bytes < 0.9 * LIMIT:
-            t.fail("epoch %d (driven by the feeder): %d records, %.2f x limit: the "
-                   "boundary's victims were not in its view (retire = read)"
-                   % (e0 + 1, n1, n1 * rec_bytes / LIMIT))
-    finally:
-        f.close()
-    t.eq(s.stats()["retire"], "boundary", "retire mode once the feeder closed (the configured one)")
+    next boundary, which it drives, keeps its victims in the view; at close
+    the configured mode comes back.  The feeder runs in a child process
+    (under ASan it needs the runtime preloaded, the daemon does not)."""
+    import json
+    import subprocess
+    env = dict(os.environ)
+    if os.environ.get("RC_UNDER_ASAN"):
+        asan = subprocess.check_output(["gcc", "-print-file-name=libasan.so"]).decode().strip()
+        env.update(LD_PRELOAD=asan,
+                   ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+    p = subprocess.run(["/usr/bin/python3", "-c", FEEDER_CHILD, t.SRCDIR, s.mnt],
+                       capture_output=True, text=True, timeout=120, env=env)
+    if p.returncode != 0:
+        t.fail("the feeder: exit %d: %s" % (p.returncode, p.stderr[-2000:]))
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    t.eq(r["before"], "boundary", "retire mode before a feeder opened")
+    t.eq(r["open"], "read", "retire mode once a feeder opened on the mount")
+    t.eq(r["e1"], r["e0"] + 1, "the epoch after the feeder's next_epoch()")
+    print("feeder: %d records in epoch %d (retire = boundary), %d in epoch %d, which it "
+          "drove (%.2f x limit)" % (r["n0"], r["e0"], r["n1"], r["e1"],
+                                    r["n1"] * r["rec_bytes"] / LIMIT))
+    if r["n1"] * r["rec_bytes"] < 0.9 * LIMIT:
+        t.fail("epoch %d (driven by the feeder): %d records, %.2f x limit: the boundary's "
+               "victims were not in its view (retire = read)"
+               % (r["e1"], r["n1"], r["n1"] * r["rec_bytes"] / LIMIT))
+    t.eq(r["closed"], "boundary", "retire mode once the feeder closed (the configured one)")
 
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "read"
