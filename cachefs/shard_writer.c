@@ -321,11 +321,11 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
  * the whole group, in the same order for every file of it:
  *
  *   1. every file's bytes durable: flush; then, for a group of at least
- *      SW_GROUP_SYNCFS files, writeback started on each
- *      (sync_file_range) and ONE syncfs() of the file system (what `sync`
+ *      SW_GROUP_SYNCFS files, ONE syncfs() of the file system (what `sync`
  *      does for `cp -r`; since Linux 5.8 it reports a writeback error of
- *      any file of the file system, which fails the group); for smaller
- *      groups an fsync() per file, as before;
+ *      any file of the file system, which fails the group; starting each
+ *      file's writeback first with sync_file_range made it slower); for
+ *      smaller groups an fsync() per file, as before;
  *   2. every file renamed from tmp/ into shards/ or objects/;
  *   3. ONE fsync() of each directory that received a file;
  *   4. ONE catalog transaction: a savepoint per file with its row, its
@@ -426,9 +426,6 @@ int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs
 	}
 	/* 1. the bytes of every file durable */
 	if (live >= SW_GROUP_SYNCFS) {
-		for (size_t i = 0; i < n; i++)
-			if (ws[i])
-				(void)sync_file_range(ws[i]->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 		if (syncfs(s->lay.tmp_fd) < 0) {
 			rc = -errno;
 			snprintf(err, errlen, "%s/tmp: syncfs failed: %s", s->lay.dir,

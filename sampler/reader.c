@@ -185,10 +185,10 @@ static uint64_t obj_restart(void *ctx, bool final)
 
 /*
  * The transfer is over.  A raw object goes to the sealer's next group
- * commit with its plan mark (committed with its row); records of a TFRecord object may still wait in the
- * shuffle buffer, so its job ends when the last of them is written
- * (smp__job_maybe_end).  A transfer cancelled because the sampler stops
- * leaves its units unsettled: the plan gives them again after a restart.
+ * commit with its plan mark (committed with its row); records of a TFRecord object may still wait
+ * in the shuffle buffer, so its job ends when the last of them is written (smp__job_maybe_end).  A
+ * transfer cancelled because the sampler stops leaves its units unsettled: the plan gives them
+ * again after a restart.
  */
 static void obj_done(void *ctx, int rc, const char *msg)
 {
@@ -211,8 +211,8 @@ static void obj_done(void *ctx, int rc, const char *msg)
 				src = smp__seal_raw(s, o->raw);
 			} else {
 				cfs_shard_writer_abort(o->raw);
-				cmn_log(CMN_LOG_ERROR, "%s: marking the sampling plan: %s", o->obj->key,
-					strerror(-src));
+				cmn_log(CMN_LOG_ERROR, "%s: marking the sampling plan: %s",
+					o->obj->key, strerror(-src));
 				smp__fail_local(s, src, "marking the sampling plan");
 			}
 			o->raw = NULL;
