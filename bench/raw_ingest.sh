@@ -10,8 +10,10 @@
 # read once before, so both read it from the page cache.  Prints each
 # round's seconds, the medians and ratio = cp_time / ingest_time (>= 1.0:
 # ingest is at least as fast as cp -r && sync), and the ingest process's
-# VmHWM (peak RSS) from GNU time.  The daemon's RSS with 10^6 files in the
-# view is bench/raw_rss.sh.  Nothing is asserted.
+# VmHWM (peak RSS) from GNU time.  With RC_BASE=/path/to/other/rollcache,
+# each round also runs that binary's ingest (the "before" of a change, in
+# the same rounds).  The daemon's RSS with many files in the view is
+# bench/raw_rss.sh.  Nothing is asserted.
 set -eu
 BUILD=${1:-build}
 WORK=${2:-/var/tmp/rollcache-raw-bench}
@@ -61,6 +63,7 @@ run_size() { # LABEL N SIZE
 	: >"$WORK/cp.s"
 	: >"$WORK/rc.s"
 	: >"$WORK/rc.kb"
+	: >"$WORK/base.s"
 	r=1
 	while [ "$r" -le "$ROUNDS" ]; do
 		rm -rf "$WORK/dst" "$WORK/cache"
@@ -76,7 +79,16 @@ run_size() { # LABEL N SIZE
 			echo "ingest left $n objects, expected $2" >&2
 			exit 1
 		}
-		echo "$1 round $r: cp -r && sync ${c} s, rollcache ingest ${i} s (peak RSS ${kb} KiB)"
+		b=
+		if [ -n "${RC_BASE:-}" ]; then
+			rm -rf "$WORK/cache"
+			sync
+			b=$(secs "$RC_BASE" ingest "file://$SRC/" --cache-dir "$WORK/cache" \
+				--limit $((total * 2)) --format raw --quiet)
+			echo "$b" >>"$WORK/base.s"
+			b=", base ingest ${b} s"
+		fi
+		echo "$1 round $r: cp -r && sync ${c} s, rollcache ingest ${i} s (peak RSS ${kb} KiB)$b"
 		echo "$c" >>"$WORK/cp.s"
 		echo "$i" >>"$WORK/rc.s"
 		echo "$kb" >>"$WORK/rc.kb"
@@ -89,6 +101,11 @@ run_size() { # LABEL N SIZE
 	awk -v l="$1" -v n="$2" -v c="$cm" -v i="$im" -v k="$km" 'BEGIN {
 		printf "%s: %d objects: cp -r && sync %.2f s (%.0f/s), ingest %.2f s (%.0f/s), ratio %.2fx, ingest peak RSS %.0f MB\n",
 			l, n, c, n / c, i, n / i, c / i, k / 1024 }'
+	if [ -s "$WORK/base.s" ]; then
+		bm=$(median <"$WORK/base.s")
+		awk -v l="$1" -v n="$2" -v c="$cm" -v b="$bm" 'BEGIN {
+			printf "%s: base (RC_BASE) ingest %.2f s (%.0f/s), ratio %.2fx\n", l, b, n / b, c / b }'
+	fi
 }
 
 run_size small-2KiB "$N_SMALL" 2048
