@@ -382,9 +382,16 @@ static int insert_one(struct cfs_shard_writer *w)
 		rc = cfs_catalog_shard_insert(w->s->cat, &sh, w->samples, w->nsamples);
 	}
 	if (rc == 0 && w->fetched) {
-		rc = cfs_catalog_object_fetched(w->s->cat, w->object_id, w->epoch);
-		if (rc == -ENOENT)
-			rc = 0; /* the object went stale meanwhile: its file still counts */
+		/*
+		 * A counter only: its failure must not fail a file whose row is
+		 * already in the transaction (the file is then kept, as when
+		 * the count was a transaction of its own); -ENOENT: the object
+		 * went stale meanwhile.
+		 */
+		int frc = cfs_catalog_object_fetched(w->s->cat, w->object_id, w->epoch);
+		if (frc < 0 && frc != -ENOENT)
+			cmn_log(CMN_LOG_WARN, "%s/catalog.db: object %" PRId64 ": fetch count: %s",
+				w->s->lay.dir, w->object_id, strerror(-frc));
 	}
 	return rc;
 }
