@@ -15,8 +15,8 @@
  * Invariants: DESIGN 2 (a shard is visible only once sealed), DESIGN 4 (a
  * queued writer's reservation stays counted in the budget until sealed).
  * Locking: seal_mu protects seal_q, seal_n, raw_q, raw_n, seal_busy,
- * seal_quit, seal_err and seal_msg; it is never held while calling into cachefs.  Everything
- * but sealer_main() runs on the sampler's thread.
+ * seal_quit, seal_err and seal_msg; it is never held while calling into
+ * cachefs.  Everything but sealer_main() runs on the sampler's thread.
  */
 #include "sampler/sampler_i.h"
 
@@ -27,12 +27,6 @@
 #include "cachefs/shard_writer.h"
 #include "common/log.h"
 
-/*
- * Sealing runs on a sealer thread: the fsyncs of invariant 2 take as long as
- * the disk needs, and meanwhile the fetch loop keeps the connections busy.
- * The hand-off queue is bounded (SMP_SEAL_QUEUE writers; their reservations stay
- * counted in the budget until sealed, so invariant 4 holds throughout).
- */
 /*
  * Seals the raw objects taken from raw_q as one group.  A file refused
  * alone (-EEXIST, -EINVAL: its display name or sample row) is logged and
@@ -66,6 +60,12 @@ static int seal_raw_group(struct smp_sampler *s, struct cfs_shard_writer **ws, i
 	return rc;
 }
 
+/*
+ * Sealing runs on a sealer thread: the fsyncs of invariant 2 take as long as
+ * the disk needs, and meanwhile the fetch loop keeps the connections busy.
+ * The hand-off queue is bounded (SMP_SEAL_QUEUE writers; their reservations stay
+ * counted in the budget until sealed, so invariant 4 holds throughout).
+ */
 static void *sealer_main(void *arg)
 {
 	struct smp_sampler *s = arg;
