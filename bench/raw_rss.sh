@@ -72,7 +72,7 @@ echo "mount of the existing cache: $MOUNT_S s to current/, daemon VmHWM $(($(hwm
 n=$(find "$MNT/current/" -type f | wc -l)
 echo "view walked with find: $n files, daemon VmHWM $(($(hwm $PID) / 1024)) MB"
 t0=$(now)
-"$RC" epoch "$MNT" next --wait >/dev/null
+"$RC" epoch "$MNT" next --wait >/dev/null 2>"$WORK/epoch.err"
 echo "epoch next --wait (a new view of $n files): $(echo "$(now) - $t0" | bc) s, daemon VmHWM $(($(hwm $PID) / 1024)) MB"
 kill -9 "$PID"
 wait "$PID" 2>/dev/null || true
