@@ -58,7 +58,7 @@ secs() { # command... -> seconds on stdout (GNU time's %e), its output to $WORK/
 run_size() { # LABEL N SIZE
 	SRC=$WORK/src-$1-$2
 	make_tree "$SRC" "$2" "$3"
-	cat "$SRC"/*/* >/dev/null # in the page cache for both
+	find "$SRC" -type f -exec cat {} + >/dev/null # in the page cache for both
 	total=$(du -sb "$SRC" | cut -f1)
 	: >"$WORK/cp.s"
 	: >"$WORK/rc.s"
