@@ -63,7 +63,7 @@ mount_wait() { # sets MOUNT_S (seconds until MNT/current exists) and PID (the da
 		}
 		sleep 0.05
 	done
-	MOUNT_S=$(echo "$(now) - $t0" | bc)
+	MOUNT_S=$(awk -v a="$(now)" -v b="$t0" 'BEGIN {printf "%.2f", a - b}')
 }
 
 mkdir -p "$MNT"
@@ -73,7 +73,7 @@ n=$(find "$MNT/current/" -type f | wc -l)
 echo "view walked with find: $n files, daemon VmHWM $(($(hwm $PID) / 1024)) MB"
 t0=$(now)
 "$RC" epoch "$MNT" next --wait >/dev/null 2>"$WORK/epoch.err"
-echo "epoch next --wait (a new view of $n files): $(echo "$(now) - $t0" | bc) s, daemon VmHWM $(($(hwm $PID) / 1024)) MB"
+echo "epoch next --wait (a new view of $n files): $(awk -v a="$(now)" -v b="$t0" 'BEGIN {printf "%.2f", a - b}') s, daemon VmHWM $(($(hwm $PID) / 1024)) MB"
 kill -9 "$PID"
 wait "$PID" 2>/dev/null || true
 fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
