@@ -113,6 +113,28 @@ uint64_t cfs_shard_writer_records(const struct cfs_shard_writer *w);
  */
 int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, size_t errlen);
 
+/*
+ * Seals n writers as one group (issue 15's group commit; the design note
+ * above cfs_shard_writer_seal_group() in shard_writer.c): invariant 2's
+ * steps each run once for the group, in invariant 2's order for every
+ * file of it - the bytes of all files durable (syncfs() for 4 files or
+ * more, else an fsync per file), all renamed, one fsync per directory,
+ * then one catalog transaction with a savepoint per file.  rcs[i] gets
+ * writer i's result: 0 sealed, or -errno (that file is removed, its bytes
+ * released; err holds the last such message).  Returns 0 when the group's
+ * own steps worked, else -errno with a message and every rcs[i] set:
+ * nothing of the group is visible.  Frees every writer and sets ws[i] to
+ * NULL in every case.  n may be 0.
+ */
+int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs, char *err,
+				size_t errlen);
+
+/*
+ * Counts the file's object as fetched once more (objects.fetches) in the
+ * transaction that seals it, instead of a transaction of its own.
+ */
+void cfs_shard_writer_mark_fetched(struct cfs_shard_writer *w);
+
 /* Discards the tmp file, releases the whole reservation, frees w.  NULL ok. */
 void cfs_shard_writer_abort(struct cfs_shard_writer *w);
 

@@ -38,6 +38,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cachefs/budget.h"
 #include "cachefs/catalog.h"
@@ -254,11 +255,11 @@ static uint64_t obj_restart(void *ctx, bool final)
 }
 
 /*
- * The transfer is over.  A raw object is sealed here with its plan mark in
- * the same commit; records of a TFRecord object may still wait in the
- * shuffle buffer, so its job ends when the last of them is written
- * (smp__job_maybe_end).  A transfer cancelled because the sampler stops
- * leaves its units unsettled: the plan gives them again after a restart.
+ * The transfer is over.  A raw object goes to the sealer's next group
+ * commit with its plan mark (committed with its row); records of a TFRecord object may still wait
+ * in the shuffle buffer, so its job ends when the last of them is written (smp__job_maybe_end).  A
+ * transfer cancelled because the sampler stops leaves its units unsettled: the plan gives them
+ * again after a restart.
  */
 static void obj_done(void *ctx, int rc, const char *msg)
 {
@@ -268,24 +269,28 @@ static void obj_done(void *ctx, int rc, const char *msg)
 	s->inflight--;
 	if (o->raw) {
 		if (rc == 0) {
-			char err[512];
-			uint64_t bytes = o->raw_bytes, pass = cmn_plan_pass(s->plan);
+			/*
+			 * Handed to the sealer's next group commit with its plan
+			 * mark and fetch count (seal.c): the unit is resident for
+			 * the plan now, as a record written into an open shard is;
+			 * the catalog learns it with the file's row.
+			 */
+			uint64_t pass = cmn_plan_pass(s->plan);
 			int src = cfs_shard_writer_add_marks(o->raw, s->plan_id, pass, &j->unit, 1);
-			if (src == 0)
-				src = cfs_shard_writer_seal(o->raw, NULL, err, sizeof(err));
-			else
-				cfs_shard_writer_abort(o->raw);
-			o->raw = NULL;
-			if (src) {
-				cmn_log(CMN_LOG_ERROR, "%s: sealing: %s", o->obj->key, err);
-				if (src != -EEXIST && src != -EINVAL)
-					smp__fail_local(s, src, "sealing a raw object");
-				rc = src;
+			if (src == 0) {
+				cfs_shard_writer_mark_fetched(o->raw);
+				src = smp__seal_raw(s, o->raw);
 			} else {
-				SMP_STAT_ADD(&s->stats, records_admitted, 1);
-				SMP_STAT_ADD(&s->stats, bytes_admitted, bytes);
-				j->written = 1;
+				cfs_shard_writer_abort(o->raw);
+				cmn_log(CMN_LOG_ERROR, "%s: marking the sampling plan: %s",
+					o->obj->key, strerror(-src));
+				smp__fail_local(s, src, "marking the sampling plan");
 			}
+			o->raw = NULL;
+			if (src)
+				rc = src;
+			else
+				j->written = 1;
 		} else {
 			cfs_shard_writer_abort(o->raw);
 			o->raw = NULL;
@@ -295,7 +300,6 @@ static void obj_done(void *ctx, int rc, const char *msg)
 			cmn_plan_done(s->plan, j->unit);
 			s->prog.objects_done++;
 			SMP_STAT_ADD(&s->stats, objects_done, 1);
-			cfs_catalog_object_fetched(s->cat, o->object_id, s->epoch);
 			j->cancelled = true; /* settled here, nothing left for maybe_end */
 		}
 	}

@@ -29,6 +29,7 @@
 
 #define SMP_RESERVE_CHUNK ((uint64_t)4 << 20) /* reserve ahead in steps of this */
 #define SMP_SEAL_QUEUE	  2		      /* shards waiting for the sealer thread */
+#define SMP_RAW_GROUP	  256		      /* raw objects queued for one group commit, at most */
 
 struct cfs_budget;
 struct cfs_catalog;
@@ -159,6 +160,8 @@ struct smp_sampler {
 	pthread_cond_t seal_cv;
 	struct cfs_shard_writer *seal_q[SMP_SEAL_QUEUE]; /* protected by seal_mu */
 	int seal_n;					 /* protected by seal_mu */
+	struct cfs_shard_writer *raw_q[SMP_RAW_GROUP];	 /* protected by seal_mu */
+	int raw_n;					 /* protected by seal_mu */
 	bool seal_busy, seal_quit;			 /* protected by seal_mu */
 	int seal_err;					 /* protected by seal_mu */
 	char seal_msg[600];				 /* protected by seal_mu */
@@ -243,6 +246,7 @@ void smp__sealer_stop(struct smp_sampler *s);
 int smp__open_shard(struct smp_sampler *s);
 int smp__seal_current(struct smp_sampler *s);
 int smp__seal_flush(struct smp_sampler *s);
+int smp__seal_raw(struct smp_sampler *s, struct cfs_shard_writer *w);
 
 /* sampler.c: a pause or an epoch change is asked for (any thread may ask). */
 bool smp__pause_wanted(struct smp_sampler *s);

@@ -2,16 +2,21 @@
  * seal.c - shard sealing: the sealer thread, and opening and handing off
  * the shard being filled.
  *
- * Owns the sealer thread and its bounded queue (SMP_SEAL_QUEUE writers).
- * Does not choose which records go into a shard (drain.c) and does not
- * write a byte itself: cfs_shard_writer_seal() does the fsyncs and the
- * catalog commit of DESIGN 2.
+ * Owns the sealer thread and its bounded queues: SMP_SEAL_QUEUE shard
+ * writers, sealed one by one in order, and SMP_RAW_GROUP raw object
+ * writers (format=raw), sealed together by one group commit: the sealer
+ * takes every raw object queued while it sealed the previous group, so a
+ * group is small when the disk keeps up and grows (to SMP_RAW_GROUP) when
+ * it does not.  Does not choose which records go into a shard (drain.c)
+ * and does not write a byte itself: cfs_shard_writer_seal() and
+ * cfs_shard_writer_seal_group() do the fsyncs and the catalog commit of
+ * DESIGN 2.
  *
  * Invariants: DESIGN 2 (a shard is visible only once sealed), DESIGN 4 (a
  * queued writer's reservation stays counted in the budget until sealed).
- * Locking: seal_mu protects seal_q, seal_n, seal_busy, seal_quit, seal_err
- * and seal_msg; it is never held while calling into cachefs.  Everything
- * but sealer_main() runs on the sampler's thread.
+ * Locking: seal_mu protects seal_q, seal_n, raw_q, raw_n, seal_busy,
+ * seal_quit, seal_err and seal_msg; it is never held while calling into
+ * cachefs.  Everything but sealer_main() runs on the sampler's thread.
  */
 #include "sampler/sampler_i.h"
 
@@ -23,6 +28,39 @@
 #include "common/log.h"
 
 /*
+ * Seals the raw objects taken from raw_q as one group.  A file refused
+ * alone (-EEXIST, -EINVAL: its display name or sample row) is logged and
+ * skipped, as the single seal did; any other failure ends the run (returned
+ * with its message).  seal_mu not held.
+ */
+static int seal_raw_group(struct smp_sampler *s, struct cfs_shard_writer **ws, int n, char *msg,
+			  size_t msglen)
+{
+	uint64_t bytes[SMP_RAW_GROUP];
+	int rcs[SMP_RAW_GROUP], rc = 0;
+	char err[512];
+
+	for (int i = 0; i < n; i++)
+		bytes[i] = cfs_shard_writer_bytes(ws[i]);
+	int grc = cfs_shard_writer_seal_group(ws, (size_t)n, rcs, err, sizeof(err));
+	for (int i = 0; i < n; i++) {
+		if (rcs[i] == 0) {
+			SMP_STAT_ADD(&s->stats, records_admitted, 1);
+			SMP_STAT_ADD(&s->stats, bytes_admitted, bytes[i]);
+		} else if (!grc && (rcs[i] == -EEXIST || rcs[i] == -EINVAL)) {
+			cmn_log(CMN_LOG_ERROR, "sealing a raw object: %s", err);
+		} else if (!rc) {
+			rc = rcs[i];
+		}
+	}
+	if (rc) {
+		cmn_log(CMN_LOG_ERROR, "sealing %d raw objects: %s", n, err);
+		snprintf(msg, msglen, "sealing raw objects: %s", err);
+	}
+	return rc;
+}
+
+/*
  * Sealing runs on a sealer thread: the fsyncs of invariant 2 take as long as
  * the disk needs, and meanwhile the fetch loop keeps the connections busy.
  * The hand-off queue is bounded (SMP_SEAL_QUEUE writers; their reservations stay
@@ -31,12 +69,31 @@
 static void *sealer_main(void *arg)
 {
 	struct smp_sampler *s = arg;
+	struct cfs_shard_writer *group[SMP_RAW_GROUP];
 	pthread_mutex_lock(&s->seal_mu);
 	for (;;) {
-		while (s->seal_n == 0 && !s->seal_quit)
+		while (s->seal_n == 0 && s->raw_n == 0 && !s->seal_quit)
 			pthread_cond_wait(&s->seal_cv, &s->seal_mu);
-		if (s->seal_n == 0 && s->seal_quit)
+		if (s->seal_n == 0 && s->raw_n == 0 && s->seal_quit)
 			break;
+		if (s->seal_n == 0) { /* raw objects: all of those queued, one group */
+			int n = s->raw_n;
+			memcpy(group, s->raw_q, (size_t)n * sizeof(group[0]));
+			s->raw_n = 0;
+			s->seal_busy = true;
+			pthread_cond_broadcast(&s->seal_cv);
+			pthread_mutex_unlock(&s->seal_mu);
+			char msg[600];
+			int rc = seal_raw_group(s, group, n, msg, sizeof(msg));
+			pthread_mutex_lock(&s->seal_mu);
+			if (rc && !s->seal_err) {
+				s->seal_err = rc;
+				snprintf(s->seal_msg, sizeof(s->seal_msg), "%s", msg);
+			}
+			s->seal_busy = false;
+			pthread_cond_broadcast(&s->seal_cv);
+			continue;
+		}
 		struct cfs_shard_writer *w = s->seal_q[0];
 		memmove(s->seal_q, s->seal_q + 1, (size_t)(s->seal_n - 1) * sizeof(s->seal_q[0]));
 		s->seal_n--;
@@ -63,6 +120,32 @@ static void *sealer_main(void *arg)
 	}
 	pthread_mutex_unlock(&s->seal_mu);
 	return NULL;
+}
+
+/*
+ * Hands a finished raw object to the sealer's next group (waits while
+ * SMP_RAW_GROUP are queued).  Its plan mark and fetch count go with it
+ * (cfs_shard_writer_add_marks, cfs_shard_writer_mark_fetched), so they
+ * commit with its row.  Takes w in every case; returns 0, or the first
+ * sealing error (the run then ends, w discarded).
+ */
+int smp__seal_raw(struct smp_sampler *s, struct cfs_shard_writer *w)
+{
+	pthread_mutex_lock(&s->seal_mu);
+	while (s->raw_n == SMP_RAW_GROUP && !s->seal_err)
+		pthread_cond_wait(&s->seal_cv,
+				  &s->seal_mu); /* bounded: the sealer always progresses */
+	int err = s->seal_err;
+	if (!err) {
+		s->raw_q[s->raw_n++] = w;
+		pthread_cond_broadcast(&s->seal_cv);
+	}
+	pthread_mutex_unlock(&s->seal_mu);
+	if (err) {
+		cfs_shard_writer_abort(w);
+		return smp__fail_local(s, err, "sealing raw objects");
+	}
+	return 0;
 }
 
 /* Hands the current shard to the sealer (waits while its queue is full). */
@@ -102,7 +185,7 @@ int smp__seal_current(struct smp_sampler *s)
 int smp__seal_flush(struct smp_sampler *s)
 {
 	pthread_mutex_lock(&s->seal_mu);
-	while (s->seal_n > 0 || s->seal_busy)
+	while (s->seal_n > 0 || s->raw_n > 0 || s->seal_busy)
 		pthread_cond_wait(&s->seal_cv, &s->seal_mu);
 	int err = s->seal_err;
 	if (err && !s->fatal) {

@@ -12,6 +12,13 @@
                     copies, and a second run downloads nothing
   kill9-file        SIGKILL during ingest (strategy=records, raw), then resume:
                     the pass neither skips nor repeats a unit
+  kill9-raw-many-file  format=raw, 1,000 small objects sealed by group
+                    commit, SIGKILL four times mid-run: after each kill,
+                    before any reconciliation, every SEALED row's file is on
+                    disk with its size and its object's bytes, and its plan
+                    mark and fetch count committed with it (DESIGN 2, 8);
+                    after the last run no orphan file, tmp/ empty, every
+                    object resident once (DESIGN 6)
   relist-file       objects added mid-pass are fetched in the rest of the pass
   records-faults-server  strategy=records: ranged GETs covering several records,
                     every sidecar fetched once over two runs (the server's
@@ -185,6 +192,102 @@ def kill9_file(work):
         print("ok: %s: %d kills, plan %r" % (mode, kills, plan))
 
 
+def raw_sealed_state(cache, src):
+    """Checks a cache left by kill -9, before reconciliation (DESIGN 2):
+    every SEALED raw row names a file of its size holding its object's bytes,
+    and its plan mark and fetch count were committed with it.  Returns
+    (rows, files on disk in objects/ without a row)."""
+    c = db(cache)
+    if not c.execute("SELECT 1 FROM sqlite_master WHERE name = 'plans'").fetchone():
+        c.close()  # killed before the schema was made: nothing may be sealed
+        files = os.listdir(os.path.join(cache, "objects"))
+        if files:
+            rcsamp.fail("objects/ holds %r before the catalog has a schema" % files[:3])
+        return [], []
+    rows = c.execute("SELECT f.id, f.bytes, o.key, o.fetches FROM shards f "
+                     "JOIN objects o ON o.id = f.object_id "
+                     "WHERE f.state = 0 AND f.kind = 1").fetchall()
+    units = dict(c.execute("SELECT object_id, first_unit FROM plan_objects").fetchall())
+    obj_of = dict(c.execute("SELECT id, object_id FROM shards WHERE state = 0").fetchall())
+    marks = {u for (u,) in c.execute("SELECT unit FROM plan_marks WHERE pass = 0")}
+    plan = c.execute("SELECT pass, taken FROM plans").fetchone()
+    taken = plan[1] if plan and plan[1] else b""
+    fetched = c.execute("SELECT COUNT(*) FROM objects WHERE fetches > 0").fetchone()[0]
+    c.close()
+    # a row's unit is marked (or saved in the plan's taken bitmap since), and
+    # a marked unit has its row: marks commit with the rows (DESIGN 8)
+    row_units = {units[o] for o in obj_of.values()}
+    if plan and plan[0] > 0:
+        row_units = marks = set()  # the pass is over: a new one has no taken unit yet
+    for u in row_units:
+        if u not in marks and not (u >> 3 < len(taken) and taken[u >> 3] >> (u & 7) & 1):
+            rcsamp.fail("unit %d has a SEALED file but is not taken in the plan" % u)
+    if marks - row_units:
+        rcsamp.fail("units %r are marked without a SEALED file" % sorted(marks - row_units)[:3])
+    for fid, size, key, fetches in rows:
+        path = os.path.join(cache, "objects", str(fid))
+        if not os.path.exists(path):
+            rcsamp.fail("SEALED row %d (%s) has no file after kill -9 (DESIGN 2)" % (fid, key))
+        with open(path, "rb") as f:
+            got = f.read()
+        with open(os.path.join(src, key), "rb") as f:
+            want = f.read()
+        if len(got) != size or got != want:
+            rcsamp.fail("objects/%d: %d bytes, row says %d, %s has %d (DESIGN 2)" % (
+                fid, len(got), size, key, len(want)))
+        if fetches != 1:
+            rcsamp.fail("%s: fetches=%d for one resident file" % (key, fetches))
+    if fetched != len(rows):
+        rcsamp.fail("%d SEALED rows, but %d fetched objects: not committed in the rows' "
+                    "transactions" % (len(rows), fetched))
+    ids = {str(r[0]) for r in rows}
+    orphans = [n for n in os.listdir(os.path.join(cache, "objects")) if n not in ids]
+    return rows, orphans
+
+
+def kill9_raw_many_file(work):
+    src = os.path.join(work, "src")
+    n = 1000
+    blob = os.urandom(1024 + 4096)
+    for i in range(n):
+        d = os.path.join(src, "c%02d" % (i % 15))
+        os.makedirs(d, exist_ok=True)
+        size = 64 + (i * 37) % 960
+        with open(os.path.join(d, "o%05d.bin" % i), "wb") as f:
+            f.write(blob[(i * 131) % 4096:][:size] + i.to_bytes(4, "little"))
+    cache = os.path.join(work, "cache")
+    args = [rcsamp.rc_bin(), "ingest", "file://" + src + "/", "--cache-dir", cache,
+            "--limit", "1G", "--format", "raw", "--quiet"]
+    kills = orphans_seen = 0
+    sealed = []
+    for delay in (0.2, 0.35, 0.5, 0.65):
+        p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+            kills += 1
+        p.wait()
+        if os.path.exists(os.path.join(cache, "catalog.db")):
+            rows, orphans = raw_sealed_state(cache, src)
+            sealed.append(len(rows))
+            orphans_seen += len(orphans)
+    rcsamp.ingest("file://" + src + "/", cache, "1G", ["--format", "raw"])
+    rows, orphans = raw_sealed_state(cache, src)
+    if orphans:
+        rcsamp.fail("after reconciliation, %d files without a row, e.g. %r (DESIGN 6)" % (
+            len(orphans), orphans[:3]))
+    left = os.listdir(os.path.join(cache, "tmp"))
+    if left:
+        rcsamp.fail("tmp/ not emptied: %r" % left[:3])
+    keys = collections.Counter(r[2] for r in rows)
+    if len(keys) != n or set(keys.values()) != {1}:
+        rcsamp.fail("after kill -9: %d objects resident for %d, some twice: %r" % (
+            len(keys), n, [k for k, v in keys.items() if v > 1][:3]))
+    print("ok: %d kills, SEALED rows after each %r, %d renamed files without a row seen "
+          "before reconciliation, %d objects once each at the end" % (
+              kills, sealed, orphans_seen, n))
+
+
 def relist_file(work):
     src = os.path.join(work, "src")
     names = ["a%02d.tfrecord" % i for i in range(10)]
@@ -256,6 +359,7 @@ SCENARIOS = {
     "full-nginx": full_nginx,
     "raw-nginx": raw_nginx,
     "kill9-file": kill9_file,
+    "kill9-raw-many-file": kill9_raw_many_file,
     "relist-file": relist_file,
     "records-faults-server": records_faults_server,
 }
