@@ -193,7 +193,8 @@ static int mp_error(const char *cmd, const char *mp, int rc, const char *err)
 	else if (rc == -ENOENT)
 		fprintf(stderr, "rollcache %s: %s is not a rollcache mount (no .rollcache/)\n", cmd,
 			mp);
-	else if (rc == -ENOTCONN)
+	else if (rc == -ENOTCONN ||
+		 rc == -ECONNABORTED) /* the latter while the kernel tears down */
 		fprintf(stderr, "rollcache %s: %s: the daemon is gone; run `rollcache umount %s`\n",
 			cmd, mp, mp);
 	else
