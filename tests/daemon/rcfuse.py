@@ -230,6 +230,46 @@ def disk_usage(cache):
     return total
 
 
+def start_nginx(s, access_log=False):
+    """nginx (tests/servers/nginx.sh) serving s.src until s closes; returns
+    (url, state dir).  access_log: STATE/access.log with the bytes sent."""
+    nginx = os.path.join(SRCDIR, "tests", "servers", "nginx.sh")
+    state = os.path.join(s.root, "nginx")
+    env = dict(os.environ, NGINX_ACCESS_LOG="1" if access_log else "0")
+    p = subprocess.run([nginx, "start", s.src, state], capture_output=True, text=True,
+                       timeout=60, env=env)
+    if p.returncode == 77:
+        fail("nginx: %s (scripts/deps.sh installs nginx-light)" % p.stdout.strip())
+    if p.returncode != 0:
+        fail("nginx.sh start: %s %s" % (p.stdout, p.stderr))
+    s.cleanups.append(lambda: subprocess.run([nginx, "stop", state], capture_output=True))
+    return p.stdout.strip().splitlines()[-1], state
+
+
+class DiskPeak:
+    """Samples disk_usage(cache) every `every` seconds from a thread, from
+    now until stop(), which returns the peak (invariant 4's witness)."""
+
+    def __init__(self, s, every=0.01):
+        import threading
+        self.peak = 0
+        self._stop = threading.Event()
+        self._cache, self._every = s.cache, every
+        self._th = threading.Thread(target=self._run, daemon=True)
+        self._th.start()
+        s.cleanups.insert(0, self._stop.set)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, disk_usage(self._cache))
+            time.sleep(self._every)
+
+    def stop(self):
+        self._stop.set()
+        self._th.join()
+        return self.peak
+
+
 def wait_for(pred, what, timeout=10.0):
     t0 = time.time()
     while time.time() - t0 < timeout:

@@ -33,7 +33,6 @@ import errno
 import hashlib
 import os
 import struct
-import subprocess
 import sys
 
 import rcfuse as t

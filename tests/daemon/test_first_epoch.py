@@ -17,25 +17,12 @@ is new; nobody runs `epoch next`.  Proves (behaviour, never timing):
     are sealed, until `epoch next` (the behaviour before issue 15).
 """
 import os
-import subprocess
 
 import rcfuse as t
 
 FIRST = 64 << 10  # first_epoch
 SHARD = 1 << 20  # shard_size
 RECORD = 8 << 10  # record size in synth (framing adds 16 bytes)
-
-
-def start_nginx(s):
-    nginx = os.path.join(t.SRCDIR, "tests", "servers", "nginx.sh")
-    state = os.path.join(s.root, "nginx")
-    p = subprocess.run([nginx, "start", s.src, state], capture_output=True, text=True, timeout=60)
-    if p.returncode == 77:
-        t.fail("nginx: %s (scripts/deps.sh installs nginx-light)" % p.stdout.strip())
-    if p.returncode != 0:
-        t.fail("nginx.sh start: %s %s" % (p.stdout, p.stderr))
-    s.cleanups.append(lambda: subprocess.run([nginx, "stop", state], capture_output=True))
-    return p.stdout.strip().splitlines()[-1]
 
 
 def files_of(s, epoch):
@@ -50,7 +37,7 @@ def shard_id(name):
 def body(s):
     s.synth(records=1024, size="8K", shards=8)  # ~8.4 MB in 8 objects
     src_recs = set(t.read_records_dir(s.src))
-    url = start_nginx(s)
+    url = t.start_nginx(s)[0]
     # limit 6M < the dataset, 2M admitted per epoch: a re-mount still has room to fill
     common = ["--limit", "6M", "--admit", "2M", "--shard-size", str(SHARD), "--min-records",
               "100", "--connections", "4"]

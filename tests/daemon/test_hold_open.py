@@ -18,8 +18,6 @@ read and closed).  Proves:
   - du of the cache never exceeds the limit (invariant 4).
 """
 import os
-import subprocess
-import threading
 import time
 
 import rcfuse as t
@@ -48,35 +46,15 @@ def admitted_bytes(s):
 
 
 def body(s):
-    nginx = os.path.join(t.SRCDIR, "tests", "servers", "nginx.sh")
     s.synth(records=320, size="16K", shards=16)  # ~5.2 MB > LIMIT
-    state = os.path.join(s.root, "nginx")
-    env = dict(os.environ, NGINX_ACCESS_LOG="1")
-    p = subprocess.run([nginx, "start", s.src, state], capture_output=True, text=True,
-                       timeout=60, env=env)
-    if p.returncode == 77:
-        t.skip("nginx: %s (scripts/deps.sh installs nginx-light)" % p.stdout.strip())
-    if p.returncode != 0:
-        t.fail("nginx.sh start: %s %s" % (p.stdout, p.stderr))
-    s.cleanups.append(lambda: subprocess.run([nginx, "stop", state], capture_output=True))
-    url = p.stdout.strip().splitlines()[-1]
+    url, state = t.start_nginx(s, access_log=True)
 
     # min_records is below what one epoch's admit brings: `next --wait`
     # returns as soon as the cache holds that much, never on a timeout
     cfg = s.config("[cache]\nlimit = 2M\nmin_records = 40\n"
                    "[sampler]\nshard_size = 128K\nconnections = 4\n"
                    "[epoch 0-]\nlimit = 2M\nadmit = 1M\npolicy = fifo\n")
-    peak = [0]
-    stop = threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            peak[0] = max(peak[0], t.disk_usage(s.cache))
-            time.sleep(0.01)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    s.cleanups.insert(0, stop.set)
+    disk = t.DiskPeak(s)
     s.mount(url, "--config", cfg)
 
     # fill the cache: two epochs' admits, then one more boundary
@@ -148,10 +126,9 @@ def body(s):
     t.eq(unread, [], "files evicted unread after the reader began at epoch %d" % e0)
     for f in held:
         f.close()
-    stop.set()
-    th.join()
-    if peak[0] > LIMIT:
-        t.fail("disk usage peaked at %d bytes > limit %d" % (peak[0], LIMIT))
+    peak = disk.stop()
+    if peak > LIMIT:
+        t.fail("disk usage peaked at %d bytes > limit %d" % (peak, LIMIT))
     s.umount()
 
 

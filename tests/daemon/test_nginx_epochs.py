@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import subprocess
-import threading
 import time
 
 import rcfuse as t
@@ -38,37 +37,19 @@ def sqlite(db, sql):
 
 
 def body(s):
-    nginx = os.path.join(t.SRCDIR, "tests", "servers", "nginx.sh")
     s.synth(records=480, size="8K", shards=12)  # ~3.9 MB > LIMIT
     src_recs = set(t.read_records_dir(s.src))
-    state = os.path.join(s.root, "nginx")
-    p = subprocess.run([nginx, "start", s.src, state], capture_output=True, text=True, timeout=60)
-    if p.returncode == 77:
-        t.fail("nginx: %s (scripts/deps.sh installs nginx-light)" % p.stdout.strip())
-    if p.returncode != 0:
-        t.fail("nginx.sh start: %s %s" % (p.stdout, p.stderr))
-    s.cleanups.append(lambda: subprocess.run([nginx, "stop", state], capture_output=True))
-    url = p.stdout.strip().splitlines()[-1]
+    url, _ = t.start_nginx(s)
 
     cfg = s.config("[cache]\nlimit = 3M\nmin_records = 100000\n"
                    "[sampler]\nshard_size = 128K\nconnections = 4\n"
                    "[epoch 0-]\nlimit = 3M\nadmit = 768K\npolicy = fifo\n")
-    peak = [0]
-    stop = threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            peak[0] = max(peak[0], t.disk_usage(s.cache))
-            time.sleep(0.01)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    s.cleanups.insert(0, stop.set)
+    disk = t.DiskPeak(s)
     s.mount(url, "--config", cfg)
 
     resident = []
     for _ in range(3):
-        p = t.run("epoch", s.mnt, "next", "--wait", timeout=120)
+        t.run("epoch", s.mnt, "next", "--wait", timeout=120)
         st = s.stats()
         resident.append(st["current"]["records"])
         if st["used"] > LIMIT:
@@ -76,13 +57,12 @@ def body(s):
     for a, b in zip(resident, resident[1:]):
         if not b > a:
             t.fail("resident records did not grow each epoch: %r" % resident)
-    stop.set()
-    sampler.join()
-    if peak[0] > LIMIT:
-        t.fail("disk usage peaked at %d bytes > limit %d" % (peak[0], LIMIT))
-    if peak[0] == 0:
+    peak = disk.stop()
+    if peak > LIMIT:
+        t.fail("disk usage peaked at %d bytes > limit %d" % (peak, LIMIT))
+    if peak == 0:
         t.fail("the disk sampler saw nothing")
-    print("resident records per epoch %r, disk peak %d of limit %d" % (resident, peak[0], LIMIT))
+    print("resident records per epoch %r, disk peak %d of limit %d" % (resident, peak, LIMIT))
 
     cur = os.path.join(s.mnt, "current")
     served = t.read_records_dir(cur)

@@ -20,8 +20,6 @@ boundary it drives keeps its victims in the view (>= 0.9 x limit).
 """
 import os
 import sys
-import threading
-import time
 
 import rcfuse as t
 
@@ -38,17 +36,7 @@ def body(s, mode):
                    "[epoch 0-]\nlimit = %d\nadmit = %d\npolicy = fifo\n"
                    % (LIMIT, mode, SHARD, LIMIT, ADMIT))
     s.mount("file://%s/" % s.src, "--config", cfg)
-    peak = [0]
-    stop = threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            peak[0] = max(peak[0], t.disk_usage(s.cache))
-            time.sleep(0.1)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    s.cleanups.insert(0, stop.set)
+    disk = t.DiskPeak(s, every=0.1)
     views = []
     for i in range(EPOCHS):
         t.run("epoch", s.mnt, "next", "--wait", timeout=60)
@@ -89,11 +77,10 @@ def body(s, mode):
         print("epoch %d: %d files, view %.2f MiB (%.2f x limit), %d victims retiring, "
               "%d files admitted during %d" % (e, len(names), view / 2**20, view / LIMIT,
                                                 len(victims), len(prev), e - 1))
-    stop.set()
-    th.join()
-    print("peak bytes on disk (du every 100 ms): %d of limit %d" % (peak[0], LIMIT))
-    if peak[0] > LIMIT:
-        t.fail("bytes on disk %d above the limit %d (invariant 4)" % (peak[0], LIMIT))
+    peak = disk.stop()
+    print("peak bytes on disk (du every 100 ms): %d of limit %d" % (peak, LIMIT))
+    if peak > LIMIT:
+        t.fail("bytes on disk %d above the limit %d (invariant 4)" % (peak, LIMIT))
     full = [v for v in views[3:]]  # the cache is full after limit / admit epochs
     for e, n, view, nv, _ in full:
         if mode == "read" and view < 0.9 * LIMIT:
