@@ -48,7 +48,8 @@ def write(mnt, cmd):
 
 def body(s):
     s.synth(records=40, size="1K", shards=4)
-    s.mount("file://%s/" % s.src, "--limit", "4M", "--shard-size", "16K")
+    # first_epoch 0: every epoch here is one a command asked for
+    s.mount("file://%s/" % s.src, "--limit", "4M", "--shard-size", "16K", "--first-epoch", "0")
     e = s.stats()["epoch"]
     before = epochs_in_catalog(s)
     t.eq(before[-1], e, "the catalog's last epoch is the current one")

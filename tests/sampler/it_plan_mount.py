@@ -46,7 +46,8 @@ def no_duplicates(s, what):
 def fifo(s):
     s.synth(records=480, size="8K", shards=24)  # ~3.9 MB, 24 objects of ~160 KB
     url = nginx(s)
-    cfg = s.config("[cache]\nlimit = 1300K\nmin_records = 100000\n"
+    # first_epoch 0: five epochs of 650K admit stay inside the first pass
+    cfg = s.config("[cache]\nlimit = 1300K\nmin_records = 100000\nfirst_epoch = 0\n"
                    "[sampler]\nshard_size = 128K\nconnections = 3\n"
                    "[epoch 0-]\nlimit = 1300K\nadmit = 650K\npolicy = fifo\n")
     s.mount(url, "--config", cfg)
@@ -72,7 +73,8 @@ def none(s):
     s.synth(records=480, size="8K", shards=24)
     url = nginx(s)
     # relist = 1000: no listing after the first, so every byte counted is an object's
-    cfg = s.config("[cache]\nlimit = 1M\nmin_records = 100000\n[source]\nrelist = 1000\n"
+    cfg = s.config("[cache]\nlimit = 1M\nmin_records = 100000\nfirst_epoch = 0\n"
+                   "[source]\nrelist = 1000\n"
                    "[sampler]\nshard_size = 128K\nconnections = 3\n"
                    "[epoch 0-]\nlimit = 1M\nadmit = 1M\npolicy = none\n")
     s.mount(url, "--config", cfg)
