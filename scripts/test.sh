@@ -48,9 +48,10 @@ PY
 status=0
 
 # .clang-format is the law of the tree: every tracked C file must pass it.
-unformatted=$(git ls-files '*.c' '*.h' 2>/dev/null | while read -r f; do
-  clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "$f"
-done)
+# (many files per clang-format process; it names each file that differs)
+unformatted=$( (git ls-files -z '*.c' '*.h' 2>/dev/null |
+  xargs -0 -n 60 -P 2 clang-format --dry-run --Werror 2>&1 || true) |
+  { grep 'clang-format-violations' || true; } | cut -d: -f1 | sort -u)
 if [ -n "$unformatted" ]; then
   echo "clang-format: these files differ from .clang-format (run clang-format -i on them):"
   echo "$unformatted" | sed 's/^/  /'
@@ -65,7 +66,10 @@ configure build
 meson compile -C build
 run_suite build || status=1
 
-configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+# -O1 with debug info: what the sanitizers' authors recommend (usable stack
+# traces, reports as at -O0) at about half -O0's run time for this suite.
+configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Ddebug=true \
+  -Doptimization=1
 meson compile -C build-asan
 run_suite build-asan --setup=asan || status=1
 

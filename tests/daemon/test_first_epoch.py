@@ -81,13 +81,21 @@ def body(s):
     s.mount(url, *args)
     e0 = s.stats()["epoch"]
     # the samplers go on with the epoch's admit: they seal more, or - when a
-    # busy machine let them use it all before the umount - wait for room
-    def sealed_or_waiting():
-        st = s.stats()
+    # busy machine let them use it all before the umount - wait for room, or
+    # have nothing more to fetch; none of it may start an epoch by itself
+    last = [None]
+
+    def settled():
+        st = last[0] = s.stats()
         adm = st["admission"]
-        return st["resident"]["files"] > held or adm["waiting_admit"] or adm["waiting_limit"]
-    t.wait_for(sealed_or_waiting, "the samplers to seal more or wait after the re-mount",
-               timeout=20)
+        return (st["resident"]["files"] > held or adm["waiting_admit"] or
+                adm["waiting_limit"] or st["sampler"].get("idle"))
+    try:
+        t.wait_for(settled, "the samplers to seal more, wait or idle after the re-mount",
+                   timeout=20)
+    except AssertionError:
+        t.fail("after the re-mount: resident %r (held %d), admission %r, sampler %r"
+               % (last[0]["resident"], held, last[0]["admission"], last[0]["sampler"]))
     t.eq(s.stats()["epoch"], e0, "epoch of a re-mounted cache while its samplers work")
     s.umount()
 
