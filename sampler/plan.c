@@ -552,6 +552,24 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 	return CMN_PLAN_UNIT;
 }
 
+uint64_t smp__job_room_end(const struct smp__job *j, uint64_t from, uint64_t upto)
+{
+	const struct smp__pobj *o = j->obj;
+	if (!o->idx)
+		return upto;
+	uint64_t k0 = j->unit - o->first, end = from;
+	for (uint32_t i = 0; i < j->nunits; i++) {
+		const struct smp__idx *x = &o->idx[k0 + i];
+		uint64_t e = x->off + x->size;
+		if (e <= from)
+			continue;
+		if (e > upto)
+			return end > from ? end : e; /* not even the first fits: all of it */
+		end = e;
+	}
+	return end > from ? end : upto;
+}
+
 static void pend_push(struct smp_sampler *s, uint64_t u)
 {
 	if (s->npend == s->pend_cap) {

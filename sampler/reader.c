@@ -333,6 +333,9 @@ static void obj_done(void *ctx, int rc, const char *msg)
  * time, reserved here before the range is requested - so every byte the
  * server sends has its room, none waits in socket buffers for a boundary or
  * is thrown away at a stop, and policy=none fetches nothing once frozen.
+ * Ranges end at record ends (smp__job_room_end): a transfer waiting for its
+ * next grant holds no partial record, so once every transfer waits, all
+ * that was downloaded is admitted.
  * Record bytes in the source are the bytes a shard needs
  * (cfs_shard_writer_record_bytes), so the job's reserve covers each record
  * that arrives (drain.c takes from it).  ingest reserved the whole unit, raw
@@ -356,7 +359,10 @@ static uint64_t obj_grant(void *ctx, uint64_t cur, uint64_t want_end)
 	struct cfs_budget *b = cfs_store_budget(s->cstore);
 	uint64_t avail = smp__budget_avail(b);
 	uint64_t take = avail < chunk ? avail : chunk;
-	if (take < least || cfs_budget_try_reserve(b, take) != 0)
+	if (take < least)
+		return cur;
+	take = smp__job_room_end(o->job, from, from + take) - from; /* whole records */
+	if (take > avail || cfs_budget_try_reserve(b, take) != 0)
 		return cur;
 	o->job->reserve += take;
 	o->granted = from + take;

@@ -329,7 +329,11 @@ static void skip_job(struct smp_sampler *s, struct smp__job *j)
 static uint64_t first_room(const struct smp__job *j)
 {
 	uint64_t want = j->bytes - j->reserve;
-	return want < SMP_FIRST_ROOM ? want : SMP_FIRST_ROOM;
+	if (want > SMP_FIRST_ROOM) { /* ends at a record's end (smp__job_room_end) */
+		uint64_t from = j->off + j->reserve;
+		want = smp__job_room_end(j, from, from + SMP_FIRST_ROOM) - from;
+	}
+	return want;
 }
 
 /*

@@ -203,6 +203,15 @@ struct smp__pobj *smp__plan_obj(const struct smp_sampler *s, uint64_t u);
  * in s->jobs), or CMN_PLAN_WAIT / CMN_PLAN_END, or -ENOMEM.
  */
 int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out);
+/*
+ * Where room for job j's bytes from object offset `from` may end, given
+ * room up to `upto`: the end of the last of its records that fits whole, so
+ * that a ranged transfer never stops inside a record (a partial record would
+ * be bytes downloaded and not admitted while its transfer waits for room).
+ * When not even the record starting at `from` fits, its end (more than
+ * asked); a job without a record index (a whole object) gets `upto`.
+ */
+uint64_t smp__job_room_end(const struct smp__job *j, uint64_t from, uint64_t upto);
 /* Unit u is in a file (or failed: ok false); see plan.c. */
 void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok);
 /* Ends job j if its transfer is over and none of its records is buffered. */

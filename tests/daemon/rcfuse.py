@@ -212,22 +212,29 @@ class Scratch:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def disk_usage(cache):
-    """Bytes of the files under a cache's shards/, objects/ and tmp/ (what
-    invariant 4 bounds), read without locks while the daemon works."""
-    total = 0
+def disk_files(cache):
+    """{name: (inode, size)} of the files under a cache's shards/, objects/
+    and tmp/ (what invariant 4 bounds), read without locks while the daemon
+    works.  A file keeps its name and inode when it is renamed from tmp/."""
+    files = {}
     for sub in ("shards", "objects", "tmp"):
         d = os.path.join(cache, sub)
         try:
             with os.scandir(d) as it:
                 for e in it:
                     try:
-                        total += e.stat(follow_symlinks=False).st_size
+                        st = e.stat(follow_symlinks=False)
                     except FileNotFoundError:
-                        pass
+                        continue
+                    files[e.name] = (st.st_ino, st.st_size)
         except FileNotFoundError:
             pass
-    return total
+    return files
+
+
+def disk_usage(cache):
+    """Bytes of the files under a cache's shards/, objects/ and tmp/."""
+    return sum(size for _, size in disk_files(cache).values())
 
 
 def start_nginx(s, access_log=False):
@@ -247,12 +254,23 @@ def start_nginx(s, access_log=False):
 
 
 class DiskPeak:
-    """Samples disk_usage(cache) every `every` seconds from a thread, from
-    now until stop(), which returns the peak (invariant 4's witness)."""
+    """Samples the cache's bytes on disk every `every` seconds from a
+    thread, from now until stop(), which returns the peak (invariant 4's
+    witness).
+
+    One scan of three directories is not one instant: it may count a victim
+    before its unlink and then the file that took its room after, bytes
+    that were never on disk together.  So each sample is two scans, and
+    counts only the files seen in both (same name, same inode), at their
+    size in the first: each of them was on disk from its first stat to its
+    second, so all of them at the instant between the two scans, and at
+    least that big (files only grow).  The sum is bytes that were on disk
+    at one instant, never more."""
 
     def __init__(self, s, every=0.01):
         import threading
         self.peak = 0
+        self.one_scan_peak = 0  # the sum of single scans, for comparison
         self._stop = threading.Event()
         self._cache, self._every = s.cache, every
         self._th = threading.Thread(target=self._run, daemon=True)
@@ -260,8 +278,15 @@ class DiskPeak:
         s.cleanups.insert(0, self._stop.set)
 
     def _run(self):
+        prev = disk_files(self._cache)
         while not self._stop.is_set():
-            self.peak = max(self.peak, disk_usage(self._cache))
+            cur = disk_files(self._cache)
+            both = sum(size for name, (ino, size) in prev.items()
+                       if cur.get(name, (None,))[0] == ino)
+            self.peak = max(self.peak, both)
+            self.one_scan_peak = max(self.one_scan_peak,
+                                     sum(size for _, size in cur.values()))
+            prev = cur
             time.sleep(self._every)
 
     def stop(self):

@@ -110,8 +110,9 @@ def body(s):
     try:
         t.wait_for(settled, "nginx bytes == admitted bytes", timeout=15)
     except AssertionError:
+        st = s.stats()
         t.fail("downloaded and not admitted: nginx sent %d bytes of objects, the catalog "
-               "admitted %d" % last[0])
+               "admitted %d; sampler %r errors %r" % (last[0] + (st["sampler"], st["errors"])))
     print("nginx sent %d object bytes; the catalog admitted %d" % last[0])
 
     # No fresh file evicted: a file admitted during epoch E is first shown in

@@ -78,9 +78,12 @@ def body(s, mode):
               "%d files admitted during %d" % (e, len(names), view / 2**20, view / LIMIT,
                                                 len(victims), len(prev), e - 1))
     peak = disk.stop()
-    print("peak bytes on disk (du every 100 ms): %d of limit %d" % (peak, LIMIT))
-    if peak > LIMIT:
-        t.fail("bytes on disk %d above the limit %d (invariant 4)" % (peak, LIMIT))
+    budget_peak = s.stats()["disk"]["peak"]
+    print("peak bytes on disk (sampled every 100 ms): %d (one scan: %d); the budget's "
+          "peak %d; limit %d" % (peak, disk.one_scan_peak, budget_peak, LIMIT))
+    if peak > LIMIT or budget_peak > LIMIT:
+        t.fail("bytes on disk %d (the budget's peak %d) above the limit %d (invariant 4)"
+               % (peak, budget_peak, LIMIT))
     full = [v for v in views[3:]]  # the cache is full after limit / admit epochs
     for e, n, view, nv, _ in full:
         if mode == "read" and view < 0.9 * LIMIT:
