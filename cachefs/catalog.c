@@ -180,6 +180,12 @@ static const char *const migrations[] = {
     "  pass INTEGER NOT NULL,\n"
     "  unit INTEGER NOT NULL,\n"
     "  PRIMARY KEY(plan_id, pass, unit)) WITHOUT ROWID;\n",
+    /* 2 -> 3: records served (cfs_catalog_shards_add_stats; docs/catalog.md) */
+    "CREATE TABLE served(\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  object_offset INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(object_id, object_offset)) WITHOUT ROWID;\n"
+    "ALTER TABLE epochs ADD COLUMN served_records INTEGER NOT NULL DEFAULT 0;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -227,6 +233,8 @@ enum stmt_id {
 	S_POBJ_ADD,
 	S_RES_OBJECTS,
 	S_RES_SAMPLES,
+	S_SERVED_ADD,
+	S_EPOCH_SERVED,
 	S__COUNT
 };
 
@@ -294,8 +302,8 @@ static const char *const stmt_sql[S__COUNT] = {
 		      "resident_records = excluded.resident_records",
     [S_EPOCH_LIST] = "SELECT number, started_ms, admitted_bytes, admitted_records, "
 		     "evicted_bytes, evicted_records, read_bytes, limit_bytes, admit_bytes, "
-		     "policy, min_uses, resident_files, resident_bytes, resident_records "
-		     "FROM epochs ORDER BY number",
+		     "policy, min_uses, resident_files, resident_bytes, resident_records, "
+		     "served_records FROM epochs ORDER BY number",
     [S_EPOCH_CURRENT] = "SELECT max(number) FROM epochs WHERE started_ms > 0",
     [S_MAX_ID] = "SELECT coalesce(max(id), 0) FROM shards",
     [S_PLAN_GET] = "SELECT id, seed, pass, gen, n_units, cursor, taken FROM plans "
@@ -315,6 +323,11 @@ static const char *const stmt_sql[S__COUNT] = {
 		      "JOIN plan_objects po ON po.object_id = so.object_id AND po.plan_id = ?1",
     [S_RES_SAMPLES] = "SELECT s.object_id, s.object_offset FROM samples s "
 		      "JOIN plan_objects po ON po.object_id = s.object_id AND po.plan_id = ?1",
+    [S_SERVED_ADD] = "INSERT OR IGNORE INTO served(object_id, object_offset) "
+		     "SELECT object_id, object_offset FROM samples WHERE shard_id = ?1",
+    [S_EPOCH_SERVED] = "INSERT INTO epochs(number, served_records) VALUES(?1, ?2) "
+		       "ON CONFLICT(number) DO UPDATE SET "
+		       "served_records = served_records + excluded.served_records",
 };
 
 struct cfs_catalog {
@@ -1338,7 +1351,7 @@ static int epoch_add(struct cfs_catalog *c, enum stmt_id sid, uint32_t epoch, ui
 		return -EIO;
 	sqlite3_bind_int64(st, 1, epoch);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)a);
-	if (sid != S_EPOCH_READ)
+	if (sid != S_EPOCH_READ && sid != S_EPOCH_SERVED)
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)b);
 	return run(c, st, "epoch counters");
 }
@@ -1346,7 +1359,7 @@ static int epoch_add(struct cfs_catalog *c, enum stmt_id sid, uint32_t epoch, ui
 int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_stat_delta *d,
 				 size_t n, uint32_t epoch)
 {
-	uint64_t read_bytes = 0;
+	uint64_t read_bytes = 0, newly = 0;
 	sqlite3_stmt *st;
 	int rc;
 
@@ -1369,8 +1382,32 @@ int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_s
 		if (rc < 0)
 			goto out;
 		read_bytes += d[i].read_bytes;
+		if (d[i].full_reads) {
+			/*
+			 * Read to the end: its records are served.  The ones
+			 * never served before (from any file, in any pass) count
+			 * into the epoch's served_records.
+			 */
+			sqlite3_stmt *sv = stmt(c, S_SERVED_ADD);
+			if (!sv) {
+				rc = -EIO;
+				goto out;
+			}
+			sqlite3_bind_int64(sv, 1, d[i].id);
+			rc = run(c, sv, "records served");
+			if (rc < 0)
+				goto out;
+			newly += (uint64_t)sqlite3_changes(c->db);
+		}
+		st = stmt(c, S_SHARD_STATS);
+		if (!st) {
+			rc = -EIO;
+			goto out;
+		}
 	}
 	rc = read_bytes ? epoch_add(c, S_EPOCH_READ, epoch, read_bytes, 0) : 0;
+	if (rc == 0 && newly)
+		rc = epoch_add(c, S_EPOCH_SERVED, epoch, newly, 0);
 out:
 	return txn_end(c, rc);
 }
@@ -1681,6 +1718,7 @@ int cfs_catalog_epochs_list(struct cfs_catalog *c, struct cfs_epoch_row **out, s
 		e->resident_files = (uint64_t)sqlite3_column_int64(st, 11);
 		e->resident_bytes = (uint64_t)sqlite3_column_int64(st, 12);
 		e->resident_records = (uint64_t)sqlite3_column_int64(st, 13);
+		e->served_records = (uint64_t)sqlite3_column_int64(st, 14);
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {

@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 2 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 3 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 
@@ -262,6 +262,11 @@ struct cfs_shard_stat_delta {
 /*
  * Applies n deltas in one transaction; read_bytes are summed into the epochs
  * row of `epoch`.  Unknown ids are skipped (a file may have gone meanwhile).
+ * A file read to the end serves its records: each (object, offset) goes
+ * into table `served` once, and those never served before (from any file,
+ * in any pass) are counted into `epoch`'s served_records - what `report`
+ * calls seen: distinct records, never one twice however many files or
+ * passes brought it again.
  * Returns 0 or -errno (nothing changed).
  */
 int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_stat_delta *d,
@@ -318,6 +323,7 @@ struct cfs_epoch_row {
 	char policy[16];       /* "fifo", ... ("" when not recorded) */
 	uint32_t min_uses;
 	uint64_t resident_files, resident_bytes, resident_records; /* at its start */
+	uint64_t served_records; /* records first served (read to the end) in it */
 };
 
 /*

@@ -19,16 +19,17 @@
  *   resident files/records/bytes at the epoch's start (after the boundary's
  *   evictions), admitted and evicted records/bytes, bytes read;
  *   the `shards` rows (every file ever sealed, GONE ones included): the
- *   counts of files admitted and evicted per epoch, files evicted before
- *   anyone read them to the end, and `seen`.  The catalog keeps per file
- *   how many times it was read to the end, not when, so `seen` at epoch E
- *   is: records of the files admitted during epochs 0..E that have been
- *   read to the end at least once by the time of the report.  A record the
- *   sampler admitted twice (in two files) counts twice.  Its last value is
- *   the distinct records served so far, at file granularity.
- *   Resident at the end of E is what the boundary into E+1 found (its
- *   resident at start plus what it evicted); for the current epoch, the
- *   resident files now.
+ *   counts of files admitted and evicted per epoch, and files evicted
+ *   before anyone read them to the end.
+ *   `seen` at epoch E: the distinct records (a raw object is one) served by
+ *   the end of E - a record is served when a file holding it is read to
+ *   the end, and counted once however many files or passes brought it
+ *   again (the epochs rows' served_records, counted by the mount's read
+ *   statistics against table `served`, cfs_catalog_shards_add_stats).  A catalog written before
+ * those existed (schema 2) has none: then `seen` falls back to the records of the files admitted up
+ * to E that were read to the end, which counts a record admitted twice twice. Resident at the end
+ * of E is what the boundary into E+1 found (its resident at start plus what it evicted); for the
+ * current epoch, the resident files now.
  *
  * Owns only reading and presentation; the catalog is cachefs/catalog.c's,
  * the chart eviction/chart.c's.  Exit codes: 0 ok, 1 runtime failure
@@ -72,6 +73,7 @@ struct rep_epoch {
 	uint64_t ev_files, ev_records, ev_bytes;
 	uint64_t unread_files, unread_bytes; /* evicted with full_reads == 0 */
 	uint64_t seen_files, seen_records;   /* cumulative, see the file comment */
+	uint64_t served_records;	     /* first served during this epoch */
 	uint64_t read_bytes;
 };
 
@@ -98,10 +100,10 @@ static void usage(FILE *f)
 		"  +files +records +bytes       admitted during the epoch\n"
 		"  -files -bytes                evicted at the boundary into the epoch\n"
 		"  unread                       of those, files nobody had read to the end\n"
-		"  seen                         records of the files admitted up to this epoch\n"
-		"                               that have been read to the end at least once\n"
-		"                               (by now; a record admitted twice counts twice):\n"
-		"                               the last line is the distinct records served\n"
+		"  seen                         distinct records served by the end of the epoch\n"
+		"                               (cumulative): a record is served when a file\n"
+		"                               holding it is read to the end, and counts once\n"
+		"                               however many times it was fetched again\n"
 		"  read                         bytes read through the mount during the epoch\n"
 		"--json prints the same figures, exact, as one JSON object; --svg FILE draws\n"
 		"resident records, admitted records and seen records per epoch.\n"
@@ -247,6 +249,7 @@ static int gather(struct cfs_catalog *c, struct report *r)
 		e->ev_records = w->evicted_records;
 		e->ev_bytes = w->evicted_bytes;
 		e->read_bytes = w->read_bytes;
+		e->served_records = w->served_records;
 		if (e->started)
 			last_started = e->number;
 	}
@@ -274,6 +277,12 @@ static int gather(struct cfs_catalog *c, struct report *r)
 			e->seen_records += s->records;
 		}
 	}
+	uint64_t served = 0;
+	for (size_t i = 0; i < r->n; i++)
+		served += r->e[i].served_records;
+	if (served) /* distinct units served (schema 3); else the file-granular count */
+		for (size_t i = 0; i < r->n; i++)
+			r->e[i].seen_records = r->e[i].served_records;
 	for (size_t i = 1; i < r->n; i++) { /* rows are ordered by number */
 		r->e[i].seen_files += r->e[i - 1].seen_files;
 		r->e[i].seen_records += r->e[i - 1].seen_records;

@@ -63,6 +63,7 @@ static void add_stats(struct dmn_sampler_stats *o, const struct smp_stats *st)
 	C(records_admitted);
 	C(bytes_admitted);
 	C(budget_waits);
+	C(partial_bytes);
 #undef C
 }
 

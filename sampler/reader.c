@@ -64,6 +64,7 @@ struct smp__reader {
 	bool rejected;		  /* the reader gave the object up (lenient, framing lost) */
 	bool lenient;		  /* last attempt: skip bad records instead of retrying */
 	uint64_t granted;	  /* object offset up to which the job reserved room (obj_grant) */
+	uint64_t partial;	  /* bytes fed to the decoder past good_end (stats partial_bytes) */
 	struct cfs_shard_writer *raw; /* format=raw */
 	uint64_t raw_bytes;
 };
@@ -100,6 +101,20 @@ static void recovered(struct smp__reader *o)
 		SMP_STAT_ADD(&o->s->stats, records_recovered, o->pending);
 		o->pending = 0;
 	}
+}
+
+/*
+ * partial_bytes (docs/counters.md): body bytes fed to the decoder beyond the
+ * last whole record - the head of a record whose rest has not arrived (a
+ * ranged transfer waiting for room).  They leave the gauge when the record
+ * is whole, or when the reader drops them (a retry from good_end, the end).
+ */
+static void partial_less(struct smp__reader *o, uint64_t n)
+{
+	if (n > o->partial)
+		n = o->partial;
+	o->partial -= n;
+	SMP_STAT_ADD(&o->s->stats, partial_bytes, (uint64_t)0 - n);
 }
 
 static int on_record(const struct cmn_tfr_record *rec, void *ctx)
@@ -145,8 +160,11 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 	if (rc)
 		return rc == -EAGAIN ? -EIO : rc;
 	o->delivered++;
-	if (!compressed(o))
-		o->good_end = o->base + rec->offset + CMN_TFR_OVERHEAD + rec->len;
+	if (!compressed(o)) {
+		uint64_t end = o->base + rec->offset + CMN_TFR_OVERHEAD + rec->len;
+		partial_less(o, end - o->good_end);
+		o->good_end = end;
+	}
 	return 0;
 }
 
@@ -164,7 +182,13 @@ static int obj_data(void *ctx, const void *p, size_t n)
 		o->raw_bytes += n;
 		return 0;
 	}
+	if (!compressed(o)) { /* before the feed: its records leave the gauge in on_record */
+		o->partial += n;
+		SMP_STAT_ADD(&s->stats, partial_bytes, (uint64_t)n);
+	}
 	int rc = cmn_tfr_push_feed(o->push, p, n);
+	if (compressed(o) && o->partial) /* told by these first bytes: not record bytes */
+		partial_less(o, o->partial);
 	if (rc == 0) {
 		uint64_t bad = cmn_tfr_push_bad_records(o->push);
 		if (bad > o->bad_seen) {
@@ -242,6 +266,7 @@ static uint64_t obj_restart(void *ctx, bool final)
 		return 0; /* obj_data fails on the missing writer */
 	}
 	o->bad_seen = 0;
+	partial_less(o, o->partial); /* fetched again from good_end */
 	if (compressed(o)) {
 		cmn_tfr_push_reset(o->push);
 		o->skip = o->delivered;
@@ -322,6 +347,7 @@ static void obj_done(void *ctx, int rc, const char *msg)
 	j->ok = rc == 0;
 	if (rc == -ECANCELED || (rc != 0 && (atomic_load(&s->stop) || s->fatal)))
 		j->cancelled = true;
+	partial_less(o, o->partial);
 	cmn_tfr_push_free(o->push);
 	free(o);
 	smp__job_maybe_end(s, j);
@@ -426,6 +452,8 @@ int smp__reader_new(struct smp_sampler *s, struct smp__job *j, struct smp__reade
 
 void smp__reader_free(struct smp__reader *o)
 {
+	if (o)
+		partial_less(o, o->partial);
 	cmn_tfr_push_free(o->push);
 	cfs_shard_writer_abort(o->raw);
 	free(o);

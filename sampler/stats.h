@@ -41,6 +41,7 @@ struct smp_stats {
 	_Atomic uint64_t records_admitted;
 	_Atomic uint64_t bytes_admitted; /* bytes written into sealed local files */
 	_Atomic uint64_t budget_waits;	 /* times a sampler slept for room */
+	_Atomic uint64_t partial_bytes;	 /* gauge: body bytes of records not yet whole (reader.c) */
 };
 
 #define SMP_STAT_ADD(st, field, v)                                                                 \
