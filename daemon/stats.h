@@ -25,7 +25,7 @@ struct dmn_sampler_stats {
 	uint64_t records_recovered, records_lost, enospc; /* docs/counters.md */
 	uint64_t bytes_fetched, records_admitted, bytes_admitted, budget_waits;
 	uint64_t partial_bytes; /* gauge (sampler/stats.h) */
-	double ingest_bps; /* admitted bytes/s over the last few seconds */
+	double ingest_bps;	/* admitted bytes/s over the last few seconds */
 	double fetch_bps;
 	bool stopped;	 /* the sampler run ended on a failure (error says why) */
 	char error[512]; /* that failure, or "" */
