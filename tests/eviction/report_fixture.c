@@ -17,6 +17,9 @@
  *            admitted, never read.
  *   epoch 3  never begun: file 5 (60 B, 2 records) counted into it (as a
  *            sampler or `ingest` does before the boundary that begins it).
+ * Every record is of object 10, at offset 16 * (its index in the file) +
+ * `first`: files 1 and 2 hold records 0-1 and 2-4; file 3's one record is
+ * record 0 again (a second pass brought it): served once, in epoch 1.
  * Exit 0, or 1 with the failing step on stderr.
  */
 #include "cachefs/catalog.h"
@@ -24,7 +27,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int insert(struct cfs_catalog *c, int64_t id, uint64_t bytes, size_t records, uint32_t epoch)
+static int insert(struct cfs_catalog *c, int64_t id, uint64_t bytes, size_t records, uint32_t epoch,
+		  uint64_t first)
 {
 	struct cfs_sample smp[8];
 	memset(smp, 0, sizeof(smp));
@@ -32,6 +36,8 @@ static int insert(struct cfs_catalog *c, int64_t id, uint64_t bytes, size_t reco
 		smp[i].offset = i * 16;
 		smp[i].length = 4;
 		smp[i].crc = (uint32_t)i;
+		smp[i].object_id = 10;
+		smp[i].object_offset = first + i * 16;
 	}
 	struct cfs_shard_new sh = {
 	    .id = id, .kind = CFS_KIND_TFRECORD, .bytes = bytes, .created_epoch = epoch};
@@ -79,10 +85,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	STEP("begin 0", begin(c, 0, 1000, 500, "fifo", 0, 0, 0));
-	STEP("insert 1", insert(c, 1, 100, 2, 0));
-	STEP("insert 2", insert(c, 2, 200, 3, 0));
+	STEP("insert 1", insert(c, 1, 100, 2, 0, 0));
+	STEP("insert 2", insert(c, 2, 200, 3, 0, 32));
 	STEP("begin 1", begin(c, 1, 1000, 400, "lru", 2, 300, 5));
-	STEP("insert 3", insert(c, 3, 150, 1, 1));
+	STEP("insert 3", insert(c, 3, 150, 1, 1, 0));
 	struct cfs_shard_stat_delta d1[] = {
 	    {.id = 1,
 	     .reads = 1,
@@ -114,8 +120,8 @@ int main(int argc, char **argv)
 	     .last_read_ms = 1700000002500ull},
 	};
 	STEP("stats 2", cfs_catalog_shards_add_stats(c, d2, 1, 2));
-	STEP("insert 4", insert(c, 4, 80, 4, 2));
-	STEP("insert 5", insert(c, 5, 60, 2, 3));
+	STEP("insert 4", insert(c, 4, 80, 4, 2, 1000));
+	STEP("insert 5", insert(c, 5, 60, 2, 3, 2000));
 	ec = 0;
 out:
 	cfs_catalog_close(c);
