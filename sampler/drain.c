@@ -143,16 +143,27 @@ int smp__write_record(const struct smp_rec *r, void *ctx)
 	rc = smp__open_shard(s);
 	if (rc)
 		return rc;
-	uint64_t room = cfs_shard_writer_room(s->w);
-	if (j && j->reserve && room < need) { /* the job's room, reserved before its fetch */
-		uint64_t take = need - room < j->reserve ? need - room : j->reserve;
+	/*
+	 * The record's room was reserved by its job before its bytes were
+	 * fetched (first room, grants): it moves to the writer with the record,
+	 * whatever room the writer has, so that no byte is reserved twice - a
+	 * job's reserve left over while the writer spends room of its own would
+	 * hold the budget until the job ends, and at a full cache the samplers
+	 * would wait with records unsealed (the next epoch's admit then goes to
+	 * this one's data).  Room ahead is reserved only for records without
+	 * a job reserve (ingest's whole units are reserved up front; compressed
+	 * objects).
+	 */
+	uint64_t take = 0;
+	if (j && j->reserve) {
+		take = need < j->reserve ? need : j->reserve;
 		cfs_shard_writer_adopt(s->w, take);
 		j->reserve -= take;
 	}
 	uint64_t left = s->shard_cap > cfs_shard_writer_bytes(s->w)
 			    ? s->shard_cap - cfs_shard_writer_bytes(s->w)
 			    : 0;
-	uint64_t ahead = left < SMP_RESERVE_CHUNK ? left : SMP_RESERVE_CHUNK;
+	uint64_t ahead = take ? 0 : left < SMP_RESERVE_CHUNK ? left : SMP_RESERVE_CHUNK;
 	rc = smp__get_room(s, s->w, need, ahead, s->may_block);
 	if (rc == -EFBIG) {
 		cmn_log(CMN_LOG_WARN,
