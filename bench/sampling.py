@@ -24,7 +24,9 @@ counts, independently of rollcache's own figures:
 
 and prints, per configuration, one table row per epoch and a summary line;
 --simulate also runs `rollcache simulate` with the same config and prints
-its view/distinct/downloaded beside the mount's.  --csv FILE appends every
+its view/distinct/downloaded beside the mount's, epoch by epoch (the i-th
+view read against the simulator's epoch i), and each figure's worst
+deviation.  --csv FILE appends every
 row as CSV (bench/sampling_plot.py draws distinct vs downloaded from it).
 
 Usage (from the source tree, after a build):
@@ -199,7 +201,7 @@ def run_one(a, rc, url, nginx_state, root, policy, admit):
                 "config": name, "epoch": e, "view_records": len(view),
                 "view_bytes": view_bytes, "dup": dup, "distinct": len(seen_set),
                 "downloaded": body // framed, "downloaded_at_view": at_view // framed,
-                "nginx_body_bytes": body,
+                "nginx_body_bytes": body, "nginx_at_view": at_view,
                 "sampler_bytes_fetched": st["sampler"]["bytes_fetched"],
                 "disk_peak": peak[0], "limit": a.limit,
             }
@@ -234,9 +236,63 @@ def simulate(a, rc, root, policy, admit):
     cfg = os.path.join(root, "sim-%s-%d.ini" % (policy, admit))
     with open(cfg, "w") as f:
         f.write(config_text(a, policy, admit))
+    # the mount's first view the reader reads is epoch 2 (epoch 0 starts
+    # empty, first_epoch makes epoch 1 from the first shard): the simulator
+    # numbers its epochs from there, with the schedule's entries at them
     out = rc("simulate", "--config", cfg, "--dataset", a.records * a.record_size,
-             "--record-size", a.record_size, "--epochs", a.epochs + 1, "--csv")
+             "--record-size", a.record_size, "--epochs", a.epochs + 1, "--first", 2, "--csv")
     return out
+
+
+def compare_simulated(a, rows, csv_text):
+    """The mount's views against `rollcache simulate --first 2` of the same
+    config, epoch by epoch (the same epoch numbers: the first view read is
+    epoch 2 in both).  Prints each figure's worst deviation and sets it on
+    the rows."""
+    lines = [ln for ln in csv_text.splitlines() if ln and not ln.startswith("run,")]
+    sim = [dict(zip(SIM_FIELDS, ln.split(","))) for ln in lines if ln.startswith("sim-")]
+    framed = a.record_size + 16
+    worst = {"view": 0.0, "distinct": 0.0, "downloaded": 0.0}
+    by_epoch = {int(x["epoch"]): x for x in sim}
+    for i, r in enumerate(rows):
+        x = by_epoch.get(r["epoch"])
+        if x is None:
+            continue
+        pairs = {
+            "view": (r["view_records"], int(x["resident_records"])),
+            "distinct": (r["distinct"], int(x["distinct"])),
+        }
+        # bytes downloaded by the end of epoch i (the simulator counts the
+        # admit fetched during it): what nginx had sent by the boundary that
+        # ended it, the next view's at_view (the last epoch has none)
+        if i + 1 < len(rows):
+            pairs["downloaded"] = (rows[i + 1]["nginx_at_view"], int(x["downloaded_bytes"]))
+        for k, (real, model) in pairs.items():
+            d = (real - model) / model if model else 0.0
+            r["sim_" + k] = model
+            if abs(d) > abs(worst[k]):
+                worst[k] = d
+        dl = pairs.get("downloaded", (0, 0))
+        print("  %-18s e%-2d vs simulated e%s: view %d / %s, distinct %d / %s, "
+              "downloaded by its end %.1f / %.1f MiB" % (r["config"], r["epoch"], x["epoch"],
+                                                          r["view_records"],
+                                                          x["resident_records"], r["distinct"],
+                                                          x["distinct"], dl[0] / 2**20,
+                                                          dl[1] / 2**20))
+    for r in rows:
+        for k, v in worst.items():
+            r["sim_worst_" + k] = round(v, 4)
+    print("  %-18s simulate vs mount, worst epoch: view %+.1f%%, distinct %+.1f%%, "
+          "downloaded %+.1f%% (framed record %d B)" % (rows[0]["config"] if rows else "",
+                                                      100 * worst["view"],
+                                                      100 * worst["distinct"],
+                                                      100 * worst["downloaded"], framed),
+          flush=True)
+
+
+SIM_FIELDS = ("run,epoch,policy,limit,admit,min_uses,budget,resident_records,resident_bytes,"
+              "fresh_records,evicted_records,evicted_unread,distinct,dataset_records,bound,"
+              "downloaded_bytes,reason").split(",")
 
 
 def main():
@@ -275,7 +331,7 @@ def main():
                 rows = run_one(a, rc, url, state, root, policy, admit)
                 all_rows += rows
                 if a.simulate:
-                    print(simulate(a, rc, root, policy, admit), flush=True)
+                    compare_simulated(a, rows, simulate(a, rc, root, policy, admit))
     finally:
         subprocess.run([NGINX, "stop", state], capture_output=True)
         if not a.keep:

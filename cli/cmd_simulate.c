@@ -44,7 +44,7 @@ static void usage(FILE *f)
 		"                           [--policy P[,P...]] [--min-uses N])\n"
 		"                          --dataset SIZE --record-size SIZE [--epochs N]\n"
 		"                          [--shard-size SIZE] [--seed S] [--svg FILE]\n"
-		"                          [--svg-downloads FILE] [--csv]\n\n"
+		"                          [--svg-downloads FILE] [--csv] [--first N]\n\n"
 		"Runs the real eviction policies over a simulated sampler and a reader that\n"
 		"reads every resident shard once per epoch, and prints per epoch: resident\n"
 		"and fresh records, records evicted (and evicted before being read), distinct\n"
@@ -54,7 +54,10 @@ static void usage(FILE *f)
 		"uses, random, none).  Defaults: --epochs 20, --shard-size from the config\n"
 		"or 64M, --seed 1, --admit limit/2.  --svg draws coverage and resident bytes\n"
 		"per epoch; --svg-downloads draws coverage against bytes downloaded; --csv\n"
-		"prints one CSV line per run and epoch instead of the tables.\n"
+		"prints one CSV line per run and epoch instead of the tables.  --first N\n"
+		"numbers the simulated epochs from N, with the schedule's entries at those\n"
+		"numbers (default 0; 2 matches a mount whose first full view is epoch 2:\n"
+		"epoch 0 starts empty, first_epoch makes epoch 1 from the first shard).\n"
 		"See docs/eviction.md.\n",
 		MAX_RUNS);
 }
@@ -328,7 +331,7 @@ int cmd_simulate(int argc, char **argv)
 	struct run runs[MAX_RUNS];
 	const char *configs[MAX_RUNS], *svg = NULL, *svg_dl = NULL, *policies = NULL;
 	size_t n_configs = 0, n_runs = 0;
-	uint64_t dataset = 0, record_size = 0, epochs = 20, shard_size = 0, seed = 1;
+	uint64_t dataset = 0, record_size = 0, epochs = 20, shard_size = 0, seed = 1, first = 0;
 	uint64_t limit = 0, admit = 0, min_uses = 0;
 	int has_admit = 0, csv = 0, code = 2;
 	char err[320];
@@ -389,6 +392,13 @@ int cmd_simulate(int argc, char **argv)
 			rc = parse_u64(name, v, &epochs);
 		} else if (strcmp(name, "--seed") == 0) {
 			rc = parse_u64(name, v, &seed);
+		} else if (strcmp(name, "--first") == 0) {
+			rc = parse_u64(name, v, &first);
+			if (rc == 0 && first > 1000000) {
+				fprintf(stderr, "rollcache simulate: --first %s: at most 1000000\n",
+					v);
+				return 2;
+			}
 		} else if (strcmp(name, "--min-uses") == 0 || strcmp(name, "--min_uses") == 0) {
 			rc = parse_u64(name, v, &min_uses);
 		} else if (strcmp(name, "--policy") == 0) {
@@ -500,7 +510,8 @@ int cmd_simulate(int argc, char **argv)
 				    cmn_format_size(shard_size, b, sizeof(b)));
 		}
 
-	struct evc_sim_opts o = {dataset, record_size, shard_size, (uint32_t)epochs, seed, false};
+	struct evc_sim_opts o = {dataset, record_size, shard_size,     (uint32_t)epochs,
+				 seed,	  false,       (uint32_t)first};
 	for (size_t i = 0; i < n_runs; i++) {
 		runs[i].rows = calloc(o.epochs, sizeof(*runs[i].rows));
 		if (!runs[i].rows) {

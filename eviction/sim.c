@@ -228,9 +228,9 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 	uint64_t distinct = 0, downloaded = 0, wasted = 0;
 	for (uint32_t e = 0; e < o->epochs; e++) {
 		struct evc_sim_row *row = &rows[e];
-		const struct evc_entry *ent = evc_schedule_at(s, e);
+		const struct evc_entry *ent = evc_schedule_at(s, o->first + e);
 		memset(row, 0, sizeof(*row));
-		row->epoch = e;
+		row->epoch = o->first + e;
 		row->entry = *ent;
 		row->dataset_records = nr;
 

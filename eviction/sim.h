@@ -9,7 +9,10 @@
  *     each shard, and admits whole shards only.
  *   - Before epoch 0 the sampler pre-warms the cache with entry(0).admit
  *     bytes (what `epoch next --wait` provides); they are epoch 0's view and
- *     count as epoch 0's downloads.
+ *     count as epoch 0's downloads.  With `first` F the rows are epochs F,
+ *     F+1, ... (schedule entries at those numbers): a mount's first view
+ *     with a budget's worth of records is epoch 2 (epoch 0 starts empty,
+ *     epoch 1 is first_epoch's small one).
  *   - At the start of each epoch E >= 1 the boundary plan of entry(E) runs
  *     (evc_plan_boundary) over the statistics of the resident shards, and
  *     its victims go.  The view of E is every resident shard.  With
@@ -50,6 +53,7 @@ struct evc_sim_opts {
 	uint32_t epochs;      /* rows to produce */
 	uint64_t seed;	      /* the sampler's permutation and the reader's order */
 	bool retire_read;     /* retire = read: victims stay in the view and leave once read */
+	uint32_t first;	      /* the epoch number of the first row (its schedule entry) */
 };
 
 struct evc_sim_row {
