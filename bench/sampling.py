@@ -213,7 +213,9 @@ def run_one(a, rc, url, nginx_state, root, policy, admit):
                      len(seen_set), body // framed, at_view // framed,
                      len(seen_set) / max(1, at_view // framed), peak[0] / 2**20, body / 2**20,
                      st["sampler"]["bytes_fetched"] / 2**20), flush=True)
-        # rollcache's own accounting beside the independent counts
+        # rollcache's own accounting beside the independent counts (the last
+        # epoch's reads reach the catalog with the next flush, once a second)
+        time.sleep(1.2)
         rep = json.loads(rc("report", mnt, "--json"))
         seen = rep["epochs"][-1]["seen_records"] if rep.get("epochs") else 0
         with open(os.path.join(mnt, ".rollcache", "stats")) as f:
@@ -337,12 +339,14 @@ def main():
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)
     if a.csv and all_rows:
+        import csv
+        fields = list(dict.fromkeys(k for r in all_rows for k in r))  # rows differ in sim_*
         new = not os.path.exists(a.csv)
-        with open(a.csv, "a") as f:
+        with open(a.csv, "a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields, restval="")
             if new:
-                f.write(",".join(all_rows[0].keys()) + "\n")
-            for r in all_rows:
-                f.write(",".join(str(v) for v in r.values()) + "\n")
+                w.writeheader()
+            w.writerows(all_rows)
 
 
 if __name__ == "__main__":

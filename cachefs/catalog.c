@@ -185,7 +185,8 @@ static const char *const migrations[] = {
     "  object_id INTEGER NOT NULL,\n"
     "  object_offset INTEGER NOT NULL,\n"
     "  PRIMARY KEY(object_id, object_offset)) WITHOUT ROWID;\n"
-    "ALTER TABLE epochs ADD COLUMN served_records INTEGER NOT NULL DEFAULT 0;\n",
+    "ALTER TABLE epochs ADD COLUMN served_records INTEGER NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE epochs ADD COLUMN read_files INTEGER NOT NULL DEFAULT 0;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -271,9 +272,10 @@ static const char *const stmt_sql[S__COUNT] = {
 		    "WHERE id = ?1",
     [S_SHARD_STATS] = "UPDATE shards SET reads = reads + ?2, full_reads = full_reads + ?3, "
 		      "last_read_ms = max(last_read_ms, ?4) WHERE id = ?1",
-    [S_EPOCH_READ] = "INSERT INTO epochs(number, read_bytes) VALUES(?1, ?2) "
+    [S_EPOCH_READ] = "INSERT INTO epochs(number, read_bytes, read_files) VALUES(?1, ?2, ?3) "
 		     "ON CONFLICT(number) DO UPDATE SET "
-		     "read_bytes = read_bytes + excluded.read_bytes",
+		     "read_bytes = read_bytes + excluded.read_bytes, "
+		     "read_files = read_files + excluded.read_files",
     [S_SHARD_EVICT] = "UPDATE shards SET state = 1, evicted_epoch = ?2 "
 		      "WHERE id = ?1 AND state = 0 RETURNING bytes, records",
     [S_EPOCH_EVICT] = "INSERT INTO epochs(number, evicted_bytes, evicted_records) "
@@ -303,7 +305,7 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_EPOCH_LIST] = "SELECT number, started_ms, admitted_bytes, admitted_records, "
 		     "evicted_bytes, evicted_records, read_bytes, limit_bytes, admit_bytes, "
 		     "policy, min_uses, resident_files, resident_bytes, resident_records, "
-		     "served_records FROM epochs ORDER BY number",
+		     "served_records, read_files FROM epochs ORDER BY number",
     [S_EPOCH_CURRENT] = "SELECT max(number) FROM epochs WHERE started_ms > 0",
     [S_MAX_ID] = "SELECT coalesce(max(id), 0) FROM shards",
     [S_PLAN_GET] = "SELECT id, seed, pass, gen, n_units, cursor, taken FROM plans "
@@ -1351,7 +1353,7 @@ static int epoch_add(struct cfs_catalog *c, enum stmt_id sid, uint32_t epoch, ui
 		return -EIO;
 	sqlite3_bind_int64(st, 1, epoch);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)a);
-	if (sid != S_EPOCH_READ && sid != S_EPOCH_SERVED)
+	if (sid != S_EPOCH_SERVED)
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)b);
 	return run(c, st, "epoch counters");
 }
@@ -1359,7 +1361,7 @@ static int epoch_add(struct cfs_catalog *c, enum stmt_id sid, uint32_t epoch, ui
 int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_stat_delta *d,
 				 size_t n, uint32_t epoch)
 {
-	uint64_t read_bytes = 0, newly = 0;
+	uint64_t read_bytes = 0, read_files = 0, newly = 0;
 	sqlite3_stmt *st;
 	int rc;
 
@@ -1382,6 +1384,7 @@ int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_s
 		if (rc < 0)
 			goto out;
 		read_bytes += d[i].read_bytes;
+		read_files += d[i].reads;
 		if (d[i].full_reads) {
 			/*
 			 * Read to the end: its records are served.  The ones
@@ -1405,7 +1408,8 @@ int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_s
 			goto out;
 		}
 	}
-	rc = read_bytes ? epoch_add(c, S_EPOCH_READ, epoch, read_bytes, 0) : 0;
+	rc = read_bytes || read_files ? epoch_add(c, S_EPOCH_READ, epoch, read_bytes, read_files)
+				      : 0;
 	if (rc == 0 && newly)
 		rc = epoch_add(c, S_EPOCH_SERVED, epoch, newly, 0);
 out:
@@ -1719,6 +1723,7 @@ int cfs_catalog_epochs_list(struct cfs_catalog *c, struct cfs_epoch_row **out, s
 		e->resident_bytes = (uint64_t)sqlite3_column_int64(st, 12);
 		e->resident_records = (uint64_t)sqlite3_column_int64(st, 13);
 		e->served_records = (uint64_t)sqlite3_column_int64(st, 14);
+		e->read_files = (uint64_t)sqlite3_column_int64(st, 15);
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {

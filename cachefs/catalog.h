@@ -260,14 +260,12 @@ struct cfs_shard_stat_delta {
 };
 
 /*
- * Applies n deltas in one transaction; read_bytes are summed into the epochs
- * row of `epoch`.  Unknown ids are skipped (a file may have gone meanwhile).
- * A file read to the end serves its records: each (object, offset) goes
- * into table `served` once, and those never served before (from any file,
- * in any pass) are counted into `epoch`'s served_records - what `report`
- * calls seen: distinct records, never one twice however many files or
- * passes brought it again.
- * Returns 0 or -errno (nothing changed).
+ * Applies n deltas in one transaction; read_bytes and reads are summed into
+ * the epochs row of `epoch` (read_bytes, read_files).  Unknown ids are skipped (a file may have
+ * gone meanwhile). A file read to the end serves its records: each (object, offset) goes into table
+ * `served` once, and those never served before (from any file, in any pass) are counted into
+ * `epoch`'s served_records - what `report` calls seen: distinct records, never one twice however
+ * many files or passes brought it again. Returns 0 or -errno (nothing changed).
  */
 int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_stat_delta *d,
 				 size_t n, uint32_t epoch);
@@ -324,6 +322,7 @@ struct cfs_epoch_row {
 	uint32_t min_uses;
 	uint64_t resident_files, resident_bytes, resident_records; /* at its start */
 	uint64_t served_records; /* records first served (read to the end) in it */
+	uint64_t read_files;	 /* opens that read a file in it, page cache included */
 };
 
 /*

@@ -74,7 +74,7 @@ struct rep_epoch {
 	uint64_t unread_files, unread_bytes; /* evicted with full_reads == 0 */
 	uint64_t seen_files, seen_records;   /* cumulative, see the file comment */
 	uint64_t served_records;	     /* first served during this epoch */
-	uint64_t read_bytes;
+	uint64_t read_bytes, read_files;
 };
 
 struct report {
@@ -104,7 +104,12 @@ static void usage(FILE *f)
 		"                               (cumulative): a record is served when a file\n"
 		"                               holding it is read to the end, and counts once\n"
 		"                               however many times it was fetched again\n"
-		"  read                         bytes read through the mount during the epoch\n"
+		"  read                         files read during the epoch: every open that\n"
+		"                               read, the page cache's and passthrough's too (an\n"
+		"                               open the daemon served no read for counts when\n"
+		"                               it is closed)\n"
+		"  bytes (--wide)               bytes the daemon itself served in the epoch\n"
+		"                               (not those of the page cache or passthrough)\n"
 		"--json prints the same figures, exact, as one JSON object; --svg FILE draws\n"
 		"resident records, admitted records and seen records per epoch.\n"
 		"See docs/eviction.md.\n");
@@ -249,6 +254,7 @@ static int gather(struct cfs_catalog *c, struct report *r)
 		e->ev_records = w->evicted_records;
 		e->ev_bytes = w->evicted_bytes;
 		e->read_bytes = w->read_bytes;
+		e->read_files = w->read_files;
 		e->served_records = w->served_records;
 		if (e->started)
 			last_started = e->number;
@@ -357,10 +363,10 @@ static void print_narrow(const struct report *r)
 			       (unsigned long long)e->start_records);
 		else
 			printf("%5u %-6s %5s %5s %5s %7s", e->number, "-", "-", "-", "-", "-");
-		printf(" %6llu %6s %6llu %6s %6llu %5s\n", (unsigned long long)e->adm_files,
+		printf(" %6llu %6s %6llu %6s %6llu %5llu\n", (unsigned long long)e->adm_files,
 		       csz(e->adm_bytes, b[2], 16), (unsigned long long)e->ev_files,
 		       csz(e->ev_bytes, b[3], 16), (unsigned long long)e->seen_records,
-		       csz(e->read_bytes, b[4], 16));
+		       (unsigned long long)e->read_files);
 	}
 }
 
@@ -368,9 +374,9 @@ static void print_wide(const struct report *r)
 {
 	char b[8][32];
 	printf("cache %s\n", r->cache_dir);
-	printf("%5s %-6s %10s %10s | %6s %9s %9s | %6s %9s %10s | %6s %10s %6s | %9s %10s\n",
+	printf("%5s %-6s %10s %10s | %6s %9s %9s | %6s %9s %10s | %6s %10s %6s | %9s %6s %10s\n",
 	       "epoch", "policy", "limit", "admit", "files", "start", "end", "+files", "+records",
-	       "+bytes", "-files", "-bytes", "unread", "seen", "read");
+	       "+bytes", "-files", "-bytes", "unread", "seen", "read", "bytes");
 	for (size_t i = 0; i < r->n; i++) {
 		const struct rep_epoch *e = &r->e[i];
 		char end[32];
@@ -386,12 +392,12 @@ static void print_wide(const struct report *r)
 		else
 			printf("%5u %-6s %10s %10s | %6s %9s %9s", e->number, "-", "-", "-", "-",
 			       "-", "-");
-		printf(" | %6llu %9llu %10s | %6llu %10s %6llu | %9llu %10s%s\n",
+		printf(" | %6llu %9llu %10s | %6llu %10s %6llu | %9llu %6llu %10s%s\n",
 		       (unsigned long long)e->adm_files, (unsigned long long)e->adm_records,
 		       sz(e->adm_bytes, b[2], 32), (unsigned long long)e->ev_files,
 		       sz(e->ev_bytes, b[3], 32), (unsigned long long)e->unread_files,
-		       (unsigned long long)e->seen_records, sz(e->read_bytes, b[4], 32),
-		       e->started ? "" : "  (not begun)");
+		       (unsigned long long)e->seen_records, (unsigned long long)e->read_files,
+		       sz(e->read_bytes, b[4], 32), e->started ? "" : "  (not begun)");
 	}
 }
 
@@ -399,7 +405,7 @@ static void print_wide(const struct report *r)
 static void print_totals(const struct report *r, bool wide)
 {
 	char b[8][32];
-	uint64_t adm = 0, admb = 0, ev = 0, evb = 0, unread = 0, rd = 0;
+	uint64_t adm = 0, admb = 0, ev = 0, evb = 0, unread = 0, rd = 0, rdf = 0;
 	for (size_t i = 0; i < r->n; i++) {
 		adm += r->e[i].adm_records;
 		admb += r->e[i].adm_bytes;
@@ -407,19 +413,23 @@ static void print_totals(const struct report *r, bool wide)
 		evb += r->e[i].ev_bytes;
 		unread += r->e[i].unread_files;
 		rd += r->e[i].read_bytes;
+		rdf += r->e[i].read_files;
 	}
 	uint64_t seen = r->n ? r->e[r->n - 1].seen_records : 0;
 	printf(wide ? "total: admitted %llu records (%s), evicted %llu records (%s, %llu files "
-		      "unread), resident now %llu files, %llu records (%s), read %s; seen %llu "
+		      "unread), resident now %llu files, %llu records (%s), read %llu files (%s "
+		      "through the daemon); seen %llu "
 		      "records (%llu of %llu files read to the end), seen/admitted %.2f\n"
 		    : "total: admitted %llu records (%s), evicted %llu records (%s, %llu files "
-		      "unread),\n  resident now %llu files, %llu records (%s), read %s;\n  seen "
+		      "unread),\n  resident now %llu files, %llu records (%s), read %llu files (%s "
+		      "through the daemon);\n  seen "
 		      "%llu records (%llu of %llu files read to the end), seen/admitted %.2f\n",
 	       (unsigned long long)adm, sz(admb, b[5], 32), (unsigned long long)ev,
 	       sz(evb, b[6], 32), (unsigned long long)unread, (unsigned long long)r->now.files,
-	       (unsigned long long)r->now.records, sz(r->now.bytes, b[7], 32), sz(rd, b[0], 32),
-	       (unsigned long long)seen, (unsigned long long)r->files_read_full,
-	       (unsigned long long)r->files_total, adm ? (double)seen / (double)adm : 0.0);
+	       (unsigned long long)r->now.records, sz(r->now.bytes, b[7], 32),
+	       (unsigned long long)rdf, sz(rd, b[0], 32), (unsigned long long)seen,
+	       (unsigned long long)r->files_read_full, (unsigned long long)r->files_total,
+	       adm ? (double)seen / (double)adm : 0.0);
 }
 
 /* Sets o[k] to the count v.  0 or -1 (out of memory). */
@@ -463,6 +473,7 @@ static json_t *epoch_json(const struct rep_epoch *e)
 	bad |= set_u64(o, "seen_files", e->seen_files);
 	bad |= set_u64(o, "seen_records", e->seen_records);
 	bad |= set_u64(o, "read_bytes", e->read_bytes);
+	bad |= set_u64(o, "read_files", e->read_files);
 	if (bad) {
 		json_decref(o);
 		return NULL;

@@ -359,9 +359,11 @@ static void obj_done(void *ctx, int rc, const char *msg)
  * time, reserved here before the range is requested - so every byte the
  * server sends has its room, none waits in socket buffers for a boundary or
  * is thrown away at a stop, and policy=none fetches nothing once frozen.
- * Ranges end at record ends (smp__job_room_end): a transfer waiting for its
- * next grant holds no partial record, so once every transfer waits, all
- * that was downloaded is admitted.
+ * With a record index (strategy=records) ranges end at record ends
+ * (smp__job_room_end): a transfer waiting for its next grant holds no
+ * partial record.  A whole object's ranges may end inside a record: that
+ * head waits in the decoder for the next range (stats partial_bytes), it is
+ * not thrown away.
  * Record bytes in the source are the bytes a shard needs
  * (cfs_shard_writer_record_bytes), so the job's reserve covers each record
  * that arrives (drain.c takes from it).  ingest reserved the whole unit, raw
@@ -452,8 +454,7 @@ int smp__reader_new(struct smp_sampler *s, struct smp__job *j, struct smp__reade
 
 void smp__reader_free(struct smp__reader *o)
 {
-	if (o)
-		partial_less(o, o->partial);
+	partial_less(o, o->partial);
 	cmn_tfr_push_free(o->push);
 	cfs_shard_writer_abort(o->raw);
 	free(o);

@@ -48,28 +48,28 @@ WANT = {
             admitted_files=2, admitted_records=5, admitted_bytes=300,
             evicted_files=0, evicted_records=0, evicted_bytes=0,
             evicted_unread_files=0, evicted_unread_bytes=0,
-            seen_files=1, seen_records=0, read_bytes=0),
+            seen_files=1, seen_records=0, read_bytes=0, read_files=0),
     1: dict(started=True, policy="lru", limit=1000, admit=400,
             start_files=2, start_records=5, start_bytes=300,
             end_files=3, end_records=6, end_bytes=450,
             admitted_files=1, admitted_records=1, admitted_bytes=150,
             evicted_files=0, evicted_records=0, evicted_bytes=0,
             evicted_unread_files=0, evicted_unread_bytes=0,
-            seen_files=2, seen_records=2, read_bytes=150),
+            seen_files=2, seen_records=2, read_bytes=150, read_files=2),
     2: dict(started=True, policy="none", limit=900, admit=0,
             start_files=1, start_records=1, start_bytes=150,
             end_files=3, end_records=7, end_bytes=290,  # the current epoch: now
             admitted_files=1, admitted_records=4, admitted_bytes=80,
             evicted_files=2, evicted_records=5, evicted_bytes=300,
             evicted_unread_files=1, evicted_unread_bytes=200,
-            seen_files=2, seen_records=2, read_bytes=300),
+            seen_files=2, seen_records=2, read_bytes=300, read_files=2),
     3: dict(started=False, policy="", limit=0, admit=0,
             start_files=0, start_records=0, start_bytes=0,
             end_files=None, end_records=None, end_bytes=None,
             admitted_files=1, admitted_records=2, admitted_bytes=60,
             evicted_files=0, evicted_records=0, evicted_bytes=0,
             evicted_unread_files=0, evicted_unread_bytes=0,
-            seen_files=2, seen_records=2, read_bytes=0),
+            seen_files=2, seen_records=2, read_bytes=0, read_files=0),
 }
 
 
@@ -121,7 +121,7 @@ def main():
         total = [ln for ln in lines if ln.startswith("total:")]
         eq(len(total), 1, "total line")
         for frag in ("admitted 12 records", "evicted 5 records", "1 files unread",
-                     "resident now 3 files, 7 records", "seen 2 records",
+                     "resident now 3 files, 7 records", "read 4 files (450 B through the daemon)", "seen 2 records",
                      "(2 of 5 files read to the end)", "seen/admitted 0.17"):
             if frag not in total[0]:
                 fail("total line lacks %r: %s" % (frag, total[0]))
