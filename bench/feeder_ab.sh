@@ -6,7 +6,7 @@
 # epochs, plus the options after --).  Prints per binary the CPU-s per GB of
 # every run (sorted), their median (the 6th of 12) and the median MB/s.
 # Copy the binaries somewhere first (the rollcache binary is static):
-#   cp build-fperf/cli/rollcache /tmp/rc-after
+#   cp build-fperf/cli/rollcache-core /tmp/rc-after   (the whole program; cli/rollcache is its front, cli/front.c)
 #   bench/feeder_ab.sh 12 /tmp/fdrb/dense /tmp/rc-before /tmp/rc-after -- --shuffle
 set -eu
 N=$1

@@ -181,8 +181,10 @@ static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, u
 		}
 		wait = false;
 	}
+	uint64_t t[6] = {cmn_mono_ms()}; /* the steps' ends, for one debug line */
 	if (!startup)
 		dmn_boundary_flush_reads(&d->bd); /* the plan sees every read so far */
+	t[1] = cmn_mono_ms();
 	pthread_mutex_lock(&d->mu);
 	if (d->retire_want >= 0) { /* "retire read|boundary": from this boundary on */
 		d->retire_read = d->retire_want;
@@ -196,9 +198,11 @@ static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, u
 	int rc = dmn_boundary_evict(&d->bd, next, &e, startup, entry->admit, &plan, err, errlen);
 	if (rc != 0)
 		goto fail;
+	t[2] = cmn_mono_ms();
 	paused = d->smp != NULL && !light;
 	if (paused)
 		dmn__samplers_pause(d->smp);
+	t[3] = cmn_mono_ms();
 	cfs_budget_set_limit(d->budget, entry->limit);
 	cfs_budget_new_epoch(d->budget, plan.admit);
 	pthread_mutex_lock(&d->mu);
@@ -221,9 +225,15 @@ static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, u
 			goto fail;
 		}
 	}
+	t[4] = cmn_mono_ms();
 	rc = dmn_boundary_publish(&d->bd, next, err, errlen);
 	if (rc != 0)
 		goto fail;
+	t[5] = cmn_mono_ms();
+	cmn_log(CMN_LOG_DEBUG,
+		"boundary %" PRIu32 ": %" PRIu64 " ms (reads %" PRIu64 ", plan %" PRIu64
+		", samplers paused %" PRIu64 ", wait %" PRIu64 ", snapshot %" PRIu64 ")",
+		next, t[5] - t[0], t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
 	if (light && d->smp)
 		dmn__samplers_set_epoch(d->smp, next);
 	else if (!wait && d->smp)

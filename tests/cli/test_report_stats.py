@@ -29,7 +29,7 @@ EPOCH_KEYS = ["epoch", "started", "policy", "limit", "admit", "min_uses",
               "admitted_files", "admitted_records", "admitted_bytes",
               "evicted_files", "evicted_records", "evicted_bytes",
               "evicted_unread_files", "evicted_unread_bytes",
-              "seen_files", "seen_records", "read_bytes"]
+              "seen_files", "seen_records", "read_bytes", "read_files"]
 
 
 def check(cond, what):
