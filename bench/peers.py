@@ -463,7 +463,7 @@ def first_only(a, cls, server, limit_s, out):
             if a.first_via_next and cls is Rollcache:
                 s.next()  # the way before issue 15: the first epoch came with `next --wait`
             first = first_record(s.view(), t0)
-            waits = []
+            waits, idle = [], []
             if cls is Rollcache:
                 # a boundary whose data is resident: wait until min_records are, then advance
                 time.sleep(0.5)
@@ -476,11 +476,24 @@ def first_only(a, cls, server, limit_s, out):
                             break
                         time.sleep(0.05)
                     waits.append(s.next())
+                # the same once the samplers are idle (the dataset is all in,
+                # or the cache is full and the epoch's admit used up): the
+                # boundary's cost without the samplers' pause to wait for
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    with open(os.path.join(s.mnt, ".rollcache", "stats")) as f:
+                        st = json.load(f)
+                    if st["sampler"]["idle"]:
+                        break
+                    time.sleep(0.05)
+                idle = [s.next() for _ in range(3)]
             print("%-9s %-6s mount %d: first record %.3f s%s" %
                   (s.name, limit_s, i, first,
-                   "; epoch next --wait " + ", ".join("%.3f" % w for w in waits)
+                   "; epoch next --wait %s; samplers idle: %s" % (
+                       ", ".join("%.3f" % w for w in waits), ", ".join("%.3f" % w for w in idle))
                    if waits else ""), flush=True)
-            out.append({"system": s.name, "limit": limit_s, "first_s": first, "next_s": waits})
+            out.append({"system": s.name, "limit": limit_s, "first_s": first, "next_s": waits,
+                        "next_idle_s": idle if waits else []})
         finally:
             s.umount()
             shutil.rmtree(work, ignore_errors=True)
