@@ -90,6 +90,47 @@ START_TEST(new_file_gets_schema_v1)
 }
 END_TEST
 
+/*
+ * A catalog of schema version 2 (this binary's file with the 2 -> 3 step
+ * undone: table served and the epochs columns served_records, read_files
+ * dropped) holding a file and an epoch: opening migrates it, keeps the data,
+ * and the new columns then count.
+ */
+START_TEST(migrates_version_2)
+{
+	struct cfs_catalog *c = open_rw();
+	struct cfs_epoch_row r = {.number = 4, .started_ms = 1000, .limit = 77, .admit = 7};
+	snprintf(r.policy, sizeof(r.policy), "fifo");
+	ck_assert_int_eq(cfs_catalog_epoch_begin(c, &r), 0);
+	int64_t id = add_shard(c, 4, 3, 100); /* 3 records of 100 bytes: 348 with framing */
+	cfs_catalog_close(c);
+	raw_sql(
+	    "DROP TABLE served; ALTER TABLE epochs DROP COLUMN served_records; "
+	    "ALTER TABLE epochs DROP COLUMN read_files; DELETE FROM migrations WHERE version = 3; "
+	    "PRAGMA user_version = 2");
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM sqlite_master WHERE name = 'served'"), 0);
+
+	c = open_rw();
+	ck_assert_int_eq(cfs_catalog_schema_version(c), 2); /* what was found */
+	struct cfs_shard_stat_delta d = {.id = id, .reads = 1, .full_reads = 1, .read_bytes = 348};
+	ck_assert_int_eq(cfs_catalog_shards_add_stats(c, &d, 1, 4), 0);
+	struct cfs_epoch_row *rows = NULL;
+	size_t n = 0;
+	ck_assert_int_eq(cfs_catalog_epochs_list(c, &rows, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(rows[0].limit, 77); /* kept */
+	ck_assert_uint_eq(rows[0].admitted_records, 3);
+	ck_assert_uint_eq(rows[0].served_records, 3); /* counted by the new step */
+	ck_assert_uint_eq(rows[0].read_files, 1);
+	ck_assert_uint_eq(rows[0].read_bytes, 348);
+	free(rows);
+	cfs_catalog_close(c);
+	ck_assert_int_eq(raw_int("PRAGMA user_version"), CFS_SCHEMA_VERSION);
+	ck_assert_int_eq(raw_int("SELECT max(version) FROM migrations"), CFS_SCHEMA_VERSION);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM served"), 3);
+}
+END_TEST
+
 START_TEST(journal_is_wal)
 {
 	struct cfs_catalog *c = open_rw();
@@ -493,6 +534,7 @@ int main(void)
 		const TTest *fn;
 	} cases[] = {
 	    {"new_file_gets_schema_v1", new_file_gets_schema_v1},
+	    {"migrates_version_2", migrates_version_2},
 	    {"journal_is_wal", journal_is_wal},
 	    {"newer_schema_refused", newer_schema_refused},
 	    {"not_a_database_refused_nothing_deleted", not_a_database_refused_nothing_deleted},
