@@ -171,9 +171,13 @@ static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, u
 	 * left the victims' share for the view after: fresh records per view
 	 * swung between about 5% and 100% of `admit`, bench/sampling.py.)  The
 	 * view is everything resident, victims included, so it holds
-	 * min_records as before.
+	 * min_records as before.  (A `retire read` sent before this boundary
+	 * applies to it.)
 	 */
-	if (wait && !startup && !light && d->retire_read) {
+	pthread_mutex_lock(&d->mu);
+	bool retire_read = d->retire_want >= 0 ? d->retire_want > 0 : d->retire_read;
+	pthread_mutex_unlock(&d->mu);
+	if (wait && !startup && !light && retire_read) {
 		int wrc = wait_records(d, deferred);
 		if (wrc != 0) {
 			snprintf(err, errlen, "epoch %" PRIu32 ": shutting down", next);
