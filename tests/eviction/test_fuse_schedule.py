@@ -397,14 +397,14 @@ def body(s):
     # the last epoch's reads reach the catalog with the next flush (once a second)
     deadline = time.time() + 10
     while True:
-        got = [x["seen_records"]
-               for x in json.loads(t.run("report", s.mnt, "--json").stdout)["epochs"]]
-        if got[-1] == seen_by[-1] or time.time() > deadline:
+        eps = json.loads(t.run("report", s.mnt, "--json").stdout)["epochs"]
+        got = [x["seen_records"] for x in eps]
+        got_reads = [x["read_files"] for x in eps]
+        if (got, got_reads) == (seen_by, opens) or time.time() > deadline:
             break
         time.sleep(0.2)
     t.eq(got, seen_by, "report's seen per epoch vs the reader's distinct records")
-    t.eq([x["read_files"] for x in json.loads(t.run("report", s.mnt, "--json").stdout)["epochs"]],
-         opens, "report's read (files) per epoch vs the reader's opens")
+    t.eq(got_reads, opens, "report's read (files) per epoch vs the reader's opens")
     p = t.run("report", s.mnt, "--json", "--svg", os.path.join(s.root, "report.svg"))
     rep = json.loads(p.stdout)
     t.eq(rep["cache_dir"], os.path.realpath(s.cache), "report cache_dir (from stats)")
