@@ -47,8 +47,7 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	v.epoch = cfs_epochs_current_number(&d->set, &v.have_epoch);
 	v.advance = d->cfg->advance == CMN_ADVANCE_AUTO ? "auto" : "manual";
 	pthread_mutex_lock(&d->mu);
-	v.retire = d->retire_want >= 0 ? (d->retire_want ? "read" : "boundary")
-				       : (d->retire_read ? "read" : "boundary");
+	v.retire = dmn__retire_read_next(d) ? "read" : "boundary";
 	pthread_mutex_unlock(&d->mu);
 	v.min_records = d->cfg->min_records;
 	cfs_budget_get(d->budget, &bs);

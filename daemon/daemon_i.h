@@ -131,4 +131,13 @@ void dmn__report_ready(int *report_fd, const char *log_file);
 /* detach.c: child side, start-up failed: reports rc (-errno) and the message. */
 void dmn__report_error(int *report_fd, int rc, const char *msg);
 
+/*
+ * The retire mode the next boundary applies: a `retire` command's if one
+ * is pending, else the one in force.  d->mu held.
+ */
+static inline bool dmn__retire_read_next(const struct dmn *d)
+{
+	return d->retire_want >= 0 ? d->retire_want > 0 : d->retire_read;
+}
+
 #endif

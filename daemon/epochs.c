@@ -175,7 +175,7 @@ static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, u
 	 * applies to it.)
 	 */
 	pthread_mutex_lock(&d->mu);
-	bool retire_read = d->retire_want >= 0 ? d->retire_want > 0 : d->retire_read;
+	bool retire_read = dmn__retire_read_next(d);
 	pthread_mutex_unlock(&d->mu);
 	if (wait && !startup && !light && retire_read) {
 		int wrc = wait_records(d, deferred);
