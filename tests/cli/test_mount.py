@@ -21,40 +21,8 @@ import tempfile
 import time
 import urllib.request
 
-RC = os.environ["RC_BIN"]
-failures = []
-
-
-def skip(reason):
-    print("SKIP: " + reason)
-    sys.exit(77)
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-
-
-def eq(got, want, what):
-    check(got == want, "%s:\n  got  %r\n  want %r" % (what, got, want))
-
-
-def run(*args, env=None, timeout=60):
-    return subprocess.run([RC, *map(str, args)], capture_output=True, text=True, env=env,
-                          timeout=timeout)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def is_mounted(mp):
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == mp for line in f)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clitest import RC, skip, check, eq, run, free_port, is_mounted, finish  # noqa: E402
 
 
 def umount(mp):
@@ -188,11 +156,7 @@ def main():
                     break
                 time.sleep(0.1)
         shutil.rmtree(root, ignore_errors=True)
-    for f in failures:
-        print("FAIL: " + f)
-    if failures:
-        sys.exit(1)
-    print("ok")
+    finish()
 
 
 main()

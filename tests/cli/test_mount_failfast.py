@@ -29,49 +29,13 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-RC = os.environ["RC_BIN"]
-SRCDIR = os.environ.get("RC_SRCDIR", os.path.abspath(os.path.join(os.path.dirname(__file__),
-                                                                  "..", "..")))
-SERVERS = os.path.join(SRCDIR, "tests", "servers")
-failures = []
-
-
-def skip(reason):
-    print("SKIP: " + reason)
-    sys.exit(77)
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-
-
-def eq(got, want, what):
-    check(got == want, "%s:\n  got  %r\n  want %r" % (what, got, want))
-
-
-def run(*args, env=None, timeout=60):
-    return subprocess.run([RC, *map(str, args)], capture_output=True, text=True, env=env,
-                          timeout=timeout)
-
-
-def is_mounted(mp):
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == mp for line in f)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clitest import RC, SERVERS, SRCDIR, skip, check, eq, run, free_port, is_mounted, finish  # noqa: E402
 
 
 def start(script, args):
@@ -338,11 +302,7 @@ def main():
         if peer:
             subprocess.run([os.path.join(SERVERS, script), "stop", state], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
-    for f in failures:
-        print("FAIL: " + f)
-    if failures:
-        sys.exit(1)
-    print("ok")
+    finish()
 
 
 main()

@@ -18,9 +18,16 @@ import subprocess
 import sys
 import tempfile
 
-RC = os.environ.get("RC_BIN", "rollcache")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clitest import check, eq, finish  # noqa: E402
+import clitest  # noqa: E402
+
+
+def run(*args):
+    return clitest.run(*args, text=False)  # the reports' bytes, as written
+
+
 FIXTURE = sys.argv[1]
-failures = []
 
 TOP_KEYS = ["cache_dir", "resident", "files_total", "files_read_full", "epochs"]
 EPOCH_KEYS = ["epoch", "started", "policy", "limit", "admit", "min_uses",
@@ -30,19 +37,6 @@ EPOCH_KEYS = ["epoch", "started", "policy", "limit", "admit", "min_uses",
               "evicted_files", "evicted_records", "evicted_bytes",
               "evicted_unread_files", "evicted_unread_bytes",
               "seen_files", "seen_records", "read_bytes", "read_files"]
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-
-
-def eq(got, want, what):
-    check(got == want, "%s:\n  got  %r\n  want %r" % (what, got, want))
-
-
-def run(*args):
-    return subprocess.run([RC, *args], capture_output=True, timeout=60)
 
 
 def make_cache(path):
@@ -162,11 +156,7 @@ def main():
             case(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    for f in failures:
-        print("FAIL: " + f)
-    if failures:
-        sys.exit(1)
-    print("ok")
+    finish()
 
 
 main()

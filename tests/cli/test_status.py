@@ -20,13 +20,13 @@ import copy
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
-RC = os.environ.get("RC_BIN", "rollcache")
-failures = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clitest import check, eq, run, finish  # noqa: E402
+
 
 MiB = 1 << 20
 
@@ -75,19 +75,6 @@ current  7 files, 1234 records; 4321 records resident; 2 open handles
 reads    5.0 MiB this epoch; passthrough off (9 opens passed through)
 errors   66; 2 files?not read yet
 """
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-
-
-def eq(got, want, what):
-    check(got == want, "%s:\n  got  %r\n  want %r" % (what, got, want))
-
-
-def run(*args):
-    return subprocess.run([RC, *args], capture_output=True, text=True, timeout=30)
 
 
 def fake_mount(root, name, stats):
@@ -211,11 +198,7 @@ def main():
             case(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    for f in failures:
-        print("FAIL: " + f)
-    if failures:
-        sys.exit(1)
-    print("ok")
+    finish()
 
 
 main()
