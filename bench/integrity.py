@@ -27,8 +27,8 @@ import tempfile
 import time
 
 
-def run(rc, *args):
-    p = subprocess.run([rc] + [str(a) for a in args], capture_output=True, text=True)
+def run(rc, *args, env=None):
+    p = subprocess.run([rc] + [str(a) for a in args], capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit("rollcache %s: exit %d: %s" % (" ".join(map(str, args)), p.returncode,
                                                  p.stderr.strip()))

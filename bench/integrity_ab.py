@@ -23,24 +23,8 @@ import sys
 import tempfile
 import time
 
-
-def run(rc, *args, env=None):
-    p = subprocess.run([rc] + [str(a) for a in args], capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        sys.exit("rollcache %s: exit %d: %s" % (" ".join(map(str, args)), p.returncode,
-                                                 p.stderr.strip()))
-
-
-def read_dir(d):
-    n = 0
-    for name in sorted(os.listdir(d)):
-        with open(os.path.join(d, name), "rb", buffering=0) as f:
-            while True:
-                b = f.read(1 << 20)
-                if not b:
-                    break
-                n += len(b)
-    return n
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from integrity import read_dir, run  # noqa: E402  (the bench it is the A/B of)
 
 
 def main():
