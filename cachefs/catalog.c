@@ -271,7 +271,7 @@ static const char *const stmt_sql[S__COUNT] = {
 		    "last_read_ms, full_reads, object_id, name, evicted_epoch FROM shards "
 		    "WHERE id = ?1",
     [S_SHARD_STATS] = "UPDATE shards SET reads = reads + ?2, full_reads = full_reads + ?3, "
-		      "last_read_ms = max(last_read_ms, ?4) WHERE id = ?1",
+		      "last_read_ms = max(last_read_ms, ?4) WHERE id = ?1 RETURNING full_reads",
     [S_EPOCH_READ] = "INSERT INTO epochs(number, read_bytes, read_files) VALUES(?1, ?2, ?3) "
 		     "ON CONFLICT(number) DO UPDATE SET "
 		     "read_bytes = read_bytes + excluded.read_bytes, "
@@ -1380,16 +1380,26 @@ int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_s
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)d[i].reads);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)d[i].full_reads);
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)d[i].last_read_ms);
-		rc = run(c, st, "file stats");
-		if (rc < 0)
+		int src = sqlite3_step(st);
+		/* the file's count after this delta: equal to it on the first full read */
+		bool first = src == SQLITE_ROW && d[i].full_reads &&
+			     (uint64_t)sqlite3_column_int64(st, 0) == d[i].full_reads;
+		if (src == SQLITE_ROW)
+			src = sqlite3_step(st);
+		if (src != SQLITE_DONE) {
+			rc = fail(c, src, "file stats");
+			sqlite3_reset(st);
 			goto out;
+		}
+		sqlite3_reset(st);
 		read_bytes += d[i].read_bytes;
 		read_files += d[i].reads;
-		if (d[i].full_reads) {
+		if (first) {
 			/*
-			 * Read to the end: its records are served.  The ones
-			 * never served before (from any file, in any pass) count
-			 * into the epoch's served_records.
+			 * Read to the end for the first time: its records are
+			 * served (a later full read serves nothing new).  The
+			 * ones never served before (from any file, in any pass)
+			 * count into the epoch's served_records.
 			 */
 			sqlite3_stmt *sv = stmt(c, S_SERVED_ADD);
 			if (!sv) {
@@ -1401,11 +1411,6 @@ int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_s
 			if (rc < 0)
 				goto out;
 			newly += (uint64_t)sqlite3_changes(c->db);
-		}
-		st = stmt(c, S_SHARD_STATS);
-		if (!st) {
-			rc = -EIO;
-			goto out;
 		}
 	}
 	rc = read_bytes || read_files ? epoch_add(c, S_EPOCH_READ, epoch, read_bytes, read_files)
