@@ -39,6 +39,7 @@ The default is the dataset of issue 12 (2 GiB: 64 objects x 512 records of
 quick run.
 """
 import argparse
+import csv
 import hashlib
 import json
 import os
@@ -251,8 +252,8 @@ def compare_simulated(a, rows, csv_text):
     config, epoch by epoch (the same epoch numbers: the first view read is
     epoch 2 in both).  Prints each figure's worst deviation and sets it on
     the rows."""
-    lines = [ln for ln in csv_text.splitlines() if ln and not ln.startswith("run,")]
-    sim = [dict(zip(SIM_FIELDS, ln.split(","))) for ln in lines if ln.startswith("sim-")]
+    sim = [x for x in csv.DictReader(ln for ln in csv_text.splitlines() if ln)
+           if x["run"].startswith("sim-")]  # simulate --csv: its header, then its rows
     framed = a.record_size + 16
     worst = {"view": 0.0, "distinct": 0.0, "downloaded": 0.0}
     by_epoch = {int(x["epoch"]): x for x in sim}
@@ -290,11 +291,6 @@ def compare_simulated(a, rows, csv_text):
                                                       100 * worst["distinct"],
                                                       100 * worst["downloaded"], framed),
           flush=True)
-
-
-SIM_FIELDS = ("run,epoch,policy,limit,admit,min_uses,budget,resident_records,resident_bytes,"
-              "fresh_records,evicted_records,evicted_unread,distinct,dataset_records,bound,"
-              "downloaded_bytes,reason").split(",")
 
 
 def main():
@@ -339,7 +335,6 @@ def main():
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)
     if a.csv and all_rows:
-        import csv
         fields = list(dict.fromkeys(k for r in all_rows for k in r))  # rows differ in sim_*
         new = not os.path.exists(a.csv)
         with open(a.csv, "a", newline="") as f:
