@@ -187,6 +187,11 @@ static const char *const migrations[] = {
     "  PRIMARY KEY(object_id, object_offset)) WITHOUT ROWID;\n"
     "ALTER TABLE epochs ADD COLUMN served_records INTEGER NOT NULL DEFAULT 0;\n"
     "ALTER TABLE epochs ADD COLUMN read_files INTEGER NOT NULL DEFAULT 0;\n",
+    /* 3 -> 4: whole objects whose transfer began and has not committed its end */
+    "CREATE TABLE plan_partial(\n"
+    "  plan_id INTEGER NOT NULL,\n"
+    "  unit INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(plan_id, unit)) WITHOUT ROWID;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -234,6 +239,10 @@ enum stmt_id {
 	S_POBJ_ADD,
 	S_RES_OBJECTS,
 	S_RES_SAMPLES,
+	S_PARTIAL_ADD,
+	S_PARTIAL_DEL,
+	S_RES_PARTIAL,
+	S_OBJ_OFFSETS,
 	S_SERVED_ADD,
 	S_EPOCH_SERVED,
 	S__COUNT
@@ -322,7 +331,17 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_POBJ_ADD] = "INSERT INTO plan_objects(plan_id, object_id, first_unit, units, idx) "
 		   "VALUES(?1, ?2, ?3, ?4, ?5)",
     [S_RES_OBJECTS] = "SELECT DISTINCT so.object_id FROM shard_objects so "
-		      "JOIN plan_objects po ON po.object_id = so.object_id AND po.plan_id = ?1",
+		      "JOIN plan_objects po ON po.object_id = so.object_id AND po.plan_id = ?1 "
+		      "WHERE NOT EXISTS (SELECT 1 FROM plan_partial pp "
+		      "WHERE pp.plan_id = ?1 AND pp.unit = po.first_unit)",
+    [S_PARTIAL_ADD] = "INSERT OR IGNORE INTO plan_partial(plan_id, unit) VALUES(?1, ?2)",
+    [S_PARTIAL_DEL] = "DELETE FROM plan_partial WHERE plan_id = ?1 AND unit = ?2",
+    [S_RES_PARTIAL] = "SELECT DISTINCT so.object_id FROM plan_partial pp "
+		      "JOIN plan_objects po ON po.plan_id = ?1 AND po.first_unit = pp.unit "
+		      "JOIN shard_objects so ON so.object_id = po.object_id WHERE pp.plan_id = ?1",
+    [S_OBJ_OFFSETS] = "SELECT s.object_offset FROM shard_objects so "
+		      "JOIN samples s ON s.shard_id = so.shard_id AND s.object_id = ?1 "
+		      "WHERE so.object_id = ?1 ORDER BY s.object_offset",
     [S_RES_SAMPLES] = "SELECT s.object_id, s.object_offset FROM samples s "
 		      "JOIN plan_objects po ON po.object_id = s.object_id AND po.plan_id = ?1",
     [S_SERVED_ADD] = "INSERT OR IGNORE INTO served(object_id, object_offset) "
@@ -1174,6 +1193,15 @@ static int marks_add(struct cfs_catalog *c, const struct cfs_plan_marks *m)
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)m->pass);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)m->units[i]);
 		rc = run(c, st, "plan mark");
+	}
+	/* a whole object's end commits with its mark: it is no longer partial */
+	st = m->n ? stmt(c, S_PARTIAL_DEL) : NULL;
+	if (m->n && !st)
+		return -EIO;
+	for (size_t i = 0; i < m->n && rc == 0; i++) {
+		sqlite3_bind_int64(st, 1, m->plan_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)m->units[i]);
+		rc = run(c, st, "plan partial end");
 	}
 	return rc;
 }
@@ -2042,6 +2070,51 @@ int cfs_catalog_plan_resident_objects(struct cfs_catalog *c, int64_t plan_id, in
 	if (st)
 		sqlite3_bind_int64(st, 1, plan_id);
 	rc = st ? collect_ids(c, st, out, n) : -EIO;
+	unlock(c);
+	return rc;
+}
+
+int cfs_catalog_plan_partial_begin(struct cfs_catalog *c, int64_t plan_id, uint64_t unit)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	lock(c);
+	st = stmt(c, S_PARTIAL_ADD);
+	if (st) {
+		sqlite3_bind_int64(st, 1, plan_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)unit);
+	}
+	rc = st ? run(c, st, "plan partial begin") : -EIO;
+	unlock(c);
+	return rc;
+}
+
+int cfs_catalog_plan_partial_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out,
+				     size_t *n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	lock(c);
+	st = stmt(c, S_RES_PARTIAL);
+	if (st)
+		sqlite3_bind_int64(st, 1, plan_id);
+	rc = st ? collect_ids(c, st, out, n) : -EIO;
+	unlock(c);
+	return rc;
+}
+
+int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_t **out, size_t *n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	lock(c);
+	st = stmt(c, S_OBJ_OFFSETS);
+	if (st)
+		sqlite3_bind_int64(st, 1, object_id);
+	rc = st ? collect_ids(c, st, (int64_t **)out, n) : -EIO;
 	unlock(c);
 	return rc;
 }

@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 3 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 4 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 
@@ -404,9 +404,31 @@ void cfs_plan_objects_free(struct cfs_plan_object *v, size_t n);
 int cfs_catalog_plan_objects_add(struct cfs_catalog *c, int64_t plan_id,
 				 const struct cfs_plan_object *v, size_t n, uint64_t n_units);
 
-/* Objects of the plan with a sample in a file that is not GONE; *out malloc'd. */
+/*
+ * Objects of the plan with a sample in a file that is not GONE and whose
+ * transfer is not partial (below); *out malloc'd.
+ */
 int cfs_catalog_plan_resident_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out,
 				      size_t *n);
+
+/*
+ * Partial objects (table plan_partial).  A whole object's transfer is
+ * recorded as begun (committed at once, before any of its bytes are
+ * fetched); the commit of the file holding its last record ends it (the
+ * same transaction as its plan mark, cfs_shard_writer_add_marks).  An
+ * object partial at a crash, a stop or a failure is never taken as
+ * resident: it is fetched again, and the records of it that are resident
+ * are skipped (cfs_catalog_object_offsets).
+ *
+ * _begin: 0 or -errno.  _objects: the partial objects of the plan that have
+ * a sample resident; *out malloc'd.
+ */
+int cfs_catalog_plan_partial_begin(struct cfs_catalog *c, int64_t plan_id, uint64_t unit);
+int cfs_catalog_plan_partial_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out,
+				     size_t *n);
+
+/* The offsets in the object of its samples in files not GONE, ascending; *out malloc'd. */
+int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_t **out, size_t *n);
 
 /* (object, offset) of every sample of the plan's objects in a file not GONE. */
 struct cfs_sample_ref {

@@ -83,6 +83,12 @@ struct smp__pobj *smp__plan_obj(const struct smp_sampler *s, uint64_t u)
 	return s->npobj ? s->pobj[lo] : NULL;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 static int cmp_pobj_id(const void *a, const void *b)
 {
 	const struct smp__pobj *x = *(struct smp__pobj *const *)a,
@@ -222,6 +228,9 @@ void smp__plan_unload(struct smp_sampler *s)
 	free(s->pend);
 	s->pend = NULL;
 	s->npend = s->pend_cap = 0;
+	free(s->partial);
+	s->partial = NULL;
+	s->npartial = 0;
 }
 
 /* ---- sidecars ------------------------------------------------------------- */
@@ -507,9 +516,52 @@ int smp__plan_refresh_resident(struct smp_sampler *s)
 				cmn_plan_set_resident(s->plan, o->first, true);
 		}
 		free(v);
+		/* partial objects are not resident: fetched again, their resident records skipped
+		 */
+		free(s->partial);
+		s->partial = NULL;
+		s->npartial = 0;
+		if (rc == 0)
+			rc = cfs_catalog_plan_partial_objects(s->cat, s->plan_id, &s->partial,
+							      &s->npartial);
+		if (rc == 0 && s->npartial)
+			qsort(s->partial, s->npartial, sizeof(*s->partial), cmp_i64);
 	}
 	free(sorted);
 	return rc;
+}
+
+/*
+ * A whole TFRecord object's transfer begins: recorded before any of its
+ * bytes are fetched, so that a crash or a stop before the commit of its
+ * last record leaves it partial, never resident (catalog.h, plan_partial).
+ * A partial object with resident records gets their offsets in j->skip.
+ * Raw objects are one file each, sealed whole or not at all: not recorded.
+ */
+static int job_begin_whole(struct smp_sampler *s, struct smp__job *j)
+{
+	if (s->cfg->format == CMN_FORMAT_RAW)
+		return 0;
+	int rc = cfs_catalog_plan_partial_begin(s->cat, s->plan_id, j->unit);
+	if (rc)
+		return rc;
+	int64_t id = j->obj->object_id;
+	if (s->npartial && bsearch(&id, s->partial, s->npartial, sizeof(id), cmp_i64))
+		rc = cfs_catalog_object_offsets(s->cat, id, &j->skip, &j->nskip);
+	return rc;
+}
+
+bool smp__job_skips(const struct smp__job *j, uint64_t object_offset)
+{
+	size_t lo = 0, hi = j->nskip;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (j->skip[mid] < object_offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < j->nskip && j->skip[lo] == object_offset;
 }
 
 /* ---- jobs ----------------------------------------------------------------- */
@@ -546,6 +598,13 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 		j->bytes = j->len;
 	} else {
 		j->bytes = o->size;
+		int rc = job_begin_whole(s, j);
+		if (rc) {
+			cmn_plan_done(s->plan, u); /* not fetched: taken again next pass */
+			free(j->skip);
+			free(j);
+			return rc;
+		}
 	}
 	s->rolled = false;
 	*out = j;
@@ -630,6 +689,7 @@ void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j)
 		s->jobs = j->next;
 	if (j->next)
 		j->next->prev = j->prev;
+	free(j->skip);
 	free(j);
 }
 

@@ -131,6 +131,11 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 	if (compressed(o) && o->attempt_records++ < o->skip)
 		return 0; /* delivered before the restart */
 	recovered(o);
+	if (o->job->nskip && smp__job_skips(o->job, o->base + rec->offset)) {
+		/* resident from an earlier, partial transfer of this object (invariant 8) */
+		SMP_STAT_ADD(&s->stats, records_resident_skipped, 1);
+		return 0;
+	}
 	struct smp_rec r = {
 	    .data = rec->data,
 	    .len = rec->len,

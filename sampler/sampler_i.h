@@ -85,6 +85,9 @@ struct smp__job {
 	bool cancelled;	    /* ... because the sampler stopped: units stay unsettled */
 	bool lost;	    /* a record of it was lost (records_lost): the object counts in
 			       failed_objects when the job ends (smp__job_maybe_end) */
+	uint64_t *skip;	    /* a partial object fetched again: offsets of its records
+			       that are resident, ascending (never admitted twice) */
+	size_t nskip;
 };
 
 struct smp_sampler {
@@ -125,6 +128,8 @@ struct smp_sampler {
 	int unit_kind;		 /* CFS_PLAN_OBJECTS or CFS_PLAN_RECORDS */
 	struct smp__pobj **pobj; /* [npobj], ordered by first */
 	size_t npobj, pobj_cap;
+	int64_t *partial; /* partial objects with resident records (plan.c), by id */
+	size_t npartial;
 	uint64_t *pend; /* completed units waiting for a file to commit with */
 	size_t npend, pend_cap;
 	uint64_t marks_since_save;
@@ -212,6 +217,8 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out);
  * asked); a job without a record index (a whole object) gets `upto`.
  */
 uint64_t smp__job_room_end(const struct smp__job *j, uint64_t from, uint64_t upto);
+/* Whether the record of j at object_offset is resident already (j->skip). */
+bool smp__job_skips(const struct smp__job *j, uint64_t object_offset);
 /* Unit u is in a file (or failed: ok false); see plan.c. */
 void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok);
 /* Ends job j if its transfer is over and none of its records is buffered. */

@@ -32,6 +32,9 @@ struct smp_stats {
 	 */
 	_Atomic uint64_t records_recovered;
 	_Atomic uint64_t records_lost;
+	_Atomic uint64_t records_resident_skipped; /* records of a partial object fetched
+						      again that were resident already:
+						      not admitted twice (plan.c) */
 	_Atomic uint64_t failed_objects; /* objects given up (retries exhausted, a 4xx), or
 					    read with a record lost; each object once */
 	_Atomic uint64_t enospc;	 /* local writes that failed with ENOSPC (a full disk): the
