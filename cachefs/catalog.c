@@ -187,11 +187,15 @@ static const char *const migrations[] = {
     "  PRIMARY KEY(object_id, object_offset)) WITHOUT ROWID;\n"
     "ALTER TABLE epochs ADD COLUMN served_records INTEGER NOT NULL DEFAULT 0;\n"
     "ALTER TABLE epochs ADD COLUMN read_files INTEGER NOT NULL DEFAULT 0;\n",
-    /* 3 -> 4: whole objects whose transfer began and has not committed its end */
+    /* 3 -> 4: whole objects not whole in the cache (docs/catalog.md, version 4) */
     "CREATE TABLE plan_partial(\n"
     "  plan_id INTEGER NOT NULL,\n"
     "  unit INTEGER NOT NULL,\n"
-    "  PRIMARY KEY(plan_id, unit)) WITHOUT ROWID;\n",
+    "  PRIMARY KEY(plan_id, unit)) WITHOUT ROWID;\n"
+    "CREATE TABLE plan_cut(\n"
+    "  plan_id INTEGER NOT NULL,\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(plan_id, object_id)) WITHOUT ROWID;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -241,6 +245,9 @@ enum stmt_id {
 	S_RES_SAMPLES,
 	S_PARTIAL_ADD,
 	S_PARTIAL_DEL,
+	S_PARTIAL_CUT,
+	S_CUT_DEL,
+	S_CUT_LIST,
 	S_RES_PARTIAL,
 	S_OBJ_OFFSETS,
 	S_SERVED_ADD,
@@ -336,6 +343,14 @@ static const char *const stmt_sql[S__COUNT] = {
 		      "WHERE pp.plan_id = ?1 AND pp.unit = po.first_unit)",
     [S_PARTIAL_ADD] = "INSERT OR IGNORE INTO plan_partial(plan_id, unit) VALUES(?1, ?2)",
     [S_PARTIAL_DEL] = "DELETE FROM plan_partial WHERE plan_id = ?1 AND unit = ?2",
+    [S_PARTIAL_CUT] = "INSERT OR IGNORE INTO plan_cut(plan_id, object_id) "
+		      "SELECT po.plan_id, po.object_id FROM shard_objects so "
+		      "JOIN plan_objects po ON po.plan_id IN (SELECT id FROM plans) "
+		      "AND po.object_id = so.object_id AND po.idx IS NULL "
+		      "JOIN shards f ON f.id = so.shard_id AND f.kind = 0 "
+		      "WHERE so.shard_id = ?1",
+    [S_CUT_DEL] = "DELETE FROM plan_cut WHERE plan_id = ?1 AND object_id = ?2",
+    [S_CUT_LIST] = "SELECT object_id FROM plan_cut WHERE plan_id = ?1",
     [S_RES_PARTIAL] = "SELECT DISTINCT so.object_id FROM plan_partial pp "
 		      "JOIN plan_objects po ON po.plan_id = ?1 AND po.first_unit = pp.unit "
 		      "JOIN shard_objects so ON so.object_id = po.object_id WHERE pp.plan_id = ?1",
@@ -1449,6 +1464,22 @@ out:
 	return txn_end(c, rc);
 }
 
+/*
+ * The whole objects with records in file `id`, which is leaving, are whole
+ * in the cache no more (plan_cut): the plan still takes them as resident
+ * while a record of them is (nothing is fetched twice), and counts their
+ * bytes as wanted, so that a boundary makes room for them.  mu held, in a
+ * txn.
+ */
+static int cut_objects(struct cfs_catalog *c, int64_t id)
+{
+	sqlite3_stmt *st = stmt(c, S_PARTIAL_CUT);
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, id);
+	return run(c, st, "plan partial cut");
+}
+
 int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n, uint32_t epoch)
 {
 	uint64_t bytes = 0, records = 0;
@@ -1483,6 +1514,9 @@ int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n
 			rc = fail(c, rc, "file evict");
 			goto out;
 		}
+		rc = cut_objects(c, ids[i]);
+		if (rc < 0)
+			goto out;
 	}
 	rc = epoch_add(c, S_EPOCH_EVICT, epoch, bytes, records);
 out:
@@ -1516,6 +1550,9 @@ int cfs_catalog_shard_corrupt(struct cfs_catalog *c, int64_t id, uint32_t epoch)
 		goto out;
 	}
 	/* its records are resident no more: the sampling plan may fetch them again */
+	rc = cut_objects(c, id);
+	if (rc < 0)
+		goto out;
 	st = stmt(c, S_SAMPLES_DEL);
 	if (!st) {
 		rc = -EIO;
@@ -2074,18 +2111,41 @@ int cfs_catalog_plan_resident_objects(struct cfs_catalog *c, int64_t plan_id, in
 	return rc;
 }
 
-int cfs_catalog_plan_partial_begin(struct cfs_catalog *c, int64_t plan_id, uint64_t unit)
+int cfs_catalog_plan_partial_begin(struct cfs_catalog *c, int64_t plan_id, uint64_t unit,
+				   int64_t object_id)
 {
 	sqlite3_stmt *st;
-	int rc;
+	int rc = txn_begin(c);
 
-	lock(c);
+	if (rc < 0)
+		return rc;
 	st = stmt(c, S_PARTIAL_ADD);
 	if (st) {
 		sqlite3_bind_int64(st, 1, plan_id);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)unit);
 	}
 	rc = st ? run(c, st, "plan partial begin") : -EIO;
+	st = rc == 0 ? stmt(c, S_CUT_DEL) : NULL;
+	if (st) {
+		sqlite3_bind_int64(st, 1, plan_id);
+		sqlite3_bind_int64(st, 2, object_id);
+		rc = run(c, st, "plan cut end");
+	} else if (rc == 0) {
+		rc = -EIO;
+	}
+	return txn_end(c, rc);
+}
+
+int cfs_catalog_plan_cut_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out, size_t *n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	lock(c);
+	st = stmt(c, S_CUT_LIST);
+	if (st)
+		sqlite3_bind_int64(st, 1, plan_id);
+	rc = st ? collect_ids(c, st, out, n) : -EIO;
 	unlock(c);
 	return rc;
 }

@@ -420,12 +420,24 @@ int cfs_catalog_plan_resident_objects(struct cfs_catalog *c, int64_t plan_id, in
  * resident: it is fetched again, and the records of it that are resident
  * are skipped (cfs_catalog_object_offsets).
  *
- * _begin: 0 or -errno.  _objects: the partial objects of the plan that have
- * a sample resident; *out malloc'd.
+ * _begin (which also ends the object's cut, below): 0 or -errno.
+ * _objects: the partial objects of the plan that have a sample resident;
+ * *out malloc'd.
  */
-int cfs_catalog_plan_partial_begin(struct cfs_catalog *c, int64_t plan_id, uint64_t unit);
+int cfs_catalog_plan_partial_begin(struct cfs_catalog *c, int64_t plan_id, uint64_t unit,
+				   int64_t object_id);
 int cfs_catalog_plan_partial_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out,
 				     size_t *n);
+
+/*
+ * Cut objects (table plan_cut): whole objects some of whose records left
+ * the cache (a file holding them was evicted or dropped as corrupt).  A cut
+ * object stays resident for the plan while a record of it is, and its
+ * bytes count as wanted (smp_sampler_wanted_bytes), so that the boundaries
+ * go on making room until it leaves whole and is fetched again; its cut
+ * ends when its next transfer begins.  *out malloc'd.
+ */
+int cfs_catalog_plan_cut_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out, size_t *n);
 
 /* The offsets in the object of its samples in files not GONE, ascending; *out malloc'd. */
 int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_t **out, size_t *n);

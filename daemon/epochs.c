@@ -197,9 +197,25 @@ static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, u
 		cfs_epochs_set_retire_read(&d->set, d->retire_read);
 	}
 	pthread_mutex_unlock(&d->mu);
+	/*
+	 * Room only for units the plan will fetch (DESIGN "Epochs" step 2):
+	 * with the whole dataset resident there are no victims and nothing is
+	 * downloaded again; a relist that finds new objects raises it again.
+	 */
+	uint64_t wanted = dmn__samplers_wanted(d->smp);
+	if (wanted < e.admit) /* files dropped or retired since its last count show now */
+		wanted = dmn__samplers_wanted_fresh(d->smp, 2000);
+	if (wanted < e.admit) {
+		e.admit = wanted;
+		cmn_log(CMN_LOG_INFO,
+			"epoch %" PRIu32 ": admit cut to %" PRIu64
+			" bytes: the rest of the dataset is resident",
+			next, wanted);
+	}
+	uint64_t admit = e.admit;
 	if (startup)
 		e.admit = 0; /* a (re-)mount evicts only above the limit: serve what is held */
-	int rc = dmn_boundary_evict(&d->bd, next, &e, startup, entry->admit, &plan, err, errlen);
+	int rc = dmn_boundary_evict(&d->bd, next, &e, startup, admit, &plan, err, errlen);
 	if (rc != 0)
 		goto fail;
 	t[2] = cmn_mono_ms();

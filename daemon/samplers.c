@@ -166,6 +166,16 @@ void dmn__samplers_set_epoch(struct dmn_samplers *w, uint32_t epoch)
 	smp_sampler_set_epoch(w->s, epoch);
 }
 
+uint64_t dmn__samplers_wanted(struct dmn_samplers *w)
+{
+	return w && w->s ? smp_sampler_wanted_bytes(w->s) : UINT64_MAX;
+}
+
+uint64_t dmn__samplers_wanted_fresh(struct dmn_samplers *w, uint64_t timeout_ms)
+{
+	return w && w->s ? smp_sampler_wanted_fresh(w->s, timeout_ms) : UINT64_MAX;
+}
+
 void dmn__samplers_stats(struct dmn_samplers *w, struct dmn_sampler_stats *o)
 {
 	memset(o, 0, sizeof(*o));

@@ -53,6 +53,14 @@ void dmn__samplers_set_epoch(struct dmn_samplers *w, uint32_t epoch);
 /* The sampler's counters (w may be NULL: nothing present). */
 void dmn__samplers_stats(struct dmn_samplers *w, struct dmn_sampler_stats *o);
 
+/*
+ * Bytes the sampler's plan would still fetch (smp_sampler_wanted_bytes):
+ * UINT64_MAX when w is NULL or the plan is not loaded yet.
+ */
+uint64_t dmn__samplers_wanted(struct dmn_samplers *w);
+/* ... counted afresh (smp_sampler_wanted_fresh), waiting at most timeout_ms. */
+uint64_t dmn__samplers_wanted_fresh(struct dmn_samplers *w, uint64_t timeout_ms);
+
 /* Stops and joins the thread (if started), frees w.  NULL is ignored. */
 void dmn__samplers_stop(struct dmn_samplers *w);
 

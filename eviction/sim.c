@@ -255,7 +255,12 @@ int evc_sim_run(const struct evc_sim_opts *o, const struct evc_schedule *s,
 			victims = malloc((m.n ? m.n : 1) * sizeof(*victims));
 			if (!victims)
 				goto nomem;
-			rc = evc_plan_boundary(ent, e, m.st, m.n, 0, victims, &plan);
+			/* room only for what the plan will fetch (DESIGN "Epochs" step 2) */
+			struct evc_entry capped = *ent;
+			uint64_t want = (m.n_records - m.n_resident) * o->record_size;
+			if (want < capped.admit)
+				capped.admit = want;
+			rc = evc_plan_boundary(&capped, e, m.st, m.n, 0, victims, &plan);
 			if (rc < 0)
 				goto nomem;
 			if (o->retire_read) { /* they leave once read, during the epoch */

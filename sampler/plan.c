@@ -231,6 +231,9 @@ void smp__plan_unload(struct smp_sampler *s)
 	free(s->partial);
 	s->partial = NULL;
 	s->npartial = 0;
+	free(s->cut);
+	s->cut = NULL;
+	s->ncut = 0;
 }
 
 /* ---- sidecars ------------------------------------------------------------- */
@@ -487,6 +490,56 @@ static uint64_t unit_of_offset(const struct smp__pobj *o, uint64_t off, bool *fo
 	return o->first + lo;
 }
 
+/* Bytes of one unit: an indexed record, or a whole object. */
+static uint64_t unit_bytes(const struct smp__pobj *o, uint64_t u)
+{
+	return o->idx ? o->idx[u - o->first].size : o->size;
+}
+
+/*
+ * s->wanted: the bytes of the units the plan would still fetch (live, not
+ * resident), in the source's bytes, and of the cut objects (catalog.h):
+ * resident in part, they are fetched again once they left whole, so room
+ * is made for them.  One walk over the objects (and over the records of
+ * indexed ones); units completed later subtract theirs (smp__unit_complete).
+ */
+static void count_wanted(struct smp_sampler *s)
+{
+	uint64_t want = 0, live = 0;
+	for (size_t i = 0; i < s->npobj; i++) {
+		const struct smp__pobj *o = s->pobj[i];
+		if (!o->live)
+			continue;
+		live++;
+		for (uint64_t u = o->first; u < o->first + o->units; u++)
+			if (!cmn_plan_is_resident(s->plan, u))
+				want += unit_bytes(o, u);
+		if (!o->idx && s->ncut && cmn_plan_is_resident(s->plan, o->first) &&
+		    bsearch(&o->object_id, s->cut, s->ncut, sizeof(int64_t), cmp_i64))
+			want += o->size;
+	}
+	/*
+	 * An empty listing says nothing of the cache's files (a cache filled
+	 * from another source, or a source emptied for now): the schedule's
+	 * admit stands, as before the plan knew anything (docs/TODO.md).
+	 */
+	atomic_store(&s->wanted, live ? want : UINT64_MAX);
+}
+
+/* Loads a sorted list of object ids (partial or cut) into *v. */
+static int load_ids(struct smp_sampler *s,
+		    int (*get)(struct cfs_catalog *, int64_t, int64_t **, size_t *), int64_t **v,
+		    size_t *n)
+{
+	free(*v);
+	*v = NULL;
+	*n = 0;
+	int rc = get(s->cat, s->plan_id, v, n);
+	if (rc == 0 && *n)
+		qsort(*v, *n, sizeof(**v), cmp_i64);
+	return rc;
+}
+
 int smp__plan_refresh_resident(struct smp_sampler *s)
 {
 	struct smp__pobj **sorted = by_id(s);
@@ -516,18 +569,23 @@ int smp__plan_refresh_resident(struct smp_sampler *s)
 				cmn_plan_set_resident(s->plan, o->first, true);
 		}
 		free(v);
-		/* partial objects are not resident: fetched again, their resident records skipped
-		 */
-		free(s->partial);
-		s->partial = NULL;
-		s->npartial = 0;
-		if (rc == 0)
-			rc = cfs_catalog_plan_partial_objects(s->cat, s->plan_id, &s->partial,
-							      &s->npartial);
-		if (rc == 0 && s->npartial)
-			qsort(s->partial, s->npartial, sizeof(*s->partial), cmp_i64);
+	}
+	/*
+	 * Whole objects: a partial one is not resident (fetched again, its
+	 * resident records skipped); a cut one is, and counts as wanted.
+	 */
+	if (rc == 0)
+		rc = load_ids(s, cfs_catalog_plan_partial_objects, &s->partial, &s->npartial);
+	if (rc == 0)
+		rc = load_ids(s, cfs_catalog_plan_cut_objects, &s->cut, &s->ncut);
+	for (size_t i = 0; rc == 0 && i < s->npartial; i++) {
+		struct smp__pobj *o = find_id(sorted, s->npobj, s->partial[i]);
+		if (o && !o->idx)
+			cmn_plan_set_resident(s->plan, o->first, false);
 	}
 	free(sorted);
+	if (rc == 0)
+		count_wanted(s);
 	return rc;
 }
 
@@ -542,7 +600,7 @@ static int job_begin_whole(struct smp_sampler *s, struct smp__job *j)
 {
 	if (s->cfg->format == CMN_FORMAT_RAW)
 		return 0;
-	int rc = cfs_catalog_plan_partial_begin(s->cat, s->plan_id, j->unit);
+	int rc = cfs_catalog_plan_partial_begin(s->cat, s->plan_id, j->unit, j->obj->object_id);
 	if (rc)
 		return rc;
 	int64_t id = j->obj->object_id;
@@ -652,6 +710,12 @@ void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok)
 		if (!s->w || cfs_shard_writer_records(s->w) == 0 ||
 		    cfs_shard_writer_add_marks(s->w, s->plan_id, pass, &u, 1) != 0)
 			pend_push(s, u);
+		if (!cmn_plan_is_resident(s->plan, u)) {
+			const struct smp__pobj *o = smp__plan_obj(s, u);
+			uint64_t b = o ? unit_bytes(o, u) : 0, w = atomic_load(&s->wanted);
+			if (w != UINT64_MAX)
+				atomic_store(&s->wanted, w > b ? w - b : 0);
+		}
 		cmn_plan_set_resident(s->plan, u, true);
 		s->marks_since_save++;
 		s->prog.objects_done++;

@@ -69,6 +69,7 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	atomic_init(&s->wanted, UINT64_MAX);
 	s->cfg = o->cfg;
 	s->cstore = o->store;
 	s->cat = cfs_store_catalog(o->store);
@@ -176,6 +177,34 @@ const struct smp_stats *smp_sampler_stats(const struct smp_sampler *s)
 	return &s->stats;
 }
 
+uint64_t smp_sampler_wanted_bytes(struct smp_sampler *s)
+{
+	return atomic_load(&s->wanted);
+}
+
+uint64_t smp_sampler_wanted_fresh(struct smp_sampler *s, uint64_t timeout_ms)
+{
+	struct timespec ts;
+	int rc = 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(timeout_ms / 1000);
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->ctl_mu);
+	uint64_t req = atomic_fetch_add(&s->refresh_req, 1) + 1;
+	pthread_cond_broadcast(&s->ctl_cv); /* idle_wait() sleeps on it */
+	if (s->fetch)
+		smp_fetch_wakeup(s->fetch);
+	while (s->refresh_done < req && atomic_load(&s->running) && !s->paused &&
+	       !atomic_load(&s->stop) && rc == 0)
+		rc = pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
+	pthread_mutex_unlock(&s->ctl_mu);
+	return atomic_load(&s->wanted);
+}
+
 bool smp_sampler_idle(struct smp_sampler *s)
 {
 	return atomic_load(&s->idle) || !atomic_load(&s->running);
@@ -231,6 +260,26 @@ static void take_relabel(struct smp_sampler *s)
 		s->epoch = s->set_epoch;
 		s->relabel = false;
 	}
+	pthread_mutex_unlock(&s->ctl_mu);
+}
+
+/*
+ * A fresh count of the resident units and wanted bytes was asked for
+ * (smp_sampler_wanted_fresh): files dropped or retired since the last
+ * refresh are seen.  Run loop only.
+ */
+static void take_refresh(struct smp_sampler *s)
+{
+	uint64_t req = atomic_load(&s->refresh_req);
+	if (req == s->refresh_seen)
+		return;
+	s->refresh_seen = req;
+	int rc = smp__plan_refresh_resident(s);
+	if (rc)
+		smp__fail_local(s, rc, "reading resident units");
+	pthread_mutex_lock(&s->ctl_mu);
+	s->refresh_done = req;
+	pthread_cond_broadcast(&s->ctl_cv);
 	pthread_mutex_unlock(&s->ctl_mu);
 }
 
@@ -300,7 +349,8 @@ static void idle_wait(struct smp_sampler *s)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += 1;
 	pthread_mutex_lock(&s->ctl_mu);
-	if (!s->pause_req && !s->resume_req && !atomic_load(&s->stop))
+	if (!s->pause_req && !s->resume_req && !atomic_load(&s->stop) &&
+	    atomic_load(&s->refresh_req) == s->refresh_seen)
 		pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
 	pthread_mutex_unlock(&s->ctl_mu);
 }
@@ -448,6 +498,7 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 
 	while (!atomic_load(&s->stop) && !s->fatal) {
 		take_relabel(s);
+		take_refresh(s);
 		if (smp__pause_wanted(s)) {
 			rc = pause_point(s, err, errlen);
 			if (rc)

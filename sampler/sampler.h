@@ -129,6 +129,23 @@ void smp_sampler_set_epoch(struct smp_sampler *s, uint32_t epoch);
  */
 bool smp_sampler_idle(struct smp_sampler *s);
 
+/*
+ * Bytes of the units the plan would still fetch: live units that are not
+ * resident (the source's bytes: a compressed object counts compressed).
+ * 0 once the whole dataset of this rank is resident; UINT64_MAX before the
+ * plan was loaded or while its listing holds no object.  Thread-safe (a
+ * snapshot).
+ */
+uint64_t smp_sampler_wanted_bytes(struct smp_sampler *s);
+
+/*
+ * The same, counted afresh: the run loop re-reads which units are resident
+ * (files dropped or retired since its last look) and the call waits for it,
+ * at most timeout_ms (then, or when the sampler is paused or not running,
+ * the last count).  Thread-safe; not from the sampler's own thread.
+ */
+uint64_t smp_sampler_wanted_fresh(struct smp_sampler *s, uint64_t timeout_ms);
+
 /* Makes a running smp_sampler_run() return soon.  Thread-safe. */
 void smp_sampler_stop(struct smp_sampler *s);
 

@@ -108,14 +108,17 @@ struct smp_sampler {
 	/* control from other threads (pause / resume); ctl_mu protects these */
 	pthread_mutex_t ctl_mu;
 	pthread_cond_t ctl_cv;
-	bool pause_req;	      /* protected by ctl_mu */
-	bool paused;	      /* protected by ctl_mu: the run loop sealed and holds */
-	bool resume_req;      /* protected by ctl_mu */
-	uint32_t next_epoch;  /* protected by ctl_mu */
-	bool relabel;	      /* protected by ctl_mu: smp_sampler_set_epoch() was called ... */
-	uint32_t set_epoch;   /* protected by ctl_mu: ... with this epoch */
-	_Atomic bool idle;    /* nothing to fetch until something changes */
-	_Atomic bool running; /* inside smp_sampler_run */
+	bool pause_req;	     /* protected by ctl_mu */
+	bool paused;	     /* protected by ctl_mu: the run loop sealed and holds */
+	bool resume_req;     /* protected by ctl_mu */
+	uint32_t next_epoch; /* protected by ctl_mu */
+	bool relabel;	     /* protected by ctl_mu: smp_sampler_set_epoch() was called ... */
+	uint32_t set_epoch;  /* protected by ctl_mu: ... with this epoch */
+	_Atomic uint64_t refresh_req; /* fresh counts asked for (smp_sampler_wanted_fresh) */
+	uint64_t refresh_done;	      /* protected by ctl_mu: the last request served */
+	uint64_t refresh_seen;	      /* the run loop's: the last request taken */
+	_Atomic bool idle;	      /* nothing to fetch until something changes */
+	_Atomic bool running;	      /* inside smp_sampler_run */
 
 	/* listing state (relist.c) */
 	int64_t source_id;
@@ -128,8 +131,12 @@ struct smp_sampler {
 	int unit_kind;		 /* CFS_PLAN_OBJECTS or CFS_PLAN_RECORDS */
 	struct smp__pobj **pobj; /* [npobj], ordered by first */
 	size_t npobj, pobj_cap;
-	int64_t *partial; /* partial objects with resident records (plan.c), by id */
+	_Atomic uint64_t wanted; /* bytes of units neither resident nor dropped (plan.c);
+				    UINT64_MAX until the plan is loaded */
+	int64_t *partial;	 /* partial objects with resident records (plan.c), by id */
 	size_t npartial;
+	int64_t *cut; /* cut objects (catalog.h, plan_cut), by id */
+	size_t ncut;
 	uint64_t *pend; /* completed units waiting for a file to commit with */
 	size_t npend, pend_cap;
 	uint64_t marks_since_save;

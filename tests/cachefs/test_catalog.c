@@ -105,7 +105,8 @@ START_TEST(migrates_version_2)
 	int64_t id = add_shard(c, 4, 3, 100); /* 3 records of 100 bytes: 348 with framing */
 	cfs_catalog_close(c);
 	raw_sql(
-	    "DROP TABLE plan_partial; DELETE FROM migrations WHERE version = 4; "
+	    "DROP TABLE plan_partial; DROP TABLE plan_cut; DELETE FROM migrations WHERE version = "
+	    "4; "
 	    "DROP TABLE served; ALTER TABLE epochs DROP COLUMN served_records; "
 	    "ALTER TABLE epochs DROP COLUMN read_files; DELETE FROM migrations WHERE version = 3; "
 	    "PRAGMA user_version = 2");
@@ -130,6 +131,7 @@ START_TEST(migrates_version_2)
 	ck_assert_int_eq(raw_int("SELECT max(version) FROM migrations"), CFS_SCHEMA_VERSION);
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM served"), 3);
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM plan_partial"), 0); /* the 3 -> 4 step */
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM plan_cut"), 0);
 }
 END_TEST
 

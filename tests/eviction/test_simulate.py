@@ -40,9 +40,10 @@ def rows(out):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    # 1. fifo, admit = limit/2: each epoch reads what the one before admitted.
+    # 1. fifo, admit = limit/2, retire = boundary: each epoch reads what the
+    # one before admitted.
     r = run("--limit", "40M", "--admit", "20M", "--policy", "fifo", "--dataset", "400M",
-            "--record-size", "1M", "--shard-size", "4M", "--epochs", "6")
+            "--record-size", "1M", "--shard-size", "4M", "--epochs", "6", "--retire", "boundary")
     check(r.returncode == 0, f"fifo run exit {r.returncode}: {r.stderr}")
     t = rows(r.stdout)
     check(len(t) == 6, f"6 rows, got {len(t)}")
@@ -53,6 +54,30 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f[6] == str(20 * (e + 1)), f"epoch {e}: distinct {f[6]} != {20 * (e + 1)}")
         check(f[7] == f[8], f"epoch {e}: coverage {f[7]} != bound {f[8]}")
     check("evicted before read 0 records" in r.stdout, "fifo wasted downloads")
+
+    # 1b. the same with the default (retire = read): once full, every view is
+    # the whole cache and holds the epoch before's admit.
+    r = run("--limit", "40M", "--admit", "20M", "--policy", "fifo", "--dataset", "400M",
+            "--record-size", "1M", "--shard-size", "4M", "--epochs", "6")
+    check(r.returncode == 0, f"fifo read run exit {r.returncode}: {r.stderr}")
+    t = rows(r.stdout)
+    check(len(t) == 6, f"retire read: 6 rows, got {len(t)}")
+    for e, f in enumerate(t[1:], 1):
+        check(f[2] == "40" and f[3] == "20", f"retire read: epoch {e}: resident/fresh {f[2]}/{f[3]}")
+    check("evicted before read 0 records" in r.stdout, "fifo wasted downloads (retire read)")
+
+    # 1c. a dataset that fits (30M in a 40M cache): no victims, nothing
+    # downloaded twice (DESIGN "Epochs" step 2).
+    r = run("--limit", "40M", "--policy", "fifo", "--dataset", "30M", "--record-size", "1M",
+            "--shard-size", "2M", "--epochs", "8", "--csv")
+    check(r.returncode == 0, f"fits run exit {r.returncode}: {r.stderr}")
+    import csv
+    import io
+    fits = list(csv.DictReader(io.StringIO(r.stdout)))
+    check(all(ln["evicted_records"] == "0" for ln in fits), f"fits: evicted {fits}")
+    check(int(fits[-1]["downloaded_bytes"]) == 30 << 20,
+          f"fits: downloaded {fits[-1]['downloaded_bytes']} != the dataset's {30 << 20}")
+    check(fits[-1]["resident_records"] == "30", f"fits: resident {fits[-1]['resident_records']}")
 
     # 2. A gap in the schedule names the file line.
     ini = os.path.join(tmp, "gap.ini")
@@ -88,10 +113,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # 4. --csv: one line per run and epoch; distinct never above the bound,
     # resident + budget never above the limit, fifo never wastes.
     r = run("--limit", "20G", "--policy", "fifo,lru", "--dataset", "200G", "--record-size",
-            "1M", "--epochs", "8", "--csv")
+            "1M", "--epochs", "8", "--csv", "--retire", "boundary")
     check(r.returncode == 0, f"csv exit {r.returncode}: {r.stderr}")
-    import csv
-    import io
     lines = list(csv.DictReader(io.StringIO(r.stdout)))
     check(len(lines) == 16, f"csv: {len(lines)} lines, want 16")
     for ln in lines:
