@@ -44,7 +44,8 @@ static void usage(FILE *f)
 		"                           [--policy P[,P...]] [--min-uses N])\n"
 		"                          --dataset SIZE --record-size SIZE [--epochs N]\n"
 		"                          [--shard-size SIZE] [--seed S] [--svg FILE]\n"
-		"                          [--svg-downloads FILE] [--csv] [--first N]\n\n"
+		"                          [--svg-downloads FILE] [--csv] [--first N]\n"
+		"                          [--retire read|boundary]\n\n"
 		"Runs the real eviction policies over a simulated sampler and a reader that\n"
 		"reads every resident shard once per epoch, and prints per epoch: resident\n"
 		"and fresh records, records evicted (and evicted before being read), distinct\n"
@@ -52,9 +53,11 @@ static void usage(FILE *f)
 		"could reach with the same downloads (bound), and bytes downloaded.\n"
 		"--config may be given up to %d times; --policy takes a comma list (fifo, lru,\n"
 		"uses, random, none).  Defaults: --epochs 20, --shard-size from the config\n"
-		"or 64M, --seed 1, --admit limit/2.  --svg draws coverage and resident bytes\n"
-		"per epoch; --svg-downloads draws coverage against bytes downloaded; --csv\n"
-		"prints one CSV line per run and epoch instead of the tables.  --first N\n"
+		"or limit/16 (64K to 64M), --seed 1, --admit limit/2, --retire as a mount's\n"
+		"default (read; a --config run takes its file's).  --svg draws coverage and\n"
+		"resident bytes per epoch; --svg-downloads draws coverage against bytes\n"
+		"downloaded; --csv prints one CSV line per run and epoch instead of the\n"
+		"tables.  --first N\n"
 		"numbers the simulated epochs from N, with the schedule's entries at those\n"
 		"numbers (default 0; 2 matches a mount whose first full view is epoch 2:\n"
 		"epoch 0 starts empty, first_epoch makes epoch 1 from the first shard).\n"
@@ -333,7 +336,7 @@ int cmd_simulate(int argc, char **argv)
 	size_t n_configs = 0, n_runs = 0;
 	uint64_t dataset = 0, record_size = 0, epochs = 20, shard_size = 0, seed = 1, first = 0;
 	uint64_t limit = 0, admit = 0, min_uses = 0;
-	int has_admit = 0, csv = 0, code = 2;
+	int has_admit = 0, csv = 0, code = 2, retire = -1; /* -1: the mount's default */
 	char err[320];
 
 	memset(runs, 0, sizeof(runs));
@@ -388,6 +391,15 @@ int cmd_simulate(int argc, char **argv)
 		} else if (strcmp(name, "--admit") == 0) {
 			rc = parse_size_flag(name, v, &admit);
 			has_admit = 1;
+		} else if (strcmp(name, "--retire") == 0) {
+			if (strcmp(v, "read") != 0 && strcmp(v, "boundary") != 0) {
+				fprintf(
+				    stderr,
+				    "rollcache simulate: --retire %s: expected read or boundary\n",
+				    v);
+				return 2;
+			}
+			retire = v[0] == 'r' ? 1 : 0;
 		} else if (strcmp(name, "--epochs") == 0) {
 			rc = parse_u64(name, v, &epochs);
 		} else if (strcmp(name, "--seed") == 0) {
@@ -482,6 +494,10 @@ int cmd_simulate(int argc, char **argv)
 			sec.has_min_uses = true;
 			sec.min_uses = (uint32_t)min_uses;
 			struct run *r = &runs[n_runs];
+			struct cmn_config defaults;
+			cmn_config_init(&defaults); /* a mount with only these flags */
+			r->retire_read =
+			    retire >= 0 ? retire == 1 : defaults.retire == CMN_RETIRE_READ;
 			if (evc_schedule_build(&sec, 1, limit, "--limit", &r->sch, err,
 					       sizeof(err)) < 0) {
 				fprintf(stderr, "rollcache simulate: %s\n", err);
@@ -494,7 +510,7 @@ int cmd_simulate(int argc, char **argv)
 		}
 	}
 	if (shard_size == 0)
-		shard_size = 64ull << 20;
+		shard_size = cmn_config_derived_shard_size(limit);
 	/* A shard larger than an entry's admit budget can never be admitted. */
 	for (size_t i = 0; i < n_runs; i++)
 		for (size_t j = 0; j < runs[i].sch.n; j++) {

@@ -129,7 +129,7 @@ static const struct key_def keys[] = {
      "advance on request, or once every file was read"},
     {K_MIN_RECORDS, SEC_CACHE, "min_records", "min_records", V_U64, NULL, 0, UINT64_MAX,
      "a record count such as 1000", "1000", "records `epoch next --wait` waits for"},
-    {K_RETIRE, SEC_CACHE, "retire", "retire", V_ENUM, retire_names, 0, 0, NULL, "boundary",
+    {K_RETIRE, SEC_CACHE, "retire", "retire", V_ENUM, retire_names, 0, 0, NULL, "read",
      "victims leave at the boundary, or stay in the view until read"},
     {K_WAIT_TIMEOUT, SEC_CACHE, "wait_timeout", "wait_timeout", V_DURATION, NULL, 1, UINT64_MAX,
      "a duration such as 10m", "10m", "bound of `epoch next --wait`"},
@@ -162,7 +162,7 @@ static const struct key_def keys[] = {
     {K_STRATEGY, SEC_SAMPLER, "strategy", "strategy", V_ENUM, strategy_names, 0, 0, NULL, "objects",
      "whole objects, or random records via .idx sidecars"},
     {K_SHARD_SIZE, SEC_SAMPLER, "shard_size", "shard_size", V_SIZE, NULL, 1, UINT64_MAX,
-     "a size such as 64M", "64M", "target size of local shards"},
+     "a size such as 64M", "limit/16, 64K to 64M", "target size of local shards"},
     {K_RETRIES, SEC_SAMPLER, "retries", "retries", V_U32, NULL, 0, 1000,
      "a retry count from 0 to 1000", "5", "retries of a failed transfer"},
     {K_TIMEOUT, SEC_SAMPLER, "timeout", "timeout", V_DURATION, NULL, 1, UINT64_MAX,
@@ -564,7 +564,7 @@ void cmn_config_init(struct cmn_config *c)
 	c->advance = CMN_ADVANCE_MANUAL;
 	c->min_records = 1000;
 	c->first_epoch = (uint64_t)1 << 20;
-	c->retire = CMN_RETIRE_BOUNDARY;
+	c->retire = CMN_RETIRE_READ;
 	c->wait_timeout_ms = 10 * 60 * 1000;
 	c->format = CMN_FORMAT_TFRECORD;
 	c->compression = CMN_COMPRESSION_AUTO;
@@ -573,7 +573,7 @@ void cmn_config_init(struct cmn_config *c)
 	c->relist = 1;
 	c->connections = 8;
 	c->strategy = CMN_STRATEGY_OBJECTS;
-	c->shard_size = (uint64_t)64 << 20;
+	c->shard_size = 0; /* derived from the limit by cmn_config_finish */
 	c->retries = 5;
 	c->timeout_ms = 30000;
 	c->s3_addressing = CMN_S3_ADDRESSING_AUTO;
@@ -1012,6 +1012,13 @@ static int apply_cli_epoch(struct cmn_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+uint64_t cmn_config_derived_shard_size(uint64_t limit)
+{
+	uint64_t s = limit / 16, lo = (uint64_t)64 << 10, hi = (uint64_t)64 << 20;
+	s = s < lo ? lo : s > hi ? hi : s;
+	return s < limit ? s : limit ? limit : lo;
+}
+
 int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 {
 	char a[32], b[32], tmp[MSG_MAX];
@@ -1046,7 +1053,13 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 		}
 		free(v.s);
 	}
-	if (c->shard_size == 0 || c->shard_size > c->limit) {
+	uint64_t least = c->limit; /* the smallest limit of the schedule */
+	for (size_t i = 0; i < c->n_epochs; i++)
+		if (c->epochs[i].has_limit && c->epochs[i].limit && c->epochs[i].limit < least)
+			least = c->epochs[i].limit;
+	if (c->shard_size == 0)
+		c->shard_size = cmn_config_derived_shard_size(least);
+	if (c->shard_size > c->limit) {
 		snprintf(err, errlen,
 			 "shard_size = %s is larger than limit = %s: lower shard_size or "
 			 "raise limit",

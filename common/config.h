@@ -96,7 +96,7 @@ struct cmn_config {
 	/* [sampler] */
 	uint32_t connections;	    /* 8 */
 	enum cmn_strategy strategy; /* objects */
-	uint64_t shard_size;	    /* 64M */
+	uint64_t shard_size;	    /* unset (0): cmn_config_derived_shard_size(limit) */
 	uint32_t retries;	    /* 5 */
 	uint64_t timeout_ms;	    /* 30s */
 
@@ -139,6 +139,14 @@ int cmn_config_parse_o(struct cmn_config *c, const char *opts, char *err, size_t
  * Returns 0 or -EINVAL with a message saying what to set.
  */
 int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen);
+
+/*
+ * The shard size when none is set: limit/16 between 64K and 64M, never
+ * above the limit (cmn_config_finish uses the smallest limit of the
+ * schedule), so that no limit makes the default refused and a view is
+ * made of at least 16 files once the cache is full.
+ */
+uint64_t cmn_config_derived_shard_size(uint64_t limit);
 
 /* Frees what c owns (strings, epochs); c may be re-initialised after. */
 void cmn_config_free(struct cmn_config *c);

@@ -416,8 +416,8 @@ int fdr__mount_epoch_dir(const struct rc_feeder *f, int64_t mepoch, char *out, s
  * A feeder with world_size 1 drives the mount's epochs and reads each file
  * of an epoch once: it asks for retire = read (docs/mount.md), so a victim's
  * room goes back to the samplers as soon as it was read.  Several ranks read
- * parts of every file, so one rank reaching a file's end retires nothing:
- * they leave the mount's retire mode as configured.  Errors are ignored.
+ * parts of every file, so one rank reaching a file's end must retire
+ * nothing: they ask for retire = boundary.  Errors are ignored.
  */
 void fdr__mount_retire_read(struct rc_feeder *f);
 /* At close: the mount goes back to its configured retire mode ("retire config"). */

@@ -107,11 +107,14 @@ int fdr__mount_epoch_dir(const struct rc_feeder *f, int64_t mepoch, char *out, s
 void fdr__mount_retire_read(struct rc_feeder *f)
 {
 	char err[256];
-	if (f->cfg.o.world_size > 1)
-		return; /* one rank's read to the end says nothing of the others' */
-	/* an older daemon answers EINVAL: its configured retire mode stays */
-	f->cfg.retire_asked =
-	    fdr__advance_cache(f->cfg.control, "retire read", err, sizeof err) == 0;
+	/*
+	 * Several ranks take records of every file: one rank's read to the end
+	 * says nothing of the others', so a file must not retire on it (it
+	 * would leave the listing under them).  An older daemon answers
+	 * EINVAL: its configured retire mode stays.
+	 */
+	const char *cmd = f->cfg.o.world_size > 1 ? "retire boundary" : "retire read";
+	f->cfg.retire_asked = fdr__advance_cache(f->cfg.control, cmd, err, sizeof err) == 0;
 }
 
 void fdr__mount_retire_restore(struct rc_feeder *f)

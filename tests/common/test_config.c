@@ -49,6 +49,45 @@ static int load(struct cmn_config *c, const char *text, char *err, size_t errlen
 	return cmn_config_load_file(c, path, err, errlen);
 }
 
+/* shard_size unset is derived from the smallest limit and never refused */
+START_TEST(shard_size_derived_never_refused)
+{
+	static const struct {
+		const char *limit;
+		uint64_t want;
+	} cases[] = {
+	    {"200G", 64ull << 20}, {"512M", 32ull << 20}, {"64M", 4ull << 20},
+	    {"8M", 512ull << 10},  {"1M", 64ull << 10},	  {"40K", 40ull << 10},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct cmn_config c;
+		char err[256];
+		cmn_config_init(&c);
+		ck_assert_int_eq(
+		    cmn_config_set(&c, "limit", cases[i].limit, "--limit", err, sizeof(err)), 0);
+		ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "limit %s: %s",
+			      cases[i].limit, err);
+		ck_assert_uint_eq(c.shard_size, cases[i].want);
+		cmn_config_free(&c);
+	}
+	/* a schedule's smaller limit counts */
+	struct cmn_config c;
+	char err[256];
+	cmn_config_init(&c);
+	const char *ini = "[cache]\nlimit = 1G\n[epoch 0-1]\nlimit = 16M\n[epoch 2-]\n";
+	char tmpl[] = "/tmp/rc-config-XXXXXX";
+	int fd = mkstemp(tmpl);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, ini, strlen(ini)), (int)strlen(ini));
+	close(fd);
+	ck_assert_int_eq(cmn_config_load_file(&c, tmpl, err, sizeof(err)), 0);
+	unlink(tmpl);
+	ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c.shard_size, 1ull << 20);
+	cmn_config_free(&c);
+}
+END_TEST
+
 START_TEST(test_defaults)
 {
 	struct cmn_config c;
@@ -72,7 +111,8 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.relist, 1);
 	ck_assert_uint_eq(c.connections, 8);
 	ck_assert_int_eq(c.strategy, CMN_STRATEGY_OBJECTS);
-	ck_assert_uint_eq(c.shard_size, 64ull << 20);
+	ck_assert_uint_eq(c.shard_size, 0); /* unset: derived by finish */
+	ck_assert_int_eq(c.retire, CMN_RETIRE_READ);
 	ck_assert_uint_eq(c.retries, 5);
 	ck_assert_uint_eq(c.timeout_ms, 30000);
 	ck_assert_uint_eq(c.n_epochs, 0);
@@ -446,6 +486,9 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("config_defaults");
 	tcase_add_test(tc, test_defaults);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("config_shard_size_derived_never_refused");
+	tcase_add_test(tc, shard_size_derived_never_refused);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config_full_file_and_epochs");
 	tcase_add_test(tc, test_full_file);

@@ -114,7 +114,7 @@ def shard_ids(s, state=0):
 
 def setup(s, records, size, shards, shard_size):
     s.synth(records=records, size=size, shards=shards)
-    cfg = s.config("[cache]\nlimit = 8M\n[sampler]\nshard_size = %s\n"
+    cfg = s.config("[cache]\nlimit = 8M\nretire = boundary\n[sampler]\nshard_size = %s\n"
                    "[epoch 0-]\nlimit = 8M\nadmit = 4M\npolicy = fifo\n" % shard_size)
     t.run("ingest", "file://%s/" % s.src, "--cache-dir", s.cache, "--config", cfg)
     ids = shard_ids(s)

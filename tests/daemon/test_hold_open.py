@@ -52,7 +52,7 @@ def body(s):
 
     # min_records is below what one epoch's admit brings: `next --wait`
     # returns as soon as the cache holds that much, never on a timeout
-    cfg = s.config("[cache]\nlimit = 2M\nmin_records = 40\n"
+    cfg = s.config("[cache]\nlimit = 2M\nmin_records = 40\nretire = boundary\n"
                    "[sampler]\nshard_size = 128K\nconnections = 4\n"
                    "[epoch 0-]\nlimit = 2M\nadmit = 1M\npolicy = fifo\n")
     disk = t.DiskPeak(s)

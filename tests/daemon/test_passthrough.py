@@ -94,7 +94,7 @@ def body(s):
         tmpfs = True
 
     s.synth(records=24, size="64K", shards=3)
-    cfg = s.config("[cache]\nlimit = 8M\n[sampler]\nshard_size = 512K\n"
+    cfg = s.config("[cache]\nlimit = 8M\nretire = boundary\n[sampler]\nshard_size = 512K\n"
                    "[epoch 0-]\nlimit = 8M\nadmit = 8M\npolicy = fifo\n")
     t.run("ingest", "file://%s/" % s.src, "--cache-dir", s.cache, "--config", cfg)
     s.mount("file://%s/" % s.empty, "--config", cfg, *([] if on else ["-o", "no_passthrough"]))

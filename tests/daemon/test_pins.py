@@ -25,7 +25,9 @@ def state(s, ident):
 
 def body(s):
     s.synth(records=60, size="4K", shards=3)
-    cfg = s.config("[cache]\nlimit = 4M\n[sampler]\nshard_size = 64K\n"
+    # retire = boundary: victims leave at the boundary (retire = read keeps them
+    # in the view until read: fuse-retire-read)
+    cfg = s.config("[cache]\nlimit = 4M\nretire = boundary\n[sampler]\nshard_size = 64K\n"
                    "[epoch 0-]\nlimit = 4M\nadmit = 4M\npolicy = fifo\n")
     t.run("ingest", "file://%s/" % s.src, "--cache-dir", s.cache, "--config", cfg)
     s.mount("file://%s/" % s.empty, "--config", cfg)

@@ -88,7 +88,9 @@ def section(e):
 def config_text():
     # first_epoch = 0: the epochs here are the schedule's, from an empty epoch 0
     # (the automatic first epoch of a new cache is tested by fuse-first-epoch-nginx)
+    # retire = boundary: the model below is of victims that leave at the boundary
     out = ["[cache]", "limit = %d" % CACHE_LIMIT, "min_records = 1000000", "first_epoch = 0",
+           "retire = boundary",
            "[sampler]", "shard_size = %d" % SHARD, "connections = 2"]
     for first, last, limit, admit, policy, min_uses in SCHEDULE:
         rng = "%d-%s" % (first, "" if last is None else last)
