@@ -191,6 +191,8 @@ static const char *const migrations[] = {
     "CREATE TABLE plan_partial(\n"
     "  plan_id INTEGER NOT NULL,\n"
     "  unit INTEGER NOT NULL,\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  low INTEGER NOT NULL DEFAULT 0,\n"
     "  PRIMARY KEY(plan_id, unit)) WITHOUT ROWID;\n"
     "CREATE TABLE plan_cut(\n"
     "  plan_id INTEGER NOT NULL,\n"
@@ -249,6 +251,7 @@ enum stmt_id {
 	S_CUT_DEL,
 	S_CUT_LIST,
 	S_RES_PARTIAL,
+	S_PARTIAL_LOW,
 	S_OBJ_OFFSETS,
 	S_SERVED_ADD,
 	S_EPOCH_SERVED,
@@ -341,7 +344,9 @@ static const char *const stmt_sql[S__COUNT] = {
 		      "JOIN plan_objects po ON po.object_id = so.object_id AND po.plan_id = ?1 "
 		      "WHERE NOT EXISTS (SELECT 1 FROM plan_partial pp "
 		      "WHERE pp.plan_id = ?1 AND pp.unit = po.first_unit)",
-    [S_PARTIAL_ADD] = "INSERT OR IGNORE INTO plan_partial(plan_id, unit) VALUES(?1, ?2)",
+    [S_PARTIAL_ADD] = "INSERT OR IGNORE INTO plan_partial(plan_id, unit, object_id) "
+		      "VALUES(?1, ?2, ?3)",
+    [S_PARTIAL_LOW] = "UPDATE plan_partial SET low = ?3 WHERE plan_id = ?1 AND unit = ?2",
     [S_PARTIAL_DEL] = "DELETE FROM plan_partial WHERE plan_id = ?1 AND unit = ?2",
     [S_PARTIAL_CUT] = "INSERT OR IGNORE INTO plan_cut(plan_id, object_id) "
 		      "SELECT po.plan_id, po.object_id FROM shard_objects so "
@@ -351,9 +356,7 @@ static const char *const stmt_sql[S__COUNT] = {
 		      "WHERE so.shard_id = ?1",
     [S_CUT_DEL] = "DELETE FROM plan_cut WHERE plan_id = ?1 AND object_id = ?2",
     [S_CUT_LIST] = "SELECT object_id FROM plan_cut WHERE plan_id = ?1",
-    [S_RES_PARTIAL] = "SELECT DISTINCT so.object_id FROM plan_partial pp "
-		      "JOIN plan_objects po ON po.plan_id = ?1 AND po.first_unit = pp.unit "
-		      "JOIN shard_objects so ON so.object_id = po.object_id WHERE pp.plan_id = ?1",
+    [S_RES_PARTIAL] = "SELECT object_id, low FROM plan_partial WHERE plan_id = ?1",
     [S_OBJ_OFFSETS] = "SELECT s.object_offset FROM shard_objects so "
 		      "JOIN samples s ON s.shard_id = so.shard_id AND s.object_id = ?1 "
 		      "WHERE so.object_id = ?1 ORDER BY s.object_offset",
@@ -2123,6 +2126,7 @@ int cfs_catalog_plan_partial_begin(struct cfs_catalog *c, int64_t plan_id, uint6
 	if (st) {
 		sqlite3_bind_int64(st, 1, plan_id);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)unit);
+		sqlite3_bind_int64(st, 3, object_id);
 	}
 	rc = st ? run(c, st, "plan partial begin") : -EIO;
 	st = rc == 0 ? stmt(c, S_CUT_DEL) : NULL;
@@ -2150,19 +2154,60 @@ int cfs_catalog_plan_cut_objects(struct cfs_catalog *c, int64_t plan_id, int64_t
 	return rc;
 }
 
-int cfs_catalog_plan_partial_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out,
-				     size_t *n)
+int cfs_catalog_plan_partial_objects(struct cfs_catalog *c, int64_t plan_id,
+				     struct cfs_partial **out, size_t *n)
 {
+	struct cfs_partial *arr = NULL;
+	size_t cnt = 0, cap = 0;
 	sqlite3_stmt *st;
 	int rc;
 
 	lock(c);
 	st = stmt(c, S_RES_PARTIAL);
-	if (st)
-		sqlite3_bind_int64(st, 1, plan_id);
-	rc = st ? collect_ids(c, st, out, n) : -EIO;
+	if (!st) {
+		unlock(c);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, plan_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		arr[cnt].object_id = sqlite3_column_int64(st, 0);
+		arr[cnt++].low = (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		rc = rc == SQLITE_NOMEM ? -ENOMEM : fail(c, rc, "partial objects");
+		free(arr);
+		unlock(c);
+		return rc;
+	}
 	unlock(c);
-	return rc;
+	*out = arr;
+	*n = cnt;
+	return 0;
+}
+
+int cfs_catalog_plan_partial_low(struct cfs_catalog *c, int64_t plan_id, const uint64_t *units,
+				 const uint64_t *lows, size_t n)
+{
+	sqlite3_stmt *st;
+	int rc = txn_begin(c);
+
+	if (rc < 0)
+		return rc;
+	st = n ? stmt(c, S_PARTIAL_LOW) : NULL;
+	if (n && !st)
+		rc = -EIO;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		sqlite3_bind_int64(st, 1, plan_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)units[i]);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)lows[i]);
+		rc = run(c, st, "plan partial low");
+	}
+	return txn_end(c, rc);
 }
 
 int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_t **out, size_t *n)

@@ -417,17 +417,29 @@ int cfs_catalog_plan_resident_objects(struct cfs_catalog *c, int64_t plan_id, in
  * fetched); the commit of the file holding its last record ends it (the
  * same transaction as its plan mark, cfs_shard_writer_add_marks).  An
  * object partial at a crash, a stop or a failure is never taken as
- * resident: it is fetched again, and the records of it that are resident
- * are skipped (cfs_catalog_object_offsets).
+ * resident: it is fetched again from its `low`, and the records of it that
+ * are resident are skipped (cfs_catalog_object_offsets).
  *
- * _begin (which also ends the object's cut, below): 0 or -errno.
- * _objects: the partial objects of the plan that have a sample resident;
- * *out malloc'd.
+ * `low`: every record of the object below this offset was committed in
+ * this transfer (it is resident, or was served and retired since), so a
+ * new transfer of a partial object resumes there; 0 while unknown (a
+ * compressed object starts again from its first byte).  The sampler
+ * writes it where nothing it received is uncommitted (_low).
+ *
+ * _begin (which also ends the object's cut, below; an existing row keeps
+ * its low): 0 or -errno.  _objects: the partial objects of the plan;
+ * *out malloc'd.  _low: sets the low of n units in one transaction.
  */
+struct cfs_partial {
+	int64_t object_id;
+	uint64_t low;
+};
 int cfs_catalog_plan_partial_begin(struct cfs_catalog *c, int64_t plan_id, uint64_t unit,
 				   int64_t object_id);
-int cfs_catalog_plan_partial_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out,
-				     size_t *n);
+int cfs_catalog_plan_partial_objects(struct cfs_catalog *c, int64_t plan_id,
+				     struct cfs_partial **out, size_t *n);
+int cfs_catalog_plan_partial_low(struct cfs_catalog *c, int64_t plan_id, const uint64_t *units,
+				 const uint64_t *lows, size_t n);
 
 /*
  * Cut objects (table plan_cut): whole objects some of whose records left

@@ -448,6 +448,12 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 			f->bytes = in[i].bytes;
 			f->records = in[i].records;
 			f->created_epoch = in[i].created_epoch;
+			if (in[i]
+				.retiring) { /* a victim a restart kept: it retires in this epoch */
+				f->evicted = true;
+				f->retire_number1 = number + 1;
+				s->draining_bytes += f->bytes;
+			}
 			fresh[nfresh++] = f;
 			if (!f->name || !f->relpath)
 				goto fail_locked;

@@ -14,7 +14,9 @@
  *      EVICTING row;
  *   3. both lists are sorted by (kind, id) and merged:
  *        row + file, sizes agree, SEALED    -> kept, counted in the budget
- *        row + file, sizes agree, EVICTING  -> file deleted, row GONE
+ *        row + file, sizes agree, EVICTING  -> file deleted, row GONE; with
+ *                                              keep_retiring, a victim of the
+ *                                              latest boundary stays (draining)
  *        row + file, sizes differ           -> both dropped (a torn file)
  *        row, no file                       -> SEALED: row dropped with its
  *                                              samples; EVICTING: row GONE
@@ -216,7 +218,7 @@ static void remove_file(struct rec_ctx *s, int kind, int64_t id)
 }
 
 int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct cfs_budget *budget,
-		   struct cfs_reconcile_report *rec, char *err, size_t errlen)
+		   bool keep_retiring, struct cfs_reconcile_report *rec, char *err, size_t errlen)
 {
 	struct rec_ctx ctx = {.lay = lay, .cat = cat, .budget = budget, .rec = rec};
 	struct rec_ctx *s = &ctx;
@@ -243,6 +245,12 @@ int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct
 			 strerror(-rc));
 		goto out;
 	}
+	/* the latest boundary's victims (retire = read: they retire as read) */
+	int64_t latest = -1;
+	for (size_t k = 0; keep_retiring && k < nrows; k++)
+		if (rows[k].state == CFS_SHARD_EVICTING && rows[k].evicted_epoch > latest)
+			latest = rows[k].evicted_epoch;
+	s->rec->retiring_epoch = -1;
 	if (nfiles > 1) /* qsort(NULL, 0) is undefined */
 		qsort(files, nfiles, sizeof(*files), cmp_disk);
 	if (nrows > 1)
@@ -281,6 +289,12 @@ int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct
 				remove_file(s, files[j].kind, files[j].id);
 				rc = idvec_push(&drop, rows[i].id);
 				s->rec->size_mismatches++;
+			} else if (rows[i].state == CFS_SHARD_EVICTING &&
+				   rows[i].evicted_epoch == latest) {
+				cfs_budget_add_sealed(s->budget, rows[i].bytes);
+				cfs_budget_sealed_to_draining(s->budget, rows[i].bytes);
+				s->rec->retiring_kept++;
+				s->rec->retiring_epoch = latest;
 			} else if (rows[i].state == CFS_SHARD_EVICTING) {
 				remove_file(s, files[j].kind, files[j].id);
 				rc = idvec_push(&gone, rows[i].id);

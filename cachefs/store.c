@@ -240,7 +240,7 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 		snprintf(err, errlen, "%s: out of memory", s->lay.dir);
 		goto fail;
 	}
-	rc = cfs__reconcile(&s->lay, s->cat, s->budget, &s->rec, err, errlen);
+	rc = cfs__reconcile(&s->lay, s->cat, s->budget, o->keep_retiring, &s->rec, err, errlen);
 	if (rc < 0)
 		goto fail;
 	*out = s;

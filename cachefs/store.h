@@ -35,6 +35,13 @@ struct cfs_store;
 struct cfs_store_opts {
 	const char *dir; /* CACHE_DIR; created (mode 0755, parents too) if missing */
 	uint64_t limit;	 /* bytes; the budget's limit (DESIGN [cache] limit) */
+	/*
+	 * retire = read: the EVICTING files of the latest boundary that are
+	 * whole on disk stay (counted as draining), so that the first view
+	 * after a restart still serves them once (they retire as they are read;
+	 * report.retiring_epoch).  false: every EVICTING file is deleted.
+	 */
+	bool keep_retiring;
 };
 
 /* What start-up reconciliation found and did (invariant 6). */
@@ -44,6 +51,8 @@ struct cfs_reconcile_report {
 	uint64_t files_removed;	     /* files in shards/ or objects/ without a row */
 	uint64_t size_mismatches;    /* row and file disagreed on size: both dropped */
 	uint64_t evictions_finished; /* EVICTING rows whose file was deleted now */
+	uint64_t retiring_kept;	     /* EVICTING files kept to retire (keep_retiring) */
+	int64_t retiring_epoch;	     /* ... the epoch that chose them, or -1 */
 	uint64_t stray_entries;	     /* names in shards/ or objects/ not of our form: deleted */
 	uint64_t resident_files;     /* SEALED after reconciliation */
 	uint64_t resident_bytes;

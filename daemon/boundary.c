@@ -79,6 +79,7 @@ void dmn_boundary_init(struct dmn_boundary *b)
 	atomic_store(&b->errors_flush, 0);
 	b->snap = NULL;
 	b->nsnap = 0;
+	b->retiring_carry = -1;
 	memset(&b->row, 0, sizeof(b->row));
 }
 
@@ -155,9 +156,10 @@ static int cmp_info_id(const void *a, const void *b)
 /*
  * Reloads b->snap with every SEALED file, and with retiring >= 0 also the
  * EVICTING files chosen at the boundary into epoch `retiring` (retire =
- * read keeps them in that epoch's view); sorted by id.
+ * read keeps them in that epoch's view), and those of epoch `carry` (a
+ * restart kept them: cfs_store_opts.keep_retiring); sorted by id.
  */
-static int load_files(struct dmn_boundary *b, int64_t retiring)
+static int load_files(struct dmn_boundary *b, int64_t retiring, int64_t carry)
 {
 	unsigned mask = 1u << CFS_SHARD_SEALED;
 	if (retiring >= 0)
@@ -171,7 +173,8 @@ static int load_files(struct dmn_boundary *b, int64_t retiring)
 	size_t k = 0;
 	for (size_t i = 0; i < b->nsnap; i++) {
 		struct cfs_shard_info *si = &b->snap[i];
-		if (si->state == CFS_SHARD_EVICTING && si->evicted_epoch != retiring) {
+		if (si->state == CFS_SHARD_EVICTING && si->evicted_epoch != retiring &&
+		    si->evicted_epoch != carry) {
 			free(si->name); /* an older victim, kept only by a handle */
 			continue;
 		}
@@ -185,12 +188,13 @@ static int load_files(struct dmn_boundary *b, int64_t retiring)
 
 static int load_sealed(struct dmn_boundary *b)
 {
-	return load_files(b, -1);
+	return load_files(b, -1, -1);
 }
 
 int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, size_t errlen)
 {
-	int rc = load_files(b, b->retire_read ? (int64_t)number : -1);
+	int64_t carry = b->retiring_carry;
+	int rc = load_files(b, b->retire_read ? (int64_t)number : -1, carry);
 	if (rc != 0) {
 		snprintf(err, errlen, "epoch %" PRIu32 ": listing sealed files: %s", number,
 			 strerror(-rc));
@@ -251,6 +255,7 @@ int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, siz
 		snprintf(err, errlen, "epoch %" PRIu32 ": catalog: %s", number, strerror(-rc));
 		goto out;
 	}
+	b->retiring_carry = -1; /* shown once: they retire in this epoch */
 	cmn_log(CMN_LOG_INFO, "epoch %" PRIu32 ": %zu files", number, b->nsnap);
 out:
 	free(in);

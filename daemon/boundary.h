@@ -43,6 +43,11 @@ struct dmn_boundary {
 	struct cfs_epochs *set;
 	struct cfs_fs *fs; /* the mount, or NULL (tests): told when `current` changes */
 	bool retire_read;  /* retire = read: a boundary's victims stay in the new epoch's view */
+	/*
+	 * The epoch whose victims a restart kept (cfs_store_opts.keep_retiring),
+	 * or -1: the next publish shows them as retiring too, once.
+	 */
+	int64_t retiring_carry;
 
 	pthread_mutex_t flush_mu;      /* serialises read-statistics flushes */
 	_Atomic uint64_t errors_flush; /* flushes that failed (stats: errors.stats_flush) */

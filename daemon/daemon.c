@@ -51,7 +51,9 @@ static int open_cache(struct dmn *d, uint32_t *first, char *err, size_t errlen)
 	if (rc != 0)
 		return rc;
 	d->have_sch = true;
-	struct cfs_store_opts so = {.dir = d->cfg->cache_dir, .limit = d->cfg->limit};
+	struct cfs_store_opts so = {.dir = d->cfg->cache_dir,
+				    .limit = d->cfg->limit,
+				    .keep_retiring = d->cfg->retire == CMN_RETIRE_READ};
 	rc = cfs_store_open(&d->store, &so, err, errlen);
 	if (rc != 0)
 		return rc;
@@ -75,6 +77,8 @@ static int open_cache(struct dmn *d, uint32_t *first, char *err, size_t errlen)
 	d->set.retire_read = d->bd.retire_read;
 	d->retire_read = d->bd.retire_read;
 	d->retire_want = -1;
+	/* retire = read: the last boundary's victims a restart kept retire in the first view */
+	d->bd.retiring_carry = cfs_store_reconcile_report(d->store)->retiring_epoch;
 	/* The first epoch: 0 for a new cache, else one past the last recorded. */
 	uint32_t last = 0;
 	*first = cfs_catalog_current_epoch(d->cat, &last) == 0 ? last + 1 : 0;

@@ -68,8 +68,10 @@ static void set_wait_why(struct dmn *d, const char *why)
  * nothing more to give, the bound passes, or the daemon stops.  "Nothing
  * more" is: their pass ended (idle), or they have been blocked on the budget
  * (the epoch's admit or the limit is used up) for a second with no new
- * record sealed meanwhile; a one-second grace covers the moment right after
- * the boundary when the flags still describe the old pass.
+ * record sealed and no byte received meanwhile (transfers still filling the
+ * room they reserved bring records the view should hold); a one-second
+ * grace covers the moment right after the boundary when the flags still
+ * describe the old pass.
  * Event bits that arrive meanwhile are added to *deferred.
  * Returns 0, or -ECANCELED when stopping.
  */
@@ -78,6 +80,7 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 	uint64_t bound =
 	    d->cfg->wait_timeout_ms ? d->cfg->wait_timeout_ms : WAIT_TIMEOUT_DEFAULT_MS;
 	uint64_t t0 = cmn_mono_ms(), last_change = t0, blocked_since = 0, last_records = UINT64_MAX;
+	uint64_t last_fetched = UINT64_MAX;
 	for (;;) {
 		struct cfs_resident r = {0};
 		uint64_t now = cmn_mono_ms();
@@ -93,6 +96,10 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 			return -ECANCELED;
 		struct dmn_sampler_stats ws;
 		dmn__samplers_stats(d->smp, &ws);
+		if (ws.bytes_fetched != last_fetched) {
+			last_fetched = ws.bytes_fetched;
+			last_change = now;
+		}
 		struct cfs_budget_stat bs;
 		cfs_budget_get(d->budget, &bs);
 		bool blocked = bs.waiting_admit || bs.waiting_limit;

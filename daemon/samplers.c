@@ -57,6 +57,7 @@ static void add_stats(struct dmn_sampler_stats *o, const struct smp_stats *st)
 	C(records_recovered);
 	C(records_lost);
 	C(records_resident_skipped);
+	C(resumed_bytes);
 	C(failed_objects);
 	C(enospc);
 	C(objects_done);

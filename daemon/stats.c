@@ -189,6 +189,7 @@ int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_
 	set_u64(o, "partial_bytes", s->partial_bytes);
 	set_u64(o, "records_recovered", s->records_recovered);
 	set_u64(o, "records_resident_skipped", s->records_resident_skipped);
+	set_u64(o, "resumed_bytes", s->resumed_bytes);
 	json_object_set_new(o, "stopped", json_boolean(s->stopped));
 	set_str(o, "error", s->error);
 	o = obj_in(root, "errors");

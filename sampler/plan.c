@@ -526,7 +526,14 @@ static void count_wanted(struct smp_sampler *s)
 	atomic_store(&s->wanted, live ? want : UINT64_MAX);
 }
 
-/* Loads a sorted list of object ids (partial or cut) into *v. */
+static int cmp_partial(const void *a, const void *b)
+{
+	int64_t x = ((const struct cfs_partial *)a)->object_id,
+		y = ((const struct cfs_partial *)b)->object_id;
+	return x < y ? -1 : x > y;
+}
+
+/* Loads a sorted list of object ids into *v. */
 static int load_ids(struct smp_sampler *s,
 		    int (*get)(struct cfs_catalog *, int64_t, int64_t **, size_t *), int64_t **v,
 		    size_t *n)
@@ -574,12 +581,18 @@ int smp__plan_refresh_resident(struct smp_sampler *s)
 	 * Whole objects: a partial one is not resident (fetched again, its
 	 * resident records skipped); a cut one is, and counts as wanted.
 	 */
+	free(s->partial);
+	s->partial = NULL;
+	s->npartial = 0;
 	if (rc == 0)
-		rc = load_ids(s, cfs_catalog_plan_partial_objects, &s->partial, &s->npartial);
+		rc =
+		    cfs_catalog_plan_partial_objects(s->cat, s->plan_id, &s->partial, &s->npartial);
+	if (rc == 0 && s->npartial)
+		qsort(s->partial, s->npartial, sizeof(*s->partial), cmp_partial);
 	if (rc == 0)
 		rc = load_ids(s, cfs_catalog_plan_cut_objects, &s->cut, &s->ncut);
 	for (size_t i = 0; rc == 0 && i < s->npartial; i++) {
-		struct smp__pobj *o = find_id(sorted, s->npobj, s->partial[i]);
+		struct smp__pobj *o = find_id(sorted, s->npobj, s->partial[i].object_id);
 		if (o && !o->idx)
 			cmn_plan_set_resident(s->plan, o->first, false);
 	}
@@ -593,8 +606,9 @@ int smp__plan_refresh_resident(struct smp_sampler *s)
  * A whole TFRecord object's transfer begins: recorded before any of its
  * bytes are fetched, so that a crash or a stop before the commit of its
  * last record leaves it partial, never resident (catalog.h, plan_partial).
- * A partial object with resident records gets their offsets in j->skip.
- * Raw objects are one file each, sealed whole or not at all: not recorded.
+ * A partial object resumes at its low (every record below was committed)
+ * and gets the offsets of its resident records in j->skip.  Raw objects are
+ * one file each, sealed whole or not at all: not recorded.
  */
 static int job_begin_whole(struct smp_sampler *s, struct smp__job *j)
 {
@@ -603,9 +617,43 @@ static int job_begin_whole(struct smp_sampler *s, struct smp__job *j)
 	int rc = cfs_catalog_plan_partial_begin(s->cat, s->plan_id, j->unit, j->obj->object_id);
 	if (rc)
 		return rc;
-	int64_t id = j->obj->object_id;
-	if (s->npartial && bsearch(&id, s->partial, s->npartial, sizeof(id), cmp_i64))
-		rc = cfs_catalog_object_offsets(s->cat, id, &j->skip, &j->nskip);
+	struct cfs_partial key = {.object_id = j->obj->object_id};
+	const struct cfs_partial *p =
+	    s->npartial ? bsearch(&key, s->partial, s->npartial, sizeof(key), cmp_partial) : NULL;
+	if (!p)
+		return 0;
+	if (p->low > 0 && p->low < j->obj->size) {
+		j->off = p->low; /* to the object's end (len 0), uncompressed from here */
+		j->bytes = j->obj->size - p->low;
+		j->good_end = p->low;
+		j->plain = true;
+		SMP_STAT_ADD(&s->stats, resumed_bytes, p->low);
+	}
+	return cfs_catalog_object_offsets(s->cat, j->obj->object_id, &j->skip, &j->nskip);
+}
+
+int smp__plan_partial_low(struct smp_sampler *s)
+{
+	size_t n = 0, cap = 0;
+	for (const struct smp__job *j = s->jobs; j; j = j->next)
+		cap++;
+	if (!cap || s->cfg->format == CMN_FORMAT_RAW)
+		return 0;
+	uint64_t *units = malloc(cap * sizeof(*units)), *lows = malloc(cap * sizeof(*lows));
+	int rc = 0;
+	if (!units || !lows) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (const struct smp__job *j = s->jobs; j; j = j->next)
+		if (!j->obj->idx && j->plain && j->good_end > 0 && !j->cancelled) {
+			units[n] = j->unit;
+			lows[n++] = j->good_end;
+		}
+	rc = cfs_catalog_plan_partial_low(s->cat, s->plan_id, units, lows, n);
+out:
+	free(units);
+	free(lows);
 	return rc;
 }
 

@@ -169,6 +169,8 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 		uint64_t end = o->base + rec->offset + CMN_TFR_OVERHEAD + rec->len;
 		partial_less(o, end - o->good_end);
 		o->good_end = end;
+		o->job->good_end = end; /* a partial object's low (plan.c) */
+		o->job->plain = true;
 	}
 	return 0;
 }
@@ -441,7 +443,9 @@ int smp__reader_new(struct smp_sampler *s, struct smp__job *j, struct smp__reade
 		j->reserve = 0;
 	} else {
 		struct cmn_tfr_opts to = {
-		    .compression = s->cfg->compression == CMN_COMPRESSION_GZIP	 ? CMN_TFR_GZIP
+		    /* a partial object resumed at its low was found plain before */
+		    .compression = j->off > 0 && !j->obj->idx			 ? CMN_TFR_NONE
+				   : s->cfg->compression == CMN_COMPRESSION_GZIP ? CMN_TFR_GZIP
 				   : s->cfg->compression == CMN_COMPRESSION_ZLIB ? CMN_TFR_ZLIB
 				   : s->cfg->compression == CMN_COMPRESSION_NONE ? CMN_TFR_NONE
 										 : CMN_TFR_AUTO,

@@ -88,6 +88,8 @@ struct smp__job {
 	uint64_t *skip;	    /* a partial object fetched again: offsets of its records
 			       that are resident, ascending (never admitted twice) */
 	size_t nskip;
+	uint64_t good_end; /* a whole object: offset after its last record delivered */
+	bool plain;	   /* ... and it is not compressed (so a new transfer may resume there) */
 };
 
 struct smp_sampler {
@@ -131,9 +133,9 @@ struct smp_sampler {
 	int unit_kind;		 /* CFS_PLAN_OBJECTS or CFS_PLAN_RECORDS */
 	struct smp__pobj **pobj; /* [npobj], ordered by first */
 	size_t npobj, pobj_cap;
-	_Atomic uint64_t wanted; /* bytes of units neither resident nor dropped (plan.c);
-				    UINT64_MAX until the plan is loaded */
-	int64_t *partial;	 /* partial objects with resident records (plan.c), by id */
+	_Atomic uint64_t wanted;     /* bytes of units neither resident nor dropped (plan.c);
+					UINT64_MAX until the plan is loaded */
+	struct cfs_partial *partial; /* partial objects (plan.c, catalog.h), by id */
 	size_t npartial;
 	int64_t *cut; /* cut objects (catalog.h, plan_cut), by id */
 	size_t ncut;
@@ -224,6 +226,13 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out);
  * asked); a job without a record index (a whole object) gets `upto`.
  */
 uint64_t smp__job_room_end(const struct smp__job *j, uint64_t from, uint64_t upto);
+/*
+ * Writes the low of every whole object in flight (catalog.h, plan_partial):
+ * where nothing it received is uncommitted (the buffer drained, the shard
+ * sealed and committed), so every record below its good_end is committed.
+ * 0 or -errno.
+ */
+int smp__plan_partial_low(struct smp_sampler *s);
 /* Whether the record of j at object_offset is resident already (j->skip). */
 bool smp__job_skips(const struct smp__job *j, uint64_t object_offset);
 /* Unit u is in a file (or failed: ok false); see plan.c. */

@@ -32,6 +32,8 @@ struct smp_stats {
 	 */
 	_Atomic uint64_t records_recovered;
 	_Atomic uint64_t records_lost;
+	_Atomic uint64_t resumed_bytes; /* bytes of partial objects not fetched again: a new
+					   transfer resumed at their low (plan.c) */
 	_Atomic uint64_t records_resident_skipped; /* records of a partial object fetched
 						      again that were resident already:
 						      not admitted twice (plan.c) */
