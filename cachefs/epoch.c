@@ -60,9 +60,10 @@
  *   bytes count as draining (invariant 4).  DELETING: the current epoch does
  *   not list it and no handle is open (efile_maybe_gone()); the gone
  *   callback unlinks the backing file.  An old epoch still listed (held by
- *   another open file) keeps showing its name, but opening it gets ENOENT:
- *   invariant 3 protects a file while its epoch is current or a handle to
- *   it is open, and deleting the rest keeps draining bytes to open files.
+ *   another open file) keeps it in its snapshot but lists it no more, and
+ *   opening it (a name the kernel cached) gets ENOENT: invariant 3 protects
+ *   a file while its epoch is current or a handle to it is open, and
+ *   deleting the rest keeps draining bytes to open files.
  *   Under retire = read a file of the current epoch goes DELETING too, when
  *   it was chosen at the boundary into it, read to the end in it, and its
  *   last handle closed (invariant 3's exception).

@@ -1087,9 +1087,11 @@ out:
 /*
  * Tells the kernel to forget the cached entry `name` of directory parent,
  * so that a lookup of it reaches the daemon again (which answers ENOENT for
- * a retired file).  Not a related operation of any request that may be in
- * progress here (release, read), so it cannot deadlock (libfuse's
- * fuse_lowlevel_notify_inval_entry).
+ * a retired file).  The requests that may destroy a file handle (release,
+ * read, an interrupted open) are none of the operations on the parent or
+ * the file that libfuse's fuse_lowlevel_notify_inval_entry() says may
+ * deadlock with it; the kernel takes the parent's lock, which a lookup or
+ * readdir in it holds only until another worker thread answers.
  */
 static void drop_entry(struct cfs_fs *fs, fuse_ino_t parent, const char *name)
 {
