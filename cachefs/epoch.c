@@ -60,9 +60,25 @@
  *   bytes count as draining (invariant 4).  DELETING: the current epoch does
  *   not list it and no handle is open (efile_maybe_gone()); the gone
  *   callback unlinks the backing file.  An old epoch still listed (held by
- *   another open file) keeps showing its name, but opening it gets ENOENT:
- *   invariant 3 protects a file while its epoch is current or a handle to
- *   it is open, and deleting the rest keeps draining bytes to open files.
+ *   another open file) keeps it in its snapshot but lists it no more, and
+ *   opening it (a name the kernel cached) gets ENOENT: invariant 3 protects
+ *   a file while its epoch is current or a handle to it is open, and
+ *   deleting the rest keeps draining bytes to open files.
+ *   Under retire = read a file of the current epoch goes DELETING too, when
+ *   it was chosen at the boundary into it, read to the end in it, and its
+ *   last handle closed (invariant 3's exception).
+ *
+ * What an epoch lists.
+ *
+ *   Its snapshot less the files hidden by a directory of the same name
+ *   (ep->hidden, fixed at publish) and less the files deleted since
+ *   (efile.deleted).  readdir and lookups (fs.c) and the index file
+ *   (cfs_epoch_shown_files) show exactly that.  For the current epoch the
+ *   set keeps its count (cur_files/bytes/records: set at publish, lowered
+ *   in efile_maybe_gone when a file retires), which the stats read, so
+ *   `status` counts what `ls current/` shows.  A file's record count is
+ *   part of the snapshot (efile.records): reading it is not a read of the
+ *   file and retires nothing.
  * ---------------------------------------------------------------------
  */
 #include "cachefs/epoch.h"
@@ -103,6 +119,20 @@ int cfs_epochs_init(struct cfs_epochs *s, struct cfs_store *store, struct cmn_ev
 }
 
 static void epoch_free(struct cfs_epoch *ep);
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (const void *const *)a,
+		  y = (uintptr_t) * (const void *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Whether a directory of the same name hides f in ep (not in its tree). */
+static bool epoch_hides(const struct cfs_epoch *ep, const struct cfs_efile *f)
+{
+	return ep->nhidden &&
+	       bsearch(&f, ep->hidden, ep->nhidden, sizeof(*ep->hidden), cmp_ptr) != NULL;
+}
 
 static void efile_free(struct cfs_efile *f)
 {
@@ -172,6 +202,12 @@ static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)
 		       atomic_load_explicit(&f->full_epoch, memory_order_relaxed) == cur1;
 	if (f->evicted && !f->deleted && (!f->in_current || retired)) {
 		f->deleted = true;
+		if (f->in_current && !epoch_hides(s->current, f)) {
+			/* retired: it leaves the listing of `current` now */
+			s->cur_files--;
+			s->cur_bytes -= f->bytes;
+			s->cur_records -= f->records;
+		}
 		f->gone_busy = true;
 		f->gnext = s->gone_pending;
 		s->gone_pending = f;
@@ -309,6 +345,7 @@ static void edir_free_children(struct cfs_edir *d)
 static void epoch_free(struct cfs_epoch *ep)
 {
 	edir_free_children(&ep->root);
+	free(ep->hidden);
 	free(ep->files);
 	free(ep);
 }
@@ -335,8 +372,9 @@ static int dent_add(struct cfs_edir *d, size_t *cap, struct cfs_dent e)
 /*
  * Builds dir's entries from files[0..n), all of whose names start with
  * `prefix` (prefix_len bytes), sorted by name.  A component that is both a
- * file and a directory keeps the directory (the file is logged and hidden).
- * Returns 0 or -ENOMEM (the caller frees the partial tree).
+ * file and a directory keeps the directory (the file is logged, hidden and
+ * added to ep->hidden).  Returns 0 or -ENOMEM (the caller frees the partial
+ * tree).
  */
 static int edir_build(struct cfs_epoch *ep, struct cfs_edir *dir, struct cfs_efile **files,
 		      size_t n, size_t prefix_len)
@@ -383,10 +421,17 @@ static int edir_build(struct cfs_epoch *ep, struct cfs_edir *dir, struct cfs_efi
 			    dir->ents[w - 1].d ? &dir->ents[w - 1] : &dir->ents[i];
 			const struct cfs_dent *gone =
 			    keep == &dir->ents[i] ? &dir->ents[w - 1] : &dir->ents[i];
-			if (gone->f)
+			if (gone->f) {
 				cmn_log(CMN_LOG_WARN,
 					"epoch %u: %s is also a directory: file hidden", ep->number,
 					gone->f->name);
+				struct cfs_efile **v =
+				    realloc(ep->hidden, (ep->nhidden + 1) * sizeof(*v));
+				if (!v)
+					return -ENOMEM;
+				ep->hidden = v;
+				ep->hidden[ep->nhidden++] = gone->f;
+			}
 			dir->ents[w - 1] = *keep;
 			continue;
 		}
@@ -418,6 +463,8 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 	ep->node_type = CFS_NODE_EPOCH;
 	ep->root.node_type = CFS_NODE_DIR;
 	ep->root.ep = ep;
+	ep->index.node_type = CFS_NODE_INDEX;
+	ep->index.ep = ep;
 	ep->number = number;
 	ep->started_ms = started_ms;
 	snprintf(ep->name, sizeof(ep->name), "%u", number);
@@ -478,6 +525,8 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 	rc = edir_build(ep, &ep->root, ep->files, n, 0);
 	if (rc != 0)
 		goto fail_locked;
+	if (ep->nhidden > 1)
+		qsort(ep->hidden, ep->nhidden, sizeof(*ep->hidden), cmp_ptr);
 
 	/* Commit point: nothing below fails. */
 	if (s->current)
@@ -500,6 +549,13 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 		atomic_store(&prev->files_read_full, atomic_load(&s->cur_full_files));
 	}
 	s->current = ep;
+	s->cur_files = n - ep->nhidden;
+	s->cur_bytes = ep->bytes;
+	s->cur_records = ep->records;
+	for (size_t i = 0; i < ep->nhidden; i++) {
+		s->cur_bytes -= ep->hidden[i]->bytes;
+		s->cur_records -= ep->hidden[i]->records;
+	}
 	atomic_store(&s->cur_read_bytes, 0);
 	atomic_store(&s->cur_full_files, 0);
 	atomic_store(&s->cur_nfiles, (uint64_t)n);
@@ -723,14 +779,92 @@ int cfs_efile_open(struct cfs_epochs *s, struct cfs_efile *f)
 	return rc;
 }
 
-void cfs_efile_release(struct cfs_epochs *s, struct cfs_efile *f)
+/* Under mu: the directory of ep's tree whose entries hold `name`'s last component, or NULL. */
+static struct cfs_edir *edir_parent_of(struct cfs_epoch *ep, const char *name, const char **last)
+{
+	struct cfs_edir *dir = &ep->root;
+	const char *p = name, *slash;
+	while ((slash = strchr(p, '/')) != NULL) {
+		size_t clen = (size_t)(slash - p);
+		struct cfs_edir *sub = NULL;
+		size_t lo = 0, hi = dir->nents;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			const char *en = dir->ents[mid].name;
+			int c = strncmp(p, en, clen);
+			if (c == 0 && en[clen] != '\0')
+				c = -1; /* en is longer: p's component sorts first */
+			if (c == 0) {
+				sub = dir->ents[mid].d;
+				break;
+			}
+			if (c < 0)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (!sub)
+			return NULL;
+		dir = sub;
+		p = slash + 1;
+	}
+	*last = p;
+	return dir;
+}
+
+bool cfs_efile_release_retired(struct cfs_epochs *s, struct cfs_efile *f, const void **parent,
+			       char *name, size_t namelen)
 {
 	pthread_mutex_lock(&s->mu);
 	f->nopen--;
 	if (f->evicted && f->nopen == 0)
 		retire_old(s); /* the last handle into an old epoch may be gone */
+	bool was = f->deleted;
 	efile_maybe_gone(s, f);
+	/* deleted while the current epoch lists it: only a retire (efile_maybe_gone) */
+	bool retired = !was && f->deleted && f->in_current;
+	const char *last = NULL;
+	struct cfs_edir *dir = retired ? edir_parent_of(s->current, f->name, &last) : NULL;
+	if (dir && name && strlen(last) < namelen) {
+		memcpy(name, last, strlen(last) + 1);
+		*parent = dir == &s->current->root ? (const void *)s->current : (const void *)dir;
+	} else {
+		retired = false; /* hidden (no entry): nothing to drop */
+	}
 	unlock_and_run_gone(s);
+	return retired;
+}
+
+void cfs_efile_release(struct cfs_epochs *s, struct cfs_efile *f)
+{
+	cfs_efile_release_retired(s, f, NULL, NULL, 0);
+}
+
+int cfs_epoch_hold(struct cfs_epochs *s, struct cfs_epoch *ep)
+{
+	int rc = -ENOENT;
+	pthread_mutex_lock(&s->mu);
+	if (ep->listed) {
+		ep->nopendir++;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+size_t cfs_epoch_shown_files(struct cfs_epochs *s, struct cfs_epoch *ep, size_t *pos,
+			     struct cfs_efile **out, size_t max)
+{
+	size_t n = 0, i = *pos;
+	pthread_mutex_lock(&s->mu);
+	for (; ep->listed && i < ep->nfiles && n < max; i++) {
+		struct cfs_efile *f = ep->files[i];
+		if (!f->deleted && !epoch_hides(ep, f))
+			out[n++] = f;
+	}
+	pthread_mutex_unlock(&s->mu);
+	*pos = i;
+	return n;
 }
 
 int cfs_epochs_list_numbers(struct cfs_epochs *s, uint32_t **out, size_t *n)
@@ -773,6 +907,9 @@ void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st)
 	st->draining_bytes = s->draining_bytes;
 	st->gone_files = s->gone_files;
 	st->gone_bytes = s->gone_bytes;
+	st->current_files = s->cur_files;
+	st->current_bytes = s->cur_bytes;
+	st->current_records = s->cur_records;
 	for (size_t i = 0; i < s->nbuckets; i++) {
 		for (struct cfs_efile *f = s->hash[i]; f; f = f->hnext) {
 			st->open_handles += f->nopen;

@@ -28,6 +28,7 @@ enum cfs_node_type {
 	CFS_NODE_FILE = 0x46494c45u,  /* "FILE" */
 	CFS_NODE_EPOCH = 0x45504f43u, /* "EPOC" */
 	CFS_NODE_DIR = 0x44495220u,   /* "DIR ": a directory inside an epoch (raw keys with '/') */
+	CFS_NODE_INDEX = 0x494e4458u, /* "INDX": the epoch's index file, .rollcache/epochs/<E> */
 };
 
 struct cfs_edir;
@@ -100,6 +101,16 @@ struct cfs_efile {
 	int pt_fd, pt_id; /* valid while io_pt > 0 */
 };
 
+/*
+ * The node of an epoch's index file (.rollcache/epochs/<E>), embedded in its
+ * epoch: kernel lookups of it count on the epoch (ep->nlookup), as those of
+ * its directories do.
+ */
+struct cfs_eindex {
+	uint32_t node_type; /* CFS_NODE_INDEX */
+	struct cfs_epoch *ep;
+};
+
 /* One epoch: an immutable, sorted list of files. */
 struct cfs_epoch {
 	uint32_t node_type; /* CFS_NODE_EPOCH */
@@ -107,8 +118,12 @@ struct cfs_epoch {
 	char name[16];		  /* decimal number */
 	struct cfs_efile **files; /* every file, sorted by name; immutable after publish */
 	size_t nfiles;
-	struct cfs_edir root; /* the epoch directory's entries (== files when no name has '/') */
-	uint64_t bytes, records;
+	struct cfs_edir root;	 /* the epoch directory's entries (== files when no name has '/') */
+	struct cfs_eindex index; /* its index file's node */
+	struct cfs_efile **hidden; /* files of `files` that a directory of the same name hides
+				      (not in the tree), sorted by address; immutable */
+	size_t nhidden;
+	uint64_t bytes, records; /* of every file of the snapshot, hidden ones included */
 	uint64_t started_ms;
 
 	/* protected by set->mu */
@@ -171,9 +186,16 @@ struct cfs_epochs {
 	uint32_t retired_numbers[CFS_RETIRED_MAX]; /* protected by mu */
 	size_t nretired;			   /* protected by mu */
 
+	/*
+	 * What the current epoch lists now (readdir of `current`): its files
+	 * less those a directory hides and those retired (retire = read).  The
+	 * one count behind the stats' current files/bytes/records.
+	 */
+	uint64_t cur_files, cur_bytes, cur_records; /* protected by mu */
+
 	/* the current epoch's read counters, for the read path without mu */
 	_Atomic uint32_t cur_number1; /* current number + 1; 0: none */
-	_Atomic uint64_t cur_nfiles;
+	_Atomic uint64_t cur_nfiles;  /* the whole snapshot: "all read" counts up to it */
 	_Atomic uint64_t cur_read_bytes;
 	_Atomic uint64_t cur_full_files; /* distinct files read to the end */
 };
@@ -291,6 +313,36 @@ void cfs_epoch_releasedir(struct cfs_epochs *s, struct cfs_epoch *ep);
 int cfs_efile_open(struct cfs_epochs *s, struct cfs_efile *f);
 void cfs_efile_release(struct cfs_epochs *s, struct cfs_efile *f);
 
+/*
+ * cfs_efile_release(), telling whether this release retired f (retire =
+ * read: read to the end in the current epoch, last handle closed), so that
+ * it left the listing of `current`.  Then returns true and says where the
+ * current epoch showed it, for the caller to drop the kernel's cached entry:
+ * *parent the node of its directory (the epoch, or a struct cfs_edir; an
+ * inode number only, it may be freed as soon as this returns) and `name`
+ * its last component (namelen bytes with the NUL; CFS_NAME_MAX + 1 always
+ * fits).  Returns false otherwise, and when f had no entry (hidden).
+ */
+bool cfs_efile_release_retired(struct cfs_epochs *s, struct cfs_efile *f, const void **parent,
+			       char *name, size_t namelen);
+
+/*
+ * Holds a listed epoch for a reader of its index (as a directory handle
+ * does): it stays listed and its files stay valid until
+ * cfs_epoch_releasedir().  Returns 0, or -ENOENT when ep left the view.
+ */
+int cfs_epoch_hold(struct cfs_epochs *s, struct cfs_epoch *ep);
+
+/*
+ * The files ep lists now (readdir shows them: not hidden, not retired), in
+ * name order, from ep->files[*pos]: up to max of them into out; *pos moves
+ * past the files looked at.  Returns how many; 0 only at the end.  ep must
+ * be held (cfs_epoch_hold); the files stay valid, and their name, bytes and
+ * records unchanged, while it is.
+ */
+size_t cfs_epoch_shown_files(struct cfs_epochs *s, struct cfs_epoch *ep, size_t *pos,
+			     struct cfs_efile **out, size_t max);
+
 /* Numbers of the listed epochs (malloc'd array; NULL when *n == 0). */
 int cfs_epochs_list_numbers(struct cfs_epochs *s, uint32_t **out, size_t *n);
 
@@ -308,6 +360,8 @@ struct cfs_epochs_stat {
 	uint64_t gone_files, gone_bytes; /* evicted files deleted on their last release */
 	uint64_t draining_unheld_bytes;	 /* evicted, no handle open: leave at the next publish */
 	uint64_t retiring_files;	 /* evicted files the current epoch still lists */
+	/* what the current epoch lists now (set->cur_files ...); 0 before the first publish */
+	uint64_t current_files, current_bytes, current_records;
 };
 void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st);
 

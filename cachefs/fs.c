@@ -10,11 +10,11 @@
  * fd opened on the backing file at the handle's first read (a warm open, served from the kernel's
  * page cache, costs no syscall beyond its reply).
  *
- * Inodes: 1..7 are the fixed nodes below; every other inode number is the
- * address of a struct cfs_efile, cfs_epoch or cfs_edir, whose first field
- * says which (as passthrough_ll.c uses struct lo_inode addresses).  Lookup
- * counts are kept by epoch.c so an inode the kernel still knows is never
- * freed.  Generation numbers are 0: addresses are reused only after the
+ * Inodes: 1..8 are the fixed nodes (fs_i.h); every other inode number is the
+ * address of a struct cfs_efile, cfs_epoch, cfs_edir or cfs_eindex, whose
+ * first field says which (as passthrough_ll.c uses struct lo_inode
+ * addresses).  Lookup counts are kept by epoch.c so an inode the kernel
+ * still knows is never freed.  Generation numbers are 0: addresses are reused only after the
  * kernel forgot the inode.  One inode per file across epochs: a shard read
  * in epoch E is still in the page cache when epoch E+1 reads it.
  *
@@ -49,9 +49,19 @@
  * record gets EIO and the file is queued for the daemon to drop.  A file
  * is passed through only once all of it passed (cfs_verify_done).
  *
- * Limits: no xattrs (getxattr answers ENOSYS, set/remove EROFS); no locks
- * (the kernel's local locks apply); splice_read is capped to what fits a
- * pipe (docs/bench-fuse.md, "splice vs pread").
+ * Metadata without a read (fs_meta.c): every file answers the xattr
+ * user.rollcache.records (its record count), and .rollcache/epochs/<E> is
+ * the index of epoch E (a line "name bytes records" per file it lists).
+ * Neither counts as a read of the files.
+ *
+ * Retired files (retire = read): the release that retires a file (epoch.c)
+ * also drops the kernel's cached entry of its name (drop_entry()), so the
+ * next lookup of it reaches the daemon and gets ENOENT; readdir leaves it
+ * out from then on.
+ *
+ * Limits: xattrs are read-only (one name, on files; set/remove EROFS); no
+ * locks (the kernel's local locks apply); splice_read is capped to what
+ * fits a pipe (docs/bench-fuse.md, "splice vs pread").
  *
  * Locking: fs->hmu protects the handle table and is a leaf; epoch.c's
  * set->mu is taken inside its calls, never while holding hmu.
@@ -62,6 +72,8 @@
 
 #include "cachefs/fs.h"
 
+#include "cachefs/fs_i.h"
+#include "cachefs/names.h"
 #include "cachefs/passthrough.h"
 #include "cachefs/verify.h"
 #include "common/log.h"
@@ -82,19 +94,6 @@
 #include <time.h>
 #include <unistd.h>
 
-enum {
-	INO_ROOT = FUSE_ROOT_ID, /* 1 */
-	INO_EPOCHS = 2,
-	INO_META = 3, /* .rollcache */
-	INO_CURRENT = 4,
-	INO_STATS = 5,
-	INO_METRICS = 6,
-	INO_CONTROL = 7,
-	INO_FIXED_MAX = 7,
-};
-
-_Static_assert(sizeof(fuse_ino_t) >= sizeof(uintptr_t), "inode numbers are node addresses");
-
 /*
  * Open handles live in a table and fi->fh is (generation << 32 | slot + 1),
  * never a pointer: a request that arrives for a handle already released
@@ -102,7 +101,7 @@ _Static_assert(sizeof(fuse_ino_t) >= sizeof(uintptr_t), "inode numbers are node 
  * instead of freed memory.  Each request holds a reference for its duration;
  * the last reference destroys the handle.
  */
-enum hkind { HK_FILE = 1, HK_TEXT = 2, HK_DIR = 3 };
+enum hkind { HK_FILE = 1, HK_TEXT = 2, HK_DIR = 3, HK_INDEX = 4 };
 
 struct hslot {
 	void *h; /* NULL when free */
@@ -266,24 +265,14 @@ out:
 		handle_destroy(fs, kind, h);
 }
 
-static bool is_node(fuse_ino_t ino)
-{
-	return ino > INO_FIXED_MAX;
-}
-
-static uint32_t node_type(fuse_ino_t ino)
-{
-	return *(const uint32_t *)(uintptr_t)ino;
-}
-
 /* The directory (inside an epoch) that ino is, or NULL. */
 static struct cfs_edir *edir_of(fuse_ino_t ino)
 {
-	if (!is_node(ino))
+	if (!cfs__is_node(ino))
 		return NULL;
-	if (node_type(ino) == CFS_NODE_EPOCH)
+	if (cfs__node_type(ino) == CFS_NODE_EPOCH)
 		return &((struct cfs_epoch *)(uintptr_t)ino)->root;
-	if (node_type(ino) == CFS_NODE_DIR)
+	if (cfs__node_type(ino) == CFS_NODE_DIR)
 		return (struct cfs_edir *)(uintptr_t)ino;
 	return NULL;
 }
@@ -320,6 +309,7 @@ static int fs_stat(struct cfs_fs *fs, fuse_ino_t ino, struct stat *st, double *t
 	case INO_ROOT:
 	case INO_EPOCHS:
 	case INO_META:
+	case INO_META_EPOCHS:
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
 		return 0;
@@ -345,11 +335,17 @@ static int fs_stat(struct cfs_fs *fs, fuse_ino_t ino, struct stat *st, double *t
 	default:
 		break;
 	}
-	if (!is_node(ino))
+	if (!cfs__is_node(ino))
 		return -ENOENT;
-	if (node_type(ino) == CFS_NODE_EPOCH || node_type(ino) == CFS_NODE_DIR) {
+	if (cfs__node_type(ino) == CFS_NODE_EPOCH || cfs__node_type(ino) == CFS_NODE_DIR) {
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
+		return 0;
+	}
+	if (cfs__node_type(ino) == CFS_NODE_INDEX) {
+		st->st_mode = S_IFREG | 0444; /* size 0, read until EOF (fs_meta.c) */
+		st->st_nlink = 1;
+		*timeout = 0;
 		return 0;
 	}
 	struct cfs_efile *f = (struct cfs_efile *)(uintptr_t)ino;
@@ -424,15 +420,23 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			reply_entry(req, fs, INO_CONTROL, tmo);
 			return;
 		}
+		if (strcmp(name, "epochs") == 0) {
+			reply_entry(req, fs, INO_META_EPOCHS, tmo);
+			return;
+		}
 		break;
-	case INO_EPOCHS: {
+	case INO_EPOCHS:
+	case INO_META_EPOCHS: {
 		uint32_t n;
 		if (parse_epoch_name(name, &n) != 0)
 			break;
-		struct cfs_epoch *ep = cfs_epochs_lookup(fs->set, n);
+		struct cfs_epoch *ep = cfs_epochs_lookup(fs->set, n); /* counts the index too */
 		if (!ep)
 			break;
-		reply_entry(req, fs, (fuse_ino_t)(uintptr_t)ep, tmo);
+		reply_entry(req, fs,
+			    parent == INO_EPOCHS ? (fuse_ino_t)(uintptr_t)ep
+						 : (fuse_ino_t)(uintptr_t)&ep->index,
+			    tmo);
 		return;
 	}
 	default: {
@@ -446,7 +450,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 				    tmo);
 			return;
 		}
-		if (is_node(parent)) {
+		if (cfs__is_node(parent)) {
 			fuse_reply_err(req, ENOTDIR);
 			return;
 		}
@@ -458,12 +462,14 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void forget_one(struct cfs_fs *fs, fuse_ino_t ino, uint64_t n)
 {
-	if (!is_node(ino))
+	if (!cfs__is_node(ino))
 		return;
-	if (node_type(ino) == CFS_NODE_EPOCH)
+	if (cfs__node_type(ino) == CFS_NODE_EPOCH)
 		cfs_epoch_forget(fs->set, (struct cfs_epoch *)(uintptr_t)ino, n);
-	else if (node_type(ino) == CFS_NODE_DIR) /* counted on its epoch */
+	else if (cfs__node_type(ino) == CFS_NODE_DIR) /* counted on its epoch */
 		cfs_epoch_forget(fs->set, ((struct cfs_edir *)(uintptr_t)ino)->ep, n);
+	else if (cfs__node_type(ino) == CFS_NODE_INDEX) /* counted on its epoch */
+		cfs_epoch_forget(fs->set, ((struct cfs_eindex *)(uintptr_t)ino)->ep, n);
 	else
 		cfs_efile_forget(fs->set, (struct cfs_efile *)(uintptr_t)ino, n);
 }
@@ -729,11 +735,29 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			handle_put(fs, fi->fh, true); /* interrupted: no release will come */
 		return;
 	}
-	if (!is_node(ino)) {
+	if (!cfs__is_node(ino)) {
 		err = EISDIR;
 		goto out;
 	}
-	if (node_type(ino) != CFS_NODE_FILE) {
+	if (cfs__node_type(ino) == CFS_NODE_INDEX) {
+		struct cfs__index *x;
+		int rc = cfs__index_open(fs->set, ((struct cfs_eindex *)(uintptr_t)ino)->ep, &x);
+		if (rc != 0) {
+			err = -rc;
+			goto out;
+		}
+		fi->fh = handle_add(fs, HK_INDEX, x);
+		if (!fi->fh) {
+			cfs__index_close(x);
+			err = ENOMEM;
+			goto out;
+		}
+		fi->direct_io = 1; /* size 0: read until EOF */
+		if (fuse_reply_open(req, fi) == -ENOENT)
+			handle_put(fs, fi->fh, true); /* interrupted: no release will come */
+		return;
+	}
+	if (cfs__node_type(ino) != CFS_NODE_FILE) {
 		err = EISDIR;
 		goto out;
 	}
@@ -900,6 +924,24 @@ static void backing_readahead(int fd, uint64_t off, uint64_t len)
 	}
 }
 
+/* A read of an index file (fs_meta.c): text made from the snapshot, no read accounting. */
+static void fs_read_index(fuse_req_t req, struct cfs_fs *fs, size_t size, off_t off,
+			  struct fuse_file_info *fi)
+{
+	struct cfs__index *x = handle_get(fs, fi->fh, HK_INDEX);
+	char *buf = x ? read_buffer(fs, size) : NULL;
+	size_t got = 0;
+	int rc = x ? -ENOMEM : -EBADF;
+	if (buf)
+		rc = cfs__index_read(x, (uint64_t)off, buf, size, &got);
+	if (rc != 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, buf, got);
+	if (x)
+		handle_put(fs, fi->fh, false);
+}
+
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -921,6 +963,10 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		size_t n = t->len - o < size ? t->len - o : size;
 		fuse_reply_buf(req, t->buf + o, n);
 		handle_put(fs, fi->fh, false);
+		return;
+	}
+	if (cfs__is_node(ino) && cfs__node_type(ino) == CFS_NODE_INDEX) {
+		fs_read_index(req, fs, size, off, fi);
 		return;
 	}
 	struct fs_handle *h = handle_get(fs, fi->fh, HK_FILE);
@@ -1038,6 +1084,23 @@ out:
 	fuse_reply_err(req, err);
 }
 
+/*
+ * Tells the kernel to forget the cached entry `name` of directory parent,
+ * so that a lookup of it reaches the daemon again (which answers ENOENT for
+ * a retired file).  The requests that may destroy a file handle (release,
+ * read, an interrupted open) are none of the operations on the parent or
+ * the file that libfuse's fuse_lowlevel_notify_inval_entry() says may
+ * deadlock with it; the kernel takes the parent's lock, which a lookup or
+ * readdir in it holds only until another worker thread answers.
+ */
+static void drop_entry(struct cfs_fs *fs, fuse_ino_t parent, const char *name)
+{
+	int rc = fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
+	if (rc != 0 && rc != -ENOENT) /* -ENOENT: the kernel holds no such entry */
+		cmn_log(CMN_LOG_DEBUG, "dropping the kernel's entry of retired %s: %s", name,
+			strerror(-rc));
+}
+
 static void handle_destroy(struct cfs_fs *fs, enum hkind kind, void *p)
 {
 	if (kind == HK_TEXT) {
@@ -1055,7 +1118,14 @@ static void handle_destroy(struct cfs_fs *fs, enum hkind kind, void *p)
 		io_mode_leave(fs, h);
 		pthread_mutex_destroy(&h->mu);
 		free(h);
-		cfs_efile_release(fs->set, f); /* may complete an eviction (invariant 3) */
+		/* may complete an eviction (invariant 3), or retire f (retire = read) */
+		const void *parent;
+		char name[CFS_NAME_MAX + 1];
+		if (cfs_efile_release_retired(fs->set, f, &parent, name, sizeof(name)) &&
+		    fs->accounting)
+			drop_entry(fs, (fuse_ino_t)(uintptr_t)parent, name);
+	} else if (kind == HK_INDEX) {
+		cfs__index_close(p);
 	} else {
 		struct fs_dir *d = p;
 		if (d->ep)
@@ -1101,11 +1171,12 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fs_dir *d = NULL;
 	int err = 0;
 
-	if (is_node(ino) && !edir_of(ino)) {
+	if (cfs__is_node(ino) && !edir_of(ino)) {
 		err = ENOTDIR;
 		goto out;
 	}
-	if (!is_node(ino) && ino != INO_ROOT && ino != INO_EPOCHS && ino != INO_META) {
+	if (!cfs__is_node(ino) && ino != INO_ROOT && ino != INO_EPOCHS && ino != INO_META &&
+	    ino != INO_META_EPOCHS) {
 		err = ENOTDIR;
 		goto out;
 	}
@@ -1118,13 +1189,13 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		err = ENOMEM;
 		goto out;
 	}
-	if (ino == INO_EPOCHS) {
+	if (ino == INO_EPOCHS || ino == INO_META_EPOCHS) {
 		int rc = cfs_epochs_list_numbers(fs->set, &d->numbers, &d->nnumbers);
 		if (rc != 0) {
 			err = -rc;
 			goto out;
 		}
-	} else if (is_node(ino)) {
+	} else if (cfs__is_node(ino)) {
 		d->dir = edir_of(ino);
 		d->ep = d->dir->ep;
 		cfs_epoch_opendir(fs->set, d->ep); /* holds the epoch and its tree */
@@ -1158,6 +1229,8 @@ static bool dir_entry(struct cfs_fs *fs, fuse_ino_t ino, struct fs_dir *d, size_
 		*name = "..";
 		if (ino == INO_ROOT || ino == INO_EPOCHS || ino == INO_META)
 			st->st_ino = INO_ROOT;
+		else if (ino == INO_META_EPOCHS)
+			st->st_ino = INO_META;
 		else if (d->dir && d->dir != &d->ep->root)
 			st->st_ino = d->dir->parent ? (ino_t)(uintptr_t)d->dir->parent
 						    : (ino_t)(uintptr_t)d->ep;
@@ -1179,22 +1252,24 @@ static bool dir_entry(struct cfs_fs *fs, fuse_ino_t ino, struct fs_dir *d, size_
 		return true;
 	}
 	if (ino == INO_META) {
-		static const char *const names[] = {"control", "metrics", "stats"};
-		static const fuse_ino_t inos[] = {INO_CONTROL, INO_METRICS, INO_STATS};
-		if (i >= 3)
+		static const char *const names[] = {"control", "epochs", "metrics", "stats"};
+		static const fuse_ino_t inos[] = {INO_CONTROL, INO_META_EPOCHS, INO_METRICS,
+						  INO_STATS};
+		static const mode_t modes[] = {S_IFREG, S_IFDIR, S_IFREG, S_IFREG};
+		if (i >= 4)
 			return false;
 		*name = names[i];
 		st->st_ino = inos[i];
-		st->st_mode = S_IFREG;
+		st->st_mode = modes[i];
 		return true;
 	}
-	if (ino == INO_EPOCHS) {
+	if (ino == INO_EPOCHS || ino == INO_META_EPOCHS) {
 		if (i >= d->nnumbers)
 			return false;
 		snprintf(namebuf, namelen, "%" PRIu32, d->numbers[i]);
 		*name = namebuf;
-		st->st_ino = INO_EPOCHS; /* placeholder: readdir inode numbers are hints */
-		st->st_mode = S_IFDIR;
+		st->st_ino = ino; /* placeholder: readdir inode numbers are hints */
+		st->st_mode = ino == INO_EPOCHS ? S_IFDIR : S_IFREG;
 		return true;
 	}
 	/* the tree is immutable and held by the open handle (nopendir) */
@@ -1300,6 +1375,8 @@ static const struct fuse_lowlevel_ops fs_ops = {
     .releasedir = fs_releasedir,
     .statfs = fs_statfs,
     .setxattr = fs_setxattr,
+    .getxattr = cfs__fs_getxattr,
+    .listxattr = cfs__fs_listxattr,
     .removexattr = fs_removexattr,
     .access = fs_access,
     .create = fs_create,
@@ -1552,6 +1629,9 @@ void cfs_fs_epoch_retired(struct cfs_fs *fs, uint32_t number)
 	int rc = fuse_lowlevel_notify_inval_entry(fs->se, INO_EPOCHS, name, strlen(name));
 	if (rc != 0 && rc != -ENOENT)
 		cmn_log(CMN_LOG_DEBUG, "invalidate epochs/%s: %s", name, strerror(-rc));
+	rc = fuse_lowlevel_notify_inval_entry(fs->se, INO_META_EPOCHS, name, strlen(name));
+	if (rc != 0 && rc != -ENOENT)
+		cmn_log(CMN_LOG_DEBUG, "invalidate .rollcache/epochs/%s: %s", name, strerror(-rc));
 }
 
 /* Undoes mountinfo's octal escapes (\040 for a space) in place. */

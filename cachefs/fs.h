@@ -6,6 +6,8 @@
  *   /.rollcache/stats               JSON (rendered at open)
  *   /.rollcache/metrics             Prometheus text (rendered at open)
  *   /.rollcache/control             0400: "next [N] [wait]" by ioctl (rollcache/control.h)
+ *   /.rollcache/epochs/<E>          index of epoch E: "name bytes records" lines (fs_meta.c)
+ *   xattr user.rollcache.records    on every file: its record count (fs_meta.c)
  *
  * fs.c serves lookups and reads from struct cfs_epochs only, and statfs
  * from the budget; what needs the daemon (a stats text, advancing an epoch)

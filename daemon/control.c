@@ -77,13 +77,10 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 		v.passthrough_opens = pt.opens;
 		v.passthrough_refused = pt.refused;
 	}
-	struct cfs_epoch *ep = cfs_epochs_lookup_current(&d->set);
-	if (ep) {
-		v.current_files = ep->nfiles;
-		v.current_bytes = ep->bytes;
-		v.current_records = ep->records;
-		cfs_epoch_forget(&d->set, ep, 1);
-	}
+	/* what `current` lists now, retired files gone (cachefs/epoch.c keeps the count) */
+	v.current_files = es.current_files;
+	v.current_bytes = es.current_bytes;
+	v.current_records = es.current_records;
 	v.current_read_bytes = atomic_load(&d->set.cur_read_bytes);
 	v.current_files_read_full = atomic_load(&d->set.cur_full_files);
 	dmn__samplers_stats(d->smp, &v.sampler);

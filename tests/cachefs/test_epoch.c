@@ -7,6 +7,7 @@
  * One TCase per behaviour; invariant numbers are DESIGN's.
  */
 #include "cachefs/epoch.h"
+#include "cachefs/names.h"
 #include "common/events.h"
 
 #include <check.h>
@@ -279,6 +280,155 @@ START_TEST(tree_of_nested_names)
 }
 END_TEST
 
+/* Current-listing figures from cfs_epochs_stat: files, bytes, records. */
+static void current_is(uint64_t files, uint64_t bytes, uint64_t records)
+{
+	struct cfs_epochs_stat st;
+	cfs_epochs_stat(&set, &st);
+	ck_assert_uint_eq(st.current_files, files);
+	ck_assert_uint_eq(st.current_bytes, bytes);
+	ck_assert_uint_eq(st.current_records, records);
+}
+
+/* Names ep lists now, by cfs_epoch_shown_files in batches of 2, joined by ','. */
+static void shown(struct cfs_epoch *ep, char *out, size_t len)
+{
+	struct cfs_efile *b[2];
+	size_t pos = 0, n;
+	out[0] = '\0';
+	while ((n = cfs_epoch_shown_files(&set, ep, &pos, b, 2)) > 0)
+		for (size_t i = 0; i < n; i++)
+			snprintf(out + strlen(out), len - strlen(out), "%s%s", out[0] ? "," : "",
+				 b[i]->name);
+}
+
+/*
+ * retire = read (DESIGN "Epochs", invariant 3's exception): a victim read to
+ * the end in the current epoch and closed leaves the listing, and the count
+ * the stats read (current files/bytes/records) follows it.
+ */
+START_TEST(retired_file_leaves_the_current_count)
+{
+	cfs_epochs_set_retire_read(&set, true);
+	int64_t a[] = {1, 2, 3};
+	ck_assert_int_eq(publish(0, a, 3), 0);
+	current_is(3, 300, 30);
+	int64_t v[] = {1, 2};
+	cfs_epochs_evict(&set, v, 2); /* victims of the boundary into epoch 1 */
+	struct cfs_efile_in in[3] = {0};
+	char names[3][32], paths[3][32];
+	for (int i = 0; i < 3; i++) {
+		snprintf(names[i], sizeof(names[i]), "shard-%d.tfrecord", i + 1);
+		snprintf(paths[i], sizeof(paths[i]), "shards/%d.tfrecord", i + 1);
+		in[i] = (struct cfs_efile_in){.id = i + 1,
+					      .name = names[i],
+					      .relpath = paths[i],
+					      .bytes = 100,
+					      .records = 10,
+					      .retiring = i < 2};
+	}
+	ck_assert_int_eq(cfs_epochs_publish(&set, 1, in, 3, 0, NULL), 0);
+	current_is(3, 300, 30); /* victims stay in the view until read */
+	struct cfs_efile *f1 = lookup(1, 1), *f2 = lookup(1, 2);
+	ck_assert_int_eq(cfs_efile_open(&set, f1), 0);
+	ck_assert_int_eq(cfs_efile_open(&set, f2), 0);
+	bool end = false;
+	cfs_efile_account(&set, f1, 0, 100, true, &end); /* read to the end */
+	ck_assert(end);
+	end = false;
+	cfs_efile_account(&set, f2, 0, 50, true, &end); /* half */
+	const void *parent = NULL;
+	char name[CFS_NAME_MAX + 1] = "";
+	ck_assert(cfs_efile_release_retired(&set, f1, &parent, name, sizeof(name)));
+	struct cfs_epoch *ep = cfs_epochs_lookup(&set, 1);
+	ck_assert_ptr_eq(parent, ep); /* its entry is in the epoch directory itself */
+	ck_assert_str_eq(name, "shard-1.tfrecord");
+	current_is(2, 200, 20);
+	ck_assert_uint_eq(ngone(), 1);
+	struct cfs_dent d;
+	ck_assert_int_eq(cfs_edir_lookup(&set, &ep->root, "shard-1.tfrecord", &d), -ENOENT);
+	char list[128];
+	ck_assert_int_eq(cfs_epoch_hold(&set, ep), 0);
+	shown(ep, list, sizeof(list));
+	ck_assert_str_eq(list, "shard-2.tfrecord,shard-3.tfrecord");
+	/* read in part: it stays; file 3 is no victim: it stays however read */
+	ck_assert(!cfs_efile_release_retired(&set, f2, &parent, name, sizeof(name)));
+	current_is(2, 200, 20);
+	struct cfs_efile *f3 = lookup(1, 3);
+	ck_assert_int_eq(cfs_efile_open(&set, f3), 0);
+	end = false;
+	cfs_efile_account(&set, f3, 0, 100, true, &end);
+	ck_assert(!cfs_efile_release_retired(&set, f3, &parent, name, sizeof(name)));
+	current_is(2, 200, 20);
+	cfs_epoch_releasedir(&set, ep);
+	cfs_epoch_forget(&set, ep, 1);
+	/* the next epoch counts its own snapshot */
+	int64_t b[] = {3};
+	ck_assert_int_eq(publish(2, b, 1), 0);
+	current_is(1, 100, 10);
+	cfs_efile_forget(&set, f1, 1);
+	cfs_efile_forget(&set, f2, 1);
+	cfs_efile_forget(&set, f3, 1);
+}
+END_TEST
+
+/*
+ * A file hidden by a directory of the same name is in no listing: not in
+ * the count, not in the index; a retired file in a subdirectory says which
+ * directory held its entry.
+ */
+START_TEST(hidden_and_nested_files_in_listing_and_count)
+{
+	const char *names[] = {"a", "a/b/c", "a/b/d", "x"};
+	struct cfs_efile_in in[4];
+	char paths[4][32];
+	for (int i = 0; i < 4; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "objects/%d", i + 1);
+		in[i] = (struct cfs_efile_in){.id = i + 1,
+					      .name = names[i],
+					      .relpath = paths[i],
+					      .bytes = (uint64_t)(i + 1) * 10,
+					      .records = 1};
+	}
+	cfs_epochs_set_retire_read(&set, true);
+	ck_assert_int_eq(cfs_epochs_publish(&set, 0, in, 4, 0, NULL), 0);
+	current_is(3, 20 + 30 + 40, 3); /* "a" (10 bytes) hidden by a/ */
+	struct cfs_epoch *ep = cfs_epochs_lookup(&set, 0);
+	ck_assert_uint_eq(ep->nhidden, 1);
+	ck_assert_int_eq(cfs_epoch_hold(&set, ep), 0);
+	char list[128];
+	shown(ep, list, sizeof(list));
+	ck_assert_str_eq(list, "a/b/c,a/b/d,x");
+	cfs_epoch_releasedir(&set, ep);
+	/* a/b/d a victim of the boundary into epoch 1, read there and closed */
+	int64_t v[] = {3};
+	cfs_epochs_evict(&set, v, 1);
+	in[2].retiring = true;
+	ck_assert_int_eq(cfs_epochs_publish(&set, 1, in, 4, 0, NULL), 0);
+	cfs_epoch_forget(&set, ep, 1);
+	ep = cfs_epochs_lookup(&set, 1);
+	struct cfs_dent a, b, d;
+	ck_assert_int_eq(cfs_edir_lookup(&set, &ep->root, "a", &a), 0);
+	ck_assert_int_eq(cfs_edir_lookup(&set, a.d, "b", &b), 0);
+	ck_assert_int_eq(cfs_edir_lookup(&set, b.d, "d", &d), 0);
+	ck_assert_int_eq(cfs_efile_open(&set, d.f), 0);
+	bool end = false;
+	cfs_efile_account(&set, d.f, 0, 30, true, &end);
+	const void *parent = NULL;
+	char name[CFS_NAME_MAX + 1] = "";
+	ck_assert(cfs_efile_release_retired(&set, d.f, &parent, name, sizeof(name)));
+	ck_assert_ptr_eq(parent, b.d);
+	ck_assert_str_eq(name, "d");
+	current_is(2, 20 + 40, 2);
+	/* an epoch that left the view cannot be held */
+	ck_assert_int_eq(publish(2, NULL, 0), 0);
+	ck_assert_int_eq(cfs_epoch_hold(&set, ep), -ENOENT);
+	current_is(0, 0, 0);
+	cfs_epoch_forget(&set, ep, 3); /* lookup, a, b */
+	cfs_efile_forget(&set, d.f, 1);
+}
+END_TEST
+
 static Suite *epoch_suite(void)
 {
 	Suite *s = suite_create("fuse-epoch");
@@ -296,6 +446,9 @@ static Suite *epoch_suite(void)
 	     evicted_unheld_file_deleted_at_next_epoch},
 	    {"read_accounting_and_all_read", read_accounting_and_all_read},
 	    {"tree_of_nested_names", tree_of_nested_names},
+	    {"retired_file_leaves_the_current_count", retired_file_leaves_the_current_count},
+	    {"hidden_and_nested_files_in_listing_and_count",
+	     hidden_and_nested_files_in_listing_and_count},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

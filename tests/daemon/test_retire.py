@@ -12,12 +12,18 @@ cache is full:
   - the room they free goes to the samplers at once: files sealed during
     epoch E (created_epoch E) are in E+1's view;
   - bytes on disk, sampled every 100 ms by a thread (du of shards/ and tmp/),
-    never exceed the limit (invariant 4).
+    never exceed the limit (invariant 4);
+  - each victim, once read in full and closed, leaves readdir of current/
+    and epochs/E and its lookup gets ENOENT at once (not at the next
+    boundary), and `status --json` counts what `ls current/` shows; after
+    the epoch's reads the stats' current files/bytes/records and the index
+    .rollcache/epochs/E agree with the listing.
 Argument `boundary` runs the same loop with `retire = boundary` and checks
 the view is below limit - admit + one shard (the contrast); then a feeder
 (world_size 1) opens on the mount, which turns retire = read on: the
 boundary it drives keeps its victims in the view (>= 0.9 x limit).
 """
+import json
 import os
 import sys
 
@@ -57,12 +63,17 @@ def body(s, mode):
         victims = [x for (x,) in s.catalog(
             "SELECT id FROM shards WHERE evicted_epoch = ?", e)]
         for n in names:  # the reader: every file once, to the end
+            path = os.path.join(cur, n)
             try:
-                with open(os.path.join(cur, n), "rb") as f:
+                with open(path, "rb") as f:
                     while f.read(1 << 20):
                         pass
             except FileNotFoundError:
                 t.fail("epoch %d: %s listed but gone before it was read" % (e, n))
+            if mode == "read" and int(n[len("shard-"):-len(".tfrecord")]) in victims:
+                consumed(s, e, cur, path, n)
+        if mode == "read":
+            listing_agrees(s, e, cur)
         if mode == "read" and victims:
             # read and closed: each victim leaves now, not at the next boundary
             t.wait_for(lambda: s.catalog(
@@ -94,6 +105,42 @@ def body(s, mode):
     if mode == "boundary":
         feeder_turns_retire_read_on(s)
     s.umount()
+
+
+def consumed(s, e, cur, path, n):
+    """A victim read in full and closed leaves at once (DESIGN invariant 3):
+    gone from readdir of current/ and of epochs/E, a lookup of its name
+    gets ENOENT (the kernel's cached entry was dropped), and `status
+    --json` counts what `ls current/` shows.  Its release reaches the
+    daemon after close() returns, hence the short wait."""
+    ep = os.path.join(s.mnt, "epochs", str(e))
+    t.wait_for(lambda: n not in os.listdir(cur) and n not in os.listdir(ep)
+               and not os.path.exists(path) and not os.path.exists(os.path.join(ep, n)),
+               "epoch %d: %s, read and closed, to leave the listing and its lookup" % (e, n),
+               timeout=5)
+    try:
+        open(path, "rb").close()
+        t.fail("epoch %d: %s opens after it retired" % (e, n))
+    except FileNotFoundError:
+        pass
+    js = json.loads(t.run("status", s.mnt, "--json").stdout)
+    t.eq(js["current"]["files"], len(os.listdir(cur)),
+         "epoch %d: status --json current.files vs len(os.listdir(current))" % e)
+
+
+def listing_agrees(s, e, cur):
+    """After the epoch's reads: the stats' current files/bytes/records and the
+    index .rollcache/epochs/E are what current/ lists."""
+    names = sorted(os.listdir(cur))
+    st = s.stats()
+    t.eq(st["current"]["files"], len(names), "epoch %d: stats current.files" % e)
+    t.eq(st["current"]["bytes"], sum(os.path.getsize(os.path.join(cur, n)) for n in names),
+         "epoch %d: stats current.bytes vs the sizes of the listed files" % e)
+    with open(os.path.join(s.mnt, ".rollcache", "epochs", str(e))) as f:
+        lines = [line.rsplit(" ", 2) for line in f.read().splitlines()]
+    t.eq([x[0] for x in lines], names, "epoch %d: the index's names vs current/" % e)
+    t.eq(sum(int(x[2]) for x in lines), st["current"]["records"],
+         "epoch %d: records in the index vs stats current.records" % e)
 
 
 FEEDER_CHILD = r"""
