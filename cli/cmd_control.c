@@ -60,6 +60,7 @@ struct mount_view {
 	uint64_t limit, used, draining, min_records, resident_records;
 	uint64_t admit, admit_used;	   /* the epoch's admit budget and its use */
 	bool waiting_admit, waiting_limit; /* samplers blocked on the admit or the limit */
+	bool sampler_idle;		   /* their pass is over: nothing more this epoch */
 	uint64_t current_files, current_records, read_bytes;
 	uint64_t admitted, evicted; /* the current epoch's row of epochs[] */
 	uint64_t open_handles, passthrough_opens;
@@ -109,6 +110,7 @@ static void mount_view_of(const json_t *root, struct mount_view *v)
 	v->last_error_ms = jcount(last, "unix_ms");
 	v->sampler_stopped =
 	    json_is_true(json_object_get(json_object_get(root, "sampler"), "stopped"));
+	v->sampler_idle = json_is_true(json_object_get(json_object_get(root, "sampler"), "idle"));
 	v->pid = json_integer_value(json_object_get(root, "pid"));
 	v->epoch = jcount(root, "epoch");
 	v->limit = jcount(root, "limit");
@@ -359,9 +361,10 @@ static int show_epoch(const char *mp)
 /*
  * The progress line of `epoch next --wait`, at most 79 columns: what the
  * daemon waits for (docs/mount.md, "Epochs": min_records resident, or the
- * samplers blocked on the epoch's admit or the limit), how far it is, and
- * the admission rate.  Once min_records are resident the call still runs
- * the rest of the boundary (the samplers' pause, the snapshot).
+ * samplers blocked on the epoch's admit or the limit, idle or stopped: it
+ * goes ahead a second after), how far it is, and the admission rate.  Once
+ * min_records are resident the call still runs the rest of the boundary
+ * (the samplers' pause, the snapshot).
  */
 static void wait_progress(const struct mount_view *v, char *out, size_t len)
 {
@@ -371,11 +374,15 @@ static void wait_progress(const struct mount_view *v, char *out, size_t len)
 			 "min_records reached (%" PRIu64 "/%" PRIu64
 			 " records): finishing the boundary, %.1f MB/s",
 			 v->resident_records, v->min_records, mbs);
-	else if (v->waiting_admit || v->waiting_limit)
+	else if (v->waiting_admit || v->waiting_limit || v->sampler_idle || v->sampler_stopped)
 		snprintf(out, len,
 			 "waiting for min_records: %" PRIu64 "/%" PRIu64 " records; %s, %.1f MB/s",
 			 v->resident_records, v->min_records,
-			 v->waiting_admit ? "admit used up" : "cache at its limit", mbs);
+			 v->sampler_stopped ? "samplers stopped"
+			 : v->sampler_idle  ? "source has no more"
+			 : v->waiting_admit ? "admit used up"
+					    : "cache at its limit",
+			 mbs);
 	else
 		snprintf(out, len,
 			 "waiting for min_records or admit: %" PRIu64 "/%" PRIu64

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 static void mount_usage(FILE *out, bool keys)
 {
@@ -116,11 +117,12 @@ static int parent_resolved(const char *path, char *out, size_t len)
 static int clean_dead_mount(const char *mountpoint)
 {
 	char mp[PATH_MAX], fstype[64];
-	struct stat st;
+	struct statfs sfs;
 	if (parent_resolved(mountpoint, mp, sizeof(mp)) != 0 ||
 	    !cli_is_mount_point(mp, fstype, sizeof(fstype)))
 		return 0;
-	if (stat(mp, &st) == 0 || (errno != ENOTCONN && errno != ECONNABORTED))
+	/* statfs always asks the daemon; stat may be answered from cached attributes */
+	if (statfs(mp, &sfs) == 0 || (errno != ENOTCONN && errno != ECONNABORTED))
 		return 0;
 	if (strcmp(fstype, "fuse.rollcache") != 0) {
 		fprintf(stderr,

@@ -364,7 +364,9 @@ bool dmn_stats_health(struct dmn_health *h, const struct dmn_sampler_stats *s, u
 {
 	uint64_t errors = s->http_4xx + s->http_408_429 + s->http_5xx + s->timeouts +
 			  s->net_errors + s->truncated;
-	if (s->bytes_fetched != h->fetched) {
+	/* an error answer's body counts in bytes_fetched: progress is what was admitted */
+	uint64_t progress = s->records_admitted + s->objects_done;
+	if (progress != h->progress) {
 		h->failing = false;
 	} else if (errors > h->errors && !h->failing) {
 		h->failing = true;
@@ -372,7 +374,7 @@ bool dmn_stats_health(struct dmn_health *h, const struct dmn_sampler_stats *s, u
 		h->failing_errors = h->errors;
 	}
 	h->errors = errors;
-	h->fetched = s->bytes_fetched;
+	h->progress = progress;
 	if (s->present && s->stopped) {
 		snprintf(why, len, "the samplers stopped: %s", s->error);
 		for (char *p = why; *p; p++) /* one line */
@@ -382,7 +384,7 @@ bool dmn_stats_health(struct dmn_health *h, const struct dmn_sampler_stats *s, u
 	}
 	if (h->failing) {
 		snprintf(why, len,
-			 "the source fails: %" PRIu64 " transfer errors and no data received "
+			 "the source fails: %" PRIu64 " transfer errors and nothing admitted "
 			 "in %.0f s (see rollcache status)",
 			 errors - h->failing_errors,
 			 (double)(now_ms - h->failing_since_ms) / 1000.0);

@@ -106,11 +106,12 @@ int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, si
  * What GET /healthz answers (daemon/metrics_http.c), from the samplers'
  * counters at successive probes.  The source "fails" from a probe that
  * finds more transfer errors (HTTP 4xx/5xx/408/429, timeouts, network
- * errors, truncated bodies) than the one before and no new byte received,
- * until a probe finds new bytes.  Owned by one thread; zeroed = no probe yet.
+ * errors, truncated bodies) than the one before and nothing new admitted
+ * (records, objects done), until a probe finds something admitted.  Owned
+ * by one thread; zeroed = no probe yet.
  */
 struct dmn_health {
-	uint64_t errors, fetched; /* at the last probe */
+	uint64_t errors, progress; /* at the last probe; progress: records + objects done */
 	bool failing;
 	uint64_t failing_since_ms, failing_errors; /* errors when it began */
 };

@@ -196,18 +196,22 @@ START_TEST(health_probes)
 	struct dmn_sampler_stats s = {.present = true};
 	char why[256];
 	ck_assert(dmn_stats_health(&h, &s, 1000, why, sizeof(why)));
-	s.bytes_fetched = 100; /* data arrives, no errors */
+	s.records_admitted = 100; /* data arrives, no errors */
+	s.bytes_fetched = 100;
 	ck_assert(dmn_stats_health(&h, &s, 2000, why, sizeof(why)));
-	s.net_errors = 3; /* errors and no new byte: the source fails */
+	/* errors, nothing admitted (their bodies are fetched bytes): the source fails */
+	s.net_errors = 2;
+	s.http_5xx = 1;
+	s.bytes_fetched = 180;
 	ck_assert(!dmn_stats_health(&h, &s, 3000, why, sizeof(why)));
 	ck_assert_msg(strstr(why, "the source fails: 3 transfer errors") == why, "%s", why);
-	/* no new error, still no byte (a back-off): still failing, since 3000 */
+	/* no new error, still nothing admitted (a back-off): still failing, since 3000 */
 	ck_assert(!dmn_stats_health(&h, &s, 13000, why, sizeof(why)));
-	ck_assert_msg(strstr(why, "no data received in 10 s"), "%s", why);
-	s.bytes_fetched = 200; /* bytes again: healthy */
+	ck_assert_msg(strstr(why, "nothing admitted in 10 s"), "%s", why);
+	s.records_admitted = 200; /* admitted again: healthy */
 	ck_assert(dmn_stats_health(&h, &s, 14000, why, sizeof(why)));
-	s.http_5xx = 1; /* an error but bytes too: healthy */
-	s.bytes_fetched = 300;
+	s.http_5xx = 2; /* an error, but an object done too: healthy */
+	s.objects_done = 1;
 	ck_assert(dmn_stats_health(&h, &s, 15000, why, sizeof(why)));
 	s.stopped = true;
 	snprintf(s.error, sizeof(s.error), "listing failed:\nHTTP 404");
