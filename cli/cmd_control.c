@@ -631,7 +631,7 @@ int cmd_status(int argc, char **argv)
 		}
 	}
 	if (!mp) {
-		fprintf(stderr, "usage: rollcache status MOUNTPOINT [--json] [--watch]\n");
+		fprintf(stderr, "usage: rollcache status MOUNTPOINT [--json] [--watch] [--wide]\n");
 		return 2;
 	}
 	char err[256];

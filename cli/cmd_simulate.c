@@ -133,7 +133,11 @@ static void print_table(FILE *f, const struct run *r, const struct evc_sim_opts 
 	size_t width = wide ? SIZE_MAX : SIM_COLUMNS;
 
 	snprintf(line, sizeof(line), "== %s: %s", r->label, r->source);
-	cli_wrap(f, line, 0, 3, width);
+	size_t slen = strlen(r->source);
+	if (strlen(line) > width) /* a long path: its end, which names the file */
+		snprintf(line, sizeof(line), "== %.30s: ...%s", r->label,
+			 r->source + (slen > 40 ? slen - 40 : 0));
+	fprintf(f, "%s\n", line);
 	snprintf(line, sizeof(line),
 		 "dataset %s = %llu records of %s, shards of %llu records, seed %llu",
 		 cmn_format_size(o->dataset, a, sizeof(a)), (unsigned long long)z->dataset_records,
