@@ -10,13 +10,11 @@
  * -o nonempty), as rclone and s3fs do.  A rollcache mount point whose
  * daemon is gone (ENOTCONN) is unmounted lazily and mounted again
  * (clean_dead_mount()), so that a restarted unit comes back.  Usage and
- * config errors (a bad
- * schedule included: it is built here once) exit 2 before anything
- * happens; the daemon's
- * failures exit 1 with its one-line message (it forks unless -f/-d and
- * reports through a pipe, so the message is the same either way).  -o
- * parsing and the paths are in mount_opts.c; the commands that talk to a
- * running mount in cmd_control.c.
+ * config errors (a bad schedule included: it is built here once) exit 2
+ * before anything happens; the daemon's failures exit 1 with its one-line
+ * message (it forks unless -f/-d and reports through a pipe, so the message
+ * is the same either way).  -o parsing and the paths are in mount_opts.c;
+ * the commands that talk to a running mount in cmd_control.c.
  */
 #include "cli/cmd.h"
 #include "cli/help.h"
