@@ -58,6 +58,9 @@ struct mount_view {
 	long long pid;
 	uint64_t epoch; /* 0 before the first epoch ("epoch": null) */
 	uint64_t limit, used, draining, min_records, resident_records;
+	uint64_t admit, admit_used;	   /* the epoch's admit budget and its use */
+	bool waiting_admit, waiting_limit; /* samplers blocked on the admit or the limit */
+	bool sampler_idle;		   /* their pass is over: nothing more this epoch */
 	uint64_t current_files, current_records, read_bytes;
 	uint64_t admitted, evicted; /* the current epoch's row of epochs[] */
 	uint64_t open_handles, passthrough_opens;
@@ -107,6 +110,7 @@ static void mount_view_of(const json_t *root, struct mount_view *v)
 	v->last_error_ms = jcount(last, "unix_ms");
 	v->sampler_stopped =
 	    json_is_true(json_object_get(json_object_get(root, "sampler"), "stopped"));
+	v->sampler_idle = json_is_true(json_object_get(json_object_get(root, "sampler"), "idle"));
 	v->pid = json_integer_value(json_object_get(root, "pid"));
 	v->epoch = jcount(root, "epoch");
 	v->limit = jcount(root, "limit");
@@ -114,6 +118,11 @@ static void mount_view_of(const json_t *root, struct mount_view *v)
 	v->draining = jcount(json_object_get(root, "disk"), "draining");
 	v->min_records = jcount(root, "min_records");
 	v->resident_records = jcount(json_object_get(root, "resident"), "records");
+	const json_t *adm = json_object_get(root, "admission");
+	v->admit = jcount(adm, "admit");
+	v->admit_used = jcount(adm, "admit_used");
+	v->waiting_admit = jcount(adm, "waiting_admit") > 0;
+	v->waiting_limit = jcount(adm, "waiting_limit") > 0;
 	v->current_files = jcount(current, "files");
 	v->current_records = jcount(current, "records");
 	v->read_bytes = jcount(current, "read_bytes");
@@ -195,7 +204,9 @@ static int mp_error(const char *cmd, const char *mp, int rc, const char *err)
 			mp);
 	else if (rc == -ENOTCONN ||
 		 rc == -ECONNABORTED) /* the latter while the kernel tears down */
-		fprintf(stderr, "rollcache %s: %s: the daemon is gone; run `rollcache umount %s`\n",
+		fprintf(stderr,
+			"rollcache %s: %s: the daemon is gone; mount it again (the same "
+			"`rollcache mount`) or run `rollcache umount %s`\n",
 			cmd, mp, mp);
 	else
 		fprintf(stderr, "rollcache %s: %s: %s\n", cmd, mp, strerror(-rc));
@@ -347,6 +358,41 @@ static int show_epoch(const char *mp)
 	return 0;
 }
 
+/*
+ * The progress line of `epoch next --wait`, at most 79 columns: what the
+ * daemon waits for (docs/mount.md, "Epochs": min_records resident, or the
+ * samplers blocked on the epoch's admit or the limit, idle or stopped: it
+ * goes ahead a second after), how far it is, and the admission rate.  Once
+ * min_records are resident the call still runs the rest of the boundary
+ * (the samplers' pause, the snapshot).
+ */
+static void wait_progress(const struct mount_view *v, char *out, size_t len)
+{
+	double mbs = v->ingest_bps / 1e6;
+	if (v->resident_records >= v->min_records)
+		snprintf(out, len,
+			 "min_records reached (%" PRIu64 "/%" PRIu64
+			 " records): finishing the boundary, %.1f MB/s",
+			 v->resident_records, v->min_records, mbs);
+	else if (v->waiting_admit || v->waiting_limit || v->sampler_idle || v->sampler_stopped)
+		snprintf(out, len,
+			 "waiting for min_records: %" PRIu64 "/%" PRIu64 " records; %s, %.1f MB/s",
+			 v->resident_records, v->min_records,
+			 v->sampler_stopped ? "samplers stopped"
+			 : v->sampler_idle  ? "source has no more"
+			 : v->waiting_admit ? "admit used up"
+					    : "cache at its limit",
+			 mbs);
+	else
+		snprintf(out, len,
+			 "waiting for min_records or admit: %" PRIu64 "/%" PRIu64
+			 " records, %.1f/%.1f MB, %.1f MB/s",
+			 v->resident_records, v->min_records, (double)v->admit_used / 1e6,
+			 (double)v->admit / 1e6, mbs);
+	if (strlen(out) > 79)
+		out[79] = '\0';
+}
+
 #define EPOCH_USAGE "usage: rollcache epoch MOUNTPOINT [next [N] [--wait] | show]\n"
 
 /* Whether s is a decimal epoch number (at most 10 digits); *n gets it. */
@@ -421,12 +467,13 @@ int cmd_epoch(int argc, char **argv)
 			continue;
 		if (stats_load(mp, &st, NULL, err, sizeof(err)) == 0) {
 			struct mount_view v;
+			char line[160];
 			mount_view_of(st, &v);
-			fprintf(stderr,
-				"%swaiting for min_records: %" PRIu64 " / %" PRIu64
-				" records resident, %.1f MB/s%s",
-				tty ? "\r" : "", v.resident_records, v.min_records,
-				v.ingest_bps / 1e6, tty ? "   " : "\n");
+			wait_progress(&v, line, sizeof(line));
+			if (tty) /* padded: it overwrites a longer line before */
+				fprintf(stderr, "\r%-79s", line);
+			else
+				fprintf(stderr, "%s\n", line);
 			shown = true;
 			json_decref(st);
 		}
@@ -584,7 +631,7 @@ int cmd_status(int argc, char **argv)
 		}
 	}
 	if (!mp) {
-		fprintf(stderr, "usage: rollcache status MOUNTPOINT [--json] [--watch]\n");
+		fprintf(stderr, "usage: rollcache status MOUNTPOINT [--json] [--watch] [--wide]\n");
 		return 2;
 	}
 	char err[256];

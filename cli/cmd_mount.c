@@ -7,13 +7,14 @@
  *
  * SOURCE may be left out when the config file names [source] url.  A
  * mount point that holds files is refused unless --allow-non-empty (or
- * -o nonempty), as rclone and s3fs do.  Usage and config errors (a bad
- * schedule included: it is built here once) exit 2 before anything
- * happens; the daemon's
- * failures exit 1 with its one-line message (it forks unless -f/-d and
- * reports through a pipe, so the message is the same either way).  -o
- * parsing and the paths are in mount_opts.c; the commands that talk to a
- * running mount in cmd_control.c.
+ * -o nonempty), as rclone and s3fs do.  A rollcache mount point whose
+ * daemon is gone (ENOTCONN) is unmounted lazily and mounted again
+ * (clean_dead_mount()), so that a restarted unit comes back.  Usage and
+ * config errors (a bad schedule included: it is built here once) exit 2
+ * before anything happens; the daemon's failures exit 1 with its one-line
+ * message (it forks unless -f/-d and reports through a pipe, so the message
+ * is the same either way).  -o parsing and the paths are in mount_opts.c;
+ * the commands that talk to a running mount in cmd_control.c.
  */
 #include "cli/cmd.h"
 #include "cli/help.h"
@@ -30,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 static void mount_usage(FILE *out, bool keys)
 {
@@ -69,6 +72,76 @@ static int dir_has_entries(const char *dir)
 	}
 	closedir(d);
 	return found;
+}
+
+/*
+ * path made absolute with its parent resolved (realpath) but not its last
+ * part, which may be a dead FUSE mount point that answers ENOTCONN.
+ * Returns 0, or -errno of the parent's realpath() / -ENAMETOOLONG.
+ */
+static int parent_resolved(const char *path, char *out, size_t len)
+{
+	char abs[PATH_MAX], parent[PATH_MAX];
+	int rc = cli_absolute_path(path, abs, sizeof(abs));
+	if (rc != 0)
+		return rc;
+	size_t n = strlen(abs);
+	while (n > 1 && abs[n - 1] == '/')
+		abs[--n] = '\0';
+	char *slash = strrchr(abs, '/');
+	const char *base = slash + 1;
+	if (slash == abs) {
+		snprintf(parent, sizeof(parent), "/");
+	} else {
+		*slash = '\0';
+		if (!realpath(abs, parent))
+			return -errno;
+	}
+	if (!*base) /* "/" itself */
+		return snprintf(out, len, "/") >= (int)len ? -ENAMETOOLONG : 0;
+	n = (size_t)snprintf(out, len, "%s/%s", strcmp(parent, "/") ? parent : "", base);
+	return n >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * A rollcache mount whose daemon is gone (killed, crashed) leaves its mount
+ * point answering ENOTCONN until it is unmounted; `rollcache mount` on it
+ * then detaches it lazily (fusermount3 -u -z, else umount2(MNT_DETACH)) and
+ * goes on, as a restarting service unit needs.  Only a mount of type
+ * fuse.rollcache in /proc/self/mountinfo is touched; a live mount, or any
+ * other file system, is left to the checks after.  Returns 0 (nothing to
+ * do, or detached), or 1 with the reason on stderr.
+ */
+static int clean_dead_mount(const char *mountpoint)
+{
+	char mp[PATH_MAX], fstype[64];
+	struct statfs sfs;
+	if (parent_resolved(mountpoint, mp, sizeof(mp)) != 0 ||
+	    !cli_is_mount_point(mp, fstype, sizeof(fstype)))
+		return 0;
+	/* statfs always asks the daemon; stat may be answered from cached attributes */
+	if (statfs(mp, &sfs) == 0 || (errno != ENOTCONN && errno != ECONNABORTED))
+		return 0;
+	if (strcmp(fstype, "fuse.rollcache") != 0) {
+		fprintf(stderr,
+			"rollcache mount: %s is a dead %s mount, not rollcache's: unmount it "
+			"first (fusermount3 -u -z %s)\n",
+			mp, fstype, mp);
+		return 1;
+	}
+	const char *lazy[] = {"fusermount3", "-u", "-z", mp, NULL};
+	if (cli_run(lazy, true, NULL) != 0 && umount2(mp, MNT_DETACH) != 0) {
+		fprintf(stderr,
+			"rollcache mount: %s: the daemon of the rollcache mount there is gone, and "
+			"unmounting it failed (%s): run `rollcache umount %s` as its owner\n",
+			mp, strerror(errno), mp);
+		return 1;
+	}
+	fprintf(stderr,
+		"rollcache mount: %s: the daemon of the mount there was gone: unmounted it, "
+		"mounting again\n",
+		mp);
+	return 0;
 }
 
 /* Builds the schedule once, so that a bad one is a config error (exit 2). */
@@ -184,6 +257,10 @@ int cmd_mount(int argc, char **argv)
 	}
 	if (cmn_config_finish(&cfg, err, sizeof(err)) || check_schedule(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "rollcache mount: %s\n", err);
+		goto out;
+	}
+	if (clean_dead_mount(mountpoint) != 0) {
+		ret = 1;
 		goto out;
 	}
 	if (!realpath(mountpoint, mp_abs)) {

@@ -401,7 +401,7 @@ static void print_wide(const struct report *r)
 	}
 }
 
-/* The totals: one line with --wide, else four lines of at most 80 columns. */
+/* The totals: one line with --wide, else lines of at most 80 columns. */
 static void print_totals(const struct report *r, bool wide)
 {
 	char b[8][32];
@@ -416,20 +416,18 @@ static void print_totals(const struct report *r, bool wide)
 		rdf += r->e[i].read_files;
 	}
 	uint64_t seen = r->n ? r->e[r->n - 1].seen_records : 0;
-	printf(
-	    wide ? "total: admitted %llu records (%s), evicted %llu records (%s, %llu files "
-		   "unread), resident now %llu files, %llu records (%s), read %llu files (%s "
-		   "through the daemon); seen %llu "
-		   "records (%llu of %llu files read to the end), seen/admitted %.2f\n"
-		 : "total: admitted %llu records (%s), evicted %llu records (%s, %llu files "
-		   "unread),\n  resident now %llu files, %llu records (%s);\n  read %llu files (%s "
-		   "through the daemon);\n  seen "
-		   "%llu records (%llu of %llu files read to the end), seen/admitted %.2f\n",
-	    (unsigned long long)adm, sz(admb, b[5], 32), (unsigned long long)ev, sz(evb, b[6], 32),
-	    (unsigned long long)unread, (unsigned long long)r->now.files,
-	    (unsigned long long)r->now.records, sz(r->now.bytes, b[7], 32), (unsigned long long)rdf,
-	    sz(rd, b[0], 32), (unsigned long long)seen, (unsigned long long)r->files_read_full,
-	    (unsigned long long)r->files_total, adm ? (double)seen / (double)adm : 0.0);
+	/* "; " between the parts with --wide, else a new line indented under the first */
+	const char *sep = wide ? "; " : "\n       ";
+	printf("total: admitted %llu records (%s)%sevicted %llu records (%s), %llu files unread%s"
+	       "resident now %llu files, %llu records (%s)%sread %llu files (%s through the "
+	       "daemon)%sseen %llu records, %llu of %llu files read to the end%sseen/admitted "
+	       "%.2f\n",
+	       (unsigned long long)adm, sz(admb, b[5], 32), sep, (unsigned long long)ev,
+	       sz(evb, b[6], 32), (unsigned long long)unread, sep, (unsigned long long)r->now.files,
+	       (unsigned long long)r->now.records, sz(r->now.bytes, b[7], 32), sep,
+	       (unsigned long long)rdf, sz(rd, b[0], 32), sep, (unsigned long long)seen,
+	       (unsigned long long)r->files_read_full, (unsigned long long)r->files_total, sep,
+	       adm ? (double)seen / (double)adm : 0.0);
 }
 
 /* Sets o[k] to the count v.  0 or -1 (out of memory). */

@@ -3,7 +3,7 @@
  *
  *   rollcache simulate --config FILE [--config FILE ...] --dataset SIZE --record-size SIZE
  *                      [--epochs N] [--shard-size SIZE] [--seed S] [--svg FILE]
- *                      [--svg-downloads FILE] [--csv]
+ *                      [--svg-downloads FILE] [--csv] [--wide]
  *   rollcache simulate --limit SIZE [--admit SIZE] [--policy P[,P...]] [--min-uses N]
  *                      --dataset SIZE --record-size SIZE [...]
  *
@@ -17,12 +17,14 @@
  * Exit codes: 0 ok, 1 runtime failure (memory, writing the SVG), 2 usage.
  */
 #include "cli/cmd.h"
+#include "cli/util.h"
 #include "common/config.h"
 #include "common/units.h"
 #include "eviction/chart.h"
 #include "eviction/sim.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +46,7 @@ static void usage(FILE *f)
 		"                           [--policy P[,P...]] [--min-uses N])\n"
 		"                          --dataset SIZE --record-size SIZE [--epochs N]\n"
 		"                          [--shard-size SIZE] [--seed S] [--svg FILE]\n"
-		"                          [--svg-downloads FILE] [--csv] [--first N]\n"
+		"                          [--svg-downloads FILE] [--csv] [--wide] [--first N]\n"
 		"                          [--retire read|boundary]\n\n"
 		"Runs the real eviction policies over a simulated sampler and a reader that\n"
 		"reads every resident shard once per epoch, and prints per epoch: resident\n"
@@ -57,7 +59,8 @@ static void usage(FILE *f)
 		"default (read; a --config run takes its file's).  --svg draws coverage and\n"
 		"resident bytes per epoch; --svg-downloads draws coverage against bytes\n"
 		"downloaded; --csv prints one CSV line per run and epoch instead of the\n"
-		"tables.  --first N\n"
+		"tables; --wide adds seen/dl (distinct / downloaded records) and the note\n"
+		"of each epoch to the 80-column tables.  --first N\n"
 		"numbers the simulated epochs from N, with the schedule's entries at those\n"
 		"numbers (default 0; 2 matches a mount whose first full view is epoch 2:\n"
 		"epoch 0 starts empty, first_epoch makes epoch 1 from the first shard).\n"
@@ -99,24 +102,64 @@ static const char *base_label(const char *path, char *buf, size_t len)
 	return buf;
 }
 
-static void print_table(FILE *f, const struct run *r, const struct evc_sim_opts *o)
+/* A size in at most 10 characters, for the 80-column table: "512.0 MiB", "1023 GiB". */
+static const char *short_size(uint64_t v, char *buf, size_t len)
 {
-	char a[32], b[32], c[32];
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double x = (double)v;
+	int i = 0;
+	while (x >= 1023.95 && i < 6) {
+		x /= 1024.0;
+		i++;
+	}
+	if (i == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)v);
+	else
+		snprintf(buf, len, x < 99.95 ? "%.1f %s" : "%.0f %s", x, units[i]);
+	return buf;
+}
+
+#define SIM_COLUMNS 80 /* without --wide, no line is longer (counts below 10^8) */
+
+/*
+ * One run's table.  80 columns: epoch, policy, resident, fresh, evicted,
+ * unread, distinct, coverage, bound, downloaded; --wide adds seen/dl and
+ * the note, and prints the exact sizes.  The notes and the summary are
+ * wrapped to 80 columns unless wide.
+ */
+static void print_table(FILE *f, const struct run *r, const struct evc_sim_opts *o, bool wide)
+{
+	char a[32], b[32], c[32], line[512];
 	const struct evc_sim_row *z = &r->rows[o->epochs - 1];
 	uint64_t per_shard = o->shard_size / o->record_size ? o->shard_size / o->record_size : 1;
+	size_t width = wide ? SIZE_MAX : SIM_COLUMNS;
 
-	fprintf(f, "== %s: %s\n", r->label, r->source);
-	fprintf(f, "   dataset %s = %llu records of %s, shards of %llu records, seed %llu\n",
-		cmn_format_size(o->dataset, a, sizeof(a)), (unsigned long long)z->dataset_records,
-		cmn_format_size(o->record_size, b, sizeof(b)), (unsigned long long)per_shard,
-		(unsigned long long)o->seed);
+	snprintf(line, sizeof(line), "== %s: %s", r->label, r->source);
+	size_t slen = strlen(r->source);
+	if (strlen(line) > width) /* a long path: its end, which names the file */
+		snprintf(line, sizeof(line), "== %.30s: ...%s", r->label,
+			 r->source + (slen > 40 ? slen - 40 : 0));
+	fprintf(f, "%s\n", line);
+	snprintf(line, sizeof(line),
+		 "dataset %s = %llu records of %s, shards of %llu records, seed %llu",
+		 cmn_format_size(o->dataset, a, sizeof(a)), (unsigned long long)z->dataset_records,
+		 cmn_format_size(o->record_size, b, sizeof(b)), (unsigned long long)per_shard,
+		 (unsigned long long)o->seed);
+	fputs("   ", f);
+	cli_wrap(f, line, 3, 5, width);
 	for (size_t i = 0; i < r->sch.n; i++) {
 		char d[200];
-		fprintf(f, "   %s\n", evc_entry_describe(&r->sch.entries[i], d, sizeof(d)));
+		fputs("   ", f);
+		cli_wrap(f, evc_entry_describe(&r->sch.entries[i], d, sizeof(d)), 3, 5, width);
 	}
-	fprintf(f, "%5s %-6s %9s %9s %9s %9s %9s %8s %8s %11s %7s  %s\n", "epoch", "policy",
-		"resident", "fresh", "evicted", "unread", "distinct", "coverage", "bound",
-		"downloaded", "seen/dl", "note");
+	if (wide)
+		fprintf(f, "%5s %-6s %9s %9s %9s %9s %9s %8s %8s %11s %7s  %s\n", "epoch", "policy",
+			"resident", "fresh", "evicted", "unread", "distinct", "coverage", "bound",
+			"downloaded", "seen/dl", "note");
+	else
+		fprintf(f, "%5s %-6s %8s %7s %7s %6s %8s %8s %6s %10s\n", "epoch", "policy",
+			"resident", "fresh", "evicted", "unread", "distinct", "coverage", "bound",
+			"downloaded");
 	for (uint32_t e = 0; e < o->epochs; e++) {
 		const struct evc_sim_row *w = &r->rows[e];
 		double cov = 100.0 * (double)w->distinct / (double)w->dataset_records;
@@ -124,14 +167,27 @@ static void print_table(FILE *f, const struct run *r, const struct evc_sim_opts 
 		double eff = w->downloaded_records
 				 ? (double)w->distinct / (double)w->downloaded_records
 				 : 0.0;
-		fprintf(
-		    f, "%5u %-6s %9llu %9llu %9llu %9llu %9llu %7.1f%% %7.1f%% %11s %7.2f  %s\n",
-		    w->epoch, cmn_policy_name(w->entry.policy),
-		    (unsigned long long)w->resident_records, (unsigned long long)w->fresh_records,
-		    (unsigned long long)w->evicted_records, (unsigned long long)w->evicted_unread,
-		    (unsigned long long)w->distinct, cov, bnd,
-		    cmn_format_size(w->downloaded_bytes, c, sizeof(c)), eff,
-		    w->reason == EVC_REASON_OK ? "" : evc_reason_name(w->reason));
+		if (wide)
+			fprintf(f,
+				"%5u %-6s %9llu %9llu %9llu %9llu %9llu %7.1f%% %7.1f%% %11s "
+				"%7.2f  %s\n",
+				w->epoch, cmn_policy_name(w->entry.policy),
+				(unsigned long long)w->resident_records,
+				(unsigned long long)w->fresh_records,
+				(unsigned long long)w->evicted_records,
+				(unsigned long long)w->evicted_unread,
+				(unsigned long long)w->distinct, cov, bnd,
+				cmn_format_size(w->downloaded_bytes, c, sizeof(c)), eff,
+				w->reason == EVC_REASON_OK ? "" : evc_reason_name(w->reason));
+		else
+			fprintf(f, "%5u %-6s %8llu %7llu %7llu %6llu %8llu %7.1f%% %5.1f%% %10s\n",
+				w->epoch, cmn_policy_name(w->entry.policy),
+				(unsigned long long)w->resident_records,
+				(unsigned long long)w->fresh_records,
+				(unsigned long long)w->evicted_records,
+				(unsigned long long)w->evicted_unread,
+				(unsigned long long)w->distinct, cov, bnd,
+				short_size(w->downloaded_bytes, c, sizeof(c)));
 	}
 	/* The first reason of each kind, in full. */
 	unsigned shown = 0;
@@ -140,19 +196,31 @@ static void print_table(FILE *f, const struct run *r, const struct evc_sim_opts 
 		if (w->reason == EVC_REASON_OK || (shown & (1u << w->reason)))
 			continue;
 		shown |= 1u << w->reason;
-		fprintf(f, "   note from epoch %u: %s\n", w->epoch, w->why);
+		snprintf(line, sizeof(line), "note from epoch %u (%s): %s", w->epoch,
+			 evc_reason_name(w->reason), w->why);
+		fputs("   ", f);
+		cli_wrap(f, line, 3, 5, width);
 	}
 	double cov = 100.0 * (double)z->distinct / (double)z->dataset_records;
 	double bnd = 100.0 * (double)z->bound / (double)z->dataset_records;
 	uint64_t dl = z->downloaded_records;
-	fprintf(f,
-		"   after %u epochs: coverage %.1f%% (bound %.1f%%), downloaded %s (%.2fx the "
-		"dataset), coverage per downloaded byte %.2f, evicted before read %llu records "
-		"(%.1f%% of downloads)\n\n",
-		o->epochs, cov, bnd, cmn_format_size(z->downloaded_bytes, a, sizeof(a)),
-		(double)z->downloaded_bytes / (double)o->dataset,
-		dl ? (double)z->distinct / (double)dl : 0.0, (unsigned long long)z->wasted_records,
-		dl ? 100.0 * (double)z->wasted_records / (double)dl : 0.0);
+	snprintf(line, sizeof(line), "after %u epochs: coverage %.1f%% (bound %.1f%%)", o->epochs,
+		 cov, bnd);
+	fputs("   ", f);
+	cli_wrap(f, line, 3, 5, width);
+	snprintf(line, sizeof(line),
+		 "downloaded %s (%.2fx the dataset), %.2f coverage per downloaded byte",
+		 cmn_format_size(z->downloaded_bytes, a, sizeof(a)),
+		 (double)z->downloaded_bytes / (double)o->dataset,
+		 dl ? (double)z->distinct / (double)dl : 0.0);
+	fputs("   ", f);
+	cli_wrap(f, line, 3, 5, width);
+	snprintf(line, sizeof(line), "evicted before read %llu records (%.1f%% of downloads)",
+		 (unsigned long long)z->wasted_records,
+		 dl ? 100.0 * (double)z->wasted_records / (double)dl : 0.0);
+	fputs("   ", f);
+	cli_wrap(f, line, 3, 5, width);
+	fputc('\n', f);
 }
 
 /* One CSV for all runs: a header, then a line per run and epoch. */
@@ -337,6 +405,7 @@ int cmd_simulate(int argc, char **argv)
 	uint64_t dataset = 0, record_size = 0, epochs = 20, shard_size = 0, seed = 1, first = 0;
 	uint64_t limit = 0, admit = 0, min_uses = 0;
 	int has_admit = 0, csv = 0, code = 2, retire = -1; /* -1: the mount's default */
+	bool wide = false;
 	char err[320];
 
 	memset(runs, 0, sizeof(runs));
@@ -348,6 +417,10 @@ int cmd_simulate(int argc, char **argv)
 		}
 		if (strcmp(a, "--csv") == 0) {
 			csv = 1;
+			continue;
+		}
+		if (strcmp(a, "--wide") == 0) {
+			wide = true;
 			continue;
 		}
 		if (strncmp(a, "--", 2) != 0) {
@@ -543,7 +616,7 @@ int cmd_simulate(int argc, char **argv)
 			goto out;
 		}
 		if (!csv)
-			print_table(stdout, &runs[i], &o);
+			print_table(stdout, &runs[i], &o, wide);
 	}
 	if (csv)
 		print_csv(stdout, runs, n_runs, &o);

@@ -11,6 +11,7 @@
  * `mount.rollcache SOURCE MOUNTPOINT -o OPTS`.  Both mean `rollcache mount`.
  */
 #include "cli/cmd.h"
+#include "cli/util.h"
 #ifdef HAVE_CLI_HELP
 #include "cli/help.h"
 #endif
@@ -80,7 +81,7 @@ struct command {
 	"-Dcatalog=disabled)"
 
 static const struct command commands[] = {
-    {"mount", CMD_MOUNT, "[SOURCE] MOUNTPOINT [--config FILE] [--KEY VALUE] [-o k=v] [-f]",
+    {"mount", CMD_MOUNT, "[SOURCE] MOUNTPOINT [--config FILE] [--KEY VALUE] [-o k=v]",
      "this build has no FUSE support (install libfuse3-dev and rebuild)"},
     {"epoch", CMD_EPOCH, "MOUNTPOINT [next [N] [--wait] | show]", NO_JSON},
     {"status", CMD_STATUS, "MOUNTPOINT [--json] [--watch] [--wide]", NO_JSON},
@@ -90,8 +91,7 @@ static const struct command commands[] = {
      "not built in this configuration"},
     {"simulate", CMD_SIMULATE, "--config FILE --dataset SIZE ...",
      "not built in this configuration"},
-    {"synth", CMD_SYNTH,
-     "DIR --records N --record-size SIZE [--shards K] [--schema SPEC] [--gzip] [--seed S]",
+    {"synth", CMD_SYNTH, "DIR --records N [--record-size SIZE] [--shards K] ...",
      "not built in this configuration"},
     {"check", CMD_CHECK, "FILE|DIR...", "not built in this configuration"},
     {"bench", CMD_BENCH, "fuse|sampler|feeder|catalog ...", "not built in this configuration"},
@@ -103,7 +103,8 @@ static void usage(FILE *out)
 	fprintf(out, "usage: rollcache COMMAND [ARGS...]\n\n"
 		     "rolling local sample cache of a remote training dataset\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  rollcache %-8s %s\n", commands[i].name, commands[i].synopsis);
+		cli_wrap(out, commands[i].synopsis,
+			 (size_t)fprintf(out, "  rollcache %-8s ", commands[i].name), 21, 80);
 	fprintf(out, "\n`rollcache COMMAND --help` describes one command (`rollcache mount\n"
 		     "--help` every configuration key); `rollcache --version` prints the version;\n"
 		     "`man rollcache` is the manual.\n");

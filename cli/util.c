@@ -49,3 +49,30 @@ int cli_run(const char *const argv[], bool quiet, int *status)
 		*status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
+
+void cli_wrap(FILE *f, const char *text, size_t col, size_t indent, size_t width)
+{
+	const char *p = text;
+	bool first = true; /* no word of text on this line yet */
+	while (*p == ' ')
+		p++;
+	while (*p) {
+		size_t n = strcspn(p, " ");
+		if (col + (first ? 0 : 1) + n > width && col > indent) {
+			fprintf(f, "\n%*s", (int)indent, "");
+			col = indent;
+			first = true;
+		}
+		if (!first) {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(p, 1, n, f);
+		col += n;
+		first = false;
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', f);
+}

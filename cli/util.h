@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /*
  * Writes `path` made absolute against the current directory (not resolved:
@@ -22,5 +23,13 @@ int cli_absolute_path(const char *path, char *out, size_t len);
  * -errno when fork/wait failed.
  */
 int cli_run(const char *const argv[], bool quiet, int *status);
+
+/*
+ * Writes text and a newline to f, broken at spaces so that no line is
+ * longer than width columns: the first line continues a line of which col
+ * columns are already written, the others start with indent spaces.  A
+ * word longer than a line is written whole on a line of its own.
+ */
+void cli_wrap(FILE *f, const char *text, size_t col, size_t indent, size_t width);
 
 #endif

@@ -556,6 +556,77 @@ static void key_list(enum section_id sec, char *buf, size_t len)
 	}
 }
 
+/*
+ * Edit distance between a and b (optimal string alignment: insertions,
+ * deletions, substitutions and swaps of two neighbours cost 1), for the
+ * "did you mean" of an unknown key.  Names longer than 63 bytes count as
+ * far from everything.
+ */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t d[64][64];
+
+	if (la >= 64 || lb >= 64)
+		return SIZE_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[la][lb];
+}
+
+/*
+ * The key of section sec (SEC_NONE: the flat names of the command line)
+ * nearest to the unknown, normalized name, or NULL when none is near: at
+ * most 1 edit for names of up to 5 characters, 2 up to 9, else 3.  On the
+ * command line an INI-only spelling of a key with a flag (dir for
+ * cache_dir) names that flag.  Returns a name of the table.
+ */
+static const char *nearest_key(enum section_id sec, const char *name)
+{
+	size_t len = strlen(name), best_d = len <= 5 ? 1 : len <= 9 ? 2 : 3;
+	const char *best = NULL;
+
+	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
+		const struct key_def *d = i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
+		const char *cand = sec == SEC_NONE ? d->flat : d->ini;
+		if (!cand || (sec != SEC_NONE && d->sec != sec))
+			continue;
+		if (sec == SEC_NONE && strcmp(d->ini, name) == 0)
+			return cand;
+		size_t dist = edit_distance(name, cand);
+		if (dist < best_d || (dist == best_d && !best)) {
+			best_d = dist;
+			best = cand;
+		}
+	}
+	return best;
+}
+
+/* The section other than sec that has an INI key of this name, or SEC_NONE. */
+static enum section_id key_section(enum section_id sec, const char *name)
+{
+	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
+		const struct key_def *d = i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
+		if (d->sec != sec && strcmp(d->ini, name) == 0)
+			return d->sec;
+	}
+	return SEC_NONE;
+}
+
 /* ---- defaults, set, -o ---------------------------------------------------- */
 
 void cmn_config_init(struct cmn_config *c)
@@ -599,7 +670,7 @@ void cmn_config_free(struct cmn_config *c)
 int cmn_config_set(struct cmn_config *c, const char *key, const char *value, const char *origin,
 		   char *err, size_t errlen)
 {
-	char name[64], msg[MSG_MAX], list[MSG_MAX];
+	char name[64], msg[MSG_MAX];
 	const char *sep = origin && has_prefix(origin, "-o") ? "=" : " ";
 	struct value v;
 	int rc;
@@ -630,8 +701,22 @@ int cmn_config_set(struct cmn_config *c, const char *key, const char *value, con
 		free(v.s);
 		return 0;
 	}
-	key_list(SEC_NONE, list, sizeof(list));
-	snprintf(err, errlen, "%s: unknown setting '%s': expected one of %s", origin, key, list);
+	/* one short line: the nearest key, or where the keys are listed */
+	const char *near = name[0] ? nearest_key(SEC_NONE, name) : NULL;
+	if (near && has_prefix(origin, "--")) {
+		char flag[64];
+		snprintf(flag, sizeof(flag), "%s", near);
+		for (char *p = flag; *p; p++)
+			*p = *p == '_' ? '-' : *p;
+		snprintf(err, errlen, "unknown option %s: did you mean --%s?", origin, flag);
+	} else if (near) {
+		snprintf(err, errlen, "unknown option %s: did you mean %s%s?", origin,
+			 has_prefix(origin, "-o") ? "-o " : "", near);
+	} else {
+		snprintf(err, errlen,
+			 "unknown option %s: `rollcache mount --help` lists the configuration keys",
+			 origin);
+	}
 	return -EINVAL;
 }
 
@@ -883,8 +968,19 @@ static int handle_key(void *user, const char *section, const char *name, const c
 		free(v.s);
 		return 1;
 	}
-	key_list(x->sec, list, sizeof(list));
-	ini_fail(x, -EINVAL, "[%s] unknown key '%s': expected one of %s", x->sec_text, name, list);
+	const char *near = key[0] ? nearest_key(x->sec, key) : NULL;
+	enum section_id other = key[0] ? key_section(x->sec, key) : SEC_NONE;
+	if (other != SEC_NONE) {
+		ini_fail(x, -EINVAL, "[%s] unknown key '%s': it belongs in [%s]", x->sec_text, name,
+			 section_names[other]);
+	} else if (near) {
+		ini_fail(x, -EINVAL, "[%s] unknown key '%s': did you mean '%s'?", x->sec_text, name,
+			 near);
+	} else {
+		key_list(x->sec, list, sizeof(list));
+		ini_fail(x, -EINVAL, "[%s] unknown key '%s': expected one of %s", x->sec_text, name,
+			 list);
+	}
 	return 0;
 }
 

@@ -63,6 +63,8 @@ static void set_wait_why(struct dmn *d, const char *why)
 	pthread_mutex_unlock(&d->mu);
 }
 
+static void update_rates(struct dmn *d);
+
 /*
  * Step 2: waits until min_records records are resident, the samplers have
  * nothing more to give, the bound passes, or the daemon stops.  "Nothing
@@ -141,6 +143,8 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 			set_wait_why(d, msg);
 			return 0;
 		}
+		/* the rates of the stats go on while the epoch thread waits here */
+		update_rates(d);
 		/* other wake-ups are kept for the epoch thread's loop */
 		*deferred |= cmn_events_wait(&d->ev, 100);
 	}

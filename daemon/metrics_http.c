@@ -7,7 +7,11 @@
  * closed.  GET /metrics (or /) answers the text of .rollcache/metrics
  * (dmn__render(), control.c) with every sample labelled
  * {source="...",mountpoint="..."}, so one Prometheus can scrape the mounts
- * of many nodes; anything else is 404, a method other than GET/HEAD 405.
+ * of many nodes.  GET /healthz answers 200 "ok" while the mount serves and
+ * its samplers work, else 503 and one line saying why: the daemon is
+ * shutting down, the samplers stopped (their error), or the source fails
+ * (dmn_stats_health(), stats.c).  Anything else is 404, a method other
+ * than GET/HEAD 405.
  * Does not parse HTTP beyond the request line, keeps no connection alive,
  * serves no TLS: bind it to localhost or a private network.
  *
@@ -17,7 +21,10 @@
  */
 #include "daemon/metrics_http.h"
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "daemon/samplers.h"
+#include "daemon/stats.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -35,7 +42,8 @@ struct dmn_metrics_http {
 	struct dmn *d;
 	int fd;
 	pthread_t thread;
-	char labels[2048]; /* source="...",mountpoint="..." escaped */
+	char labels[2048];	  /* source="...",mountpoint="..." escaped */
+	struct dmn_health health; /* touched by the serving thread only */
 };
 
 /* Appends v escaped for a Prometheus label value (\\, \", \n). */
@@ -160,6 +168,24 @@ static ssize_t read_request(int fd, char *buf, size_t cap)
 	return used ? (ssize_t)used : -EPROTO;
 }
 
+/* GET /healthz: 200 "ok", or 503 with one line saying why. */
+static void healthz(struct dmn_metrics_http *m, int fd, bool head)
+{
+	char why[700], body[720];
+	bool ok = false;
+	if (dmn__exiting(m->d)) {
+		snprintf(why, sizeof(why), "the daemon is shutting down");
+	} else {
+		struct dmn_sampler_stats ws;
+		dmn__samplers_stats(m->d->smp, &ws);
+		ok = dmn_stats_health(&m->health, &ws, cmn_mono_ms(), why, sizeof(why));
+	}
+	int n = snprintf(body, sizeof(body), "%s\n", ok ? "ok" : why);
+	size_t len = n < 0 ? 0 : (size_t)n < sizeof(body) ? (size_t)n : sizeof(body) - 1;
+	reply(fd, ok ? "200 OK" : "503 Service Unavailable", "text/plain; charset=utf-8", body, len,
+	      head);
+}
+
 static void serve(struct dmn_metrics_http *m, int fd)
 {
 	char req[REQUEST_MAX], method[16], path[256];
@@ -174,8 +200,12 @@ static void serve(struct dmn_metrics_http *m, int fd)
 		return;
 	}
 	path[strcspn(path, "?")] = '\0';
+	if (strcmp(path, "/healthz") == 0) {
+		healthz(m, fd, head);
+		return;
+	}
 	if (strcmp(path, "/metrics") != 0 && strcmp(path, "/") != 0) {
-		reply(fd, "404 Not Found", "text/plain", "try /metrics\n", 13, head);
+		reply(fd, "404 Not Found", "text/plain", "try /metrics or /healthz\n", 25, head);
 		return;
 	}
 	char *text = NULL, *labelled = NULL;

@@ -1,5 +1,7 @@
 /*
- * stats.c - formats the stats JSON and the Prometheus metrics of a mount.
+ * stats.c - formats the stats JSON and the Prometheus metrics of a mount,
+ * and decides what GET /healthz answers from the samplers' counters
+ * (dmn_stats_health(), a pure function of them and the previous probe).
  *
  * Owns only the text formats (docs/mount.md lists every field).  Gathering
  * the figures is daemon.c's job; nothing here locks, reads the catalog or
@@ -10,6 +12,7 @@
 #include "daemon/stats.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -307,18 +310,36 @@ int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, si
 	metric(b, "sampler_bytes_fetched_total", "counter", "Body bytes received.",
 	       (double)s->bytes_fetched);
 	metric(b, "sampler_retries_total", "counter", "Transfer retries.", (double)s->retries);
-	uint64_t errors = s->http_4xx + s->http_408_429 + s->http_5xx + s->timeouts +
-			  s->net_errors + s->truncated + s->records_lost + s->failed_objects +
-			  s->enospc + v->errors_stats_flush + v->errors_boundary + v->errors_read;
-	errors += v->errors_corrupt;
 	metric(b, "corrupt_files_total", "counter", "Sealed files found corrupt and dropped.",
 	       (double)v->errors_corrupt);
 	metric(b, "scrub_bytes_total", "counter", "File bytes the scrubber checked.",
 	       (double)v->scrub_bytes);
 	metric(b, "scrub_passes_total", "counter", "Whole scrub passes over the resident files.",
 	       (double)v->scrub_passes);
-	metric(b, "errors_total", "counter", "Errors of every kind (see stats JSON).",
-	       (double)errors);
+	/* one series per kind: the keys of the stats JSON's "errors" */
+	const struct {
+		const char *kind;
+		uint64_t n;
+	} errs[] = {
+	    {"http_4xx", s->http_4xx},
+	    {"http_408_429", s->http_408_429},
+	    {"http_5xx", s->http_5xx},
+	    {"timeouts", s->timeouts},
+	    {"net_errors", s->net_errors},
+	    {"truncated", s->truncated},
+	    {"records_lost", s->records_lost},
+	    {"failed_objects", s->failed_objects},
+	    {"enospc", s->enospc},
+	    {"stats_flush", v->errors_stats_flush},
+	    {"boundary", v->errors_boundary},
+	    {"read", v->errors_read},
+	    {"corrupt", v->errors_corrupt},
+	};
+	sbuf_printf(b, "# HELP rollcache_errors_total Errors by kind (the stats JSON's errors).\n"
+		       "# TYPE rollcache_errors_total counter\n");
+	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+		sbuf_printf(b, "rollcache_errors_total{kind=\"%s\"} %" PRIu64 "\n", errs[i].kind,
+			    errs[i].n);
 	metric(b, "sampler_records_recovered_total", "counter",
 	       "Records with bad data that a retry read intact.", (double)s->records_recovered);
 	metric(b, "sampler_records_lost_total", "counter",
@@ -338,4 +359,38 @@ int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, si
 	*out = b->p;
 	*len = b->len;
 	return 0;
+}
+
+bool dmn_stats_health(struct dmn_health *h, const struct dmn_sampler_stats *s, uint64_t now_ms,
+		      char *why, size_t len)
+{
+	uint64_t errors = s->http_4xx + s->http_408_429 + s->http_5xx + s->timeouts +
+			  s->net_errors + s->truncated;
+	/* an error answer's body counts in bytes_fetched: progress is what was admitted */
+	uint64_t progress = s->records_admitted + s->objects_done;
+	if (progress != h->progress) {
+		h->failing = false;
+	} else if (errors > h->errors && !h->failing) {
+		h->failing = true;
+		h->failing_since_ms = now_ms;
+		h->failing_errors = h->errors;
+	}
+	h->errors = errors;
+	h->progress = progress;
+	if (s->present && s->stopped) {
+		snprintf(why, len, "the samplers stopped: %s", s->error);
+		for (char *p = why; *p; p++) /* one line */
+			if (*p == '\n' || *p == '\r')
+				*p = ' ';
+		return false;
+	}
+	if (h->failing) {
+		snprintf(why, len,
+			 "the source fails: %" PRIu64 " transfer errors and nothing admitted "
+			 "in %.0f s (see rollcache status)",
+			 errors - h->failing_errors,
+			 (double)(now_ms - h->failing_since_ms) / 1000.0);
+		return false;
+	}
+	return true;
 }

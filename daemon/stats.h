@@ -96,7 +96,33 @@ struct dmn_stats_view {
  */
 int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_t *len);
 
-/* Renders the Prometheus text likewise.  Same returns. */
+/*
+ * Renders the Prometheus text likewise.  Same returns.  The errors of the
+ * stats JSON's "errors" object are one series each,
+ * rollcache_errors_total{kind="http_5xx"} and so on.
+ */
 int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, size_t *len);
+
+/*
+ * What GET /healthz answers (daemon/metrics_http.c), from the samplers'
+ * counters at successive probes.  The source "fails" from a probe that
+ * finds more transfer errors (HTTP 4xx/5xx/408/429, timeouts, network
+ * errors, truncated bodies) than the one before and nothing new admitted
+ * (records, objects done), until a probe finds something admitted.  Owned
+ * by one thread; zeroed = no probe yet.
+ */
+struct dmn_health {
+	uint64_t errors, progress; /* at the last probe; progress: records + objects done */
+	bool failing;
+	uint64_t failing_since_ms, failing_errors; /* errors when it began */
+};
+
+/*
+ * One probe at now_ms.  Returns true (healthy) or false with a one-line
+ * reason in why[len]: the samplers stopped (and their error), or the
+ * source fails.  Updates *h.
+ */
+bool dmn_stats_health(struct dmn_health *h, const struct dmn_sampler_stats *s, uint64_t now_ms,
+		      char *why, size_t len);
 
 #endif

@@ -8,7 +8,8 @@ the config file's [source] url; a schedule with a gap is exit 2 naming the
 line; [epoch] keys given as flags or -o reach the schedule (stats JSON);
 `metrics_listen` serves the Prometheus text over HTTP, parsed by
 prometheus_client's own parser (python3-prometheus-client), every sample
-labelled with source and mountpoint; sd_notify: with NOTIFY_SOCKET set, the
+labelled with source and mountpoint (and rollcache_errors_total with one
+series per kind of the stats JSON's errors); sd_notify: with NOTIFY_SOCKET set, the
 daemon sends READY=1 once the mount is up.
 """
 import json
@@ -96,11 +97,17 @@ def main():
             fams = {f.name: f for f in text_string_to_metric_families(text)}
             check("rollcache_limit_bytes" in fams, "families: %r" % sorted(fams))
             n = 0
+            kinds = set()
             for fam in fams.values():
                 for s in fam.samples:
                     n += 1
-                    eq(s.labels, {"source": src, "mountpoint": mnt},
+                    labels = dict(s.labels)
+                    if s.name == "rollcache_errors_total":
+                        kinds.add(labels.pop("kind", None))
+                    eq(labels, {"source": src, "mountpoint": mnt},
                        "labels of %s" % s.name)
+            # one errors series per key of the stats JSON's errors, by kind
+            eq(kinds, set(st["errors"]), "rollcache_errors_total kinds")
             check(n >= 20, "%d samples" % n)
             eq(fams["rollcache_limit_bytes"].samples[0].value, 2 << 20, "limit_bytes of [epoch 0-1]")
             try:

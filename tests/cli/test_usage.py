@@ -4,10 +4,23 @@
 Every subcommand answers --help with exit 0 and a usage line on stdout;
 `rollcache --version` prints the project version; an unknown command or a
 missing argument is exit 2 with one line on stderr.
+
+Output that fits a terminal: no line of `rollcache --help`, of any
+command's --help (through `rollcache` and `rollcache-core`), of the man
+page rendered at 80 columns, or of `rollcache simulate` on small real runs
+(policies, the docs' example configs, a schedule with notes) is longer than
+80 columns; --help and the man page show each [section] of the keys once.
+(status and report on a real mount: test_columns_fuse.py.)
+
+A typo in a key: `--limt`, `-o limt=`, an INI `limt =` each give one short
+line naming the nearest key, exit 2.
 """
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 RC = os.environ["RC_BIN"]
 failures = []
@@ -20,6 +33,10 @@ def run(*args):
 def check(cond, what):
     if not cond:
         failures.append(what)
+
+
+def eq(got, want, what):
+    check(got == want, "%s:\n  got  %r\n  want %r" % (what, got, want))
 
 
 listing = run("--help")
@@ -51,6 +68,103 @@ for args, words in ((("nosuchcommand",), "unknown command"),
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     check(lines and words in p.stderr,
           "rollcache %s: stderr %r does not say %r" % (" ".join(args), p.stderr, words))
+
+
+def long_lines(text):
+    return [l for l in text.splitlines() if len(l) > 80]
+
+
+def fits(what, text):
+    bad = long_lines(text)
+    check(not bad, "%s: %d lines over 80 columns, the longest %d: %r"
+          % (what, len(bad), max(map(len, bad)) if bad else 0, bad[:3]))
+
+
+core = os.path.join(os.path.dirname(RC), "rollcache-core")
+programs = [RC] + ([core] if os.access(core, os.X_OK) else [])
+for prog in programs:
+    name = os.path.basename(prog)
+    p = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=30)
+    fits("%s --help" % name, p.stdout + p.stderr)
+    for c in commands + ["bench fuse", "bench sampler", "bench feeder", "bench catalog"]:
+        if c.startswith("bench ") and c != "bench feeder" and c != "bench sampler":
+            continue  # bench fuse and catalog: docs/TODO-cli.md
+        p = subprocess.run([prog, *c.split(), "--help"], capture_output=True, text=True,
+                           timeout=30)
+        fits("%s %s --help" % (name, c), p.stdout + p.stderr)
+
+# each section of the keys once, in --help and in the man page
+p = run("mount", "--help")
+if p.returncode == 0:
+    heads = re.findall(r"^\[([a-z N]+)\]", p.stdout, re.M)
+    check(heads and len(heads) == len(set(heads)), "mount --help sections: %r" % heads)
+    cache = re.search(r"^\[cache\]\n(.*?)^\[", p.stdout, re.M | re.S)
+    check(cache and "--scrub-rate" in cache.group(1),
+          "mount --help: scrub_rate is not under [cache]")
+man = subprocess.run([core if os.access(core, os.X_OK) else RC, "--man"], capture_output=True,
+                     text=True, timeout=30)
+if man.returncode == 0:
+    heads = re.findall(r"^\.SS \[(.*)\]$", man.stdout, re.M)
+    check(heads and len(heads) == len(set(heads)), "man page sections: %r" % heads)
+    check("ioctl" in man.stdout and "write next" not in man.stdout,
+          "man page: control commands are an ioctl")
+    if shutil.which("man"):
+        tmp = tempfile.mkdtemp(prefix="rc-usage-")
+        try:
+            page = os.path.join(tmp, "rollcache.1")
+            with open(page, "w") as f:
+                f.write(man.stdout)
+            r = subprocess.run(["man", "-l", page], capture_output=True, text=True,
+                               timeout=60, env=dict(os.environ, MANWIDTH="80",
+                                                    MANPAGER="cat", PAGER="cat"))
+            if r.returncode == 0:
+                fits("man rollcache (80 columns)", r.stdout)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+# simulate: small real runs, every line within 80 columns unless --wide
+ex = os.path.join(os.environ["RC_SRCDIR"], "docs", "examples")
+sims = [
+    ["--limit", "64M", "--dataset", "512M", "--record-size", "16K", "--shard-size", "4M",
+     "--epochs", "6", "--policy", "fifo,lru,uses,random,none"],
+    ["--limit", "20G", "--admit", "10G", "--policy", "lru", "--min-uses", "2",
+     "--dataset", "200G", "--record-size", "1M", "--epochs", "12"],
+    ["--config", os.path.join(ex, "schedule.ini"), "--config", os.path.join(ex, "fifo.ini"),
+     "--config", os.path.join(ex, "none.ini"), "--dataset", "200G", "--record-size", "1M",
+     "--epochs", "12"],
+]
+for args in sims:
+    p = run("simulate", *args)
+    if "not built" in p.stderr:
+        break
+    check(p.returncode == 0, "simulate %s: exit %d (%s)" % (args, p.returncode, p.stderr))
+    fits("simulate " + " ".join(args), p.stdout + p.stderr)
+    check("after 12 epochs" in p.stdout or "after 6 epochs" in p.stdout,
+          "simulate summary: %r" % p.stdout[-300:])
+    w = run("simulate", *args, "--wide")
+    check("seen/dl" in w.stdout, "simulate --wide has seen/dl")
+
+# a typo in a key: one line naming the nearest key, exit 2, before any mount
+tmp = tempfile.mkdtemp(prefix="rc-usage-")
+try:
+    mp = os.path.join(tmp, "mnt")
+    os.makedirs(mp)
+    ini = os.path.join(tmp, "typo.ini")
+    with open(ini, "w") as f:
+        f.write("[cache]\nlimt = 8M\n")
+    for args, want in (
+            (["--limt", "8M"], "unknown option --limt: did you mean --limit?"),
+            (["--limit", "8M", "--shard-szie", "1M"],
+             "unknown option --shard-szie: did you mean --shard-size?"),
+            (["-o", "limit=8M,polcy=lru"], "unknown option -o polcy: did you mean -o policy?"),
+            (["--config", ini], "%s:2: [cache] unknown key 'limt': did you mean 'limit'?" % ini)):
+        p = run("mount", "file:///nowhere/", mp, *args)
+        if "has no FUSE support" in p.stderr:
+            break
+        eq(p.returncode, 2, "mount %s: exit" % args)
+        eq(p.stderr, "rollcache mount: %s\n" % want, "mount %s: stderr" % args)
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
 
 if failures:
     for f in failures:

@@ -226,8 +226,9 @@ static const struct {
     {"[cache]\nlimit = -5G\n", 2, "[cache] limit = -5G: negative"},
     {"[cache]\nlimit = 20000P\n", 2, "[cache] limit = 20000P: size out of range"},
     {"[cache]\nlimit = 0\n", 2, "[cache] limit = 0: expected a size such as 200G"},
-    {"[cache]\nlimit = 20G\nlimt = 20G\n", 3,
-     "[cache] unknown key 'limt': expected one of dir, limit"},
+    {"[cache]\nlimit = 20G\nlimt = 20G\n", 3, "[cache] unknown key 'limt': did you mean 'limit'?"},
+    {"[cache]\nzzzzzz = 20G\n", 2, "[cache] unknown key 'zzzzzz': expected one of dir, limit"},
+    {"[source]\nlimit = 20G\n", 2, "[source] unknown key 'limit': it belongs in [cache]"},
     {"[cache]\nadvance = sometimes\n", 2, "[cache] advance = sometimes: expected manual or auto"},
     {"[cache]\nmin_records = many\n", 2, "[cache] min_records = many: expected a record count"},
     {"[cache]\nmin_records = -1\n", 2, "[cache] min_records = -1: expected a record count"},
@@ -266,7 +267,10 @@ static const struct {
     {"[epoch 0]\nmin_uses = -2\n", 2, "[epoch 0] min_uses = -2: expected a read count"},
     {"[epoch 0]\nseed = 0x10\n", 2, "[epoch 0] seed = 0x10: expected an integer"},
     {"[epoch 0]\nconnections = 3\n", 2,
-     "[epoch 0] unknown key 'connections': expected one of limit, admit, policy, min_uses, seed"},
+     "[epoch 0] unknown key 'connections': it belongs in [sampler]"},
+    {"[epoch 0]\npolcy = lru\n", 2, "[epoch 0] unknown key 'polcy': did you mean 'policy'?"},
+    {"[epoch 0]\nxyz = 3\n", 2,
+     "[epoch 0] unknown key 'xyz': expected one of limit, admit, policy, min_uses, seed"},
     {"[epoch 5-3]\nlimit = 1G\n", 1, "[epoch 5-3]: expected an epoch section such as [epoch 0]"},
     {"[epoch x]\n", 1, "[epoch x]: expected an epoch section"},
     {"[epoch]\n", 1, "unknown section [epoch]"},
@@ -389,13 +393,20 @@ START_TEST(test_set_errors)
 	ck_assert_int_eq(cmn_config_parse_o(&c, "limit=5G,advance=never", err, sizeof(err)),
 			 -EINVAL);
 	ck_assert_msg(strstr(err, "-o advance=never: expected manual or auto"), "%s", err);
-	/* unknown key */
+	/* unknown key: one short line naming the nearest key (edit distance) */
 	ck_assert_int_eq(cmn_config_set(&c, "limitt", "1G", "--limitt", err, sizeof(err)), -EINVAL);
-	ck_assert_msg(
-	    strstr(err, "--limitt: unknown setting 'limitt': expected one of cache_dir, limit"),
-	    "%s", err);
+	ck_assert_str_eq(err, "unknown option --limitt: did you mean --limit?");
+	ck_assert_int_eq(cmn_config_set(&c, "shard-szie", "1M", "--shard-szie", err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_str_eq(err, "unknown option --shard-szie: did you mean --shard-size?");
+	ck_assert_int_eq(cmn_config_parse_o(&c, "limt=1G", err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "unknown option -o limt: did you mean -o limit?");
+	ck_assert_int_eq(cmn_config_set(&c, "xyzzy", "1", "--xyzzy", err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "unknown option --xyzzy: `rollcache mount --help` lists") == err,
+		      "%s", err);
 	/* [cache] dir is cache_dir on the command line */
 	ck_assert_int_eq(cmn_config_set(&c, "dir", "/x", "--dir", err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "unknown option --dir: did you mean --cache-dir?");
 	/* -o item without '=' */
 	ck_assert_int_eq(cmn_config_parse_o(&c, "limit", err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "-o limit: expected key=value"), "%s", err);

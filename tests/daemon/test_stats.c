@@ -147,7 +147,33 @@ START_TEST(counters_in_their_places)
 	json_decref(root);
 
 	ck_assert_int_eq(dmn_stats_metrics(&v, 1 << 20, &text, &len), 0);
-	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_errors_total 4\n")); /* 2 + 1 + 1 */
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_errors_total{kind=\"records_lost\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_errors_total{kind=\"enospc\"} 1\n"));
+	ck_assert_ptr_null(strstr(text, "\nrollcache_errors_total "));
+	/* one series per key of the JSON's errors, with its value, and no other */
+	{
+		char *js = NULL;
+		size_t jl = 0;
+		ck_assert_int_eq(dmn_stats_json(&v, 1 << 20, &js, &jl), 0);
+		json_t *r = json_loads(js, 0, &je);
+		free(js);
+		const char *key;
+		json_t *n;
+		size_t kinds = 0;
+		json_object_foreach(json_object_get(r, "errors"), key, n)
+		{
+			char want[128];
+			snprintf(want, sizeof(want), "\nrollcache_errors_total{kind=\"%s\"} %lld\n",
+				 key, (long long)json_integer_value(n));
+			ck_assert_msg(strstr(text, want), "missing: %s", want + 1);
+			kinds++;
+		}
+		size_t series = 0;
+		for (const char *p = text; (p = strstr(p, "\nrollcache_errors_total{")); p++)
+			series++;
+		ck_assert_uint_eq(series, kinds);
+		json_decref(r);
+	}
 	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_sampler_records_recovered_total 5\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_sampler_records_lost_total 2\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_sampler_enospc_total 1\n"));
@@ -163,6 +189,37 @@ START_TEST(counters_in_their_places)
 }
 END_TEST
 
+/* GET /healthz's verdict over successive probes (dmn_stats_health). */
+START_TEST(health_probes)
+{
+	struct dmn_health h = {0};
+	struct dmn_sampler_stats s = {.present = true};
+	char why[256];
+	ck_assert(dmn_stats_health(&h, &s, 1000, why, sizeof(why)));
+	s.records_admitted = 100; /* data arrives, no errors */
+	s.bytes_fetched = 100;
+	ck_assert(dmn_stats_health(&h, &s, 2000, why, sizeof(why)));
+	/* errors, nothing admitted (their bodies are fetched bytes): the source fails */
+	s.net_errors = 2;
+	s.http_5xx = 1;
+	s.bytes_fetched = 180;
+	ck_assert(!dmn_stats_health(&h, &s, 3000, why, sizeof(why)));
+	ck_assert_msg(strstr(why, "the source fails: 3 transfer errors") == why, "%s", why);
+	/* no new error, still nothing admitted (a back-off): still failing, since 3000 */
+	ck_assert(!dmn_stats_health(&h, &s, 13000, why, sizeof(why)));
+	ck_assert_msg(strstr(why, "nothing admitted in 10 s"), "%s", why);
+	s.records_admitted = 200; /* admitted again: healthy */
+	ck_assert(dmn_stats_health(&h, &s, 14000, why, sizeof(why)));
+	s.http_5xx = 2; /* an error, but an object done too: healthy */
+	s.objects_done = 1;
+	ck_assert(dmn_stats_health(&h, &s, 15000, why, sizeof(why)));
+	s.stopped = true;
+	snprintf(s.error, sizeof(s.error), "listing failed:\nHTTP 404");
+	ck_assert(!dmn_stats_health(&h, &s, 16000, why, sizeof(why)));
+	ck_assert_str_eq(why, "the samplers stopped: listing failed: HTTP 404");
+}
+END_TEST
+
 static Suite *stats_suite(void)
 {
 	Suite *s = suite_create("daemon-stats");
@@ -172,6 +229,9 @@ static Suite *stats_suite(void)
 	tcase_add_test(tc, metrics_text);
 	tcase_add_test(tc, caps_hold);
 	tcase_add_test(tc, counters_in_their_places);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("health");
+	tcase_add_test(tc, health_probes);
 	suite_add_tcase(s, tc);
 	return s;
 }
