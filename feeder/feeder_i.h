@@ -376,12 +376,21 @@ int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, 
 		    char ***out, size_t *out_n, char *err, size_t errlen);
 void fdr__files_free(char **files, size_t n);
 void fdr__files_shuffle(char **files, size_t n, uint64_t seed);
+/*
+ * The message for a listed file that could not be opened (rc < 0): under a
+ * rollcache mount a vanished file (-ENOENT) was retired by the mount after
+ * it was fully read in this epoch (DESIGN invariant 3), and the message
+ * says so; otherwise "<path>: <strerror>".  Returns rc.
+ */
+int fdr__open_error(const struct rc_feeder *f, const char *name, int rc, char *err, size_t errlen);
 /* MOUNT/.rollcache/control above path (or first_file) into out.  0 or -ENOENT. */
 int fdr__find_control(const char *path, const char *first_file, char *out, size_t outlen);
 /* Writes cmd to the control file; returns when the daemon answered.  0 or -errno. */
 int fdr__advance_cache(const char *control, const char *cmd, char *err, size_t errlen);
 
 /* split.c */
+/* The xattr a rollcache mount puts on every file: its record count, decimal ASCII. */
+#define FDR_XATTR_RECORDS "user.rollcache.records"
 /*
  * This rank's segments of an epoch whose files (in the epoch's order) are
  * files[0..n): all of every file with world_size 1 (*records FDR_UNKNOWN),

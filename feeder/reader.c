@@ -184,11 +184,8 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 	size_t fi = seg->file;
 	name = f->ep.lst.files[fi];
 	l->fd = open(name, O_RDONLY | O_CLOEXEC);
-	if (l->fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", name, strerror(-rc));
-		return rc;
-	}
+	if (l->fd < 0)
+		return fdr__open_error(f, name, -errno, err, errlen);
 	if (fstat(l->fd, &sb)) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", name, strerror(-rc));

@@ -37,8 +37,10 @@
  * without (the last rank's share wraps to the stream's first records: pad).
  * So ranks are disjoint (but for the padding), together complete, and every
  * rank gets the same number of batches (rc_feeder_batches).  Counting T
- * reads the TFRecord framing of each file once (cached: files are
- * immutable in a mount); world_size 1 counts nothing.  world_size 0 takes
+ * takes each file's xattr user.rollcache.records (a rollcache mount's
+ * files carry it: no byte is read), else reads the TFRecord framing of the
+ * file once (cached: files are immutable in a mount); world_size 1 counts
+ * nothing until rc_feeder_batches asks.  world_size 0 takes
  * the environment (torchrun's variables): in a rollcache mount
  * LOCAL_RANK / LOCAL_WORLD_SIZE (one mount per node: the node's local ranks
  * split the node's records), elsewhere RANK / WORLD_SIZE; without them 0 of 1.
@@ -223,7 +225,7 @@ RC_API uint64_t rc_feeder_epoch(const struct rc_feeder *f);
 /*
  * Batches this rank gets in the current epoch (the same on every rank of
  * the split; at most the rc_feeder_truncate limit).  Consumer thread.  With
- * world_size 1 the first call of an epoch counts its records (framing pass,
+ * world_size 1 the first call of an epoch counts its records (xattr or framing pass,
  * cached).  Returns 0 and *out, or -errno (message: rc_feeder_error).
  */
 RC_API int rc_feeder_batches(struct rc_feeder *f, uint64_t *out);
