@@ -288,7 +288,7 @@ struct rc_feeder_stats {
 	uint32_t files;	       /* files of the epoch being produced, this rank */
 	int32_t device;	       /* device in use, -1 host */
 	int32_t pinned;	       /* 1 if host slots are pinned */
-	uint32_t pad_;
+	uint32_t ring_slots;   /* slots of the ring (opts.ring_slots or its default) */
 };
 RC_API void rc_feeder_stats(const struct rc_feeder *f, struct rc_feeder_stats *out);
 

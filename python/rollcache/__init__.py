@@ -25,12 +25,16 @@ rollcache.View objects that any DLPack consumer takes ("dlpack").  Ragged
 features (`ids:int64[]`, `name:bytes`) come as a (values, offsets) pair with
 batch + 1 offsets.  Python never parses a record.
 
-A batch's memory is a slot of the feeder's ring: it is reused once every
-array made from it is gone, so keep at most ring_slots batches alive (copy
-what you keep).
+A batch's memory is a slot of the feeder's ring, reused once every array
+made from it is gone.  Any number of batches may be kept (`list(feeder)`
+works): when the batches alive would hold every slot, the new batch is
+copied out of its slot into ordinary memory (host, or the device's through
+torch) and the slot goes straight back to the ring (docs/feeder.md,
+"Holding batches").
 """
 import ctypes
 import sys
+import weakref
 
 from . import _api, _lib
 from ._dlpack import BatchHandle, FeederRef, View
@@ -153,6 +157,10 @@ class Feeder:
             raise FeederError(err.value.decode(errors="replace"))
         self._ref = FeederRef(L, self._f)
         self._fresh = True  # the next `for` reads the current epoch (else the next one)
+        self._loop = None  # weak reference to the generator of the last `for`
+        st = _lib.Stats()
+        L.rc_feeder_stats(self._f, ctypes.byref(st))
+        self._slots = int(st.ring_slots)
         self.device = o.device
         self.batch_size = int(batch_size)
         self.drop_last = bool(drop_last)
@@ -168,13 +176,24 @@ class Feeder:
         if not self._fresh:
             self.next_epoch()
         self._fresh = False
-        return self._epoch()
+        it = self._epoch()
+        self._loop = weakref.ref(it)
+        return it
+
+    def _in_loop(self):
+        """Whether the generator of the last `for` is alive and not exhausted."""
+        it = self._loop() if self._loop is not None else None
+        return it is not None and it.gi_frame is not None
 
     def __len__(self):
-        """Batches this rank gets in the current epoch (the one the next
-        `for` reads after set_epoch / load_state_dict, else the one being
-        read); the same on every rank."""
+        """Batches of the loop that comes next: inside a loop, the epoch it
+        reads; between loops, the epoch the next `for` reads - set by
+        set_epoch / load_state_dict, else the next one, which len() then
+        starts as the `for` would (on a mount: asks the mount for it).  The
+        same on every rank."""
         self._check_open()
+        if not self._fresh and not self._in_loop():
+            self.next_epoch()
         n = ctypes.c_uint64()
         if _L().rc_feeder_batches(self._f, ctypes.byref(n)) < 0:
             raise FeederError(self.error())
@@ -198,6 +217,9 @@ class Feeder:
     def _convert(self, ptr):
         L = _L()
         h = BatchHandle(self._ref, ptr)
+        # the batches alive now hold every slot: this one is copied out and
+        # its slot returns to the ring when h is dropped below
+        copy = self._ref.live >= self._slots
         try:
             out = {}
             rows = L.rc_batch_rows(ptr)
@@ -208,21 +230,29 @@ class Feeder:
                 data = t.device_data if dev >= 0 else t.data
                 if t.ragged:
                     offs = t.device_offsets if dev >= 0 else t.offsets
-                    out[name] = (self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev)),
-                                 self._wrap(View(h, offs, 1, [rows + 1], dev)))
+                    out[name] = (
+                        self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev), copy),
+                        self._wrap(View(h, offs, 1, [rows + 1], dev), copy))
                 else:
-                    out[name] = self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev))
+                    out[name] = self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev),
+                                           copy)
             return out
         finally:
             h.decref()  # the views (and arrays made from them) hold the batch now
 
-    def _wrap(self, view):
+    def _wrap(self, view, copy=False):
+        """The framework's array over view; with copy, a copy in ordinary
+        memory that holds no slot."""
         if self.framework == "torch":
             import torch
-            return torch.from_dlpack(view)
+            t = torch.from_dlpack(view)
+            return t.clone() if copy else t
         if self.framework == "numpy":
             import numpy
-            return numpy.from_dlpack(view)
+            a = numpy.from_dlpack(view)
+            return a.copy() if copy else a
+        if copy:
+            return view.copy()
         return view
 
     # -- control ----------------------------------------------------------
@@ -301,7 +331,7 @@ class Feeder:
     def stats(self):
         s = _lib.Stats()
         _L().rc_feeder_stats(self._f, ctypes.byref(s))
-        return {k: getattr(s, k) for k, _ in _lib.Stats._fields_ if k != "pad_"}
+        return {k: getattr(s, k) for k, _ in _lib.Stats._fields_}
 
     def close(self):
         """Stops the feeder.  Batches still alive keep its memory until the
