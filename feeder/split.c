@@ -402,7 +402,14 @@ static int cut_range(struct rc_feeder *f, char *const *files, const uint64_t *cn
 int fdr__split_plan(struct rc_feeder *f, char *const *files, size_t n, struct fdr_seg **segs,
 		    size_t *nsegs, uint64_t *records, char *err, size_t errlen)
 {
-	uint32_t w = f->cfg.o.world_size, r = f->cfg.o.rank;
+	return fdr__split_plan_rank(f, files, n, f->cfg.o.world_size, f->cfg.o.rank, segs, nsegs,
+				    records, err, errlen);
+}
+
+int fdr__split_plan_rank(struct rc_feeder *f, char *const *files, size_t n, uint32_t w, uint32_t r,
+			 struct fdr_seg **segs, size_t *nsegs, uint64_t *records, char *err,
+			 size_t errlen)
+{
 	struct fdr_seg *v = NULL;
 	size_t nv = 0, cap = 0;
 	uint64_t *cnt = NULL, total = 0;
@@ -440,6 +447,60 @@ int fdr__split_plan(struct rc_feeder *f, char *const *files, size_t n, struct fd
 		rc = cut_range(f, files, cnt, n, total, (uint64_t)r * share % total, share, &v, &nv,
 			       &cap, err, errlen);
 	free(cnt);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*segs = v;
+	*nsegs = nv;
+	*records = share;
+	return 0;
+}
+
+/* ---- the rest of an epoch (resume at another world size) ------------------- */
+
+/* The position of the q-th (from 0) unmarked bit of bits[0..total); q < unmarked. */
+static uint64_t nth_unmarked(const uint8_t *bits, uint64_t total, uint64_t q)
+{
+	uint64_t i = 0;
+	for (; i + 64 <= total; i += 64) { /* whole words first */
+		uint64_t word;
+		memcpy(&word, bits + (i >> 3), sizeof word);
+		uint64_t free_bits = 64 - (uint64_t)__builtin_popcountll(word);
+		if (q < free_bits)
+			break;
+		q -= free_bits;
+	}
+	for (; i < total; i++)
+		if (!fdr__bit(bits, i) && q-- == 0)
+			return i;
+	return total;
+}
+
+int fdr__split_plan_rest(struct rc_feeder *f, char *const *files, size_t n, const uint64_t *cnt,
+			 uint64_t total, const uint8_t *excl, struct fdr_seg **segs, size_t *nsegs,
+			 uint64_t *records, char *err, size_t errlen)
+{
+	uint32_t w = f->cfg.o.world_size, r = f->cfg.o.rank;
+	struct fdr_seg *v = NULL;
+	size_t nv = 0, cap = 0;
+	uint64_t marked = 0;
+	int rc = 0;
+
+	for (uint64_t i = 0; i < total; i++)
+		marked += fdr__bit(excl, i);
+	uint64_t rest = total - marked;
+	uint64_t share = f->cfg.o.drop_last ? rest / w : (rest + w - 1) / w;
+	/* positions [q, q + share) of the unmarked records, wrapping (share <= rest) */
+	uint64_t q = share ? (uint64_t)r * share % rest : 0, len = share;
+	while (!rc && len > 0) {
+		uint64_t take = len < rest - q ? len : rest - q;
+		uint64_t a = nth_unmarked(excl, total, q);
+		uint64_t z = nth_unmarked(excl, total, q + take - 1) + 1;
+		rc = cut_range(f, files, cnt, n, total, a, z - a, &v, &nv, &cap, err, errlen);
+		len -= take;
+		q = 0;
+	}
 	if (rc) {
 		free(v);
 		return rc;

@@ -264,6 +264,25 @@ RC_API int rc_feeder_advance_to(struct rc_feeder *f, uint64_t mount_epoch);
 RC_API int rc_feeder_seek(struct rc_feeder *f, uint64_t epoch, uint64_t batch, int64_t mount_epoch);
 
 /*
+ * Resumes epoch `epoch` from a state saved at another world size: every
+ * rank of a split of from_world_size had from_batch batches of the epoch
+ * (synchronous data-parallel training).  The feeder replays those ranks'
+ * batches (their records are read and drawn again, not decoded) to learn
+ * which records they consumed; the epoch's other records, in the epoch's
+ * stream order, are split among this world size as an epoch is (see
+ * "Ranks": disjoint but for the padding, together complete, the same
+ * number of batches on every rank), and batch `batch` of this rank's part
+ * comes next (0 after a fresh resume; a state saved in such an epoch
+ * resumes with its own batch at the same world size).  rc_feeder_batches
+ * counts this rank's part.  The next epoch is split as usual.
+ * mount_epoch as in rc_feeder_seek.  Consumer thread.  Returns 0 or -errno
+ * (message: rc_feeder_error).
+ */
+RC_API int rc_feeder_seek_resplit(struct rc_feeder *f, uint64_t epoch, uint64_t batch,
+				  int64_t mount_epoch, uint32_t from_world_size,
+				  uint64_t from_batch);
+
+/*
  * Ends the current epoch after `batches` batches (no effect when it has
  * fewer).  For ranks whose epochs differ in size - one mount per node, each
  * node with its own records: after an all-reduce MIN of rc_feeder_batches

@@ -444,6 +444,88 @@ START_TEST(test_seek_resume)
 }
 END_TEST
 
+/*
+ * Checks a resume at world size `to` of a state saved at world size `from`
+ * after k batches of epoch 0 (every old rank at batch k): the old ranks'
+ * first k batches and the new ranks' batches together read every record
+ * of the epoch once - but for the new split's padding (without drop_last)
+ * or its dropped remainder (with) - and every new rank gets the same
+ * number of batches, the one rc_feeder_batches announced.  Then the next
+ * epoch is the plain split's.
+ */
+static void check_resplit(const char *p, uint32_t from, uint32_t to, uint64_t k, bool drop)
+{
+	unsigned seen[TOTAL] = {0}, next[TOTAL] = {0}, want_next[TOTAL] = {0};
+	struct rank_arg ra = {.world = from, .drop = drop};
+	uint64_t consumed = 0;
+	for (uint32_t r = 0; r < from; r++) {
+		ra.rank = r;
+		struct rc_feeder *f = open_f(p, SPEC, 4, tw_rank, &ra);
+		struct rc_batch *b;
+		for (uint64_t i = 0; i < k; i++) {
+			ck_assert_int_eq(rc_feeder_next(f, &b), 1);
+			for (size_t row = 0; row < rc_batch_rows(b); row++) {
+				seen[check_row(b, row)]++;
+				consumed++;
+			}
+			rc_batch_release(b);
+		}
+		rc_feeder_close(f);
+	}
+	ck_assert_uint_eq(consumed, from * k * 4);
+	uint64_t rest = TOTAL - consumed, batches[8];
+	size_t rows = 0;
+	ra.world = to;
+	for (uint32_t r = 0; r < to; r++) {
+		ra.rank = r;
+		struct rc_feeder *f = open_f(p, SPEC, 4, tw_rank, &ra);
+		ck_assert_int_eq(rc_feeder_seek_resplit(f, 0, 0, -1, from, k), 0);
+		rows += read_rank_epoch(f, seen, TOTAL, 4, &batches[r]);
+		ck_assert_uint_eq(batches[r], batches[0]);
+		/* the epoch after it: the plain split */
+		ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+		uint64_t nb, nb2;
+		read_rank_epoch(f, next, TOTAL, 4, &nb);
+		rc_feeder_close(f);
+		f = open_f(p, SPEC, 4, tw_rank, &ra);
+		ck_assert_int_eq(rc_feeder_seek(f, 1, 0, -1), 0);
+		read_rank_epoch(f, want_next, TOTAL, 4, &nb2);
+		ck_assert_uint_eq(nb, nb2);
+		rc_feeder_close(f);
+	}
+	for (size_t g = 0; g < TOTAL; g++)
+		ck_assert_uint_eq(next[g], want_next[g]);
+	uint64_t share = drop ? rest / to : (rest + to - 1) / to;
+	ck_assert_uint_eq(batches[0], drop ? share / 4 : (share + 3) / 4);
+	size_t missing = 0, twice = 0;
+	for (size_t g = 0; g < TOTAL; g++) {
+		ck_assert_uint_le(seen[g], 2);
+		missing += seen[g] == 0;
+		twice += seen[g] == 2;
+	}
+	if (drop) {
+		ck_assert_uint_eq(twice, 0);
+		ck_assert_uint_eq(rows, to * (share / 4 * 4));
+		ck_assert_uint_eq(missing, rest - rows);
+	} else {
+		ck_assert_uint_eq(missing, 0);
+		ck_assert_uint_eq(rows, to * share);
+		ck_assert_uint_eq(twice, to * share - rest);
+	}
+}
+
+/* ---- resume at another world size: the rest of the epoch, once, split evenly ---- */
+START_TEST(test_resplit)
+{
+	char *p = make_data("resplit", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	check_resplit(p, 1, 2, 10, false);
+	check_resplit(p, 1, 2, 10, true);
+	check_resplit(p, 2, 3, 5, false);
+	check_resplit(p, 3, 1, 4, false);
+	check_resplit(p, 2, 2, 0, true); /* nothing consumed: a plain split of the epoch */
+}
+END_TEST
+
 /* ---- truncate: the epoch ends after n batches; batches() counts with world 1 ---- */
 START_TEST(test_truncate)
 {
@@ -1415,6 +1497,7 @@ static Suite *feeder_suite(const char *mode)
 	    {"rank_split_gzip_raw", test_rank_split_gzip_raw, ""},
 	    {"rank_split_tiny", test_rank_split_tiny, ""},
 	    {"seek_resume", test_seek_resume, ""},
+	    {"resplit", test_resplit, ""},
 	    {"truncate", test_truncate, ""},
 	    {"env_split", test_env_split, ""},
 	    {"mount_epochs", test_mount_epochs, ""},

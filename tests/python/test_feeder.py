@@ -271,6 +271,53 @@ class FeederPython(unittest.TestCase):
                 self.assertEqual(f.epoch, e)
             f.close()
 
+    def test_resume_at_another_world_size(self):
+        """A state taken at world size 1 after 10 batches, loaded at world
+        size 2 on ranks 0 and 1: the two read the other records of the
+        epoch once each, in the same number of batches; a state taken in
+        that resumed epoch resumes it at world size 2."""
+        kw = dict(schema=SPEC, batch_size=4, shuffle=True, seed=6, framework="numpy")
+        f = rollcache.Feeder(self.data, world_size=1, rank=0, **kw)
+        it = iter(f)
+        consumed = []
+        for _ in range(10):
+            consumed += check_batch(self, next(it))
+        st = f.state_dict()
+        del it
+        f.close()
+        self.assertEqual((st["epoch"], st["batch"], st["world_size"]), (0, 10, 1))
+        rest, lens, states = [], [], []
+        for rank in range(2):
+            g = rollcache.Feeder(self.data, world_size=2, rank=rank, **kw)
+            g.load_state_dict(st)
+            g.set_epoch(0)  # the usual loop calls it: keeps the resume point
+            n = len(g)
+            got = []
+            for i, b in enumerate(g):
+                got.append(check_batch(self, b))
+                if i == 2:
+                    states.append(g.state_dict())
+            self.assertEqual(len(got), n)
+            lens.append(n)
+            rest.append(got)
+            g.close()
+        self.assertEqual(lens[0], lens[1])
+        self.assertEqual(lens[0], -(-((TOTAL - 40) // 2) // 4))
+        flat = [x for r in rest for bt in r for x in bt]
+        self.assertEqual(sorted(consumed + flat), list(range(TOTAL)))  # once each
+        # a state taken in the resumed epoch: rank 1 after 3 batches
+        self.assertEqual((states[1]["from_world_size"], states[1]["from_batch"],
+                          states[1]["batch"]), (1, 10, 3))
+        h = rollcache.Feeder(self.data, world_size=2, rank=1, **kw)
+        h.load_state_dict(states[1])
+        self.assertEqual(len(h), lens[1] - 3)
+        self.assertEqual([check_batch(self, b) for b in h], rest[1][3:])
+        h.close()
+        h = rollcache.Feeder(self.data, world_size=3, rank=0, **kw)
+        with self.assertRaises(ValueError):
+            h.load_state_dict(states[1])
+        h.close()
+
     @unittest.skipIf(torch is None, "torch is not installed")
     def test_feeder_dataset_dataloader(self):
         import rollcache.data
