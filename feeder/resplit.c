@@ -25,7 +25,8 @@
  *
  * Locking: the consumer thread runs this with the workers paused, but
  * while a replay runs, when it waits on f->cv_cons under f->mu like
- * rc_feeder_next.
+ * rc_feeder_next.  A replay needs a free slot: when the consumer holds
+ * every slot it fails with -EBUSY instead of waiting.
  */
 #include "feeder/feeder_i.h"
 
@@ -36,6 +37,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Whether the consumer holds every slot; f->mu held. */
+static bool all_held(const struct rc_feeder *f)
+{
+	for (size_t i = 0; i < f->cfg.S; i++)
+		if (f->ring.slots[i].state != SLOT_HELD)
+			return false;
+	return true;
+}
 
 /*
  * Runs the producer over one old rank's segments of the epoch up to batch
@@ -59,12 +69,22 @@ static int replay_rank(struct rc_feeder *f, uint64_t epoch, char **files, size_t
 	f->prod.replay_pos = first_pos;
 	f->wk.paused = false;
 	fdr__wake(f, FDR_WAKE_ALL);
-	while (!f->ep.cons_done && !f->ep.errs[f->ep.gen & 1].rc && !f->wk.stop)
+	int rc = 0;
+	while (!f->ep.cons_done && !f->ep.errs[f->ep.gen & 1].rc && !f->wk.stop) {
+		if (all_held(f)) { /* the replay needs a slot to assemble in */
+			rc = -EBUSY;
+			snprintf(err, errlen,
+				 "all %zu ring slots are held: release batches before resuming",
+				 f->cfg.S);
+			break;
+		}
 		pthread_cond_wait(&f->cv_cons, &f->mu);
-	int rc = f->ep.errs[f->ep.gen & 1].rc;
-	if (rc)
+	}
+	if (!rc && f->ep.errs[f->ep.gen & 1].rc) {
+		rc = f->ep.errs[f->ep.gen & 1].rc;
 		snprintf(err, errlen, "replaying the batches before the resume: %s",
 			 f->ep.errs[f->ep.gen & 1].msg);
+	}
 	fdr__workers_pause(f);
 	f->prod.replay = NULL;
 	f->prod.replay_pos = NULL;

@@ -275,8 +275,9 @@ RC_API int rc_feeder_seek(struct rc_feeder *f, uint64_t epoch, uint64_t batch, i
  * comes next (0 after a fresh resume; a state saved in such an epoch
  * resumes with its own batch at the same world size).  rc_feeder_batches
  * counts this rank's part.  The next epoch is split as usual.
- * mount_epoch as in rc_feeder_seek.  Consumer thread.  Returns 0 or -errno
- * (message: rc_feeder_error).
+ * mount_epoch as in rc_feeder_seek.  Consumer thread.  Returns 0, -EBUSY
+ * when every ring slot is held (the replay needs one), or -errno (message:
+ * rc_feeder_error).
  */
 RC_API int rc_feeder_seek_resplit(struct rc_feeder *f, uint64_t epoch, uint64_t batch,
 				  int64_t mount_epoch, uint32_t from_world_size,

@@ -356,6 +356,12 @@ class Feeder:
         return None if me < 0 else me
 
     @property
+    def position(self):
+        """Batches handed out in the current epoch (its next batch index;
+        after a resume, counted from the epoch's start)."""
+        return int(_L().rc_feeder_position(self._f))
+
+    @property
     def epoch(self):
         return int(_L().rc_feeder_epoch(self._f))
 

@@ -51,7 +51,7 @@ class FeederDataset(torch.utils.data.IterableDataset):
             raise RuntimeError("FeederDataset: use DataLoader(..., num_workers=0): the feeder "
                                "reads with its own threads and cannot be copied into workers")
         it = iter(self.feeder)  # the epoch is settled here (set_epoch, or the next one)
-        n = len(self.feeder)
+        n = len(self.feeder)  # this loop's batches (after a resume: those left)
         if self.equalize and dist.is_available() and dist.is_initialized() \
                 and dist.get_world_size() > 1:
             dev = "cpu"
@@ -61,7 +61,7 @@ class FeederDataset(torch.utils.data.IterableDataset):
             dist.all_reduce(t, op=dist.ReduceOp.MIN)
             if int(t.item()) < n:
                 n = int(t.item())
-                self.feeder.truncate(n)
+                self.feeder.truncate(self.feeder.position + n)
         self._limit = (self.feeder.epoch, n)
         return it
 

@@ -523,6 +523,23 @@ START_TEST(test_resplit)
 	check_resplit(p, 2, 3, 5, false);
 	check_resplit(p, 3, 1, 4, false);
 	check_resplit(p, 2, 2, 0, true); /* nothing consumed: a plain split of the epoch */
+
+	/* every slot held: the replay has none to assemble in, and says so */
+	struct rank_arg ra = {.rank = 0, .world = 2};
+	struct rc_feeder *f = open_f(p, SPEC, 4, tw_rank, &ra);
+	struct rc_batch *held[4];
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(rc_feeder_next(f, &held[i]), 1);
+	ck_assert_int_eq(rc_feeder_seek_resplit(f, 0, 0, -1, 1, 3), -EBUSY);
+	ck_assert_msg(strstr(rc_feeder_error(f), "ring slots are held"), "message: %s",
+		      rc_feeder_error(f));
+	for (int i = 0; i < 4; i++)
+		rc_batch_release(held[i]);
+	ck_assert_int_eq(rc_feeder_seek_resplit(f, 0, 0, -1, 1, 3), 0);
+	unsigned seen[TOTAL] = {0};
+	uint64_t nb;
+	ck_assert_uint_eq(read_rank_epoch(f, seen, TOTAL, 4, &nb), (TOTAL - 12 + 1) / 2);
+	rc_feeder_close(f);
 }
 END_TEST
 
