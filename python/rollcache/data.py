@@ -31,8 +31,9 @@ __all__ = ["FeederDataset"]
 class FeederDataset(torch.utils.data.IterableDataset):
     """Yields the batches (dicts of tensors) of one epoch per iteration.
 
-    Pass a Feeder, or Feeder's arguments.  len(ds) is the batches every rank
-    gets this epoch (after equalising, once the epoch started).
+    Pass a Feeder, or Feeder's arguments.  len(ds) is the batches of the
+    loop that comes next, or of the loop under way, which every rank gets
+    (after equalising, once the loop started).
     """
 
     def __init__(self, *args, feeder=None, equalize=True, **kwargs):
@@ -66,7 +67,10 @@ class FeederDataset(torch.utils.data.IterableDataset):
         return it
 
     def __len__(self):
-        if self._limit is not None and self._limit[0] == self.feeder.epoch:
+        # inside a loop: its equalised batches; between loops: the next
+        # loop's (len(Feeder): equalised when that loop starts)
+        if self._limit is not None and self._limit[0] == self.feeder.epoch \
+                and self.feeder._in_loop():
             return self._limit[1]
         return len(self.feeder)
 
