@@ -523,6 +523,9 @@ START_TEST(test_resplit)
 	check_resplit(p, 2, 3, 5, false);
 	check_resplit(p, 3, 1, 4, false);
 	check_resplit(p, 2, 2, 0, true); /* nothing consumed: a plain split of the epoch */
+	/* GZIP files: segments inside a file are reached by inflating */
+	char *q = make_data("resplit-gz", SPEC, NFILES, NREC, 1, 0, -1, 0);
+	check_resplit(q, 1, 3, 7, false);
 
 	/* every slot held: the replay has none to assemble in, and says so */
 	struct rank_arg ra = {.rank = 0, .world = 2};
