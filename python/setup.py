@@ -6,6 +6,8 @@ feeder-only configuration (no SQLite, FUSE or libcurl: the package needs
 the feeder API alone), and installed as rollcache/librollcache.so.0 next to
 the package's modules, where rollcache._lib looks before the system library
 path: an installed package finds its library with no environment variable.
+A python/ directory copied out of the source tree installs the package
+alone, which then loads the library `meson install` put in ld.so's path.
 The machine that runs pip needs meson, ninja, a C compiler and zlib's
 headers (scripts/deps.sh installs them); with --no-build-isolation pip uses
 the installed setuptools and needs no network.
@@ -35,8 +37,12 @@ class BuildPyWithLibrary(build_py):
         super().run()
         if not os.path.isfile(os.path.join(ROOT, "meson.build")) or \
                 not os.path.isdir(os.path.join(ROOT, "feeder")):
-            sys.exit("rollcache: %s is not the rollcache source tree: pip install ./python "
-                     "builds librollcache from the tree around python/" % ROOT)
+            # python/ copied out of the tree: the package alone, which loads
+            # the librollcache.so.0 that `meson install` put in ld.so's path
+            sys.stderr.write("rollcache: no rollcache source tree around %s: installing the "
+                             "package without librollcache (it loads librollcache.so.0 "
+                             "through ld.so: meson install it)\n" % HERE)
+            return
         meson = shutil.which("meson")
         if meson is None:
             sys.exit("rollcache: meson not found on PATH: it builds librollcache "
