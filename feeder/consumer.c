@@ -235,4 +235,5 @@ void rc_feeder_stats(const struct rc_feeder *f, struct rc_feeder_stats *o)
 	pthread_mutex_unlock((pthread_mutex_t *)&f->mu);
 	o->device = f->cfg.device;
 	o->pinned = f->cfg.pinned;
+	o->ring_slots = (uint32_t)f->cfg.S;
 }

@@ -74,8 +74,7 @@ void fdr__decode_finished(struct rc_feeder *f, struct rc_batch *s)
 	}
 }
 
-/* Pauses the workers and waits until none works outside the lock; f->mu held. */
-static void pause_workers(struct rc_feeder *f)
+void fdr__workers_pause(struct rc_feeder *f)
 {
 	f->wk.paused = true;
 	fdr__wake(f, FDR_WAKE_ALL);
@@ -152,6 +151,8 @@ void fdr__listing_free(struct fdr_listing *l)
 {
 	fdr__files_free(l->files, l->nfiles);
 	free(l->segs);
+	free(l->excl);
+	free(l->first_pos);
 	if (l->dirfd >= 0)
 		close(l->dirfd);
 	*l = (struct fdr_listing){.records = FDR_UNKNOWN, .dirfd = -1};
@@ -322,7 +323,7 @@ int rc_feeder_next_epoch(struct rc_feeder *f)
 		pthread_mutex_unlock(&f->mu);
 		return 0;
 	}
-	pause_workers(f);
+	fdr__workers_pause(f);
 	if (f->ep.pgen != f->ep.gen) {
 		/* an advance completed while pausing; the pause may have cut an
 		 * assembly of that epoch short, so restart it from its start */
@@ -348,7 +349,7 @@ int rc_feeder_seek(struct rc_feeder *f, uint64_t epoch, uint64_t batch, int64_t 
 	pthread_mutex_lock(&f->mu);
 	while (f->ep.advancing)
 		pthread_cond_wait(&f->cv_cons, &f->mu);
-	pause_workers(f);
+	fdr__workers_pause(f);
 	pthread_mutex_unlock(&f->mu);
 	if (mount_epoch >= 0)
 		f->ep.base = mount_epoch - (int64_t)epoch;

@@ -16,6 +16,7 @@
  *   epoch.c     rc_feeder_next_epoch, running ahead, per-epoch errors
  *   files.c     listing, shuffle, the mount's control file
  *   split.c     the record-level rank split: counting records, segments
+ *   resplit.c   resuming an epoch at another world size
  *   mount.c     a rollcache mount: its epochs, asking for one, waiting for data
  *   cuda.c      the CUDA runtime behind dlopen (cuda_i.h)
  *
@@ -198,7 +199,16 @@ struct fdr_listing {
 	size_t nsegs;
 	uint64_t records; /* this rank's records, or FDR_UNKNOWN */
 	int dirfd;	  /* MOUNT/epochs/N held open while it is read (keeps it listed), or -1 */
+	/* An epoch resumed at another world size (resplit.c), else NULL: */
+	uint8_t *excl;	     /* bit per stream position: consumed before the resume */
+	uint64_t *first_pos; /* [nfiles + 1] stream position of each file's first record */
 };
+
+/* Bit i of a bitmap of stream positions. */
+static inline bool fdr__bit(const uint8_t *bits, uint64_t i)
+{
+	return (bits[i >> 3] >> (i & 7)) & 1;
+}
 
 /*
  * Epochs and their file lists (epoch.c), all protected by f->mu.  The
@@ -244,6 +254,11 @@ struct fdr_producer {
 	uint64_t next_batch;	       /* protected by f->mu: the next batch index of pgen */
 	uint64_t skip;		       /* protected by f->mu: batches below this index are
 					* assembled and dropped undecoded (rc_feeder_seek) */
+	uint8_t *replay;	       /* protected by f->mu: while another split's batches are
+					* replayed (resplit.c), the stream positions of the
+					* records picked below skip are marked here, and
+					* production ends at skip; else NULL */
+	const uint64_t *replay_pos;    /* [nfiles + 1] with replay: files' first positions */
 };
 
 /* The ring of slots and the consumer's side of it (slot.c, consumer.c). */
@@ -364,6 +379,8 @@ int fdr__epoch_list(struct rc_feeder *f, uint64_t epoch, struct fdr_listing *out
 		    size_t errlen);
 /* Frees a listing's arrays and closes its directory; leaves it empty. */
 void fdr__listing_free(struct fdr_listing *l);
+/* Pauses the workers and waits until none works outside the lock; f->mu held. */
+void fdr__workers_pause(struct rc_feeder *f);
 
 /* files.c */
 /*
@@ -376,12 +393,21 @@ int fdr__files_list(const char *path, const char *const *paths, size_t n_paths, 
 		    char ***out, size_t *out_n, char *err, size_t errlen);
 void fdr__files_free(char **files, size_t n);
 void fdr__files_shuffle(char **files, size_t n, uint64_t seed);
+/*
+ * The message for a listed file that could not be opened (rc < 0): under a
+ * rollcache mount a vanished file (-ENOENT) was retired by the mount after
+ * it was fully read in this epoch (DESIGN invariant 3), and the message
+ * says so; otherwise "<path>: <strerror>".  Returns rc.
+ */
+int fdr__open_error(const struct rc_feeder *f, const char *name, int rc, char *err, size_t errlen);
 /* MOUNT/.rollcache/control above path (or first_file) into out.  0 or -ENOENT. */
 int fdr__find_control(const char *path, const char *first_file, char *out, size_t outlen);
 /* Writes cmd to the control file; returns when the daemon answered.  0 or -errno. */
 int fdr__advance_cache(const char *control, const char *cmd, char *err, size_t errlen);
 
 /* split.c */
+/* The xattr a rollcache mount puts on every file: its record count, decimal ASCII. */
+#define FDR_XATTR_RECORDS "user.rollcache.records"
 /*
  * This rank's segments of an epoch whose files (in the epoch's order) are
  * files[0..n): all of every file with world_size 1 (*records FDR_UNKNOWN),
@@ -390,6 +416,20 @@ int fdr__advance_cache(const char *control, const char *cmd, char *err, size_t e
  */
 int fdr__split_plan(struct rc_feeder *f, char *const *files, size_t n, struct fdr_seg **segs,
 		    size_t *nsegs, uint64_t *records, char *err, size_t errlen);
+/* The same for rank r of world size w (resplit.c replays other splits). */
+int fdr__split_plan_rank(struct rc_feeder *f, char *const *files, size_t n, uint32_t w, uint32_t r,
+			 struct fdr_seg **segs, size_t *nsegs, uint64_t *records, char *err,
+			 size_t errlen);
+/*
+ * This rank's segments of the records of files[0..n) (cnt[i] records each,
+ * total in all) that are not marked in excl: the unmarked records, in the
+ * stream's order, split as usual among this world size.  Segments span
+ * original positions, marked ones included (the reader skips them);
+ * *records is the rank's unmarked records.  0 or -errno with a message.
+ */
+int fdr__split_plan_rest(struct rc_feeder *f, char *const *files, size_t n, const uint64_t *cnt,
+			 uint64_t total, const uint8_t *excl, struct fdr_seg **segs, size_t *nsegs,
+			 uint64_t *records, char *err, size_t errlen);
 /* The records of files[0..n) (cached per file).  0 or -errno with a message. */
 /*
  * The compression of an open input file: the option, or with auto

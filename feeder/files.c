@@ -32,6 +32,18 @@ void fdr__files_free(char **files, size_t n)
 	free(files);
 }
 
+int fdr__open_error(const struct rc_feeder *f, const char *name, int rc, char *err, size_t errlen)
+{
+	if (rc == -ENOENT && f->cfg.mount[0])
+		snprintf(err, errlen,
+			 "%s: already read in this epoch (the mount retired it; read each file "
+			 "once per epoch, or use retire = boundary)",
+			 name);
+	else
+		snprintf(err, errlen, "%s: %s", name, strerror(-rc));
+	return rc;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);

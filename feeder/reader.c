@@ -184,11 +184,8 @@ static int lane_open_next(struct rc_feeder *f, struct fdr_lane *l, char *err, si
 	size_t fi = seg->file;
 	name = f->ep.lst.files[fi];
 	l->fd = open(name, O_RDONLY | O_CLOEXEC);
-	if (l->fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", name, strerror(-rc));
-		return rc;
-	}
+	if (l->fd < 0)
+		return fdr__open_error(f, name, -errno, err, errlen);
 	if (fstat(l->fd, &sb)) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", name, strerror(-rc));
@@ -441,6 +438,22 @@ static int fill_raw(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c
 	return recs ? 1 : 0;
 }
 
+/*
+ * Drops from chunk c the records marked as consumed before a resume at
+ * another world size (the listing's excl, resplit.c).  Returns the records
+ * left.
+ */
+static size_t chunk_exclude(const struct fdr_listing *lst, struct fdr_chunk *c)
+{
+	uint64_t base = lst->first_pos[c->file];
+	size_t k = 0;
+	for (size_t i = 0; i < c->nrec; i++)
+		if (!fdr__bit(lst->excl, base + c->recs[i].index))
+			c->recs[k++] = c->recs[i];
+	c->nrec = k;
+	return k;
+}
+
 int fdr__lane_fill(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
 		   size_t errlen)
 {
@@ -459,6 +472,8 @@ int fdr__lane_fill(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c,
 			rc = fill_gzip(f, l, c, err, errlen);
 		else
 			rc = fill_plain(f, l, c, err, errlen);
+		if (rc > 0 && f->ep.lst.excl && chunk_exclude(&f->ep.lst, c) == 0)
+			continue; /* every record read was consumed before the resume */
 		if (rc != 0) {
 			if (rc < 0)
 				lane_close_file(f, l);

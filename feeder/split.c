@@ -15,7 +15,13 @@
  * the share is every file whole and nothing is counted.
  *
  * Counting.  Finding a rank's boundaries needs the records of every file of
- * the epoch.  A TFRecord file is counted by walking its framing: one pread
+ * the epoch.  A file that carries the xattr user.rollcache.records (every
+ * file of a rollcache mount: the catalog's count, DESIGN "The mount") is
+ * counted by that one getxattr(2), which reads none of its bytes, so
+ * counting never retires a file under `retire = read` and each file is
+ * read once per epoch, by the lane that reads its records.  Without the
+ * xattr (ENODATA, or a filesystem without xattrs) the file is counted by
+ * reading it.  A TFRecord file is counted by walking its framing: one pread
  * of up to 64 KiB yields every header inside it, and a record longer than
  * that costs one small pread for its header, skipping the payload (the
  * length's CRC is checked, the payload's is not).  GZIP files are inflated
@@ -40,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define WALK_BLOCK ((size_t)64 << 10) /* bytes of one framing read */
@@ -202,17 +209,55 @@ static int count_gzip(const struct rc_feeder *f, int fd, const char *name, uint6
 	return rc < 0 ? rc : 0;
 }
 
-/* The records of one file, from the cache or counted.  0 or -errno with a message. */
+/*
+ * The record count the file's FDR_XATTR_RECORDS says (decimal ASCII, no
+ * NUL).  Returns 1 with *records, 0 when the file has no such xattr or its
+ * filesystem none at all (count by reading), or -errno with a message: the
+ * file is gone (fdr__open_error) or the value is not a count.
+ */
+static int count_xattr(const struct rc_feeder *f, const char *name, uint64_t *records, char *err,
+		       size_t errlen)
+{
+	char v[32];
+	ssize_t n = getxattr(name, FDR_XATTR_RECORDS, v, sizeof v - 1);
+	if (n < 0) {
+		int e = errno;
+		if (e == ENODATA || e == ENOTSUP || e == EOPNOTSUPP || e == ENOSYS)
+			return 0;
+		if (e != ERANGE) /* ERANGE: longer than any count, refused below */
+			return fdr__open_error(f, name, -e, err, errlen);
+		n = 0;
+	}
+	if (n > 0 && n <= 20)
+		v[n] = '\0';
+	if (n > 0 && n <= 20 && strspn(v, "0123456789") == (size_t)n) {
+		errno = 0;
+		unsigned long long c = strtoull(v, NULL, 10);
+		if (errno == 0) {
+			*records = (uint64_t)c;
+			return 1;
+		}
+	}
+	snprintf(err, errlen, "%s: xattr %s is not a record count (expected decimal digits)", name,
+		 FDR_XATTR_RECORDS);
+	return -EBADMSG;
+}
+
+/*
+ * The records of one file: its xattr, the cache, or counted by reading.
+ * 0 or -errno with a message.
+ */
 static int count_file(struct rc_feeder *f, const char *name, uint64_t *records, char *err,
 		      size_t errlen)
 {
 	struct stat sb;
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
-	int rc = 0;
+	int rc = count_xattr(f, name, records, err, errlen);
+	if (rc)
+		return rc < 0 ? rc : 0;
 
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &sb)) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", name, strerror(-rc));
+		rc = fdr__open_error(f, name, -errno, err, errlen);
 		if (fd >= 0)
 			close(fd);
 		return rc;
@@ -284,8 +329,7 @@ static int record_offset(struct rc_feeder *f, const char *name, uint64_t first, 
 	int rc = 0;
 	int fd = open(name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &sb)) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", name, strerror(-rc));
+		rc = fdr__open_error(f, name, -errno, err, errlen);
 	} else if (!is_gzip(f, fd)) {
 		uint64_t n;
 		rc = walk_headers(fd, name, (uint64_t)sb.st_size, first, &n, off, err, errlen);
@@ -358,7 +402,14 @@ static int cut_range(struct rc_feeder *f, char *const *files, const uint64_t *cn
 int fdr__split_plan(struct rc_feeder *f, char *const *files, size_t n, struct fdr_seg **segs,
 		    size_t *nsegs, uint64_t *records, char *err, size_t errlen)
 {
-	uint32_t w = f->cfg.o.world_size, r = f->cfg.o.rank;
+	return fdr__split_plan_rank(f, files, n, f->cfg.o.world_size, f->cfg.o.rank, segs, nsegs,
+				    records, err, errlen);
+}
+
+int fdr__split_plan_rank(struct rc_feeder *f, char *const *files, size_t n, uint32_t w, uint32_t r,
+			 struct fdr_seg **segs, size_t *nsegs, uint64_t *records, char *err,
+			 size_t errlen)
+{
 	struct fdr_seg *v = NULL;
 	size_t nv = 0, cap = 0;
 	uint64_t *cnt = NULL, total = 0;
@@ -396,6 +447,60 @@ int fdr__split_plan(struct rc_feeder *f, char *const *files, size_t n, struct fd
 		rc = cut_range(f, files, cnt, n, total, (uint64_t)r * share % total, share, &v, &nv,
 			       &cap, err, errlen);
 	free(cnt);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*segs = v;
+	*nsegs = nv;
+	*records = share;
+	return 0;
+}
+
+/* ---- the rest of an epoch (resume at another world size) ------------------- */
+
+/* The position of the q-th (from 0) unmarked bit of bits[0..total); q < unmarked. */
+static uint64_t nth_unmarked(const uint8_t *bits, uint64_t total, uint64_t q)
+{
+	uint64_t i = 0;
+	for (; i + 64 <= total; i += 64) { /* whole words first */
+		uint64_t word;
+		memcpy(&word, bits + (i >> 3), sizeof word);
+		uint64_t free_bits = 64 - (uint64_t)__builtin_popcountll(word);
+		if (q < free_bits)
+			break;
+		q -= free_bits;
+	}
+	for (; i < total; i++)
+		if (!fdr__bit(bits, i) && q-- == 0)
+			return i;
+	return total;
+}
+
+int fdr__split_plan_rest(struct rc_feeder *f, char *const *files, size_t n, const uint64_t *cnt,
+			 uint64_t total, const uint8_t *excl, struct fdr_seg **segs, size_t *nsegs,
+			 uint64_t *records, char *err, size_t errlen)
+{
+	uint32_t w = f->cfg.o.world_size, r = f->cfg.o.rank;
+	struct fdr_seg *v = NULL;
+	size_t nv = 0, cap = 0;
+	uint64_t marked = 0;
+	int rc = 0;
+
+	for (uint64_t i = 0; i < total; i++)
+		marked += fdr__bit(excl, i);
+	uint64_t rest = total - marked;
+	uint64_t share = f->cfg.o.drop_last ? rest / w : (rest + w - 1) / w;
+	/* positions [q, q + share) of the unmarked records, wrapping (share <= rest) */
+	uint64_t q = share ? (uint64_t)r * share % rest : 0, len = share;
+	while (!rc && len > 0) {
+		uint64_t take = len < rest - q ? len : rest - q;
+		uint64_t a = nth_unmarked(excl, total, q);
+		uint64_t z = nth_unmarked(excl, total, q + take - 1) + 1;
+		rc = cut_range(f, files, cnt, n, total, a, z - a, &v, &nv, &cap, err, errlen);
+		len -= take;
+		q = 0;
+	}
 	if (rc) {
 		free(v);
 		return rc;

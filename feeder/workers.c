@@ -151,8 +151,8 @@ static bool decoder_idle(struct rc_feeder *f, struct rc_batch **s)
 {
 	if (f->wk.paused || f->ep.errs[f->ep.pgen & 1].rc || f->ep.advancing)
 		return true;
-	if (f->prod.produced_all)
-		return !(f->cfg.prefetch && f->ep.pgen == f->ep.gen);
+	if (f->prod.produced_all) /* a replay (resplit.c) never runs ahead */
+		return !(f->cfg.prefetch && f->ep.pgen == f->ep.gen && !f->prod.replay);
 	if (f->prod.assembling)
 		return true;
 	*s = free_slot(f);
@@ -191,6 +191,13 @@ static void decoder_fill(struct rc_feeder *f, struct rc_batch *s)
 	char err[1024];
 	size_t rows;
 
+	if (f->prod.replay && f->prod.next_batch >= f->prod.skip) {
+		/* a replay of another split ends at its resume point (resplit.c) */
+		fdr__production_done(f, f->prod.next_batch);
+		fdr__unlock_wake(f, FDR_WAKE_ALL);
+		pthread_mutex_lock(&f->mu);
+		return;
+	}
 	f->wk.active++;
 	s->state = SLOT_FILLING;
 	uint32_t gen = f->ep.pgen;
@@ -210,7 +217,12 @@ static void decoder_fill(struct rc_feeder *f, struct rc_batch *s)
 		fdr__production_done(f, f->prod.next_batch + 1);
 	if (f->prod.next_batch < f->prod.skip) {
 		/* before the resume point (rc_feeder_seek): the same picks as
-		 * without the seek, dropped undecoded */
+		 * without the seek, dropped undecoded; a replay marks them */
+		for (size_t i = 0; f->prod.replay && i < rows; i++) {
+			uint64_t pos =
+			    f->prod.replay_pos[s->picks[i].c->file] + s->picks[i].r.index;
+			f->prod.replay[pos >> 3] |= (uint8_t)(1u << (pos & 7));
+		}
 		fdr__picks_drop(f, s, rows);
 		f->prod.next_batch++;
 		s->state = SLOT_FREE;

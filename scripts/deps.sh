@@ -16,6 +16,7 @@ PKGS=(
   nginx-light
   python3 python3-numpy python3-protobuf protobuf-compiler
   python3-torch   # DLPack consumer tests and the PyTorch DataLoader peer (bench/)
+  python3-venv python3-setuptools python3-wheel   # pip install ./python into a venv (tests/python)
   python3-prometheus-client   # parses the metrics endpoint (tests/daemon)
   awscli          # resolves the same ~/.aws files as rollcache (tests/sampler)
   python3-botocore   # tests/servers/sigv4_proxy.py checks every S3 test request's SigV4

@@ -37,8 +37,10 @@
  * without (the last rank's share wraps to the stream's first records: pad).
  * So ranks are disjoint (but for the padding), together complete, and every
  * rank gets the same number of batches (rc_feeder_batches).  Counting T
- * reads the TFRecord framing of each file once (cached: files are
- * immutable in a mount); world_size 1 counts nothing.  world_size 0 takes
+ * takes each file's xattr user.rollcache.records (a rollcache mount's
+ * files carry it: no byte is read), else reads the TFRecord framing of the
+ * file once (cached: files are immutable in a mount); world_size 1 counts
+ * nothing until rc_feeder_batches asks.  world_size 0 takes
  * the environment (torchrun's variables): in a rollcache mount
  * LOCAL_RANK / LOCAL_WORLD_SIZE (one mount per node: the node's local ranks
  * split the node's records), elsewhere RANK / WORLD_SIZE; without them 0 of 1.
@@ -223,7 +225,7 @@ RC_API uint64_t rc_feeder_epoch(const struct rc_feeder *f);
 /*
  * Batches this rank gets in the current epoch (the same on every rank of
  * the split; at most the rc_feeder_truncate limit).  Consumer thread.  With
- * world_size 1 the first call of an epoch counts its records (framing pass,
+ * world_size 1 the first call of an epoch counts its records (xattr or framing pass,
  * cached).  Returns 0 and *out, or -errno (message: rc_feeder_error).
  */
 RC_API int rc_feeder_batches(struct rc_feeder *f, uint64_t *out);
@@ -262,6 +264,26 @@ RC_API int rc_feeder_advance_to(struct rc_feeder *f, uint64_t mount_epoch);
 RC_API int rc_feeder_seek(struct rc_feeder *f, uint64_t epoch, uint64_t batch, int64_t mount_epoch);
 
 /*
+ * Resumes epoch `epoch` from a state saved at another world size: every
+ * rank of a split of from_world_size had from_batch batches of the epoch
+ * (synchronous data-parallel training).  The feeder replays those ranks'
+ * batches (their records are read and drawn again, not decoded) to learn
+ * which records they consumed; the epoch's other records, in the epoch's
+ * stream order, are split among this world size as an epoch is (see
+ * "Ranks": disjoint but for the padding, together complete, the same
+ * number of batches on every rank), and batch `batch` of this rank's part
+ * comes next (0 after a fresh resume; a state saved in such an epoch
+ * resumes with its own batch at the same world size).  rc_feeder_batches
+ * counts this rank's part.  The next epoch is split as usual.
+ * mount_epoch as in rc_feeder_seek.  Consumer thread.  Returns 0, -EBUSY
+ * when every ring slot is held (the replay needs one), or -errno (message:
+ * rc_feeder_error).
+ */
+RC_API int rc_feeder_seek_resplit(struct rc_feeder *f, uint64_t epoch, uint64_t batch,
+				  int64_t mount_epoch, uint32_t from_world_size,
+				  uint64_t from_batch);
+
+/*
  * Ends the current epoch after `batches` batches (no effect when it has
  * fewer).  For ranks whose epochs differ in size - one mount per node, each
  * node with its own records: after an all-reduce MIN of rc_feeder_batches
@@ -286,7 +308,7 @@ struct rc_feeder_stats {
 	uint32_t files;	       /* files of the epoch being produced, this rank */
 	int32_t device;	       /* device in use, -1 host */
 	int32_t pinned;	       /* 1 if host slots are pinned */
-	uint32_t pad_;
+	uint32_t ring_slots;   /* slots of the ring (opts.ring_slots or its default) */
 };
 RC_API void rc_feeder_stats(const struct rc_feeder *f, struct rc_feeder_stats *out);
 

@@ -14,7 +14,8 @@ Several processes (torchrun's RANK / WORLD_SIZE / LOCAL_RANK /
 LOCAL_WORLD_SIZE are read when rank and world_size are not given) each
 take their share of every epoch's records and get the same number of
 batches; state_dict() / load_state_dict() resume mid-epoch at the same
-batch; rollcache.data.FeederDataset wraps a feeder for
+batch (at another world size: the rest of the epoch, split among the new
+ranks); rollcache.data.FeederDataset wraps a feeder for
 torch.utils.data.DataLoader(ds, batch_size=None) (docs/feeder.md).
 
 Reading, decoding, batching and the host-to-device copy run in native
@@ -25,12 +26,16 @@ rollcache.View objects that any DLPack consumer takes ("dlpack").  Ragged
 features (`ids:int64[]`, `name:bytes`) come as a (values, offsets) pair with
 batch + 1 offsets.  Python never parses a record.
 
-A batch's memory is a slot of the feeder's ring: it is reused once every
-array made from it is gone, so keep at most ring_slots batches alive (copy
-what you keep).
+A batch's memory is a slot of the feeder's ring, reused once every array
+made from it is gone.  Any number of batches may be kept (`list(feeder)`
+works): when the batches alive would hold every slot, the new batch is
+copied out of its slot into ordinary memory (host, or the device's through
+torch) and the slot goes straight back to the ring (docs/feeder.md,
+"Holding batches").
 """
 import ctypes
 import sys
+import weakref
 
 from . import _api, _lib
 from ._dlpack import BatchHandle, FeederRef, View
@@ -153,6 +158,12 @@ class Feeder:
             raise FeederError(err.value.decode(errors="replace"))
         self._ref = FeederRef(L, self._f)
         self._fresh = True  # the next `for` reads the current epoch (else the next one)
+        self._loop = None  # weak reference to the generator of the last `for`
+        self._start = 0  # the batch index that `for` started at
+        self._resplit = None  # (epoch, from_world_size, from_batch) of a resumed epoch
+        st = _lib.Stats()
+        L.rc_feeder_stats(self._f, ctypes.byref(st))
+        self._slots = int(st.ring_slots)
         self.device = o.device
         self.batch_size = int(batch_size)
         self.drop_last = bool(drop_last)
@@ -168,17 +179,32 @@ class Feeder:
         if not self._fresh:
             self.next_epoch()
         self._fresh = False
-        return self._epoch()
+        it = self._epoch()
+        self._loop = weakref.ref(it)
+        self._start = int(_L().rc_feeder_position(self._f))
+        return it
+
+    def _in_loop(self):
+        """Whether the generator of the last `for` is alive and not exhausted."""
+        it = self._loop() if self._loop is not None else None
+        return it is not None and it.gi_frame is not None
 
     def __len__(self):
-        """Batches this rank gets in the current epoch (the one the next
-        `for` reads after set_epoch / load_state_dict, else the one being
-        read); the same on every rank."""
+        """Batches of the loop that comes next: inside a loop, the epoch it
+        reads; between loops, the epoch the next `for` reads - set by
+        set_epoch / load_state_dict, else the next one, which len() then
+        starts as the `for` would (on a mount: asks the mount for it).  The
+        same on every rank."""
         self._check_open()
+        in_loop = self._in_loop()
+        if not self._fresh and not in_loop:
+            self.next_epoch()
         n = ctypes.c_uint64()
         if _L().rc_feeder_batches(self._f, ctypes.byref(n)) < 0:
             raise FeederError(self.error())
-        return n.value
+        # a resumed epoch's loop starts at the resume point
+        start = self._start if in_loop else int(_L().rc_feeder_position(self._f))
+        return max(n.value - start, 0)
 
     def _check_open(self):
         if self._f is None:
@@ -198,6 +224,9 @@ class Feeder:
     def _convert(self, ptr):
         L = _L()
         h = BatchHandle(self._ref, ptr)
+        # the batches alive now hold every slot: this one is copied out and
+        # its slot returns to the ring when h is dropped below
+        copy = self._ref.live >= self._slots
         try:
             out = {}
             rows = L.rc_batch_rows(ptr)
@@ -208,21 +237,29 @@ class Feeder:
                 data = t.device_data if dev >= 0 else t.data
                 if t.ragged:
                     offs = t.device_offsets if dev >= 0 else t.offsets
-                    out[name] = (self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev)),
-                                 self._wrap(View(h, offs, 1, [rows + 1], dev)))
+                    out[name] = (
+                        self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev), copy),
+                        self._wrap(View(h, offs, 1, [rows + 1], dev), copy))
                 else:
-                    out[name] = self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev))
+                    out[name] = self._wrap(View(h, data, t.dtype, list(t.shape[:t.ndim]), dev),
+                                           copy)
             return out
         finally:
             h.decref()  # the views (and arrays made from them) hold the batch now
 
-    def _wrap(self, view):
+    def _wrap(self, view, copy=False):
+        """The framework's array over view; with copy, a copy in ordinary
+        memory that holds no slot."""
         if self.framework == "torch":
             import torch
-            return torch.from_dlpack(view)
+            t = torch.from_dlpack(view)
+            return t.clone() if copy else t
         if self.framework == "numpy":
             import numpy
-            return numpy.from_dlpack(view)
+            a = numpy.from_dlpack(view)
+            return a.copy() if copy else a
+        if copy:
+            return view.copy()
         return view
 
     # -- control ----------------------------------------------------------
@@ -242,34 +279,61 @@ class Feeder:
             return
         self._seek(int(epoch), 0, -1)
 
-    def _seek(self, epoch, batch, mount_epoch):
-        rc = _L().rc_feeder_seek(self._f, epoch, batch, mount_epoch)
+    def _seek(self, epoch, batch, mount_epoch, resplit=None):
+        if resplit is None:
+            rc = _L().rc_feeder_seek(self._f, epoch, batch, mount_epoch)
+        else:
+            rc = _L().rc_feeder_seek_resplit(self._f, epoch, batch, mount_epoch, *resplit)
         self._fresh = True
+        self._resplit = None if resplit is None else (epoch,) + tuple(resplit)
         if rc < 0:
             raise FeederError(self.error())
 
     def state_dict(self):
         """Where this rank is: epoch, batches handed out in it, and the
-        mount epoch it reads; with the options the position depends on."""
+        mount epoch it reads; with the options the position depends on.
+        In an epoch resumed at another world size, also the split it was
+        resumed from (from_world_size, from_batch)."""
         self._check_open()
         me = self.mount_epoch
-        return {"version": 1, "epoch": self.epoch,
-                "batch": int(_L().rc_feeder_position(self._f)),
-                "mount_epoch": me, "seed": self.seed, "shuffle": self.shuffle,
-                "rank": self.rank, "world_size": self.world_size,
-                "batch_size": self.batch_size, "drop_last": self.drop_last}
+        st = {"version": 2, "epoch": self.epoch,
+              "batch": int(_L().rc_feeder_position(self._f)),
+              "mount_epoch": me, "seed": self.seed, "shuffle": self.shuffle,
+              "rank": self.rank, "world_size": self.world_size,
+              "batch_size": self.batch_size, "drop_last": self.drop_last}
+        if self._resplit is not None and self._resplit[0] == self.epoch:
+            st["from_world_size"], st["from_batch"] = self._resplit[1], self._resplit[2]
+        return st
 
     def load_state_dict(self, state):
-        """Resumes where state_dict() was taken: the next `for` yields the
-        batches that came after it, the same records as without the stop.
-        Raises ValueError when the options that shape the batches differ."""
+        """Resumes where state_dict() was taken (by any rank: in synchronous
+        data-parallel training every rank is at the same batch): the next
+        `for` yields the batches that came after it.  At the same world
+        size, the same records as without the stop.  At another world size,
+        the records of the epoch the old ranks had not consumed, split among
+        the new ranks (docs/feeder.md, "Resume").  Raises ValueError when
+        the options that shape the batches differ."""
         self._check_open()
-        for k in ("seed", "shuffle", "rank", "world_size", "batch_size", "drop_last"):
+        for k in ("seed", "shuffle", "batch_size", "drop_last"):
             if state.get(k) != getattr(self, k):
                 raise ValueError("load_state_dict: %s is %r here, %r in the state"
                                  % (k, getattr(self, k), state.get(k)))
         me = state.get("mount_epoch")
-        self._seek(int(state["epoch"]), int(state["batch"]), -1 if me is None else int(me))
+        me = -1 if me is None else int(me)
+        epoch, batch, world = int(state["epoch"]), int(state["batch"]), int(state["world_size"])
+        if state.get("from_world_size") is not None:
+            if world != self.world_size:
+                raise ValueError(
+                    "load_state_dict: the state was taken at world size %d in epoch %d, "
+                    "itself resumed from world size %d: resume it at world size %d, or "
+                    "from a state taken after that epoch" % (
+                        world, epoch, state["from_world_size"], world))
+            self._seek(epoch, batch, me, (int(state["from_world_size"]),
+                                          int(state["from_batch"])))
+        elif world != self.world_size:
+            self._seek(epoch, 0, me, (world, batch))
+        else:
+            self._seek(epoch, batch, me)
 
     def advance_to(self, mount_epoch):
         """Asks the rollcache mount for epoch mount_epoch (once for all
@@ -292,6 +356,12 @@ class Feeder:
         return None if me < 0 else me
 
     @property
+    def position(self):
+        """Batches handed out in the current epoch (its next batch index;
+        after a resume, counted from the epoch's start)."""
+        return int(_L().rc_feeder_position(self._f))
+
+    @property
     def epoch(self):
         return int(_L().rc_feeder_epoch(self._f))
 
@@ -301,7 +371,7 @@ class Feeder:
     def stats(self):
         s = _lib.Stats()
         _L().rc_feeder_stats(self._f, ctypes.byref(s))
-        return {k: getattr(s, k) for k, _ in _lib.Stats._fields_ if k != "pad_"}
+        return {k: getattr(s, k) for k, _ in _lib.Stats._fields_}
 
     def close(self):
         """Stops the feeder.  Batches still alive keep its memory until the

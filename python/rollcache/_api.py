@@ -42,6 +42,8 @@ def declare(lib):
     lib.rc_feeder_advance_to.restype = ctypes.c_int
     lib.rc_feeder_seek.argtypes = [P, u64, u64, ctypes.c_int64]
     lib.rc_feeder_seek.restype = ctypes.c_int
+    lib.rc_feeder_seek_resplit.argtypes = [P, u64, u64, ctypes.c_int64, u32, u64]
+    lib.rc_feeder_seek_resplit.restype = ctypes.c_int
     lib.rc_feeder_truncate.argtypes = [P, u64]
     lib.rc_feeder_truncate.restype = None
     return lib

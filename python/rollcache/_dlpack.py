@@ -148,7 +148,21 @@ class BatchHandle:
             self._owner.release(ptr)
 
 
+class _Owned:
+    """The handle of a View over memory it owns (View.copy): no ring slot."""
+
+    def __init__(self, buf):
+        self._buf = buf
+
+    def incref(self):
+        pass
+
+    def decref(self):
+        pass
+
+
 _DT = {0: (kDLFloat, 32), 1: (kDLInt, 64), 2: (kDLUInt, 8), 3: (kDLUInt, 8)}
+_ITEM = {0: 4, 1: 8, 2: 1, 3: 1}
 _NP = {0: "float32", 1: "int64", 2: "uint8", 3: "uint8"}
 
 
@@ -221,6 +235,20 @@ class View:
         with _live_lock:
             _live[key] = (mt, shape, strides, self._handle)
         return _api.PyCapsule_New(ctypes.addressof(mt), b"dltensor", _capsule_destructor)
+
+    def copy(self):
+        """A View of a copy of this array in ordinary host memory, which
+        holds no ring slot.  Host views only: a device view has no copy
+        without a framework (torch.from_dlpack(view).clone())."""
+        if self._device >= 0:
+            raise BufferError("rollcache.View.copy: a device view; copy it with torch "
+                              "(framework='torch'), or keep fewer than ring_slots batches")
+        n = _ITEM[self._dtype]
+        for d in self._shape:
+            n *= d
+        buf = (ctypes.c_uint8 * max(n, 1))()
+        ctypes.memmove(buf, self._ptr, n)
+        return View(_Owned(buf), ctypes.addressof(buf), self._dtype, self._shape, -1)
 
     def __repr__(self):
         return "rollcache.View(shape=%s, dtype=%s, device=%s)" % (

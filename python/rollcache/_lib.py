@@ -72,7 +72,7 @@ class Stats(ctypes.Structure):
         ("files", ctypes.c_uint32),
         ("device", ctypes.c_int32),
         ("pinned", ctypes.c_int32),
-        ("pad_", ctypes.c_uint32),
+        ("ring_slots", ctypes.c_uint32),
     ]
 
 

@@ -31,8 +31,9 @@ __all__ = ["FeederDataset"]
 class FeederDataset(torch.utils.data.IterableDataset):
     """Yields the batches (dicts of tensors) of one epoch per iteration.
 
-    Pass a Feeder, or Feeder's arguments.  len(ds) is the batches every rank
-    gets this epoch (after equalising, once the epoch started).
+    Pass a Feeder, or Feeder's arguments.  len(ds) is the batches of the
+    loop that comes next, or of the loop under way, which every rank gets
+    (after equalising, once the loop started).
     """
 
     def __init__(self, *args, feeder=None, equalize=True, **kwargs):
@@ -51,7 +52,7 @@ class FeederDataset(torch.utils.data.IterableDataset):
             raise RuntimeError("FeederDataset: use DataLoader(..., num_workers=0): the feeder "
                                "reads with its own threads and cannot be copied into workers")
         it = iter(self.feeder)  # the epoch is settled here (set_epoch, or the next one)
-        n = len(self.feeder)
+        n = len(self.feeder)  # this loop's batches (after a resume: those left)
         if self.equalize and dist.is_available() and dist.is_initialized() \
                 and dist.get_world_size() > 1:
             dev = "cpu"
@@ -61,12 +62,15 @@ class FeederDataset(torch.utils.data.IterableDataset):
             dist.all_reduce(t, op=dist.ReduceOp.MIN)
             if int(t.item()) < n:
                 n = int(t.item())
-                self.feeder.truncate(n)
+                self.feeder.truncate(self.feeder.position + n)
         self._limit = (self.feeder.epoch, n)
         return it
 
     def __len__(self):
-        if self._limit is not None and self._limit[0] == self.feeder.epoch:
+        # inside a loop: its equalised batches; between loops: the next
+        # loop's (len(Feeder): equalised when that loop starts)
+        if self._limit is not None and self._limit[0] == self.feeder.epoch \
+                and self.feeder._in_loop():
             return self._limit[1]
         return len(self.feeder)
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define SPEC   "x:float32[2,3],y:int64,ids:int64[],name:bytes,m:uint8[5]"
@@ -439,6 +440,108 @@ START_TEST(test_seek_resume)
 	/* past the end: an empty epoch */
 	ck_assert_int_eq(rc_feeder_seek(f, 1, 1000, -1), 0);
 	ck_assert_int_eq(rc_feeder_next(f, &bt), 0);
+	rc_feeder_close(f);
+}
+END_TEST
+
+/*
+ * Checks a resume at world size `to` of a state saved at world size `from`
+ * after k batches of epoch 0 (every old rank at batch k): the old ranks'
+ * first k batches and the new ranks' batches together read every record
+ * of the epoch once - but for the new split's padding (without drop_last)
+ * or its dropped remainder (with) - and every new rank gets the same
+ * number of batches, the one rc_feeder_batches announced.  Then the next
+ * epoch is the plain split's.
+ */
+static void check_resplit(const char *p, uint32_t from, uint32_t to, uint64_t k, bool drop)
+{
+	unsigned seen[TOTAL] = {0}, next[TOTAL] = {0}, want_next[TOTAL] = {0};
+	struct rank_arg ra = {.world = from, .drop = drop};
+	uint64_t consumed = 0;
+	for (uint32_t r = 0; r < from; r++) {
+		ra.rank = r;
+		struct rc_feeder *f = open_f(p, SPEC, 4, tw_rank, &ra);
+		struct rc_batch *b;
+		for (uint64_t i = 0; i < k; i++) {
+			ck_assert_int_eq(rc_feeder_next(f, &b), 1);
+			for (size_t row = 0; row < rc_batch_rows(b); row++) {
+				seen[check_row(b, row)]++;
+				consumed++;
+			}
+			rc_batch_release(b);
+		}
+		rc_feeder_close(f);
+	}
+	ck_assert_uint_eq(consumed, from * k * 4);
+	uint64_t rest = TOTAL - consumed, batches[8];
+	size_t rows = 0;
+	ra.world = to;
+	for (uint32_t r = 0; r < to; r++) {
+		ra.rank = r;
+		struct rc_feeder *f = open_f(p, SPEC, 4, tw_rank, &ra);
+		ck_assert_int_eq(rc_feeder_seek_resplit(f, 0, 0, -1, from, k), 0);
+		rows += read_rank_epoch(f, seen, TOTAL, 4, &batches[r]);
+		ck_assert_uint_eq(batches[r], batches[0]);
+		/* the epoch after it: the plain split */
+		ck_assert_int_eq(rc_feeder_next_epoch(f), 0);
+		uint64_t nb, nb2;
+		read_rank_epoch(f, next, TOTAL, 4, &nb);
+		rc_feeder_close(f);
+		f = open_f(p, SPEC, 4, tw_rank, &ra);
+		ck_assert_int_eq(rc_feeder_seek(f, 1, 0, -1), 0);
+		read_rank_epoch(f, want_next, TOTAL, 4, &nb2);
+		ck_assert_uint_eq(nb, nb2);
+		rc_feeder_close(f);
+	}
+	for (size_t g = 0; g < TOTAL; g++)
+		ck_assert_uint_eq(next[g], want_next[g]);
+	uint64_t share = drop ? rest / to : (rest + to - 1) / to;
+	ck_assert_uint_eq(batches[0], drop ? share / 4 : (share + 3) / 4);
+	size_t missing = 0, twice = 0;
+	for (size_t g = 0; g < TOTAL; g++) {
+		ck_assert_uint_le(seen[g], 2);
+		missing += seen[g] == 0;
+		twice += seen[g] == 2;
+	}
+	if (drop) {
+		ck_assert_uint_eq(twice, 0);
+		ck_assert_uint_eq(rows, to * (share / 4 * 4));
+		ck_assert_uint_eq(missing, rest - rows);
+	} else {
+		ck_assert_uint_eq(missing, 0);
+		ck_assert_uint_eq(rows, to * share);
+		ck_assert_uint_eq(twice, to * share - rest);
+	}
+}
+
+/* ---- resume at another world size: the rest of the epoch, once, split evenly ---- */
+START_TEST(test_resplit)
+{
+	char *p = make_data("resplit", SPEC, NFILES, NREC, 0, 0, -1, 0);
+	check_resplit(p, 1, 2, 10, false);
+	check_resplit(p, 1, 2, 10, true);
+	check_resplit(p, 2, 3, 5, false);
+	check_resplit(p, 3, 1, 4, false);
+	check_resplit(p, 2, 2, 0, true); /* nothing consumed: a plain split of the epoch */
+	/* GZIP files: segments inside a file are reached by inflating */
+	char *q = make_data("resplit-gz", SPEC, NFILES, NREC, 1, 0, -1, 0);
+	check_resplit(q, 1, 3, 7, false);
+
+	/* every slot held: the replay has none to assemble in, and says so */
+	struct rank_arg ra = {.rank = 0, .world = 2};
+	struct rc_feeder *f = open_f(p, SPEC, 4, tw_rank, &ra);
+	struct rc_batch *held[4];
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(rc_feeder_next(f, &held[i]), 1);
+	ck_assert_int_eq(rc_feeder_seek_resplit(f, 0, 0, -1, 1, 3), -EBUSY);
+	ck_assert_msg(strstr(rc_feeder_error(f), "ring slots are held"), "message: %s",
+		      rc_feeder_error(f));
+	for (int i = 0; i < 4; i++)
+		rc_batch_release(held[i]);
+	ck_assert_int_eq(rc_feeder_seek_resplit(f, 0, 0, -1, 1, 3), 0);
+	unsigned seen[TOTAL] = {0};
+	uint64_t nb;
+	ck_assert_uint_eq(read_rank_epoch(f, seen, TOTAL, 4, &nb), (TOTAL - 12 + 1) / 2);
 	rc_feeder_close(f);
 }
 END_TEST
@@ -1286,46 +1389,160 @@ START_TEST(test_real_testdata)
 }
 END_TEST
 
+/* Sets the mount's record-count xattr of m/epochs/<e>/part-<k>.tfrecord to value. */
+static void set_records_xattr(const char *m, int e, unsigned k, const char *value)
+{
+	char p[4400];
+	snprintf(p, sizeof p, "%s/epochs/%d/part-%05u.tfrecord", m, e, k);
+	ck_assert_msg(setxattr(p, "user.rollcache.records", value, strlen(value), 0) == 0,
+		      "setxattr %s: %s", p, strerror(errno));
+}
+
+static void tw_world1(struct rc_feeder_opts *o, void *arg)
+{
+	o->world_size = 1;
+	o->drop_last = arg != NULL;
+}
+
+/*
+ * ---- counts come from the mount's xattr user.rollcache.records, not a read ----
+ * The files hold 10 records each; their xattrs say otherwise, and len() and
+ * the rank split follow the xattrs: counting read nothing.
+ */
+START_TEST(test_xattr_counts)
+{
+	const char *m = fake_mount(0, 30);
+	fake_epoch(m, 0, 3, 10);
+	for (unsigned k = 0; k < 3; k++)
+		set_records_xattr(m, 0, k, "7");
+	char cur[4300];
+	snprintf(cur, sizeof cur, "%s/current", m);
+	struct rc_feeder *f = open_f(cur, SPEC, 4, tw_world1, NULL);
+	uint64_t n = 0;
+	ck_assert_int_eq(rc_feeder_batches(f, &n), 0);
+	ck_assert_uint_eq(n, 6); /* ceil(21 / 4): 3 x 7 from the xattrs, not 3 x 10 */
+	rc_feeder_close(f);
+
+	/* two ranks split by the xattrs' counts: rank 1 starts at record 11 = file 1, record 4 */
+	struct rank_arg ra = {.rank = 1, .world = 2};
+	f = open_f(cur, SPEC, 4, tw_rank, &ra);
+	ck_assert_int_eq(rc_feeder_batches(f, &n), 0);
+	ck_assert_uint_eq(n, 3); /* ceil(21 / 2) = 11 records */
+	unsigned seen[30] = {0};
+	ck_assert_uint_eq(read_epoch(f, seen, 30, NULL, 4, false), 11);
+	rc_feeder_close(f);
+
+	/* the true counts: the two ranks read every record once */
+	for (unsigned k = 0; k < 3; k++)
+		set_records_xattr(m, 0, k, "10");
+	memset(seen, 0, sizeof seen);
+	for (uint32_t r = 0; r < 2; r++) {
+		ra.rank = r;
+		f = open_f(cur, SPEC, 4, tw_rank, &ra);
+		ck_assert_uint_eq(read_epoch(f, seen, 30, NULL, 4, false), 15);
+		rc_feeder_close(f);
+	}
+	assert_once(seen, 30);
+
+	/* a value that is not a count is an error naming the file and the xattr */
+	set_records_xattr(m, 0, 2, "12x");
+	struct rc_feeder_opts o;
+	char err[1024] = "";
+	rc_feeder_opts_init(&o);
+	o.path = cur;
+	o.schema = SPEC;
+	o.batch_size = 4;
+	o.rank = 0;
+	o.world_size = 2;
+	ck_assert_ptr_null(rc_feeder_open(&o, err, sizeof err));
+	ck_assert_msg(strstr(err, "part-00002.tfrecord") && strstr(err, "user.rollcache.records"),
+		      "message: %s", err);
+}
+END_TEST
+
+static void tw_small_ring(struct rc_feeder_opts *o, void *arg)
+{
+	o->world_size = 1;
+	o->ring_slots = 2;
+}
+
+/*
+ * ---- a listed file that vanished: the mount retired it (retire = read) ----
+ * The last file of the epoch is removed after the feeder listed it and
+ * before its lane opens it (the ring of 2 batches of 4 keeps the producer
+ * within the first file): the error says what happened and what to do.
+ */
+START_TEST(test_vanished_file_message)
+{
+	const char *m = fake_mount(0, 600);
+	fake_epoch(m, 0, 3, 200);
+	char cur[4300], last[4400];
+	snprintf(cur, sizeof cur, "%s/current", m);
+	struct rc_feeder *f = open_f(cur, SPEC, 4, tw_small_ring, NULL);
+	snprintf(last, sizeof last, "%s/epochs/0/part-00002.tfrecord", m);
+	ck_assert_int_eq(unlink(last), 0);
+	struct rc_batch *b;
+	int rc;
+	uint64_t batches = 0;
+	while ((rc = rc_feeder_next(f, &b)) == 1) {
+		batches++;
+		rc_batch_release(b);
+	}
+	ck_assert_int_eq(rc, -ENOENT);
+	ck_assert_uint_eq(batches, 100); /* the first two files */
+	const char *msg = rc_feeder_error(f);
+	ck_assert_msg(strstr(msg, "part-00002.tfrecord: already read in this epoch (the mount "
+				  "retired it; read each file once per epoch, or use retire = "
+				  "boundary)"),
+		      "message: %s", msg);
+	rc_feeder_close(f);
+}
+END_TEST
+
 /*
  * The suite; with `testdata`, only the case that reads ../shared/testdata
  * (test `feeder-testdata`, which skips where those files are missing).
  */
-static Suite *feeder_suite(bool testdata)
+static Suite *feeder_suite(const char *mode)
 {
-	Suite *s = suite_create(testdata ? "feeder-testdata" : "feeder");
+	Suite *s = suite_create(mode[0] ? mode : "feeder");
 	struct {
 		const char *name;
 		const TTest *fn;
+		const char *mode; /* "" the plain suite, or the argument that runs it alone */
 	} cases[] = {
-	    {"in_order", test_in_order},
-	    {"shuffle_epochs", test_shuffle_epochs},
-	    {"rank_split", test_rank_split},
-	    {"rank_split_gzip_raw", test_rank_split_gzip_raw},
-	    {"rank_split_tiny", test_rank_split_tiny},
-	    {"seek_resume", test_seek_resume},
-	    {"truncate", test_truncate},
-	    {"env_split", test_env_split},
-	    {"mount_epochs", test_mount_epochs},
-	    {"mount_wait_data", test_mount_wait_data},
-	    {"drop_last", test_drop_last},
-	    {"gzip", test_gzip},
-	    {"raw", test_raw},
-	    {"err_missing_feature", test_err_missing_feature},
-	    {"err_wrong_type", test_err_wrong_type},
-	    {"err_corrupt", test_err_corrupt},
-	    {"err_open", test_err_open},
-	    {"threads_release", test_threads_release},
-	    {"epoch_abort_and_busy", test_epoch_abort_and_busy},
-	    {"steady_state_no_alloc", test_steady_state_no_alloc},
-	    {"control_advance", test_control_advance},
-	    {"big_records_glob", test_big_records_glob},
-	    {"real_testdata", test_real_testdata},
-	    {"ragged_growth", test_ragged_growth},
-	    {"prefetch_epoch", test_prefetch_epoch},
-	    {"abandon_after_prefetch", test_abandon_after_prefetch},
+	    {"in_order", test_in_order, ""},
+	    {"shuffle_epochs", test_shuffle_epochs, ""},
+	    {"rank_split", test_rank_split, ""},
+	    {"rank_split_gzip_raw", test_rank_split_gzip_raw, ""},
+	    {"rank_split_tiny", test_rank_split_tiny, ""},
+	    {"seek_resume", test_seek_resume, ""},
+	    {"resplit", test_resplit, ""},
+	    {"truncate", test_truncate, ""},
+	    {"env_split", test_env_split, ""},
+	    {"mount_epochs", test_mount_epochs, ""},
+	    {"mount_wait_data", test_mount_wait_data, ""},
+	    {"drop_last", test_drop_last, ""},
+	    {"gzip", test_gzip, ""},
+	    {"raw", test_raw, ""},
+	    {"err_missing_feature", test_err_missing_feature, ""},
+	    {"err_wrong_type", test_err_wrong_type, ""},
+	    {"err_corrupt", test_err_corrupt, ""},
+	    {"err_open", test_err_open, ""},
+	    {"threads_release", test_threads_release, ""},
+	    {"epoch_abort_and_busy", test_epoch_abort_and_busy, ""},
+	    {"steady_state_no_alloc", test_steady_state_no_alloc, ""},
+	    {"control_advance", test_control_advance, ""},
+	    {"big_records_glob", test_big_records_glob, ""},
+	    {"real_testdata", test_real_testdata, "testdata"},
+	    {"ragged_growth", test_ragged_growth, ""},
+	    {"prefetch_epoch", test_prefetch_epoch, ""},
+	    {"abandon_after_prefetch", test_abandon_after_prefetch, ""},
+	    {"xattr_counts", test_xattr_counts, "xattr"},
+	    {"vanished_file_message", test_vanished_file_message, "xattr"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		if ((cases[i].fn == test_real_testdata) != testdata)
+		if (strcmp(cases[i].mode, mode) != 0)
 			continue;
 		TCase *tc = tcase_create(cases[i].name);
 		tcase_add_checked_fixture(tc, setup, teardown);
@@ -1344,7 +1561,26 @@ int main(int argc, char **argv)
 	 * The feeder's own reads of its slots are checked under the sanitizers.
 	 */
 	mallopt(M_PERTURB, 0);
-	bool testdata = argc > 1 && strcmp(argv[1], "testdata") == 0;
+	const char *mode = argc > 1 ? argv[1] : "";
+	bool testdata = strcmp(mode, "testdata") == 0;
+	if (strcmp(mode, "xattr") == 0) {
+		/* the mount's record-count xattr, set on files of /tmp (user xattrs) */
+		char probe[] = "/tmp/rc-feeder-xattr-XXXXXX";
+		int fd = mkstemp(probe);
+		if (fd < 0) {
+			perror("mkstemp");
+			return EXIT_FAILURE;
+		}
+		int rc = fsetxattr(fd, "user.rollcache.records", "1", 1, 0);
+		int e = errno;
+		close(fd);
+		unlink(probe);
+		if (rc && (e == ENOTSUP || e == EOPNOTSUPP)) {
+			printf("SKIP: /tmp does not support user xattrs (setxattr: %s)\n",
+			       strerror(e));
+			return 77;
+		}
+	}
 	if (testdata) {
 		const char *td = getenv("RC_TESTDATA");
 		char probe[4096];
@@ -1356,7 +1592,7 @@ int main(int argc, char **argv)
 			return 77;
 		}
 	}
-	SRunner *sr = srunner_create(feeder_suite(testdata));
+	SRunner *sr = srunner_create(feeder_suite(mode));
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

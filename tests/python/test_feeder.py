@@ -208,6 +208,116 @@ class FeederPython(unittest.TestCase):
             g.load_state_dict(bad)
         g.close()
 
+    def test_list_holds_every_batch(self):
+        """list(feeder) over 3,000 records in batches of 32: 94 batches held
+        at once with 4 ring slots, every one intact (the batches beyond the
+        slots are copies, the first ones still the slots' memory)."""
+        d = os.path.join(self.tmp, "hold")
+        os.mkdir(d)
+        gen(d, SPEC, 4, 750)
+        frameworks = ["numpy", "dlpack"] + (["torch"] if torch is not None else [])
+        for fw in frameworks:
+            f = rollcache.Feeder(d, schema=SPEC, batch_size=32, shuffle=True, seed=3,
+                                 framework=fw)
+            self.assertEqual(f.stats()["ring_slots"], 4)
+            batches = list(f)
+            self.assertEqual(len(batches), 94, fw)
+            seen = []
+            for b in batches:
+                if fw == "dlpack":
+                    b = {k: (tuple(np.from_dlpack(a) for a in x) if isinstance(x, tuple)
+                             else np.from_dlpack(x)) for k, x in b.items()}
+                elif fw == "torch":
+                    b = {k: (tuple(a.numpy() for a in x) if isinstance(x, tuple)
+                             else x.numpy()) for k, x in b.items()}
+                seen += check_batch(self, b)
+            self.assertEqual(sorted(seen), list(range(3000)), fw)
+            # a second epoch while all of the first is still held
+            self.assertEqual(sum(1 for _ in f), 94)
+            del batches, b
+            gc.collect()
+            f.close()
+
+    def test_len_is_the_next_loop(self):
+        """len() before a loop is the batches that loop yields, with files
+        added between epochs (a rolling mount) and no set_epoch; inside a
+        loop it is the loop's own epoch (and does not end it)."""
+        for world in (1, 2):
+            d = os.path.join(self.tmp, "rolling-%d" % world)
+            os.mkdir(d)
+            gen(d, SPEC, 3, 1000)  # g 0..2999 in part-0000[0-2]
+            f = rollcache.Feeder(d, schema=SPEC, batch_size=32, rank=0, world_size=world,
+                                 shuffle=True, seed=4, framework="numpy")
+            sizes = [(3000 + 3 * 1000 * e) // world for e in range(3)]
+            for e in range(3):
+                n = len(f)
+                self.assertEqual(n, -(-sizes[e] // 32), (world, e))
+                got = 0
+                for b in f:
+                    if got == 0 and e < 2:
+                        # the epoch after this one lists 3 more files; the
+                        # producer is at most 4 batches ahead, far from the
+                        # end where it lists the next epoch
+                        more = os.path.join(self.tmp, "more-%d-%d" % (world, e))
+                        os.mkdir(more)
+                        gen(more, SPEC, 3, 1000)
+                        for k in range(3):
+                            os.rename(os.path.join(more, "part-%05d.tfrecord" % k),
+                                      os.path.join(d, "part-%05d-%d.tfrecord" % (k, e)))
+                    if got == 5:
+                        self.assertEqual(len(f), n)  # inside the loop: this epoch
+                    got += 1
+                self.assertEqual(got, n, (world, e))
+                self.assertEqual(f.epoch, e)
+            f.close()
+
+    def test_resume_at_another_world_size(self):
+        """A state taken at world size 1 after 10 batches, loaded at world
+        size 2 on ranks 0 and 1: the two read the other records of the
+        epoch once each, in the same number of batches; a state taken in
+        that resumed epoch resumes it at world size 2."""
+        kw = dict(schema=SPEC, batch_size=4, shuffle=True, seed=6, framework="numpy")
+        f = rollcache.Feeder(self.data, world_size=1, rank=0, **kw)
+        it = iter(f)
+        consumed = []
+        for _ in range(10):
+            consumed += check_batch(self, next(it))
+        st = f.state_dict()
+        del it
+        f.close()
+        self.assertEqual((st["epoch"], st["batch"], st["world_size"]), (0, 10, 1))
+        rest, lens, states = [], [], []
+        for rank in range(2):
+            g = rollcache.Feeder(self.data, world_size=2, rank=rank, **kw)
+            g.load_state_dict(st)
+            g.set_epoch(0)  # the usual loop calls it: keeps the resume point
+            n = len(g)
+            got = []
+            for i, b in enumerate(g):
+                got.append(check_batch(self, b))
+                if i == 2:
+                    states.append(g.state_dict())
+            self.assertEqual(len(got), n)
+            lens.append(n)
+            rest.append(got)
+            g.close()
+        self.assertEqual(lens[0], lens[1])
+        self.assertEqual(lens[0], -(-((TOTAL - 40) // 2) // 4))
+        flat = [x for r in rest for bt in r for x in bt]
+        self.assertEqual(sorted(consumed + flat), list(range(TOTAL)))  # once each
+        # a state taken in the resumed epoch: rank 1 after 3 batches
+        self.assertEqual((states[1]["from_world_size"], states[1]["from_batch"],
+                          states[1]["batch"]), (1, 10, 3))
+        h = rollcache.Feeder(self.data, world_size=2, rank=1, **kw)
+        h.load_state_dict(states[1])
+        self.assertEqual(len(h), lens[1] - 3)
+        self.assertEqual([check_batch(self, b) for b in h], rest[1][3:])
+        h.close()
+        h = rollcache.Feeder(self.data, world_size=3, rank=0, **kw)
+        with self.assertRaises(ValueError):
+            h.load_state_dict(states[1])
+        h.close()
+
     @unittest.skipIf(torch is None, "torch is not installed")
     def test_feeder_dataset_dataloader(self):
         import rollcache.data

@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""The Python package from any interpreter, with no environment variable:
+
+1. pip: a fresh venv (/usr/bin/python3 -m venv --system-site-packages) into
+   which `pip install --no-build-isolation --no-index ./python` (offline)
+   installed the package - which builds librollcache with meson and puts it
+   inside the package (python/setup.py) - runs a Feeder over records in a
+   temp directory with only PATH set, from a directory outside the source.
+2. meson install: `meson install --destdir` of this build tree; the staged
+   package, imported from there (PYTHONPATH: the staging tree is not a
+   system prefix), loads the staged library through the path it recorded
+   at install time (python/meson.build, _paths.py), not the system's.
+
+usage: test_install.py FDR_GEN BUILD_DIR
+Exits 77 when meson, venv/ensurepip or setuptools are missing.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SRC = os.path.abspath(os.environ.get("RC_SRCDIR", os.path.join(os.path.dirname(__file__),
+                                                                 "..", "..")))
+SPEC = "x:float32[2,3],y:int64"
+FILES, RECS = 3, 10
+
+CHECK = r"""
+import sys, numpy as np, rollcache
+f = rollcache.Feeder(sys.argv[1], schema=%r, batch_size=4, framework="numpy")
+ys = sorted(int(v) // 1000 for b in f for v in np.asarray(b["y"]))
+f.close()
+print(rollcache.__file__)
+print(rollcache._lib_handle._name)
+print(" ".join(map(str, ys)))
+""" % SPEC
+
+
+def skip(why):
+    print("SKIP: " + why)
+    sys.exit(77)
+
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+    if p.returncode != 0:
+        sys.stdout.write(p.stdout.decode(errors="replace")[-6000:])
+        raise SystemExit("FAIL: %s exited %d" % (" ".join(cmd), p.returncode))
+    return p.stdout.decode()
+
+
+def check_feeder(python, data, env, cwd, want_prefix, label):
+    out = run([python, "-c", CHECK, data], env=env, cwd=cwd).split("\n")
+    mod, lib, ys = out[0], out[1], out[2]
+    want = " ".join(str(g) for g in range(FILES * RECS))
+    assert ys == want, "%s: records %s, expected %s" % (label, ys, want)
+    for what, path in (("package", mod), ("library", lib)):
+        assert os.path.realpath(path).startswith(os.path.realpath(want_prefix)), \
+            "%s: %s %s is not under %s" % (label, what, path, want_prefix)
+    print("ok: %s: %d records; package %s; library %s" % (label, FILES * RECS, mod, lib))
+
+
+def main():
+    fdr_gen, build = sys.argv[1], sys.argv[2]
+    if shutil.which("meson") is None:
+        skip("meson is not on PATH: pip builds librollcache with it")
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import ensurepip, venv, setuptools, wheel"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if probe.returncode != 0:
+        skip("/usr/bin/python3 lacks venv/ensurepip, setuptools or wheel "
+             "(python3-venv, python3-setuptools, python3-wheel): %s"
+             % probe.stdout.decode().strip().splitlines()[-1])
+    tmp = tempfile.mkdtemp(prefix="rc-install-")
+    try:
+        data = os.path.join(tmp, "data")
+        os.mkdir(data)
+        run([fdr_gen, data, SPEC, str(FILES), str(RECS)])
+        bare = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+        # 1. pip into a fresh venv, from a copy of the source tree (pip
+        # builds in the tree it is given)
+        src = os.path.join(tmp, "src")
+
+        def ignore(d, names):
+            top = os.path.realpath(d) == os.path.realpath(SRC)
+            return [n for n in names if n in (".git", "node_modules", "__pycache__")
+                    or (top and n.startswith("build"))]
+        shutil.copytree(SRC, src, ignore=ignore, symlinks=True)
+        venv = os.path.join(tmp, "v")
+        run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv])
+        run([os.path.join(venv, "bin", "pip"), "install", "--no-build-isolation", "--no-index",
+             "--no-cache-dir", "--disable-pip-version-check", os.path.join(src, "python")],
+            cwd=tmp)
+        shutil.rmtree(src)  # the installed package owes nothing to the tree
+        check_feeder(os.path.join(venv, "bin", "python"), data, bare, tmp, venv,
+                     "pip install --no-build-isolation ./python, venv, only PATH")
+
+        # 2. meson install of this build tree, staged under DESTDIR
+        dest = os.path.join(tmp, "dest")
+        run(["meson", "install", "-C", build, "--no-rebuild", "--destdir", dest])
+        pkgs = [os.path.join(r, "rollcache") for r, ds, _ in os.walk(dest) if "rollcache" in ds
+                and os.path.exists(os.path.join(r, "rollcache", "_paths.py"))]
+        assert len(pkgs) == 1, "staged packages: %s" % pkgs
+        env = dict(bare, PYTHONPATH=os.path.dirname(pkgs[0]))
+        check_feeder("/usr/bin/python3", data, env, tmp, dest, "meson install --destdir")
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
