@@ -190,6 +190,8 @@ int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_
 	set_u64(o, "records_recovered", s->records_recovered);
 	json_object_set_new(o, "stopped", json_boolean(s->stopped));
 	set_str(o, "error", s->error);
+	set_str(o, "state", s->state);
+	set_u64(o, "listed_objects", s->listed_objects);
 	o = obj_in(root, "errors");
 	set_u64(o, "http_4xx", s->http_4xx);
 	set_u64(o, "http_408_429", s->http_408_429);

@@ -30,6 +30,7 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 {
 	struct smp_listing l;
 	int rc = smp_source_list(s->source, &l, err, errlen);
+	s->list_failed = rc != 0; /* a mount waits this out (sampler.c, heal) */
 	if (rc)
 		return rc;
 	/*
@@ -71,6 +72,7 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 		l.v[w++] = l.v[i];
 	}
 	l.n = w;
+	atomic_store_explicit(&s->stats.listed_objects, (uint64_t)l.n, memory_order_relaxed);
 	struct cfs_listing_entry *ents = calloc(l.n ? l.n : 1, sizeof(*ents));
 	int64_t *ids = calloc(l.n ? l.n : 1, sizeof(*ids));
 	if (!ents || !ids) {
