@@ -121,6 +121,7 @@ struct smp_sampler {
 	bool listed;
 	uint32_t listed_epoch;
 	bool list_failed; /* the last smp__relist() failed in the source's listing itself */
+	bool ever_listed; /* a listing succeeded in this sampler's life */
 
 	/*
 	 * Healing (sampler.c, heal()): a mount's run waits out a failure that

@@ -13,6 +13,11 @@ Proves:
     the cause, and nothing is left mounted: a directory that does not
     exist, a plain file, a refused port, an unresolvable host, a prefix
     nginx answers 404 for, `http://[::1`, a wrong S3 key id (s3rver);
+  - a source that lists 0 objects - a real empty directory, an empty S3
+    bucket, a mistyped prefix of a bucket that has data (s3rver) - makes
+    `mount` and `ingest` exit 1 with one line naming the URL, "0 objects
+    listed" and what to do; with allow_empty = true it mounts and `status`
+    says "0 objects listed" (sampler.listed_objects; 2 for the right prefix);
   - an nginx source without a MANIFEST: the probe's 404 is no error
     (errors.* all 0 once every record is resident, status says "errors   0");
   - a full disk under the cache (a 64 MiB tmpfs, a filler file, `limit`
@@ -150,6 +155,75 @@ def wrong_s3_key(root, s3):
                           ["InvalidAccessKeyId", "access key id"], extra=["--endpoint", s3],
                           env=env)
     check("SECRETVALUE" not in line, "the secret in the message: %r" % line)
+
+
+def expect_empty(root, name, src, extra=(), env=None):
+    """A source that lists 0 objects: mount and ingest exit 1, one line naming
+    the URL, the count and what to do; allow_empty = true mounts it, and
+    `status` says 0 objects listed."""
+    words = ["%s: 0 objects listed" % src, "check the URL", "allow_empty = true"]
+    expect_refused(root, name, src, 1, words, extra=extra, env=env)
+    cache = tempfile.mkdtemp(prefix="c-", dir=root)
+    p = subprocess.run([RC, "ingest", src, "--cache-dir", cache, "--limit", "4M", "--shard-size",
+                        "256K", *extra],
+                       env=dict(os.environ, **env) if env else None, capture_output=True,
+                       text=True, timeout=60)
+    lines = p.stderr.strip().splitlines()
+    eq((p.returncode, len(lines)), (1, 1), "%s: ingest exit, one line: %r" % (name, p.stderr))
+    for w in words:
+        check(w in p.stderr, "%s: ingest says %r: %r" % (name, w, p.stderr))
+    mp = tempfile.mkdtemp(prefix="mp-", dir=root)
+    p = subprocess.run([RC, "mount", src, mp, "--limit", "4M", "--shard-size", "256K",
+                        "--allow-empty", "true",
+                        "--cache-dir", tempfile.mkdtemp(prefix="c-", dir=root), *extra],
+                       env=dict(os.environ, **env) if env else None, capture_output=True,
+                       text=True, timeout=60)
+    eq(p.returncode, 0, "%s: mount with allow_empty (%s)" % (name, p.stderr.strip()))
+    if p.returncode:
+        return
+    try:
+        eq(stats(mp)["sampler"]["listed_objects"], 0, "%s: sampler.listed_objects" % name)
+        out = run("status", mp, "--wide").stdout
+        check(re.search(r"^sampler  (running|idle); 0 objects listed$", out, re.M),
+              "%s: status shows the objects listed: %r" % (name, out))
+    finally:
+        run("umount", mp)
+
+
+def empty_dir(root):
+    """A real empty directory: refused unless allow_empty."""
+    empty = os.path.join(root, "empty")
+    os.makedirs(empty)
+    expect_empty(root, "empty dir", "file://%s/" % empty)
+
+
+def empty_s3(root, s3):
+    """An empty bucket, then a mistyped prefix of a bucket that has data."""
+    env = {"AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": "S3RVER",
+           "AWS_SHARED_CREDENTIALS_FILE": os.path.join(root, "none")}
+    extra = ["--endpoint", s3]
+    expect_empty(root, "empty S3 bucket", "s3://bucket/", extra, env)
+    data = os.path.join(root, "s3data")
+    p = run("synth", data, "--records", 40, "--record-size", "1K", "--shards", 2)
+    eq(p.returncode, 0, "synth (%s)" % p.stderr)
+    p = subprocess.run([os.path.join(SERVERS, "s3put.py"), s3, "bucket", data, "ds/"],
+                       capture_output=True, text=True, timeout=120)
+    eq(p.returncode, 0, "upload (%s)" % p.stderr)
+    expect_empty(root, "mistyped S3 prefix", "s3://bucket/sd/", extra, env)
+    mp = tempfile.mkdtemp(prefix="mp-", dir=root)
+    p = subprocess.run([RC, "mount", "s3://bucket/ds/", mp, "--limit", "4M", "--shard-size",
+                        "256K", "--cache-dir",
+                        tempfile.mkdtemp(prefix="c-", dir=root), *extra],
+                       env=dict(os.environ, **env), capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 0, "the right prefix mounts (%s)" % p.stderr.strip())
+    if p.returncode == 0:
+        try:
+            eq(stats(mp)["sampler"]["listed_objects"], 2, "sampler.listed_objects of ds/")
+            out = run("status", mp, "--wide").stdout
+            check(re.search(r"^sampler  \w+; 2 objects listed$", out, re.M),
+                  "status shows the objects listed: %r" % out)
+        finally:
+            run("umount", mp)
 
 
 def manifest_probe(root, nginx, mounts):
@@ -317,6 +391,7 @@ def main():
             script = "nginx.sh"
             peer = start(script, [www, state])
             bad_sources(root, peer)
+            empty_dir(root)
             manifest_probe(root, peer, mounts)
         elif part == "wait":
             data = os.path.join(root, "data")
@@ -329,6 +404,7 @@ def main():
             script = "s3rver.sh"
             peer = start(script, ["bucket", state])
             wrong_s3_key(root, peer)
+            empty_s3(root, peer)
         else:
             www = os.path.join(root, "www")
             os.makedirs(www)
