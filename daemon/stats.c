@@ -331,6 +331,11 @@ int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, si
 	       s->stopped ? 1 : 0);
 	metric(b, "sampler_idle", "gauge", "1 when the samplers have nothing more this epoch.",
 	       s->idle ? 1 : 0);
+	metric(b, "sampler_waiting", "gauge",
+	       "1 while the samplers wait out a full disk or a source that cannot be listed.",
+	       s->waiting ? 1 : 0);
+	metric(b, "sampler_listed_objects", "gauge", "Objects in the source's last listing.",
+	       (double)s->listed_objects);
 	if (b->err) {
 		free(b->p);
 		return b->err;
