@@ -18,6 +18,10 @@ Proves:
     `mount` and `ingest` exit 1 with one line naming the URL, "0 objects
     listed" and what to do; with allow_empty = true it mounts and `status`
     says "0 objects listed" (sampler.listed_objects; 2 for the right prefix);
+  - a file:// source that vanishes after the mount: the next re-list fails,
+    sampler.state says "waiting: the source cannot be listed: ..." (not
+    stopped, JSON and `status`); once it is back (with new objects) the
+    same daemon lists it and admits them by itself;
   - an nginx source without a MANIFEST: the probe's 404 is no error
     (errors.* all 0 once every record is resident, status says "errors   0");
   - a full disk under the cache (a 64 MiB tmpfs, a filler file, `limit`
@@ -226,6 +230,52 @@ def empty_s3(root, s3):
             run("umount", mp)
 
 
+def source_comes_back(root, mounts):
+    """A file:// source that vanishes after the mount: the re-list at the next
+    epoch fails, the samplers wait (not stop) saying why, and once the
+    directory is back they list it again by themselves and take new data."""
+    src = os.path.join(root, "vanishing")
+    p = run("synth", src, "--records", 40, "--record-size", "1K", "--shards", 4)
+    eq(p.returncode, 0, "synth (%s)" % p.stderr)
+    mp = os.path.join(root, "mp-vanish")
+    os.makedirs(mp)
+    p = run("mount", "file://%s/" % src, mp, "--limit", "8M", "--shard-size", "256K",
+            "--cache-dir", os.path.join(root, "c-vanish"), "--relist", 1)
+    eq(p.returncode, 0, "mount (%s)" % p.stderr.strip())
+    if p.returncode:
+        return
+    mounts.append(mp)
+    st = wait_for(lambda: (lambda s: s if s["resident"]["records"] == 40 and
+                           s["sampler"]["state"] == "idle" else None)(stats(mp)),
+                  "the 40 records resident")
+    if not st:
+        return
+    pid = st["pid"]
+    os.rename(src, src + ".away")
+    eq(run("epoch", mp, "next").returncode, 0, "epoch next while the source is away")
+    st = wait_for(lambda: (lambda s: s if s["sampler"]["state"].startswith("waiting") else None)(
+        stats(mp)), "samplers waiting for the source")
+    if not st:
+        return
+    check(re.match(r"waiting: the source cannot be listed: .*No such file or directory, "
+                   r"retry in \d+ s$", st["sampler"]["state"]), "state %r" % st["sampler"])
+    eq(st["sampler"]["stopped"], False, "sampler.stopped while the source is away")
+    out = run("status", mp, "--wide").stdout
+    check(re.search(r"^sampler  waiting: the source cannot be listed: ", out, re.M),
+          "status says why: %r" % out)
+    os.rename(src + ".away", src)
+    p = run("synth", os.path.join(src, "more"), "--records", 20, "--record-size", "1K",
+            "--shards", 2)
+    eq(p.returncode, 0, "synth more (%s)" % p.stderr)
+    st = wait_for(lambda: (lambda s: s if s["resident"]["records"] == 60 and
+                           s["sampler"]["state"] == "idle" else None)(stats(mp)),
+                  "the source back: its 6 objects listed, the 20 new records admitted")
+    if st:
+        eq(st["pid"], pid, "the same daemon (no remount)")
+        eq(st["sampler"]["listed_objects"], 6, "sampler.listed_objects")
+    run("umount", mp)
+
+
 def manifest_probe(root, nginx, mounts):
     """nginx without a MANIFEST: its 404 is an answer, not an error."""
     mp = os.path.join(root, "mp-nginx")
@@ -392,6 +442,7 @@ def main():
             peer = start(script, [www, state])
             bad_sources(root, peer)
             empty_dir(root)
+            source_comes_back(root, mounts)
             manifest_probe(root, peer, mounts)
         elif part == "wait":
             data = os.path.join(root, "data")
