@@ -428,9 +428,15 @@ int cmd_epoch(int argc, char **argv)
 			mount_view_of(st, &v);
 			fprintf(stderr,
 				"%swaiting for min_records: %" PRIu64 " / %" PRIu64
-				" records resident, %.1f MB/s%s",
+				" records resident, %.1f MB/s",
 				tty ? "\r" : "", v.resident_records, v.min_records,
-				v.ingest_bps / 1e6, tty ? "   " : "\n");
+				v.ingest_bps / 1e6);
+			/* samplers that cannot admit (a full disk, ...): say why */
+			if (!strncmp(v.sampler_state, "waiting", 7)) {
+				fputs("; samplers ", stderr);
+				put_clean(v.sampler_state, stderr);
+			}
+			fputs(tty ? "   " : "\n", stderr);
 			shown = true;
 			json_decref(st);
 		}

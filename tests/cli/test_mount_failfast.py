@@ -364,8 +364,12 @@ def full_disk(root, nginx, mounts):
         # the wait is bounded by wait_timeout (2 s) and says why it could not admit
         p = run("epoch", mp, "next", "--wait", timeout=120)
         eq(p.returncode, 0, "epoch next --wait (%s)" % p.stderr.strip())
+        check(re.search(r"^waiting for min_records: \d+ / 100000 records resident, [\d.]+ MB/s; "
+                        r"samplers waiting: disk full \(ENOSPC\) on %s, retry in \d+ s$"
+                        % re.escape(cache), p.stderr, re.M),
+              "epoch next --wait says why it cannot admit while it waits: %r" % p.stderr)
         check("wait_timeout passed while the samplers were waiting: disk full (ENOSPC)"
-              in p.stderr, "epoch next --wait says why: %r" % p.stderr)
+              in p.stderr, "epoch next --wait says why it went ahead: %r" % p.stderr)
         eq(stats(mp)["current"]["records"], resident, "the old view went ahead")
         # the cause goes away: the samplers go on by themselves, in the same daemon,
         # until the pass is over (objects partly in before the disk filled count as
