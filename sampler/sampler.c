@@ -803,7 +803,7 @@ again:
 	/* the end of the run: the buffered records go out, the plan is saved */
 	smp_fetch_cancel_all(s->fetch);
 	smp__drain(s);
-	if (!s->fatal)
+	if (!s->fatal && s->plan) /* no plan: stopped while a heal had dropped it */
 		smp__plan_checkpoint(s);
 	if (s->w) {
 		cfs_shard_writer_abort(s->w);

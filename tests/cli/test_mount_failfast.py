@@ -239,10 +239,15 @@ def source_comes_back(root, mounts):
     eq(p.returncode, 0, "synth (%s)" % p.stderr)
     mp = os.path.join(root, "mp-vanish")
     os.makedirs(mp)
-    p = run("mount", "file://%s/" % src, mp, "--limit", "8M", "--shard-size", "256K",
-            "--cache-dir", os.path.join(root, "c-vanish"), "--relist", 1)
-    eq(p.returncode, 0, "mount (%s)" % p.stderr.strip())
-    if p.returncode:
+    # in the foreground: its exit status is checked after the unmount below
+    daemon = subprocess.Popen([RC, "mount", "file://%s/" % src, mp, "--limit", "8M",
+                               "--shard-size", "256K", "--relist", "1", "-f", "--cache-dir",
+                               os.path.join(root, "c-vanish")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if not wait_for(lambda: is_mounted(mp) or daemon.poll() is not None, "mounted"):
+        return
+    eq(daemon.poll(), None, "the -f mount runs")
+    if daemon.poll() is not None:
         return
     mounts.append(mp)
     st = wait_for(lambda: (lambda s: s if s["resident"]["records"] == 40 and
@@ -273,7 +278,21 @@ def source_comes_back(root, mounts):
     if st:
         eq(st["pid"], pid, "the same daemon (no remount)")
         eq(st["sampler"]["listed_objects"], 6, "sampler.listed_objects")
-    run("umount", mp)
+    # away again, and unmounted while the samplers wait: the daemon ends cleanly
+    os.rename(src, src + ".away")
+    eq(run("epoch", mp, "next").returncode, 0, "epoch next while the source is away again")
+    wait_for(lambda: stats(mp)["sampler"]["state"].startswith("waiting"),
+             "samplers waiting for the source again")
+    p = run("umount", mp)
+    eq(p.returncode, 0, "umount while the samplers wait (%s)" % p.stderr.strip())
+    try:
+        _, err = daemon.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        _, err = daemon.communicate()
+    eq(daemon.returncode, 0, "the daemon's exit after an unmount while its samplers wait (%s)"
+       % err.strip()[-300:])
+    mounts.remove(mp)
 
 
 def manifest_probe(root, nginx, mounts):
