@@ -252,16 +252,13 @@ int dmn_run(const struct dmn_opts *o, char *err, size_t errlen)
 	/*
 	 * The file and stderr from the start, so that start-up lines (a file
 	 * dropped by reconciliation) are in the file too; once detached
-	 * (dmn__report_ready) the file alone.
+	 * (dmn__report_ready) the file alone, or syslog when it cannot be opened.
 	 */
 	if (o->cfg->log_file) {
 		int lrc = cmn_log_open_file(o->cfg->log_file, true);
-		if (lrc != 0) {
+		if (lrc != 0 && !o->detach) {
 			snprintf(err, errlen, "log_file %s: %s", o->cfg->log_file, strerror(-lrc));
-			if (!o->detach)
-				return lrc;
-			dmn__report_error(&report_fd, lrc, err); /* the parent prints it */
-			_exit(1);
+			return lrc;
 		}
 	}
 	int rc = run(o, &report_fd, err, errlen);
