@@ -17,7 +17,9 @@
  *        row + file, sizes agree, EVICTING  -> file deleted, row GONE; with
  *                                              keep_retiring, a victim of the
  *                                              latest boundary stays (draining)
- *        row + file, sizes differ           -> both dropped (a torn file)
+ *        row + file, sizes differ           -> both dropped (a torn file;
+ *                                              logged, and the mount counts
+ *                                              it in errors.corrupt)
  *        row, no file                       -> SEALED: row dropped with its
  *                                              samples; EVICTING: row GONE
  *        file, no row                       -> file deleted (crash between
@@ -284,7 +286,8 @@ int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct
 			if (rows[i].bytes != files[j].size) {
 				cmn_log(CMN_LOG_WARN,
 					"%s: file %" PRId64 " has %" PRIu64
-					" bytes, catalog says %" PRIu64 ": dropped",
+					" bytes, the catalog says %" PRIu64
+					" (truncated or torn): dropped, counted in errors.corrupt",
 					s->lay->dir, rows[i].id, files[j].size, rows[i].bytes);
 				remove_file(s, files[j].kind, files[j].id);
 				rc = idvec_push(&drop, rows[i].id);

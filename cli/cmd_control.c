@@ -55,6 +55,8 @@ struct mount_view {
 	const char *last_level;
 	uint64_t last_error_ms; /* its time (ms since 1970), 0: none */
 	bool sampler_stopped;
+	const char *sampler_state; /* "running", "waiting: ..." (a current daemon), or "" */
+	uint64_t listed_objects;
 	long long pid;
 	uint64_t epoch; /* 0 before the first epoch ("epoch": null) */
 	uint64_t limit, used, draining, min_records, resident_records;
@@ -111,6 +113,8 @@ static void mount_view_of(const json_t *root, struct mount_view *v)
 	v->sampler_stopped =
 	    json_is_true(json_object_get(json_object_get(root, "sampler"), "stopped"));
 	v->sampler_idle = json_is_true(json_object_get(json_object_get(root, "sampler"), "idle"));
+	v->sampler_state = jstr(json_object_get(root, "sampler"), "state");
+	v->listed_objects = jcount(json_object_get(root, "sampler"), "listed_objects");
 	v->pid = json_integer_value(json_object_get(root, "pid"));
 	v->epoch = jcount(root, "epoch");
 	v->limit = jcount(root, "limit");
@@ -474,6 +478,12 @@ int cmd_epoch(int argc, char **argv)
 				fprintf(stderr, "\r%-79s", line);
 			else
 				fprintf(stderr, "%s\n", line);
+			/* samplers that cannot admit (a full disk, ...): say why */
+			if (!strncmp(v.sampler_state, "waiting", 7)) {
+				fputs(tty ? "\n  samplers " : "  samplers ", stderr);
+				put_clean(v.sampler_state, stderr);
+				fputs("\n", stderr);
+			}
 			shown = true;
 			json_decref(st);
 		}
@@ -575,8 +585,13 @@ static int status_once(const char *mp, bool json, bool clear, bool wide, char *e
 	fprintf(m, "errors   %" PRIu64 "%s", v.errors, v.why[0] ? "; " : "");
 	put_clean(v.why, m);
 	fputc('\n', m);
-	if (v.sampler_stopped)
+	if (v.sampler_stopped) {
 		fputs("sampler  STOPPED (see last)\n", m);
+	} else if (v.sampler_state[0]) {
+		fputs("sampler  ", m);
+		put_clean(v.sampler_state, m);
+		fprintf(m, "; %" PRIu64 " objects listed\n", v.listed_objects);
+	}
 	if (v.last_error_ms) { /* the last warning or error, with its time */
 		time_t t = (time_t)(v.last_error_ms / 1000);
 		struct tm tm;

@@ -61,6 +61,7 @@ enum key_id {
 	K_RANK,
 	K_WORLD_SIZE,
 	K_RELIST,
+	K_ALLOW_EMPTY,
 	K_CONNECTIONS,
 	K_STRATEGY,
 	K_SHARD_SIZE,
@@ -101,6 +102,7 @@ static const char *const compression_names[] = {"none", "gzip", "zlib", "auto", 
 static const char *const strategy_names[] = {"objects", "records", NULL};
 static const char *const policy_names[] = {"fifo", "lru", "uses", "random", "none", NULL};
 static const char *const addressing_names[] = {"auto", "path", "virtual", NULL};
+static const char *const bool_names[] = {"false", "true", NULL};
 
 /*
  * The one table of keys: the INI parser, --flags, -o options, `mount
@@ -157,6 +159,8 @@ static const struct key_def keys[] = {
      "a node count of at least 1", "1", "objects are split by hash(key) % world_size"},
     {K_RELIST, SEC_SOURCE, "relist", "relist", V_U32, NULL, 0, UINT32_MAX,
      "an epoch count such as 1 (0: never re-list)", "1", "re-list the source every N epochs"},
+    {K_ALLOW_EMPTY, SEC_SOURCE, "allow_empty", "allow_empty", V_ENUM, bool_names, 0, 0, NULL,
+     "false", "start when the first listing holds no object (else mount and ingest exit 1)"},
     {K_CONNECTIONS, SEC_SAMPLER, "connections", "connections", V_U32, NULL, 1, 1024,
      "a number of parallel transfers from 1 to 1024", "8", "parallel transfers"},
     {K_STRATEGY, SEC_SAMPLER, "strategy", "strategy", V_ENUM, strategy_names, 0, 0, NULL, "objects",
@@ -479,6 +483,9 @@ static void store(struct cmn_config *c, const struct key_def *d, struct value *v
 		break;
 	case K_RELIST:
 		c->relist = (uint32_t)v->u;
+		break;
+	case K_ALLOW_EMPTY:
+		c->allow_empty = v->e == 1;
 		break;
 	case K_CONNECTIONS:
 		c->connections = (uint32_t)v->u;

@@ -92,6 +92,7 @@ struct cmn_config {
 	uint32_t rank;			      /* 0 */
 	uint32_t world_size;		      /* 1 */
 	uint32_t relist;		      /* 1 */
+	bool allow_empty; /* false: a first listing of 0 objects fails mount and ingest */
 
 	/* [sampler] */
 	uint32_t connections;	    /* 8 */

@@ -105,6 +105,17 @@ int tfr__step(struct tfr__core *c, const uint8_t *p, size_t avail, uint64_t off,
 		return 0;
 	}
 	rc = cmn_tfr_get_header(p, c->max_record, &len);
+	enum cmn_tfr_compression looks =
+	    rc == -EILSEQ && off == 0 && !c->mid_stream ? cmn_tfr_detect(p, avail) : CMN_TFR_NONE;
+	if (looks == CMN_TFR_GZIP || looks == CMN_TFR_ZLIB) {
+		/* read as plain (compression = none) but compressed: say so */
+		snprintf(c->msg, sizeof(c->msg),
+			 "%s: offset 0: no TFRecord header, and the file looks %s-compressed: set "
+			 "compression = %s (or auto)",
+			 c->name, looks == CMN_TFR_GZIP ? "GZIP" : "ZLIB",
+			 cmn_tfr_compression_name(looks));
+		return rc;
+	}
 	if (rc == -EILSEQ && off == 0 && !c->mid_stream) {
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset 0: no TFRecord header (length crc mismatch) and no gzip or "

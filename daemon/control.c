@@ -86,7 +86,8 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	dmn__samplers_stats(d->smp, &v.sampler);
 	struct dmn_scrub_stats ss;
 	dmn__scrub_stats(d->scrub, &ss);
-	v.errors_corrupt = ss.corrupt;
+	/* files dropped for their size at start-up (reconcile.c) are corrupt files too */
+	v.errors_corrupt = ss.corrupt + cfs_store_reconcile_report(d->store)->size_mismatches;
 	v.scrub_rate = ss.rate;
 	v.scrub_passes = ss.passes;
 	v.scrub_bytes = ss.bytes;

@@ -253,9 +253,14 @@ int dmn_run(const struct dmn_opts *o, char *err, size_t errlen)
 		if (!child)
 			return rc;
 	}
-	if (!o->detach && o->cfg->log_file) { /* foreground: the file and stderr */
+	/*
+	 * The file and stderr from the start, so that start-up lines (a file
+	 * dropped by reconciliation) are in the file too; once detached
+	 * (dmn__report_ready) the file alone, or syslog when it cannot be opened.
+	 */
+	if (o->cfg->log_file) {
 		int lrc = cmn_log_open_file(o->cfg->log_file, true);
-		if (lrc != 0) {
+		if (lrc != 0 && !o->detach) {
 			snprintf(err, errlen, "log_file %s: %s", o->cfg->log_file, strerror(-lrc));
 			return lrc;
 		}
@@ -268,9 +273,12 @@ int dmn_run(const struct dmn_opts *o, char *err, size_t errlen)
 		cmn_log_close_file();
 		return rc;
 	}
-	if (rc != 0 && report_fd >= 0)
-		dmn__report_error(&report_fd, rc, err); /* the parent prints it */
-	else if (rc != 0)
+	if (rc != 0 && report_fd >= 0) {
+		/* the parent prints it on stderr; the log file has it too */
+		if (o->cfg->log_file && cmn_log_open_file(o->cfg->log_file, false) == 0)
+			cmn_log(CMN_LOG_ERROR, "%s", err);
+		dmn__report_error(&report_fd, rc, err);
+	} else if (rc != 0)
 		cmn_log(CMN_LOG_ERROR, "%s", err); /* detached: syslog */
 	_exit(rc == 0 ? 0 : 1);
 }

@@ -59,7 +59,7 @@ static void inval_retired(struct dmn *d)
 static void set_wait_why(struct dmn *d, const char *why)
 {
 	pthread_mutex_lock(&d->mu);
-	snprintf(d->wait_why, sizeof(d->wait_why), "%s", why);
+	snprintf(d->wait_why, sizeof(d->wait_why), "%.*s", (int)sizeof(d->wait_why) - 1, why);
 	pthread_mutex_unlock(&d->mu);
 }
 
@@ -67,10 +67,13 @@ static void update_rates(struct dmn *d);
 
 /*
  * Step 2: waits until min_records records are resident, the samplers have
- * nothing more to give, the bound passes, or the daemon stops.  "Nothing
- * more" is: their pass ended (idle), or they have been blocked on the budget
- * (the epoch's admit or the limit is used up) for a second with no new
- * record sealed and no byte received meanwhile (transfers still filling the
+ * nothing more to give, the bound passes, or the daemon stops.  Samplers
+ * that wait out a failure that heals (a full disk, a source that cannot be
+ * listed) are waited for, up to the bound: the cause is logged once, and
+ * named in the reason when the bound passes.  "Nothing more" is: their
+ * pass ended (idle), or they have been blocked on the budget (the epoch's
+ * admit or the limit is used up) for a second with no new record sealed and
+ * no byte received meanwhile (transfers still filling the
  * room they reserved bring records the view should hold); a one-second
  * grace covers the moment right after the boundary when the flags still
  * describe the old pass.
@@ -83,6 +86,7 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 	    d->cfg->wait_timeout_ms ? d->cfg->wait_timeout_ms : WAIT_TIMEOUT_DEFAULT_MS;
 	uint64_t t0 = cmn_mono_ms(), last_change = t0, blocked_since = 0, last_records = UINT64_MAX;
 	uint64_t last_fetched = UINT64_MAX;
+	bool said_waiting = false;
 	for (;;) {
 		struct cfs_resident r = {0};
 		uint64_t now = cmn_mono_ms();
@@ -110,13 +114,29 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 		else if (!blocked_since)
 			blocked_since = now;
 		const char *why = NULL;
-		char stopped[340];
+		char stopped[340], heal[420];
+		if (ws.waiting &&
+		    !said_waiting) { /* said once, then waited out (sampler.c, heal) */
+			cmn_log(CMN_LOG_WARN,
+				"next wait: cannot admit: samplers %.360s; waiting up to %.0f s",
+				ws.state, (double)bound / 1000.0);
+			said_waiting = true;
+		}
 		if (!ws.present) {
 			why = "no samplers are running";
 		} else if (ws.stopped) {
 			snprintf(stopped, sizeof(stopped), "the samplers stopped: %.300s",
 				 ws.error);
 			why = stopped;
+		} else if (ws.waiting) {
+			/* a full disk or a missing source heals by itself: wait_timeout bounds it
+			 */
+			if (now - t0 > bound) {
+				snprintf(heal, sizeof(heal),
+					 "wait_timeout passed while the samplers were %.240s",
+					 ws.state);
+				why = heal;
+			}
 		} else if (ws.idle && now - t0 >= 1000)
 			why = "the source has no more data for this epoch";
 		else if (blocked_since && now - blocked_since >= 1000 && now - last_change >= 1000)
@@ -127,7 +147,7 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 		else if (now - t0 > bound)
 			why = "wait_timeout passed";
 		if (why) {
-			char msg[512];
+			char msg[1024];
 			snprintf(msg, sizeof(msg),
 				 "%" PRIu64 " of min_records %" PRIu64 " resident after %.1f s: %s "
 				 "(admit %" PRIu64 " of %" PRIu64 " bytes used, %" PRIu64
@@ -137,6 +157,7 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 				 bs.limit,
 				 !ws.present  ? "absent"
 				 : ws.stopped ? "stopped"
+				 : ws.waiting ? "waiting"
 				 : ws.idle    ? "idle (pass over)"
 					      : "running");
 			cmn_log(CMN_LOG_WARN, "next wait: going ahead: %s", msg);

@@ -66,6 +66,7 @@ static void add_stats(struct dmn_sampler_stats *o, const struct smp_stats *st)
 	C(bytes_admitted);
 	C(budget_waits);
 	C(partial_bytes);
+	C(listed_objects);
 #undef C
 }
 
@@ -189,7 +190,15 @@ void dmn__samplers_stats(struct dmn_samplers *w, struct dmn_sampler_stats *o)
 	snprintf(o->error, sizeof(o->error), "%s", w->error);
 	pthread_mutex_unlock(&w->mu);
 	o->present = true;
-	o->idle = ended || smp_sampler_idle(w->s);
+	char why[sizeof(o->state) - 16];
+	o->waiting = !ended && smp_sampler_waiting(w->s, why, sizeof(why));
+	o->idle = !o->waiting && (ended || smp_sampler_idle(w->s));
+	if (o->stopped)
+		snprintf(o->state, sizeof(o->state), "stopped: %s", o->error);
+	else if (o->waiting)
+		snprintf(o->state, sizeof(o->state), "waiting: %s", why);
+	else
+		snprintf(o->state, sizeof(o->state), "%s", o->idle ? "idle" : "running");
 }
 
 void dmn__samplers_stop(struct dmn_samplers *w)

@@ -195,6 +195,8 @@ int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_
 	set_u64(o, "resumed_bytes", s->resumed_bytes);
 	json_object_set_new(o, "stopped", json_boolean(s->stopped));
 	set_str(o, "error", s->error);
+	set_str(o, "state", s->state);
+	set_u64(o, "listed_objects", s->listed_objects);
 	o = obj_in(root, "errors");
 	set_u64(o, "http_4xx", s->http_4xx);
 	set_u64(o, "http_408_429", s->http_408_429);
@@ -352,6 +354,11 @@ int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, si
 	       s->stopped ? 1 : 0);
 	metric(b, "sampler_idle", "gauge", "1 when the samplers have nothing more this epoch.",
 	       s->idle ? 1 : 0);
+	metric(b, "sampler_waiting", "gauge",
+	       "1 while the samplers wait out a full disk or a source that cannot be listed.",
+	       s->waiting ? 1 : 0);
+	metric(b, "sampler_listed_objects", "gauge", "Objects in the source's last listing.",
+	       (double)s->listed_objects);
 	if (b->err) {
 		free(b->p);
 		return b->err;

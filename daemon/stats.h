@@ -28,8 +28,13 @@ struct dmn_sampler_stats {
 	uint64_t partial_bytes; /* gauge (sampler/stats.h) */
 	double ingest_bps;	/* admitted bytes/s over the last few seconds */
 	double fetch_bps;
-	bool stopped;	 /* the sampler run ended on a failure (error says why) */
-	char error[512]; /* that failure, or "" */
+	bool stopped;		 /* the sampler run ended on a failure (error says why) */
+	char error[512];	 /* that failure, or "" */
+	bool waiting;		 /* the sampler waits out a failure that heals (a full disk,
+				    a source that cannot be listed; sampler/sampler.h) */
+	char state[800];	 /* "running", "idle", "waiting: <cause>, retry in N s" or
+				    "stopped: <error>" */
+	uint64_t listed_objects; /* objects in the source's last listing (gauge) */
 };
 
 struct dmn_stats_view {

@@ -2,6 +2,11 @@
  * relist.c - the sampler's listing: lists the source, sets the index
  * sidecars apart and records the objects in the catalog.
  *
+ * The first listing of a sampler's life that holds no object fails with
+ * -ENODATA unless cfg->allow_empty (an empty directory, an empty or
+ * mistyped prefix: mount and ingest say so instead of starting on
+ * nothing); later ones may be empty.
+ *
  * Owns the listing's life: it is recorded in the catalog (objects_sync
  * marks changed objects so their old samples retire at the next epoch),
  * handed to the plan (plan.c merges new objects into the rest of the pass
@@ -30,6 +35,7 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 {
 	struct smp_listing l;
 	int rc = smp_source_list(s->source, &l, err, errlen);
+	s->list_failed = rc != 0; /* a mount waits this out (sampler.c, heal) */
 	if (rc)
 		return rc;
 	/*
@@ -71,6 +77,18 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 		l.v[w++] = l.v[i];
 	}
 	l.n = w;
+	atomic_store_explicit(&s->stats.listed_objects, (uint64_t)l.n, memory_order_relaxed);
+	if (l.n == 0 && !s->ever_listed && !s->cfg->allow_empty) {
+		/* nothing silent at start: an empty or mistyped source is said, not mounted */
+		free(idx);
+		smp_listing_free(&l);
+		snprintf(err, errlen,
+			 "%s: 0 objects listed: check the URL (an empty directory or a mistyped "
+			 "prefix lists nothing), or set allow_empty = true to start empty and "
+			 "take data as it comes",
+			 s->cfg->url);
+		return -ENODATA;
+	}
 	struct cfs_listing_entry *ents = calloc(l.n ? l.n : 1, sizeof(*ents));
 	int64_t *ids = calloc(l.n ? l.n : 1, sizeof(*ids));
 	if (!ents || !ids) {
@@ -103,6 +121,7 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	s->listed = true;
+	s->ever_listed = true;
 	s->listed_epoch = epoch;
 	return 0;
 }

@@ -14,6 +14,18 @@
  * plan and holds everything - transfers, shuffle buffer - until resume
  * names the new epoch.
  *
+ * Healing, in one paragraph: a mount's run (follow) does not end on a full
+ * disk (ENOSPC, EDQUOT) or on a listing that fails (the source is gone
+ * for a while): heal() drops everything that is not committed - transfers,
+ * the shuffle buffer, the shard being filled, shards queued behind the one
+ * that failed - and the plan in memory, waits (a back-off of
+ * SMP_HEAL_FIRST_MS doubling to SMP_HEAL_MAX_MS, pauses honoured, the
+ * cause shown by smp_sampler_waiting()), then reloads the plan from the
+ * catalog and lists the source again, exactly as a remount would: what
+ * was committed stays, what was not is fetched again (DESIGN 8).  On a
+ * full disk a try begins only once statvfs shows room for a shard's
+ * first chunk.  Other local failures (EIO, EROFS) still end the run.
+ *
  * Owns struct smp_sampler and the order of the run.  Does not speak HTTP
  * (fetch.c, source.c) and does not touch SQL or the disk directly
  * (cachefs/shard_writer.h, catalog.h).
@@ -33,18 +45,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "cachefs/budget.h"
 #include "cachefs/catalog.h"
 #include "cachefs/shard_writer.h"
 #include "cachefs/store.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 int smp__fail_local(struct smp_sampler *s, int rc, const char *what)
 {
 	if (rc == -ENOSPC)
-		SMP_STAT_ADD(&s->stats, enospc, 1); /* the disk is full: counted, then stop */
+		SMP_STAT_ADD(&s->stats, enospc, 1); /* counted; a mount waits it out (heal) */
 	if (!s->fatal) {
 		s->fatal = rc;
 		snprintf(s->fatal_msg, sizeof(s->fatal_msg), "%s: %s", what, strerror(-rc));
@@ -208,6 +222,22 @@ uint64_t smp_sampler_wanted_fresh(struct smp_sampler *s, uint64_t timeout_ms)
 bool smp_sampler_idle(struct smp_sampler *s)
 {
 	return atomic_load(&s->idle) || !atomic_load(&s->running);
+}
+
+bool smp_sampler_waiting(struct smp_sampler *s, char *why, size_t len)
+{
+	pthread_mutex_lock(&s->ctl_mu);
+	bool waiting = s->heal_why[0] != '\0';
+	if (waiting) {
+		uint64_t now = cmn_mono_ms();
+		uint64_t left = s->heal_retry_ms > now ? s->heal_retry_ms - now : 0;
+		snprintf(why, len, "%s, retry in %llu s", s->heal_why,
+			 (unsigned long long)((left + 999) / 1000));
+	} else if (len) {
+		why[0] = '\0';
+	}
+	pthread_mutex_unlock(&s->ctl_mu);
+	return waiting;
 }
 
 int smp_sampler_pause(struct smp_sampler *s, uint64_t timeout_ms)
@@ -465,6 +495,202 @@ static int load_plan(struct smp_sampler *s, char *err, size_t errlen)
 	return rc;
 }
 
+/* ---- healing (see the file comment) ------------------------------------- */
+
+/* Whether a following run waits failure rc out instead of ending. */
+static bool healable(const struct smp_sampler *s, int rc)
+{
+	if (!s->follow || atomic_load(&s->stop) || rc == 0 || rc == -ECANCELED)
+		return false;
+	return rc == -ENOSPC || rc == -EDQUOT || (s->list_failed && rc != -ENOMEM);
+}
+
+/* The cause of failure rc for people ("disk full (ENOSPC) on DIR"). */
+static void heal_cause(struct smp_sampler *s, int rc, const char *msg, char *out, size_t len)
+{
+	if (rc == -ENOSPC)
+		snprintf(out, len, "disk full (ENOSPC) on %s", cfs_store_dir(s->cstore));
+	else if (rc == -EDQUOT)
+		snprintf(out, len, "disk quota exceeded (EDQUOT) on %s", cfs_store_dir(s->cstore));
+	else
+		snprintf(out, len, "the source cannot be listed: %.500s",
+			 msg && msg[0] ? msg : strerror(-rc));
+}
+
+/* A shuffle-buffer sink that drops the record: its job lets it go. */
+static int discard_record(const struct smp_rec *r, void *ctx)
+{
+	struct smp_sampler *s = ctx;
+	struct smp__job *j = r->job;
+	if (j) {
+		j->refs--;
+		j->cancelled = true; /* its units are not settled: the plan is reloaded */
+		smp__job_maybe_end(s, j);
+	}
+	return 0;
+}
+
+/*
+ * Drops everything the catalog has not committed - transfers, buffered
+ * records, the shard being filled, the job waiting for room, the plan in
+ * memory - and gives back every byte they reserved, so that the next try
+ * starts from the catalog as a remount would.
+ */
+static void heal_reset(struct smp_sampler *s)
+{
+	smp_fetch_cancel_all(s->fetch); /* readers end: jobs cancelled, units unsettled */
+	smp_shuffle_drain(s->shuf, discard_record, s);
+	s->need_room = false;
+	smp_fetch_hold(s->fetch, false);
+	if (s->w) {
+		cfs_shard_writer_abort(s->w);
+		s->w = NULL;
+	}
+	smp__seal_reset(s);
+	struct cfs_budget *b = cfs_store_budget(s->cstore);
+	if (s->waiting) {
+		if (s->waiting->reserve)
+			cfs_budget_release(b, s->waiting->reserve);
+		free(s->waiting);
+		s->waiting = NULL;
+	}
+	while (s->jobs) { /* none is left by now; a bound on what could be */
+		struct smp__job *j = s->jobs;
+		s->jobs = j->next;
+		if (j->reserve)
+			cfs_budget_release(b, j->reserve);
+		free(j);
+	}
+	smp__plan_unload(s);
+	s->listed = false; /* the reloaded plan learns its keys from a listing */
+	s->full = false;
+	s->fatal = 0;
+	s->fatal_msg[0] = '\0';
+}
+
+/* Whether the disk under the cache has room for a shard's first chunk again. */
+static bool disk_has_room(struct smp_sampler *s)
+{
+	struct statvfs v;
+	if (statvfs(cfs_store_dir(s->cstore), &v) != 0)
+		return true; /* cannot tell: try */
+	uint64_t want = s->shard_cap < SMP_RESERVE_CHUNK ? s->shard_cap : SMP_RESERVE_CHUNK;
+	return (uint64_t)v.f_bavail * v.f_frsize >= want;
+}
+
+/*
+ * Sleeps until `until` (cmn_mono_ms) or a stop, holding still through a
+ * pause as pause_point() does (nothing is left to seal or save).  Returns
+ * false when stopped.
+ */
+static bool heal_sleep(struct smp_sampler *s, uint64_t until)
+{
+	for (;;) {
+		take_relabel(s);
+		pthread_mutex_lock(&s->ctl_mu);
+		if (s->pause_req || s->resume_req) {
+			s->paused = true;
+			pthread_cond_broadcast(&s->ctl_cv);
+			while (s->pause_req && !atomic_load(&s->stop)) {
+				struct timespec ts;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_sec += 1;
+				pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
+			}
+			if (s->resume_req) {
+				s->epoch = s->next_epoch;
+				s->resume_req = false;
+			}
+			s->paused = false;
+		}
+		uint64_t now = cmn_mono_ms();
+		bool stop = atomic_load(&s->stop);
+		if (!stop && now < until) {
+			uint64_t ms = until - now < 1000 ? until - now : 1000;
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += (time_t)(ms / 1000);
+			ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			if (!s->pause_req && !s->resume_req)
+				pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
+		}
+		pthread_mutex_unlock(&s->ctl_mu);
+		if (stop)
+			return false;
+		if (now >= until)
+			return true;
+	}
+}
+
+static void set_heal_why(struct smp_sampler *s, const char *why, uint64_t retry_ms)
+{
+	pthread_mutex_lock(&s->ctl_mu);
+	snprintf(s->heal_why, sizeof(s->heal_why), "%s", why);
+	s->heal_retry_ms = retry_ms;
+	pthread_mutex_unlock(&s->ctl_mu);
+}
+
+/*
+ * Waits out failure rc (healable(); msg: its message) as the file comment
+ * says, trying again after each back-off until a try gets the run going
+ * (the plan reloaded, the source listed).  Returns 0 then, -ECANCELED when
+ * stopped, or the -errno of a try that failed for a cause that does not
+ * heal (with its message in err).
+ */
+static int heal(struct smp_sampler *s, int rc, const char *msg, char *err, size_t errlen)
+{
+	uint64_t admitted = SMP_STAT_GET(&s->stats, records_admitted);
+	/* a cause that comes back before anything was admitted waits longer */
+	if (s->heal_delay_ms == 0 || admitted != s->heal_admitted)
+		s->heal_delay_ms = SMP_HEAL_FIRST_MS;
+	else if (s->heal_delay_ms < SMP_HEAL_MAX_MS)
+		s->heal_delay_ms =
+		    2 * s->heal_delay_ms < SMP_HEAL_MAX_MS ? 2 * s->heal_delay_ms : SMP_HEAL_MAX_MS;
+	s->heal_admitted = admitted;
+	char why[640];
+	heal_cause(s, rc, msg, why, sizeof(why));
+	if (msg && msg[0] && (rc == -ENOSPC || rc == -EDQUOT)) /* what failed, once */
+		cmn_log(CMN_LOG_ERROR, "samplers: %s", msg);
+	heal_reset(s);
+	atomic_store(&s->idle, false); /* data may come yet: not "the pass is over" */
+	for (;;) {
+		uint64_t until = cmn_mono_ms() + s->heal_delay_ms;
+		set_heal_why(s, why, until);
+		cmn_log(CMN_LOG_WARN, "samplers waiting: %s; retry in %.1f s", why,
+			(double)s->heal_delay_ms / 1000.0);
+		if (!heal_sleep(s, until)) {
+			set_heal_why(s, "", 0);
+			return -ECANCELED;
+		}
+		bool tried = rc != -ENOSPC || disk_has_room(s);
+		if (tried) {
+			err[0] = '\0';
+			rc = load_plan(s, err, errlen);
+			if (rc == 0)
+				rc = relist_if_due(s, err, errlen);
+			if (rc == 0) {
+				set_heal_why(s, "", 0);
+				cmn_log(CMN_LOG_INFO, "samplers resume: %s is over", why);
+				return 0;
+			}
+			if (!healable(s, rc)) {
+				set_heal_why(s, "", 0);
+				return rc;
+			}
+			heal_cause(s, rc, err, why, sizeof(why));
+			heal_reset(s);
+		}
+		if (s->heal_delay_ms < SMP_HEAL_MAX_MS)
+			s->heal_delay_ms = 2 * s->heal_delay_ms < SMP_HEAL_MAX_MS
+					       ? 2 * s->heal_delay_ms
+					       : SMP_HEAL_MAX_MS;
+	}
+}
+
 int smp_sampler_list(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 {
 	err[0] = '\0';
@@ -488,16 +714,20 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 	atomic_store(&s->running, true);
 	smp__progress_begin(s);
 	rc = load_plan(s, err, errlen);
-	if (rc)
+	if (rc == 0)
+		rc = relist_if_due(s, err, errlen);
+	while (healable(s, rc))
+		rc = heal(s, rc, err, err, errlen);
+	if (rc == -ECANCELED && atomic_load(&s->stop))
+		rc = 0;
+	if (rc || atomic_load(&s->stop))
 		goto out;
-	rc = relist_if_due(s, err, errlen);
-	if (rc)
-		goto out;
+
+again:
 	s->prog.objects_total = cmn_plan_units(s->plan);
 	uint64_t every = cmn_plan_units(s->plan) / 256;
 	if (every < SMP_SAVE_EVERY)
 		every = SMP_SAVE_EVERY;
-
 	while (!atomic_load(&s->stop) && !s->fatal) {
 		take_relabel(s);
 		take_refresh(s);
@@ -614,13 +844,22 @@ int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t err
 			smp__plan_checkpoint(s);
 		smp__report(s, false);
 	}
+	/* a mount waits out a full disk or a source that cannot be listed */
+	int cause = rc ? rc : s->fatal;
+	if (healable(s, cause)) {
+		rc = heal(s, cause, rc ? err : s->fatal_msg, err, errlen);
+		if (rc == 0)
+			goto again;
+		if (rc == -ECANCELED)
+			rc = 0; /* stopped */
+	}
 	/* the end of the run: the buffered records go out, the plan is saved */
 	smp__drain(s);
 	if (!s->fatal && smp__plan_checkpoint(s) == 0 && !smp_shuffle_count(s->shuf))
 		smp__plan_partial_low(s); /* a restart resumes the objects in flight */
 	smp_fetch_cancel_all(s->fetch);
 	smp__drain(s);
-	if (!s->fatal)
+	if (!s->fatal && s->plan) /* no plan: stopped while a heal had dropped it */
 		smp__plan_checkpoint(s);
 	if (s->w) {
 		cfs_shard_writer_abort(s->w);

@@ -100,7 +100,11 @@ int smp_sampler_list(struct smp_sampler *s, uint32_t epoch, char *err, size_t er
  * failures that stop sampling: the listing failed, a local write failed
  * (-ENOSPC, -EIO).  Failures of single objects (404, retries exhausted) are
  * counted in stats and logged, and do not stop it.  Calling it again goes
- * on with the same plan.
+ * on with the same plan.  With follow (the mount) a full disk (-ENOSPC,
+ * -EDQUOT) and a listing that fails do not end the run: it drops what it
+ * had not committed, waits (a back-off from 0.5 s doubling to 30 s; see
+ * smp_sampler_waiting()), re-reads the plan from the catalog, lists the
+ * source again and goes on, so nothing is skipped or fetched twice.
  */
 int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen);
 
@@ -145,6 +149,13 @@ uint64_t smp_sampler_wanted_bytes(struct smp_sampler *s);
  * the last count).  Thread-safe; not from the sampler's own thread.
  */
 uint64_t smp_sampler_wanted_fresh(struct smp_sampler *s, uint64_t timeout_ms);
+
+/*
+ * While a following run (a mount) waits out a failure that heals by itself
+ * - a full disk (ENOSPC, EDQUOT), a source that cannot be listed - true,
+ * and `why` gets "<cause>, retry in N s"; else false and "".  Thread-safe.
+ */
+bool smp_sampler_waiting(struct smp_sampler *s, char *why, size_t len);
 
 /* Makes a running smp_sampler_run() return soon.  Thread-safe. */
 void smp_sampler_stop(struct smp_sampler *s);

@@ -42,7 +42,9 @@ struct cmn_plan;
 #define SMP_FIRST_ROOM	  ((uint64_t)256 << 10) /* a mount's room before a unit's first byte */
 #define SMP_RANGE_CHUNK                                                                            \
 	((uint64_t)1 << 20) /* a mount asks for a TFRecord object in ranges of this */
-#define SMP_RANGE_MIN ((uint64_t)64 << 10) /* ... and never less, but for an object's tail */
+#define SMP_RANGE_MIN	  ((uint64_t)64 << 10) /* ... and never less, but for an object's tail */
+#define SMP_HEAL_FIRST_MS 500u		       /* the first back-off of a failure that heals */
+#define SMP_HEAL_MAX_MS	  30000u	       /* ... doubling up to this */
 
 /* One entry of an index sidecar as kept for the plan (catalog blob). */
 struct smp__idx {
@@ -126,6 +128,19 @@ struct smp_sampler {
 	int64_t source_id;
 	bool listed;
 	uint32_t listed_epoch;
+	bool list_failed; /* the last smp__relist() failed in the source's listing itself */
+	bool ever_listed; /* a listing succeeded in this sampler's life */
+
+	/*
+	 * Healing (sampler.c, heal()): a mount's run waits out a failure that
+	 * goes away by itself - a full disk (ENOSPC, EDQUOT), a source that
+	 * cannot be listed - instead of ending, and tries again after a
+	 * back-off that doubles from SMP_HEAL_FIRST_MS to SMP_HEAL_MAX_MS.
+	 */
+	uint64_t heal_delay_ms; /* the back-off of the last wait; 0: none yet */
+	uint64_t heal_admitted; /* stats.records_admitted when that wait began */
+	char heal_why[640];	/* protected by ctl_mu: the cause waited out, "" when none */
+	uint64_t heal_retry_ms; /* protected by ctl_mu: cmn_mono_ms() of the next try */
 
 	/* the sampling plan (plan.c) */
 	struct cmn_plan *plan;
@@ -158,7 +173,8 @@ struct smp_sampler {
 	bool first_opened; /* ... and it was opened */
 	struct smp_shuffle *shuf;
 	bool full;	    /* budget exhausted (stop_when_full) */
-	int fatal;	    /* a local write failure: ends the run */
+	int fatal;	    /* a local write failure: ends the run (a mount waits out
+			       -ENOSPC and -EDQUOT: heal() in sampler.c) */
 	bool need_room;	    /* a record waits for budget; transfers are held */
 	uint64_t room_need; /* its bytes */
 	bool may_block;	    /* smp__write_record runs outside transfer callbacks */
@@ -279,6 +295,13 @@ int smp__open_shard(struct smp_sampler *s);
 int smp__seal_current(struct smp_sampler *s);
 int smp__seal_flush(struct smp_sampler *s);
 int smp__seal_raw(struct smp_sampler *s, struct cfs_shard_writer *w);
+/*
+ * After a failure the run waits out (heal): waits until the sealer is idle
+ * and forgets its error, so that shards seal again.  Writers queued after
+ * the failing one were aborted, not sealed (as after a crash, nothing
+ * commits after a file that did not).
+ */
+void smp__seal_reset(struct smp_sampler *s);
 
 /* sampler.c: a pause or an epoch change is asked for (any thread may ask). */
 bool smp__pause_wanted(struct smp_sampler *s);

@@ -12,6 +12,10 @@
  * cfs_shard_writer_seal_group() do the fsyncs and the catalog commit of
  * DESIGN 2.
  *
+ * Once a seal fails, the writers queued behind it are aborted, not sealed,
+ * until smp__seal_reset(): as after a crash, nothing commits after a file
+ * that did not, so plan marks never get ahead of the records they name.
+ *
  * Invariants: DESIGN 2 (a shard is visible only once sealed), DESIGN 4 (a
  * queued writer's reservation stays counted in the budget until sealed).
  * Locking: seal_mu protects seal_q, seal_n, raw_q, raw_n, seal_busy,
@@ -81,10 +85,16 @@ static void *sealer_main(void *arg)
 			memcpy(group, s->raw_q, (size_t)n * sizeof(group[0]));
 			s->raw_n = 0;
 			s->seal_busy = true;
+			bool failed = s->seal_err != 0;
 			pthread_cond_broadcast(&s->seal_cv);
 			pthread_mutex_unlock(&s->seal_mu);
 			char msg[600];
-			int rc = seal_raw_group(s, group, n, msg, sizeof(msg));
+			int rc = 0;
+			if (failed) /* nothing commits after a file that did not */
+				for (int i = 0; i < n; i++)
+					cfs_shard_writer_abort(group[i]);
+			else
+				rc = seal_raw_group(s, group, n, msg, sizeof(msg));
 			pthread_mutex_lock(&s->seal_mu);
 			if (rc && !s->seal_err) {
 				s->seal_err = rc;
@@ -98,12 +108,19 @@ static void *sealer_main(void *arg)
 		memmove(s->seal_q, s->seal_q + 1, (size_t)(s->seal_n - 1) * sizeof(s->seal_q[0]));
 		s->seal_n--;
 		s->seal_busy = true;
+		bool failed = s->seal_err != 0;
 		pthread_cond_broadcast(&s->seal_cv);
 		pthread_mutex_unlock(&s->seal_mu);
 
 		char err[512];
 		uint64_t bytes = cfs_shard_writer_bytes(w), recs = cfs_shard_writer_records(w);
-		int rc = cfs_shard_writer_seal(w, NULL, err, sizeof(err));
+		int rc;
+		if (failed) { /* nothing commits after a shard that did not (FIFO, as a crash) */
+			cfs_shard_writer_abort(w);
+			rc = -ENODATA;
+		} else {
+			rc = cfs_shard_writer_seal(w, NULL, err, sizeof(err));
+		}
 		if (rc == 0) {
 			SMP_STAT_ADD(&s->stats, records_admitted, recs);
 			SMP_STAT_ADD(&s->stats, bytes_admitted, bytes);
@@ -196,6 +213,16 @@ int smp__seal_flush(struct smp_sampler *s)
 	}
 	pthread_mutex_unlock(&s->seal_mu);
 	return err;
+}
+
+void smp__seal_reset(struct smp_sampler *s)
+{
+	pthread_mutex_lock(&s->seal_mu);
+	while (s->seal_n > 0 || s->raw_n > 0 || s->seal_busy)
+		pthread_cond_wait(&s->seal_cv, &s->seal_mu);
+	s->seal_err = 0;
+	s->seal_msg[0] = '\0';
+	pthread_mutex_unlock(&s->seal_mu);
 }
 
 /* Opens the sampler's shard writer if it has none. */

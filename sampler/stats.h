@@ -39,14 +39,15 @@ struct smp_stats {
 						      not admitted twice (plan.c) */
 	_Atomic uint64_t failed_objects; /* objects given up (retries exhausted, a 4xx), or
 					    read with a record lost; each object once */
-	_Atomic uint64_t enospc;	 /* local writes that failed with ENOSPC (a full disk): the
-					    sampler stops */
+	_Atomic uint64_t enospc;	 /* local writes that failed with ENOSPC (a full disk): a
+					    mount's sampler waits until there is room again */
 	_Atomic uint64_t objects_done;	 /* objects read to the end */
 	_Atomic uint64_t bytes_fetched;	 /* body bytes received (retries included) */
 	_Atomic uint64_t records_admitted;
 	_Atomic uint64_t bytes_admitted; /* bytes written into sealed local files */
 	_Atomic uint64_t budget_waits;	 /* times a sampler slept for room */
 	_Atomic uint64_t partial_bytes;	 /* gauge: body bytes of records not yet whole (reader.c) */
+	_Atomic uint64_t listed_objects; /* gauge: objects in the last listing (relist.c) */
 };
 
 #define SMP_STAT_ADD(st, field, v)                                                                 \

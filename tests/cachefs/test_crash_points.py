@@ -219,7 +219,7 @@ class Rig:
     def ingest(self, cache, src=None, fault=None, limit=LIMIT):
         args = [self.bin, "ingest", "file://%s/" % (src or self.src), "--cache-dir", cache,
                 "--limit", str(limit), "--shard-size", SHARD, "--connections", "2",
-                "--quiet"]
+                "--quiet", "--allow-empty", "true"]
         return run(args, {"RC_FAULT": fault} if fault else None)
 
     def restart(self, cache, chk, when):

@@ -21,9 +21,10 @@ passthrough   (c) bit flipped after the file was served once (later opens are
               passed through to the kernel where it can): the scrubber
               (scrub_rate = 1G) finds it within one pass, errors.corrupt = 1,
               new reads get EIO or the original bytes, never the flipped ones.
-truncated     (d) a shard cut short while unmounted is dropped at start-up; one
-              cut short while mounted (same size in the catalog, fewer bytes
-              on disk) gives EIO at its last record and errors.corrupt = 1.
+truncated     (d) a shard cut short while unmounted is dropped at start-up,
+              counted in errors.corrupt (1) and logged in log_file; one cut
+              short while mounted (same size in the catalog, fewer bytes on
+              disk) gives EIO at its last record and errors.corrupt = 2.
 check         (e) `rollcache check --cache-dir` offline: exit 0 on a clean
               cache; one flipped and one truncated shard: exit 1 and exactly
               one stderr line for each (naming it), nothing changed on disk;
@@ -32,6 +33,7 @@ check         (e) `rollcache check --cache-dir` offline: exit 0 on a clean
 import errno
 import hashlib
 import os
+import re
 import struct
 import sys
 
@@ -241,16 +243,26 @@ def case_truncated(s):
         t.fail("expected several local shards, got %r" % ids)
     cut_off, cut_on = ids[0], ids[1]
     truncate(shard_path(s, cut_off), len(orig[cut_off]) - 100)
-    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=0")  # the read path alone
+    log = os.path.join(s.root, "daemon.log")
+    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=0",  # the read path alone
+            "--log-file", log)
     cur = os.path.join(s.mnt, "current")
     names = sorted(os.listdir(cur))
     t.eq(names, sorted("shard-%d.tfrecord" % i for i in ids if i != cut_off),
          "(d) a shard truncated while unmounted is dropped at start-up")
+    t.eq(corrupt_count(s), 1, "(d) the start-up drop counts in errors.corrupt")
+    with open(log) as f:
+        text = f.read()
+    if not re.search(r"rollcache\[\d+\]: warn: %s: file %d has %d bytes, the catalog says %d "
+                      r"\(truncated or torn\): dropped" % (re.escape(s.cache), cut_off,
+                                                        len(orig[cut_off]) - 100,
+                                                        len(orig[cut_off])), text):
+        t.fail("(d) the start-up drop is not in the log file: %r" % text)
     recs = record_offsets(orig[cut_on])
     truncate(shard_path(s, cut_on), len(orig[cut_on]) - 1)
     expect_never_corrupt(os.path.join(cur, "shard-%d.tfrecord" % cut_on), orig[cut_on],
                          recs[-1][0], "(d) truncated while mounted")
-    t.wait_for(lambda: corrupt_count(s) == 1, "errors.corrupt = 1")
+    t.wait_for(lambda: corrupt_count(s) == 2, "errors.corrupt = 2")
     s.umount()
 
 

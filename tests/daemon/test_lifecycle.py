@@ -74,7 +74,7 @@ def sigint(s):
     (SIGINT ignored): SIGINT still unmounts cleanly and the daemon exits 0."""
     prefill(s)
     p = subprocess.Popen([t.RC, "mount", "file://%s/" % s.empty, s.mnt, "--cache-dir", s.cache,
-                          "--limit", "4M", "--shard-size", "64K", "-f"],
+                          "--limit", "4M", "--shard-size", "64K", "--allow-empty", "true", "-f"],
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
                          stderr=subprocess.PIPE, text=True)
     s.pids.append(p.pid)
@@ -122,7 +122,7 @@ def fstab(s):
     os.symlink(t.RC, os.path.join(shim_dir, "rollcache"))
     env = dict(os.environ, PATH=shim_dir + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
     opts = ("rw,nofail,_netdev,noauto,x-systemd.automount,cache_dir=%s,limit=4M,"
-            "shard_size=64K,min_records=10" % s.cache)
+            "shard_size=64K,min_records=10,allow_empty=true" % s.cache)
     p = subprocess.run([helper, "file://%s/" % s.empty, s.mnt, "-t", "fuse.rollcache", "-o", opts],
                        env=env, capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
@@ -175,7 +175,10 @@ def errors(s):
            "--shard-size", "64K")
     t.eq(t.is_mounted(other), False, "a failed mount left a mount behind")
     expect(1, ["already a mount point"], src, s.mnt, "--cache-dir",
-           os.path.join(s.root, "cache2"), "--limit", "4M", "--shard-size", "64K")
+           os.path.join(s.root, "cache2"), "--limit", "4M", "--shard-size", "64K",
+           "--allow-empty", "true")
+    expect(1, ["%s: 0 objects listed" % src, "allow_empty = true"], src, other, "--cache-dir",
+           os.path.join(s.root, "cache3"), "--limit", "4M", "--shard-size", "64K")
     s.umount()
 
 

@@ -243,7 +243,8 @@ def body_userns(s):
     if shutil.which("unshare") is None or subprocess.run(ns + ["true"]).returncode != 0:
         t.skip("user namespaces are not available here (unshare -Urm failed)")
     s.synth(records=24, size="64K", shards=3)
-    cfg = s.config("[cache]\nlimit = 8M\n[sampler]\nshard_size = 512K\n")
+    cfg = s.config("[cache]\nlimit = 8M\n[source]\nallow_empty = true\n"
+                   "[sampler]\nshard_size = 512K\n")
     t.run("ingest", "file://%s/" % s.src, "--cache-dir", s.cache, "--config", cfg)
     names = sorted(os.listdir(os.path.join(s.cache, "shards")))
     want = read_all(os.path.join(s.cache, "shards", names[0]))

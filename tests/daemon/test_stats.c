@@ -220,6 +220,34 @@ START_TEST(health_probes)
 }
 END_TEST
 
+/* a sampler waiting out a full disk: its state and the objects listed, in both texts */
+START_TEST(waiting_sampler)
+{
+	struct dmn_stats_view v;
+	fill(&v);
+	v.sampler.waiting = true;
+	v.sampler.listed_objects = 7;
+	snprintf(v.sampler.state, sizeof(v.sampler.state),
+		 "waiting: disk full (ENOSPC) on /c, retry in 4 s");
+	char *text = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(dmn_stats_json(&v, 1 << 20, &text, &len), 0);
+	json_error_t je;
+	json_t *root = json_loads(text, 0, &je);
+	free(text);
+	ck_assert_msg(root != NULL, "%s", je.text);
+	json_t *smp = json_object_get(root, "sampler");
+	ck_assert_str_eq(json_string_value(json_object_get(smp, "state")), v.sampler.state);
+	ck_assert_int_eq(json_integer_value(json_object_get(smp, "listed_objects")), 7);
+	ck_assert(json_is_false(json_object_get(smp, "stopped")));
+	json_decref(root);
+	ck_assert_int_eq(dmn_stats_metrics(&v, 1 << 20, &text, &len), 0);
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_sampler_waiting 1\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nrollcache_sampler_listed_objects 7\n"));
+	free(text);
+}
+END_TEST
+
 static Suite *stats_suite(void)
 {
 	Suite *s = suite_create("daemon-stats");
@@ -229,6 +257,7 @@ static Suite *stats_suite(void)
 	tcase_add_test(tc, metrics_text);
 	tcase_add_test(tc, caps_hold);
 	tcase_add_test(tc, counters_in_their_places);
+	tcase_add_test(tc, waiting_sampler);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("health");
 	tcase_add_test(tc, health_probes);

@@ -16,7 +16,10 @@ files of ../shared/testdata, with default settings (compression = auto):
    `ingest` exit 1 with one line per object naming it and what is wrong,
    without retries (a local file reads the same bytes again); the truncated
    object's whole records before the cut are admitted, and the records the
-   cache held before are all still there.
+   cache held before are all still there;
+4. the GZIP object with compression = none admits nothing, fails (exit 1)
+   and its one line says that it looks GZIP-compressed and to set
+   compression = gzip (not "no gzip or zlib header").
 """
 import gzip
 import os
@@ -107,8 +110,21 @@ def main():
         if not 0 < n_cut < 100 or st.get("records_admitted") != n_cut:
             rcsamp.fail("cut gzip object: %d records kept (stats %s), want the whole ones "
                         "before the cut (0 < n < 100)" % (n_cut, st.get("records_admitted")))
+
+        # 4. compression = none on the GZIP object: it says what the object looks like
+        rc, st, err = rcsamp.ingest("file://" + src + "/", os.path.join(root, "ncache"), "64M",
+                                    ["--shard-size", "1M", "--compression", "none"], check=False)
+        gz_lines = [ln for ln in err.splitlines() if GZ in ln]
+        if rc != 1 or st.get("records_admitted") != 0 or st.get("failed_objects") != 1:
+            rcsamp.fail("gzip object read with compression = none: exit %d, admitted %s, "
+                        "failed %s; want 1, 0, 1\n%s" % (rc, st.get("records_admitted"),
+                                                         st.get("failed_objects"), err))
+        if len(gz_lines) != 1 or "looks GZIP-compressed: set compression = gzip" not in \
+                gz_lines[0] or "no gzip" in gz_lines[0]:
+            rcsamp.fail("compression = none on a GZIP object: want one line saying it looks "
+                        "GZIP-compressed and to set compression = gzip:\n%s" % err)
         print("OK: gzip 100 records, zlib 4 records, junk and cut objects fail (exit 1), "
-              "%d records of the cut object kept" % n_cut)
+              "%d records of the cut object kept, compression = none on gzip says so" % n_cut)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
