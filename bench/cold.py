@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""bench/cold.py - cold fill: a mount's first download against curl --parallel.
+
+Serves one `rollcache synth` dataset from nginx (tests/servers/nginx.sh,
+access log on) and, RUNS times alternating, in one process:
+
+  curl   curl --parallel --parallel-max N of every object of the dataset,
+         to /dev/null and (--curl-files) to files in a directory on the
+         file system of the cache, then also with an fsync of each file
+         (durable, as the cache's sealed shards are); wall time
+  mount  for each build of --builds: `rollcache mount URL MNT --cache-dir
+         DIR --limit L --admit L --connections N` over an empty cache, the
+         time from the start of the mount command until the sealed bytes
+         (`.rollcache/stats` disk.sealed, polled every 10 ms) reach 90% of
+         L; then unmounted and the cache removed
+
+L is the dataset's size unless --limit says otherwise, so the mount
+downloads about the bytes curl does.  Printed per run: MB/s of each
+(curl: dataset bytes / wall time; mount: 0.9 L / time to 90%), the MB the
+mount had sealed 2 s after its start, its requests and mean request size
+(sampler.requests, sampler.bytes_fetched at 90%), the body bytes nginx sent
+to it by then; then the medians and the ratios mount / curl of the medians.
+The load average is printed at the start and at the end.
+
+Usage (after a build):
+  /usr/bin/python3 bench/cold.py [--builds build[,build2...]] [--size 512M]
+      [--record-size 64K] [--files 32] [--connections 8] [--runs 3]
+      [--limit SIZE] [--curl-files] [--work DIR]
+Several builds (the tree before and after a change) alternate in the same
+run, so they meet the same load.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+SERVERS = os.path.join(SRC, "tests", "servers")
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+FULL = 0.9  # the fill the mount is timed to
+
+
+def size(s):
+    m = re.fullmatch(r"(\d+)([KMG]?)", s.strip())
+    if not m:
+        raise argparse.ArgumentTypeError("%s: expected a size such as 256M" % s)
+    return int(m.group(1)) * UNITS.get(m.group(2), 1)
+
+
+def sh(*args, **kw):
+    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True, **kw)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+class Nginx:
+    def __init__(self, root, state):
+        self.state = state
+        env = dict(os.environ, NGINX_ACCESS_LOG="1")
+        self.url = sh(os.path.join(SERVERS, "nginx.sh"), "start", root, state,
+                      env=env).stdout.split()[-1]
+
+    def body_sent(self):
+        """Body bytes nginx sent so far ($body_bytes_sent, access log)."""
+        total = 0
+        try:
+            with open(os.path.join(self.state, "access.log")) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) >= 2 and parts[1].isdigit():
+                        total += int(parts[1])
+        except FileNotFoundError:
+            pass
+        return total
+
+    def stop(self):
+        subprocess.run([os.path.join(SERVERS, "nginx.sh"), "stop", self.state])
+
+
+def unmount(rc, mnt):
+    subprocess.run([rc, "umount", mnt], capture_output=True)
+    for _ in range(50):
+        if not os.path.ismount(mnt):
+            return
+        if subprocess.run(["fusermount3", "-u", "-q", mnt]).returncode == 0:
+            return
+        time.sleep(0.1)
+    subprocess.run(["fusermount3", "-u", "-z", "-q", mnt])
+
+
+def run_curl(a, nginx, names, work, to_files):
+    """Wall seconds of curl --parallel fetching every object."""
+    out = tempfile.mkdtemp(prefix="cold-curl-", dir=work)
+    cfg = os.path.join(out, "curl.cfg")
+    with open(cfg, "w") as f:
+        for i, n in enumerate(names):
+            f.write('url = "%s%s"\n' % (nginx.url, n))
+            f.write('output = "%s"\n' % (os.path.join(out, "o%d" % i) if to_files else "/dev/null"))
+    t0 = time.monotonic()
+    sh("curl", "--silent", "--show-error", "--fail", "--parallel", "--parallel-max",
+       a.connections, "--config", cfg)
+    dt = time.monotonic() - t0
+    dts = None
+    if to_files:  # and durable, as a sealed shard is: fsync of each file
+        for i in range(len(names)):
+            fd = os.open(os.path.join(out, "o%d" % i), os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+        dts = time.monotonic() - t0
+    shutil.rmtree(out, ignore_errors=True)
+    return dt, dts
+
+
+def stats(mnt):
+    with open(os.path.join(mnt, ".rollcache", "stats")) as f:
+        return json.load(f)
+
+
+def run_mount(a, build, nginx, work, limit):
+    """Seconds from `rollcache mount` to 90% of the limit sealed, and what came with it."""
+    rc = os.path.join(os.path.abspath(build), "cli", "rollcache")
+    d = tempfile.mkdtemp(prefix="cold-mount-", dir=work)
+    mnt, cache = os.path.join(d, "mnt"), os.path.join(d, "cache")
+    os.makedirs(mnt)
+    sent0 = nginx.body_sent()
+    want = int(FULL * limit)
+    row = {}
+    try:
+        t0 = time.monotonic()
+        sh(rc, "mount", nginx.url, mnt, "--cache-dir", cache, "--limit", str(limit), "--admit",
+           str(limit), "--connections", a.connections)
+        at2 = None
+        deadline = t0 + a.timeout
+        while True:
+            st = stats(mnt)
+            now = time.monotonic()
+            sealed = st["disk"]["sealed"]
+            if at2 is None and now - t0 >= 2.0:
+                at2 = sealed
+            if sealed >= want:
+                break
+            if now > deadline:
+                raise RuntimeError("%s: %.0f s and only %d of %d bytes sealed" %
+                                   (build, a.timeout, sealed, want))
+            time.sleep(0.01)
+        dt = now - t0
+        sm = st["sampler"]
+        row = {
+            "s": dt, "mbps": want / dt / 1e6,
+            "at2": (at2 if at2 is not None else sealed) / 1e6,
+            "requests": sm["requests"], "fetched": sm["bytes_fetched"],
+            "admitted": sm["bytes_admitted"], "peak": st["disk"]["peak"],
+        }
+    finally:
+        unmount(rc, mnt)
+        row["sent"] = nginx.body_sent() - sent0
+        shutil.rmtree(d, ignore_errors=True)
+    return row
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--builds", default="build", help="comma-separated build directories")
+    p.add_argument("--size", type=size, default=size("512M"), help="dataset bytes")
+    p.add_argument("--record-size", default="64K")
+    p.add_argument("--files", type=int, default=32)
+    p.add_argument("--connections", default="8")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--limit", type=size, default=None, help="cache limit (default: dataset)")
+    p.add_argument("--curl-files", action="store_true",
+                   help="also time curl writing files next to the cache")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds one fill may take")
+    p.add_argument("--work", default=None, help="work directory (default: a new one in /var/tmp)")
+    a = p.parse_args()
+    builds = [b for b in a.builds.split(",") if b]
+    for b in builds:
+        if not os.access(os.path.join(b, "cli", "rollcache"), os.X_OK):
+            sys.exit("cold.py: %s/cli/rollcache: not built (meson compile -C %s)" % (b, b))
+    if not os.path.exists("/dev/fuse"):
+        sys.exit("cold.py: no /dev/fuse: cannot mount")
+    work = a.work or tempfile.mkdtemp(prefix="rc-cold-", dir="/var/tmp")
+    os.makedirs(work, exist_ok=True)
+    ds = os.path.join(work, "ds")
+    rs = size(a.record_size)
+    records = max(a.files, a.size // (rs + 16))
+    rc0 = os.path.join(os.path.abspath(builds[0]), "cli", "rollcache")
+    sh(rc0, "synth", ds, "--records", records, "--record-size", a.record_size, "--shards",
+       a.files)
+    names = sorted(os.listdir(ds))
+    total = sum(os.path.getsize(os.path.join(ds, n)) for n in names)
+    limit = a.limit or total
+    nginx = Nginx(ds, os.path.join(work, "nginx"))
+    print("dataset: %d files, %d records of %s, %.1f MB; limit %d bytes; %s connections" %
+          (len(names), records, a.record_size, total / 1e6, limit, a.connections))
+    print("load average at start: %s" % loadavg(), flush=True)
+    res = {"curl": [], "curl-files": [], "curl-fsync": []}
+    for b in builds:
+        res[b] = []
+    try:
+        for i in range(a.runs):
+            dt, _ = run_curl(a, nginx, names, work, False)
+            res["curl"].append(total / dt / 1e6)
+            print("run %d  curl > /dev/null       %7.1f MB/s  (%.2f s)" %
+                  (i, res["curl"][-1], dt), flush=True)
+            if a.curl_files:
+                dt, dts = run_curl(a, nginx, names, work, True)
+                res["curl-files"].append(total / dt / 1e6)
+                res["curl-fsync"].append(total / dts / 1e6)
+                print("run %d  curl -o files          %7.1f MB/s  (%.2f s; with fsync %.1f MB/s, "
+                      "%.2f s)" % (i, res["curl-files"][-1], dt, res["curl-fsync"][-1], dts),
+                      flush=True)
+            for b in builds:
+                r = run_mount(a, b, nginx, work, limit)
+                res[b].append(r["mbps"])
+                print("run %d  mount %-16s %7.1f MB/s  (%.2f s to 90%%; %.0f MB sealed at 2 s; "
+                      "%d requests, %.2f MB each; nginx sent %.0f MB, fetched %.0f MB, "
+                      "peak %.0f MB of %.0f)" %
+                      (i, b, r["mbps"], r["s"], r["at2"], r["requests"],
+                       r["fetched"] / max(1, r["requests"]) / 1e6, r["sent"] / 1e6,
+                       r["fetched"] / 1e6, r["peak"] / 1e6, limit / 1e6), flush=True)
+    finally:
+        nginx.stop()
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
+    print("load average at end: %s" % loadavg())
+    cm = statistics.median(res["curl"])
+    print("median curl > /dev/null: %.1f MB/s" % cm)
+    fm = statistics.median(res["curl-files"]) if res["curl-files"] else None
+    sm = statistics.median(res["curl-fsync"]) if res["curl-fsync"] else None
+    if fm:
+        print("median curl -o files: %.1f MB/s; with fsync: %.1f MB/s" % (fm, sm))
+    for b in builds:
+        m = statistics.median(res[b])
+        print("median mount %s: %.1f MB/s, %.2fx curl > /dev/null%s" %
+              (b, m, m / cm, ", %.2fx curl -o files, %.2fx curl -o files + fsync" %
+               (m / fm, m / sm) if fm else ""))
+
+
+if __name__ == "__main__":
+    main()
