@@ -9,15 +9,16 @@ access log on) and, RUNS times alternating, in one process:
          file system of the cache, then also with an fsync of each file
          (durable, as the cache's sealed shards are); wall time
   mount  for each build of --builds: `rollcache mount URL MNT --cache-dir
-         DIR --limit L --admit L --connections N` over an empty cache, the
+         DIR --limit L --admit A --connections N` over an empty cache, the
          time from the start of the mount command until the sealed bytes
          (`.rollcache/stats` disk.sealed, polled every 10 ms) reach 90% of
-         L; then unmounted and the cache removed
+         A (A = L unless --admit says otherwise: epoch 0 admits no more);
+         then unmounted and the cache removed
 
 L is the dataset's size unless --limit says otherwise, so the mount
 downloads about the bytes curl does.  Printed per run: MB/s of each
-(curl: dataset bytes / wall time; mount: 0.9 L / time to 90%), the MB the
-mount had sealed 2 s after its start, its requests and mean request size
+(curl: dataset bytes / wall time; mount: 0.9 A / time to 90%), the MB the
+mount had fetched 1 s and sealed 2 s after its start, its requests and mean request size
 (sampler.requests, sampler.bytes_fetched at 90%), the body bytes nginx sent
 to it by then; then the medians and the ratios mount / curl of the medians.
 The load average is printed at the start and at the end.
@@ -25,7 +26,7 @@ The load average is printed at the start and at the end.
 Usage (after a build):
   /usr/bin/python3 bench/cold.py [--builds build[,build2...]] [--size 512M]
       [--record-size 64K] [--files 32] [--connections 8] [--runs 3]
-      [--limit SIZE] [--curl-files] [--work DIR]
+      [--limit SIZE] [--admit SIZE] [--curl-files] [--work DIR]
 Several builds (the tree before and after a change) alternate in the same
 run, so they meet the same load.
 """
@@ -133,18 +134,21 @@ def run_mount(a, build, nginx, work, limit):
     mnt, cache = os.path.join(d, "mnt"), os.path.join(d, "cache")
     os.makedirs(mnt)
     sent0 = nginx.body_sent()
-    want = int(FULL * limit)
+    admit = a.admit or limit
+    want = int(FULL * min(admit, limit))
     row = {}
     try:
         t0 = time.monotonic()
         sh(rc, "mount", nginx.url, mnt, "--cache-dir", cache, "--limit", str(limit), "--admit",
-           str(limit), "--connections", a.connections)
-        at2 = None
+           str(admit), "--connections", a.connections)
+        at1 = at2 = None
         deadline = t0 + a.timeout
         while True:
             st = stats(mnt)
             now = time.monotonic()
-            sealed = st["disk"]["sealed"]
+            sealed, sm = st["disk"]["sealed"], st["sampler"]
+            if at1 is None and now - t0 >= 1.0:
+                at1 = st["sampler"]["bytes_fetched"]
             if at2 is None and now - t0 >= 2.0:
                 at2 = sealed
             if sealed >= want:
@@ -154,9 +158,9 @@ def run_mount(a, build, nginx, work, limit):
                                    (build, a.timeout, sealed, want))
             time.sleep(0.01)
         dt = now - t0
-        sm = st["sampler"]
         row = {
             "s": dt, "mbps": want / dt / 1e6,
+            "at1": (at1 if at1 is not None else sm["bytes_fetched"]) / 1e6,
             "at2": (at2 if at2 is not None else sealed) / 1e6,
             "requests": sm["requests"], "fetched": sm["bytes_fetched"],
             "admitted": sm["bytes_admitted"], "peak": st["disk"]["peak"],
@@ -177,6 +181,8 @@ def main():
     p.add_argument("--connections", default="8")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--limit", type=size, default=None, help="cache limit (default: dataset)")
+    p.add_argument("--admit", type=size, default=None,
+                   help="the epoch's admit (default: the limit); the fill timed is 90%% of it")
     p.add_argument("--curl-files", action="store_true",
                    help="also time curl writing files next to the cache")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds one fill may take")
@@ -200,8 +206,9 @@ def main():
     total = sum(os.path.getsize(os.path.join(ds, n)) for n in names)
     limit = a.limit or total
     nginx = Nginx(ds, os.path.join(work, "nginx"))
-    print("dataset: %d files, %d records of %s, %.1f MB; limit %d bytes; %s connections" %
-          (len(names), records, a.record_size, total / 1e6, limit, a.connections))
+    print("dataset: %d files, %d records of %s, %.1f MB; limit %d bytes, admit %d; "
+          "%s connections" % (len(names), records, a.record_size, total / 1e6, limit,
+                              a.admit or limit, a.connections))
     print("load average at start: %s" % loadavg(), flush=True)
     res = {"curl": [], "curl-files": [], "curl-fsync": []}
     for b in builds:
@@ -222,10 +229,10 @@ def main():
             for b in builds:
                 r = run_mount(a, b, nginx, work, limit)
                 res[b].append(r["mbps"])
-                print("run %d  mount %-16s %7.1f MB/s  (%.2f s to 90%%; %.0f MB sealed at 2 s; "
-                      "%d requests, %.2f MB each; nginx sent %.0f MB, fetched %.0f MB, "
-                      "peak %.0f MB of %.0f)" %
-                      (i, b, r["mbps"], r["s"], r["at2"], r["requests"],
+                print("run %d  mount %-16s %7.1f MB/s  (%.2f s to 90%%; %.0f MB fetched at 1 s, "
+                      "%.0f MB sealed at 2 s; %d requests, %.2f MB each; nginx sent %.0f MB, "
+                      "fetched %.0f MB, peak %.0f MB of %.0f)" %
+                      (i, b, r["mbps"], r["s"], r["at1"], r["at2"], r["requests"],
                        r["fetched"] / max(1, r["requests"]) / 1e6, r["sent"] / 1e6,
                        r["fetched"] / 1e6, r["peak"] / 1e6, limit / 1e6), flush=True)
     finally:
