@@ -379,12 +379,11 @@ static uint64_t grant_step(const struct smp_sampler *s, struct cfs_budget *b)
  *
  * Steps: before each range the room held ahead of `cur` is topped up to
  * one step (grant_step) in one reservation that never waits: what the
- * budget has now, if that is at least SMP_RANGE_MIN (or the object's
- * tail).  The first range too: the job's first room (sampler.c) is topped
- * up before the first request, so a cold cache is filled by requests of a
- * whole step each.  When the budget has less, the transfer asks for the
- * room it already holds, or waits in the fetch queue for its grant without
- * a connection (fetch.c).
+ * budget has now, if that is at least SMP_RANGE_MIN or completes the
+ * step (a step ends at the object's end).  The first range too: the job's first room (sampler.c) is
+ * topped up before the first request, so a cold cache is filled by requests of a whole step each.
+ * When the budget has less, the transfer asks for the room it already holds, or waits in the fetch
+ * queue for its grant without a connection (fetch.c).
  *
  * With a record index (strategy=records) ranges end at record ends
  * (smp__job_room_end): a transfer waiting for its next grant holds no

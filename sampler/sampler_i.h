@@ -43,10 +43,10 @@ struct cmn_plan;
 /*
  * A mount asks for a TFRecord object in ranges of the room its transfer
  * holds (reader.c, obj_grant): a step of limit / (SMP_GRANT_SHARE *
- * connections), so that the ranges of all transfers together hold at most
- * 1/SMP_GRANT_SHARE of the limit, within [SMP_GRANT_FLOOR, SMP_GRANT_MAX];
- * less when the budget has less room, but never less than SMP_RANGE_MIN,
- * but for an object's tail.
+ * connections) within [SMP_GRANT_FLOOR, SMP_GRANT_MAX], so that above the
+ * floor the ranges of all transfers together hold at most 1/SMP_GRANT_SHARE
+ * of the limit; less when the budget has less room, but no top-up of less
+ * than SMP_RANGE_MIN unless that completes the step.
  */
 #define SMP_GRANT_MAX	((uint64_t)8 << 20)
 #define SMP_GRANT_FLOOR ((uint64_t)1 << 20)
