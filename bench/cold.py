@@ -26,9 +26,12 @@ The load average is printed at the start and at the end.
 Usage (after a build):
   /usr/bin/python3 bench/cold.py [--builds build[,build2...]] [--size 512M]
       [--record-size 64K] [--files 32] [--connections 8] [--runs 3]
-      [--limit SIZE] [--admit SIZE] [--curl-files] [--work DIR]
+      [--limit SIZE] [--admit SIZE] [--curl-files] [--request-rate N] [--work DIR]
 Several builds (the tree before and after a change) alternate in the same
-run, so they meet the same load.
+run, so they meet the same load.  --request-rate N makes nginx serve each
+connection at most N requests a second (limit_req keyed by $connection;
+later requests wait, none is refused): a stand-in for a store where every
+request costs a round trip (this machine has no netem to delay loopback).
 """
 import argparse
 import json
@@ -65,11 +68,43 @@ def loadavg():
 
 
 class Nginx:
-    def __init__(self, root, state):
+    def __init__(self, root, state, rate=0):
         self.state = state
         env = dict(os.environ, NGINX_ACCESS_LOG="1")
         self.url = sh(os.path.join(SERVERS, "nginx.sh"), "start", root, state,
                       env=env).stdout.split()[-1]
+        if rate:
+            self.limit_rate(rate)
+
+    def limit_rate(self, rate):
+        """At most `rate` requests a second on each connection (limit_req keyed
+        by $connection; later ones wait, none is refused): a stand-in for a
+        store where every request costs a round trip.  Restarts nginx on the
+        same port with that configuration."""
+        conf = os.path.join(self.state, "nginx.conf")
+        with open(conf) as f:
+            text = f.read()
+        loc = "location / { autoindex on; autoindex_format json; }"
+        if "http {" not in text or loc not in text:
+            sys.exit("cold.py: tests/servers/nginx.sh's configuration changed: "
+                     "cannot add limit_req")
+        text = text.replace("http {", "http {\n  limit_req_zone $connection zone=rc:1m "
+                            "rate=%dr/s;" % rate, 1)
+        text = text.replace(loc, "location / { autoindex on; autoindex_format json; "
+                            "limit_req zone=rc burst=1000000; }")
+        self.stop()
+        with open(conf, "w") as f:
+            f.write(text)
+        pid = os.path.join(self.state, "nginx.pid")
+        if os.path.exists(pid):
+            os.unlink(pid)
+        sh("/usr/sbin/nginx", "-p", self.state, "-e", os.path.join(self.state, "error.log"),
+           "-c", conf)
+        deadline = time.monotonic() + 10
+        while not (os.path.exists(pid) and os.path.getsize(pid)):
+            if time.monotonic() > deadline:
+                sys.exit("cold.py: nginx did not start again with limit_req")
+            time.sleep(0.05)
 
     def body_sent(self):
         """Body bytes nginx sent so far ($body_bytes_sent, access log)."""
@@ -185,6 +220,8 @@ def main():
                    help="the epoch's admit (default: the limit); the fill timed is 90%% of it")
     p.add_argument("--curl-files", action="store_true",
                    help="also time curl writing files next to the cache")
+    p.add_argument("--request-rate", type=int, default=0,
+                   help="nginx serves each connection at most this many requests a second")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds one fill may take")
     p.add_argument("--work", default=None, help="work directory (default: a new one in /var/tmp)")
     a = p.parse_args()
@@ -205,10 +242,13 @@ def main():
     names = sorted(os.listdir(ds))
     total = sum(os.path.getsize(os.path.join(ds, n)) for n in names)
     limit = a.limit or total
-    nginx = Nginx(ds, os.path.join(work, "nginx"))
+    nginx = Nginx(ds, os.path.join(work, "nginx"), a.request_rate)
     print("dataset: %d files, %d records of %s, %.1f MB; limit %d bytes, admit %d; "
           "%s connections" % (len(names), records, a.record_size, total / 1e6, limit,
                               a.admit or limit, a.connections))
+    if a.request_rate:
+        print("nginx: at most %d requests a second on each connection (limit_req)" %
+              a.request_rate)
     print("load average at start: %s" % loadavg(), flush=True)
     res = {"curl": [], "curl-files": [], "curl-fsync": []}
     for b in builds:
