@@ -8,7 +8,9 @@
  *
  * States of a request: QUEUED (in f->queue, maybe with a not-before time,
  * or waiting for its consumer's grant) -> RUNNING (added to the multi) ->
- * done(), or back to QUEUED for a retry or for its next granted range.
+ * done(), or back to QUEUED for a retry, or for its next range: RUNNING
+ * again at once on the connection it freed when the consumer grants it
+ * (completed()), else first in the queue until it does.
  * Bounds: attempts <= retries + 1; each attempt is bounded by the connect
  * timeout and the low-speed limit set in smp_source_easy_defaults(); waits by
  * SMP_BACKOFF_MAX_MS / SMP_RETRY_AFTER_MAX_MS.
@@ -350,6 +352,24 @@ static int start(struct smp_fetch *f, struct xfer *x)
 	return 0;
 }
 
+/*
+ * Whether x may start now, and how far it asks: with a grant() callback,
+ * up to the consumer's grant (x->req_end), else to its end.
+ */
+static bool may_start(struct xfer *x)
+{
+	uint64_t want_end = x->end ? x->end : x->size;
+	x->req_end = 0;
+	if (!x->ops->grant || x->whole || !want_end || x->cur >= want_end)
+		return true;
+	uint64_t g = x->ops->grant(x->ctx, x->cur, want_end);
+	if (g <= x->cur)
+		return false;
+	if (g < want_end)
+		x->req_end = g;
+	return true;
+}
+
 /* Schedules another attempt, or gives up with the reason in `why`. */
 static void retry_or_fail(struct smp_fetch *f, struct xfer *x, int rc, const char *why)
 {
@@ -463,6 +483,10 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 	if (want_end && x->cur < want_end) { /* a granted range is done: the next one */
 		x->req_end = 0;
 		x->not_before = 0;
+		if (may_start(x)) { /* its room is granted: on the connection just freed */
+			start(f, x);
+			return;
+		}
 		x->next = f->queue; /* first in line: the object goes on */
 		f->queue = x;
 		if (!f->queue_tail)
@@ -491,24 +515,6 @@ static int drain_done(struct smp_fetch *f)
 		}
 	}
 	return n;
-}
-
-/*
- * Whether x may start now, and how far it asks: with a grant() callback,
- * up to the consumer's grant (x->req_end), else to its end.
- */
-static bool may_start(struct xfer *x)
-{
-	uint64_t want_end = x->end ? x->end : x->size;
-	x->req_end = 0;
-	if (!x->ops->grant || x->whole || !want_end || x->cur >= want_end)
-		return true;
-	uint64_t g = x->ops->grant(x->ctx, x->cur, want_end);
-	if (g <= x->cur)
-		return false;
-	if (g < want_end)
-		x->req_end = g;
-	return true;
 }
 
 /*

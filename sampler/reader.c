@@ -361,11 +361,37 @@ static void obj_done(void *ctx, int rc, const char *msg)
 }
 
 /*
+ * The range a transfer asks for at once, its step: limit / (SMP_GRANT_SHARE *
+ * connections) within [SMP_GRANT_FLOOR, SMP_GRANT_MAX] (sampler_i.h).  A
+ * 200 GiB cache with 8 connections asks for 8 MiB ranges, a 128 MiB one
+ * for 1 MiB ranges.
+ */
+static uint64_t grant_step(const struct smp_sampler *s, struct cfs_budget *b)
+{
+	struct cfs_budget_stat st;
+	cfs_budget_get(b, &st);
+	uint64_t conns = s->cfg->connections ? s->cfg->connections : 1;
+	uint64_t step = st.limit / ((uint64_t)SMP_GRANT_SHARE * conns);
+	if (step < SMP_GRANT_FLOOR)
+		step = SMP_GRANT_FLOOR;
+	return step < SMP_GRANT_MAX ? step : SMP_GRANT_MAX;
+}
+
+/*
  * How far the transfer may ask (fetch.h, grant): a mount's TFRecord object
- * is asked for in ranges of the room its job holds, SMP_RANGE_CHUNK at a
- * time, reserved here before the range is requested - so every byte the
- * server sends has its room, none waits in socket buffers for a boundary or
- * is thrown away at a stop, and policy=none fetches nothing once frozen.
+ * is asked for in ranges of the room its job holds, reserved here before
+ * the range is requested - so every byte the server sends has its room,
+ * none waits in socket buffers for a boundary or is thrown away at a stop,
+ * and policy=none fetches nothing once frozen.
+ *
+ * Steps: before each range the room held ahead of `cur` is topped up to
+ * one step (grant_step) in one reservation that never waits: what the
+ * budget has now, if that is at least SMP_RANGE_MIN or completes the
+ * step (a step ends at the object's end).  The first range too: the job's first room (sampler.c) is
+ * topped up before the first request, so a cold cache is filled by requests of a whole step each.
+ * When the budget has less, the transfer asks for the room it already holds, or waits in the fetch
+ * queue for its grant without a connection (fetch.c).
+ *
  * With a record index (strategy=records) ranges end at record ends
  * (smp__job_room_end): a transfer waiting for its next grant holds no
  * partial record.  A whole object's ranges may end inside a record: that
@@ -383,24 +409,25 @@ static uint64_t obj_grant(void *ctx, uint64_t cur, uint64_t want_end)
 	struct smp_sampler *s = o->s;
 	if (o->raw || compressed(o) || !s->follow)
 		return want_end;
-	if (o->granted > cur)
-		return o->granted;
+	uint64_t held = o->granted > cur ? o->granted : cur; /* room held up to here */
 	if (atomic_load(&s->stop) || s->fatal || smp__pause_wanted(s))
-		return cur; /* a boundary: its snapshot, not new transfers */
-	uint64_t from = o->granted > cur ? o->granted : cur;
-	uint64_t rest = want_end - from;
-	uint64_t chunk = rest < SMP_RANGE_CHUNK ? rest : SMP_RANGE_CHUNK;
-	uint64_t least = chunk < SMP_RANGE_MIN ? chunk : SMP_RANGE_MIN;
+		return held; /* a boundary: its snapshot, not new room */
 	struct cfs_budget *b = cfs_store_budget(s->cstore);
+	uint64_t step = grant_step(s, b);
+	uint64_t target = want_end - cur < step ? want_end : cur + step;
+	if (held >= target)
+		return held;
+	uint64_t rest = target - held;
+	uint64_t least = rest < SMP_RANGE_MIN ? rest : SMP_RANGE_MIN;
 	uint64_t avail = smp__budget_avail(b);
-	uint64_t take = avail < chunk ? avail : chunk;
+	uint64_t take = avail < rest ? avail : rest;
 	if (take < least)
-		return cur;
-	take = smp__job_room_end(o->job, from, from + take) - from; /* whole records */
+		return held;
+	take = smp__job_room_end(o->job, held, held + take) - held; /* whole records */
 	if (take > avail || cfs_budget_try_reserve(b, take) != 0)
-		return cur;
+		return held;
 	o->job->reserve += take;
-	o->granted = from + take;
+	o->granted = held + take;
 	return o->granted;
 }
 

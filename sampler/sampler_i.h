@@ -40,11 +40,20 @@ struct cmn_plan;
 #define SMP_RUN_MAX_BYTES ((uint64_t)1 << 20)	/* ... and at most this many bytes */
 #define SMP_SAVE_EVERY	  65536u		/* marks between two saves of the plan */
 #define SMP_FIRST_ROOM	  ((uint64_t)256 << 10) /* a mount's room before a unit's first byte */
-#define SMP_RANGE_CHUNK                                                                            \
-	((uint64_t)1 << 20) /* a mount asks for a TFRecord object in ranges of this */
-#define SMP_RANGE_MIN	  ((uint64_t)64 << 10) /* ... and never less, but for an object's tail */
-#define SMP_HEAL_FIRST_MS 500u		       /* the first back-off of a failure that heals */
-#define SMP_HEAL_MAX_MS	  30000u	       /* ... doubling up to this */
+/*
+ * A mount asks for a TFRecord object in ranges of the room its transfer
+ * holds (reader.c, obj_grant): a step of limit / (SMP_GRANT_SHARE *
+ * connections) within [SMP_GRANT_FLOOR, SMP_GRANT_MAX], so that above the
+ * floor the ranges of all transfers together hold at most 1/SMP_GRANT_SHARE
+ * of the limit; less when the budget has less room, but no top-up of less
+ * than SMP_RANGE_MIN unless that completes the step.
+ */
+#define SMP_GRANT_MAX	  ((uint64_t)8 << 20)
+#define SMP_GRANT_FLOOR	  ((uint64_t)1 << 20)
+#define SMP_GRANT_SHARE	  16u
+#define SMP_RANGE_MIN	  ((uint64_t)64 << 10)
+#define SMP_HEAL_FIRST_MS 500u	 /* the first back-off of a failure that heals */
+#define SMP_HEAL_MAX_MS	  30000u /* ... doubling up to this */
 
 /* One entry of an index sidecar as kept for the plan (catalog blob). */
 struct smp__idx {
