@@ -261,6 +261,16 @@ void cfs_budget_new_epoch(struct cfs_budget *b, uint64_t admit)
 	pthread_mutex_unlock(&b->mu);
 }
 
+void cfs_budget_raise_admit(struct cfs_budget *b, uint64_t admit)
+{
+	pthread_mutex_lock(&b->mu);
+	if (admit > b->admit) {
+		b->admit = admit;
+		pthread_cond_broadcast(&b->cv);
+	}
+	pthread_mutex_unlock(&b->mu);
+}
+
 void cfs_budget_cancel(struct cfs_budget *b)
 {
 	pthread_mutex_lock(&b->mu);

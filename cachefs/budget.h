@@ -118,6 +118,12 @@ void cfs_budget_set_limit(struct cfs_budget *b, uint64_t limit);
 void cfs_budget_new_epoch(struct cfs_budget *b, uint64_t admit);
 
 /*
+ * Raises the current epoch's admit to `admit` (nothing when it is not
+ * above the admit in force); admit_used stays.  Wakes waiters.
+ */
+void cfs_budget_raise_admit(struct cfs_budget *b, uint64_t admit);
+
+/*
  * Shutdown: every waiting and future cfs_budget_reserve() returns
  * -ECANCELED.  Release/commit keep working so writers can unwind.
  */

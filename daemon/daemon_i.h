@@ -84,6 +84,8 @@ struct dmn {
 	bool have_plan;		       /* protected by mu */
 	char entry_desc[256];	       /* protected by mu */
 	const struct evc_entry *entry; /* protected by mu: entry in force */
+	uint64_t admit_cut;	       /* epoch thread: the entry's admit when the boundary cut it
+					  to what the plan would fetch, else 0 */
 	uint64_t err_boundary;	       /* protected by mu */
 	char wait_why[512];	       /* protected by mu: why the last `next wait` went ahead */
 	double ingest_bps, fetch_bps;  /* protected by mu */

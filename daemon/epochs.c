@@ -172,6 +172,33 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 }
 
 /*
+ * A boundary cut the epoch's admit to what the plan would fetch (the rest
+ * of the dataset was resident); a relist that found new objects since
+ * raises it again, up to the schedule's admit, within the epoch (room for
+ * them is free or made at the next boundary).  Epoch thread.
+ */
+static void raise_cut_admit(struct dmn *d)
+{
+	if (!d->admit_cut)
+		return;
+	uint64_t wanted = dmn__samplers_wanted(d->smp);
+	struct cfs_budget_stat bs;
+	cfs_budget_get(d->budget, &bs);
+	if (wanted == 0 || bs.admit >= d->admit_cut)
+		return;
+	uint64_t want = bs.admit_used + wanted;
+	if (want > d->admit_cut || wanted == UINT64_MAX)
+		want = d->admit_cut;
+	if (want > bs.admit) {
+		cfs_budget_raise_admit(d->budget, want);
+		cmn_log(CMN_LOG_INFO, "admit raised to %" PRIu64 " bytes: the plan has %s to fetch",
+			want, wanted == UINT64_MAX ? "data" : "new units");
+	}
+	if (want >= d->admit_cut)
+		d->admit_cut = 0;
+}
+
+/*
  * Runs one boundary into current + 1 (or into `first` at start-up).  With
  * `wait`, the samplers start on the new epoch's budget before the snapshot
  * and the snapshot waits for min_records (DESIGN "Epochs" step 3).  With
@@ -245,6 +272,7 @@ static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, u
 			next, wanted);
 	}
 	uint64_t admit = e.admit;
+	d->admit_cut = admit < entry->admit ? entry->admit : 0;
 	if (startup)
 		e.admit = 0; /* a (re-)mount evicts only above the limit: serve what is held */
 	int rc = dmn_boundary_evict(&d->bd, next, &e, startup, admit, &plan, err, errlen);
@@ -478,6 +506,7 @@ void *dmn__epoch_main(void *arg)
 			last_tick = cmn_mono_ms();
 			dmn_boundary_flush_reads(&d->bd);
 			update_rates(d);
+			raise_cut_admit(d);
 			if (auto_empty_ready(d)) {
 				cmn_log(CMN_LOG_INFO,
 					"advance = auto: the epoch is empty and data arrived");

@@ -391,6 +391,13 @@ bool dmn_stats_health(struct dmn_health *h, const struct dmn_sampler_stats *s, u
 				*p = ' ';
 		return false;
 	}
+	if (s->present && s->waiting) { /* a full disk, a source that cannot be listed */
+		snprintf(why, len, "the samplers wait: %s", s->state);
+		for (char *p = why; *p; p++)
+			if (*p == '\n' || *p == '\r')
+				*p = ' ';
+		return false;
+	}
 	if (h->failing) {
 		snprintf(why, len,
 			 "the source fails: %" PRIu64 " transfer errors and nothing admitted "

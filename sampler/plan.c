@@ -225,6 +225,7 @@ void smp__plan_unload(struct smp_sampler *s)
 	s->npobj = s->pobj_cap = 0;
 	cmn_plan_free(s->plan);
 	s->plan = NULL;
+	atomic_store(&s->wanted, UINT64_MAX); /* unknown until the plan is loaded again */
 	free(s->pend);
 	s->pend = NULL;
 	s->npend = s->pend_cap = 0;

@@ -304,7 +304,7 @@ static void take_refresh(struct smp_sampler *s)
 	if (req == s->refresh_seen)
 		return;
 	s->refresh_seen = req;
-	int rc = smp__plan_refresh_resident(s);
+	int rc = s->plan ? smp__plan_refresh_resident(s) : 0; /* none: a heal dropped it */
 	if (rc)
 		smp__fail_local(s, rc, "reading resident units");
 	pthread_mutex_lock(&s->ctl_mu);
@@ -855,7 +855,7 @@ again:
 	}
 	/* the end of the run: the buffered records go out, the plan is saved */
 	smp__drain(s);
-	if (!s->fatal && smp__plan_checkpoint(s) == 0 && !smp_shuffle_count(s->shuf))
+	if (!s->fatal && s->plan && smp__plan_checkpoint(s) == 0 && !smp_shuffle_count(s->shuf))
 		smp__plan_partial_low(s); /* a restart resumes the objects in flight */
 	smp_fetch_cancel_all(s->fetch);
 	smp__drain(s);

@@ -63,6 +63,7 @@ def main():
         # admit = limit/2 = 32 MiB an epoch, one connection: seconds of admission
         p = run("mount", "file://%s/" % remote, mp, "--limit", "64M", "--shard-size", "1M",
                 "--cache-dir", cache, "--min-records", 100000, "--connections", 1,
+                "--retire", "boundary",  # the wait follows the boundary: it admits
                 "--first-epoch", 0)
         eq(p.returncode, 0, "mount (%s)" % p.stderr)
         if p.returncode != 0:

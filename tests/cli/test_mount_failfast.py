@@ -383,8 +383,8 @@ def full_disk(root, nginx, mounts):
         # the wait is bounded by wait_timeout (2 s) and says why it could not admit
         p = run("epoch", mp, "next", "--wait", timeout=120)
         eq(p.returncode, 0, "epoch next --wait (%s)" % p.stderr.strip())
-        check(re.search(r"^waiting for min_records: \d+ / 100000 records resident, [\d.]+ MB/s; "
-                        r"samplers waiting: disk full \(ENOSPC\) on %s, retry in \d+ s$"
+        check(re.search(r"^waiting for min_records or admit: .*\n  samplers waiting: "
+                        r"disk full \(ENOSPC\) on %s, retry in \d+ s$"
                         % re.escape(cache), p.stderr, re.M),
               "epoch next --wait says why it cannot admit while it waits: %r" % p.stderr)
         check("wait_timeout passed while the samplers were waiting: disk full (ENOSPC)"

@@ -122,7 +122,7 @@ def main():
         eq(len(total), 1, "total line")
         for frag in ("admitted 12 records", "evicted 5 records", "1 files unread",
                      "resident now 3 files, 7 records", "read 4 files (450 B through the daemon)", "seen 2 records",
-                     "(2 of 5 files read to the end)", "seen/admitted 0.17"):
+                     "2 of 5 files read to the end", "seen/admitted 0.17"):
             if frag not in total[0]:
                 fail("total line lacks %r: %s" % (frag, total[0]))
 
