@@ -5,7 +5,7 @@
  * Reads every file of DIR three times in windows of SIZE bytes, either with
  * pread(2) into one 2 MiB-aligned, huge-page-advised buffer (what the
  * feeder's reader does, minus framing and CRC), or by mmap(MAP_POPULATE)
- * and munmap of each window (the alternative in docs/TODO-feeder.md), and
+ * and munmap of each window (the alternative in docs/TODO.md (feeder)), and
  * prints user + system CPU seconds per GB.  Run it on warm files (run it
  * twice; the first may read from disk).  Built as build/bench/feeder_readcost:
  *

@@ -27,7 +27,7 @@
  *     NAME, each of its Features one step of exactly the step shape's
  *     elements (a scalar: one per step).  dtype float32, int64 or uint8 (a
  *     step's bytes_list as bytes), never `[]` or `bytes`: ragged steps are
- *     not supported (docs/TODO-example.md).  Such a feature is ragged over
+ *     not supported (docs/TODO.md (example)).  Such a feature is ragged over
  *     steps: per record, steps x step-count elements, step-major.  Its only
  *     default is `=[]` (a missing feature_list is zero steps, like TF's
  *     allow_missing); without it a missing feature_list is an error.
