@@ -1632,28 +1632,46 @@ int cfs_catalog_shards_drop(struct cfs_catalog *c, const int64_t *ids, size_t n)
 }
 
 /* Collects column 0 (int64) of every row of a bound statement. */
-static int collect_ids(struct cfs_catalog *c, sqlite3_stmt *st, int64_t **out, size_t *n)
+/*
+ * The row reader: steps st (bound, mu held) to its end, each row filled
+ * into one more element of elem bytes by row(), and resets it.  0 with
+ * *out (malloc'd, NULL when no row) and *n; -ENOMEM or -EIO (logged as
+ * `what`), nothing returned.
+ */
+static int collect_rows(struct cfs_catalog *c, sqlite3_stmt *st, size_t elem,
+			void (*row)(sqlite3_stmt *st, void *el), const char *what, void **out,
+			size_t *n)
 {
-	int64_t *arr = NULL;
+	char *arr = NULL;
 	size_t cnt = 0, cap = 0;
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
+		if (grow_array((void **)&arr, &cap, cnt, elem) != 0) {
 			sqlite3_reset(st);
 			free(arr);
 			return -ENOMEM;
 		}
-		arr[cnt++] = sqlite3_column_int64(st, 0);
+		row(st, arr + cnt++ * elem);
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {
 		free(arr);
-		return fail(c, rc, "id query");
+		return fail(c, rc, what);
 	}
 	*out = arr;
 	*n = cnt;
 	return 0;
+}
+
+static void row_id(sqlite3_stmt *st, void *el)
+{
+	*(int64_t *)el = sqlite3_column_int64(st, 0);
+}
+
+static int collect_ids(struct cfs_catalog *c, sqlite3_stmt *st, int64_t **out, size_t *n)
+{
+	return collect_rows(c, st, sizeof(**out), row_id, "id query", (void **)out, n);
 }
 
 int cfs_catalog_shards_with_stale_objects(struct cfs_catalog *c, int64_t **out, size_t *n)
@@ -2154,40 +2172,28 @@ int cfs_catalog_plan_cut_objects(struct cfs_catalog *c, int64_t plan_id, int64_t
 	return rc;
 }
 
+static void row_partial(sqlite3_stmt *st, void *el)
+{
+	struct cfs_partial *p = el;
+	p->object_id = sqlite3_column_int64(st, 0);
+	p->low = (uint64_t)sqlite3_column_int64(st, 1);
+}
+
 int cfs_catalog_plan_partial_objects(struct cfs_catalog *c, int64_t plan_id,
 				     struct cfs_partial **out, size_t *n)
 {
-	struct cfs_partial *arr = NULL;
-	size_t cnt = 0, cap = 0;
 	sqlite3_stmt *st;
 	int rc;
 
 	lock(c);
 	st = stmt(c, S_RES_PARTIAL);
-	if (!st) {
-		unlock(c);
-		return -EIO;
-	}
-	sqlite3_bind_int64(st, 1, plan_id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
-			rc = SQLITE_NOMEM;
-			break;
-		}
-		arr[cnt].object_id = sqlite3_column_int64(st, 0);
-		arr[cnt++].low = (uint64_t)sqlite3_column_int64(st, 1);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		rc = rc == SQLITE_NOMEM ? -ENOMEM : fail(c, rc, "partial objects");
-		free(arr);
-		unlock(c);
-		return rc;
-	}
+	if (st)
+		sqlite3_bind_int64(st, 1, plan_id);
+	rc =
+	    st ? collect_rows(c, st, sizeof(**out), row_partial, "partial objects", (void **)out, n)
+	       : -EIO;
 	unlock(c);
-	*out = arr;
-	*n = cnt;
-	return 0;
+	return rc;
 }
 
 int cfs_catalog_plan_partial_low(struct cfs_catalog *c, int64_t plan_id, const uint64_t *units,
@@ -2224,38 +2230,26 @@ int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_
 	return rc;
 }
 
+static void row_sample_ref(sqlite3_stmt *st, void *el)
+{
+	struct cfs_sample_ref *r = el;
+	r->object_id = sqlite3_column_int64(st, 0);
+	r->object_offset = (uint64_t)sqlite3_column_int64(st, 1);
+}
+
 int cfs_catalog_plan_resident_samples(struct cfs_catalog *c, int64_t plan_id,
 				      struct cfs_sample_ref **out, size_t *n)
 {
-	struct cfs_sample_ref *arr = NULL;
-	size_t cnt = 0, cap = 0;
 	sqlite3_stmt *st;
 	int rc;
 
 	lock(c);
 	st = stmt(c, S_RES_SAMPLES);
-	if (!st) {
-		unlock(c);
-		return -EIO;
-	}
-	sqlite3_bind_int64(st, 1, plan_id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (grow_array((void **)&arr, &cap, cnt, sizeof(*arr)) != 0) {
-			rc = SQLITE_NOMEM;
-			break;
-		}
-		arr[cnt].object_id = sqlite3_column_int64(st, 0);
-		arr[cnt++].object_offset = (uint64_t)sqlite3_column_int64(st, 1);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		rc = rc == SQLITE_NOMEM ? -ENOMEM : fail(c, rc, "resident samples");
-		unlock(c);
-		free(arr);
-		return rc;
-	}
+	if (st)
+		sqlite3_bind_int64(st, 1, plan_id);
+	rc = st ? collect_rows(c, st, sizeof(**out), row_sample_ref, "resident samples",
+			       (void **)out, n)
+		: -EIO;
 	unlock(c);
-	*out = arr;
-	*n = cnt;
-	return 0;
+	return rc;
 }
