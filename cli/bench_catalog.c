@@ -60,8 +60,8 @@ static void row(const char *what, uint64_t count, double secs, const char *unit)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: rollcache bench catalog [--dir DIR] [--shards N] [--records R] "
-		"[--files M] [--keep]\n\n"
+		"usage: rollcache bench catalog [--dir DIR] [--shards N] [--records R]\n"
+		"                               [--files M] [--keep]\n\n"
 		"  --dir DIR     scratch directory (default: a new one under $TMPDIR or /tmp)\n"
 		"  --shards N    shards inserted (default 1000)\n"
 		"  --records R   sample rows per shard (default 1000)\n"

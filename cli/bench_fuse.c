@@ -433,16 +433,16 @@ static int run_passthrough(struct bench *b)
 
 static void usage(FILE *out)
 {
-	fprintf(
-	    out,
-	    "usage: rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
-	    "                            [--modes passthrough,pread,splice] [--reps N] [--keep]\n"
-	    "  --dir DIR   scratch directory (default: a new /tmp/rollcache-bench-fuse.*)\n"
-	    "  --files N   shards to read (default 4)\n"
-	    "  --size SIZE bytes per shard (default 64M)\n"
-	    "  --ops N     random reads per pattern (default 4000)\n"
-	    "  --modes     mount modes to measure (default passthrough,pread)\n"
-	    "  --reps N    runs per figure, the median is shown (odd, 1..15; default 3)\n");
+	fprintf(out,
+		"usage: rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
+		"                            [--modes passthrough,pread,splice] [--reps N]\n"
+		"                            [--keep]\n"
+		"  --dir DIR   scratch directory (default: a new /tmp/rollcache-bench-fuse.*)\n"
+		"  --files N   shards to read (default 4)\n"
+		"  --size SIZE bytes per shard (default 64M)\n"
+		"  --ops N     random reads per pattern (default 4000)\n"
+		"  --modes     mount modes to measure (default passthrough,pread)\n"
+		"  --reps N    runs per figure, the median is shown (odd, 1..15; default 3)\n");
 }
 
 int bench_fuse(int argc, char **argv)
