@@ -1221,6 +1221,15 @@ static int marks_add(struct cfs_catalog *c, const struct cfs_plan_marks *m)
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)m->units[i]);
 		rc = run(c, st, "plan partial end");
 	}
+	st = m->nlows && rc == 0 ? stmt(c, S_PARTIAL_LOW) : NULL;
+	if (m->nlows && rc == 0 && !st)
+		return -EIO;
+	for (size_t i = 0; i < m->nlows && rc == 0; i++) {
+		sqlite3_bind_int64(st, 1, m->plan_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)m->low_units[i]);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)m->lows[i]);
+		rc = run(c, st, "plan partial low");
+	}
 	return rc;
 }
 

@@ -178,12 +178,18 @@ struct cfs_sample {
 	uint64_t object_offset; /* of the record in the (uncompressed) object */
 };
 
-/* Units of a sampling plan that a commit completes (table plan_marks). */
+/*
+ * Units of a sampling plan that a commit completes (table plan_marks), and
+ * the lows of partial objects that it makes true (plan_partial.low: every
+ * record below committed once this commit is).
+ */
 struct cfs_plan_marks {
 	int64_t plan_id;
 	uint64_t pass;
 	const uint64_t *units;
 	size_t n;
+	const uint64_t *low_units, *lows; /* [nlows] */
+	size_t nlows;
 };
 
 /* A new sealed file (cfs_catalog_shard_insert). */

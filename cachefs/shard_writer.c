@@ -60,6 +60,8 @@ struct cfs_shard_writer {
 	uint64_t plan_pass;
 	uint64_t *marks;
 	size_t nmarks, marks_cap;
+	uint64_t *low_units, *lows; /* [nlows]: partial objects' lows (set_lows) */
+	size_t nlows;
 };
 
 static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum cfs_kind kind,
@@ -227,10 +229,34 @@ int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t le
 	return 0;
 }
 
+int cfs_shard_writer_set_lows(struct cfs_shard_writer *w, int64_t plan_id, const uint64_t *units,
+			      const uint64_t *lows, size_t n)
+{
+	if (w->nmarks && w->plan_id != plan_id)
+		return -EINVAL;
+	uint64_t *u = malloc((n ? n : 1) * sizeof(*u)), *l = malloc((n ? n : 1) * sizeof(*l));
+	if (!u || !l) {
+		free(u);
+		free(l);
+		return -ENOMEM;
+	}
+	memcpy(u, units, n * sizeof(*u));
+	memcpy(l, lows, n * sizeof(*l));
+	free(w->low_units);
+	free(w->lows);
+	w->low_units = u;
+	w->lows = l;
+	w->nlows = n;
+	w->plan_id = plan_id;
+	return 0;
+}
+
 int cfs_shard_writer_add_marks(struct cfs_shard_writer *w, int64_t plan_id, uint64_t pass,
 			       const uint64_t *units, size_t n)
 {
-	if (w->nmarks && (w->plan_id != plan_id || w->plan_pass != pass))
+	if ((w->nmarks || w->nlows) && w->plan_id != plan_id)
+		return -EINVAL;
+	if (w->nmarks && w->plan_pass != pass)
 		return -EINVAL;
 	if (w->nmarks + n > w->marks_cap) {
 		size_t cap = w->marks_cap ? w->marks_cap : 64;
@@ -277,6 +303,8 @@ static void writer_free(struct cfs_shard_writer *w)
 		close(w->fd);
 	free(w->samples);
 	free(w->marks);
+	free(w->low_units);
+	free(w->lows);
 	free(w->key);
 	free(w);
 }
@@ -359,9 +387,10 @@ static void unlink_renamed(struct cfs_shard_writer *w)
 /* The catalog part of sealing one file.  Inside the group's transaction. */
 static int insert_one(struct cfs_shard_writer *w)
 {
-	struct cfs_plan_marks marks = {w->plan_id, w->plan_pass, w->marks, w->nmarks};
+	struct cfs_plan_marks marks = {w->plan_id,   w->plan_pass, w->marks, w->nmarks,
+				       w->low_units, w->lows,	   w->nlows};
 	struct cfs_shard_new sh = {
-	    .marks = w->nmarks ? &marks : NULL,
+	    .marks = w->nmarks || w->nlows ? &marks : NULL,
 	    .id = w->id,
 	    .kind = w->kind,
 	    .bytes = w->written,

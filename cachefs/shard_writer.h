@@ -95,6 +95,15 @@ int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t le
 int cfs_shard_writer_add_marks(struct cfs_shard_writer *w, int64_t plan_id, uint64_t pass,
 			       const uint64_t *units, size_t n);
 
+/*
+ * The lows of partial objects of plan plan_id (catalog.h, plan_partial)
+ * that this file's commit makes true: committed in its transaction.  A
+ * second call replaces the first.  Arrays are copied.  0 or -ENOMEM
+ * (nothing set), -EINVAL (another plan than its marks').
+ */
+int cfs_shard_writer_set_lows(struct cfs_shard_writer *w, int64_t plan_id, const uint64_t *units,
+			      const uint64_t *lows, size_t n);
+
 /* The file's id, bytes written so far, records appended so far. */
 int64_t cfs_shard_writer_id(const struct cfs_shard_writer *w);
 uint64_t cfs_shard_writer_bytes(const struct cfs_shard_writer *w);

@@ -633,26 +633,48 @@ static int job_begin_whole(struct smp_sampler *s, struct smp__job *j)
 	return cfs_catalog_object_offsets(s->cat, j->obj->object_id, &j->skip, &j->nskip);
 }
 
-int smp__plan_partial_low(struct smp_sampler *s)
+static void buffer_low(const struct smp_rec *r, void *ctx)
+{
+	(void)ctx;
+	struct smp__job *j = r->job;
+	if (j && !j->obj->idx && r->object_offset < j->low)
+		j->low = r->object_offset;
+}
+
+size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows)
 {
 	size_t n = 0, cap = 0;
-	for (const struct smp__job *j = s->jobs; j; j = j->next)
-		cap++;
-	if (!cap || s->cfg->format == CMN_FORMAT_RAW)
+	*units = *lows = NULL;
+	if (s->cfg->format == CMN_FORMAT_RAW)
 		return 0;
-	uint64_t *units = malloc(cap * sizeof(*units)), *lows = malloc(cap * sizeof(*lows));
-	int rc = 0;
-	if (!units || !lows) {
-		rc = -ENOMEM;
-		goto out;
+	for (struct smp__job *j = s->jobs; j; j = j->next) {
+		j->low = j->good_end;
+		cap++;
+	}
+	if (!cap)
+		return 0;
+	smp_shuffle_each(s->shuf, buffer_low, NULL);
+	*units = malloc(cap * sizeof(**units));
+	*lows = malloc(cap * sizeof(**lows));
+	if (!*units || !*lows) {
+		free(*units);
+		free(*lows);
+		*units = *lows = NULL;
+		return 0;
 	}
 	for (const struct smp__job *j = s->jobs; j; j = j->next)
-		if (!j->obj->idx && j->plain && j->good_end > 0 && !j->cancelled) {
-			units[n] = j->unit;
-			lows[n++] = j->good_end;
+		if (!j->obj->idx && j->plain && j->low > 0 && !j->cancelled) {
+			(*units)[n] = j->unit;
+			(*lows)[n++] = j->low;
 		}
-	rc = cfs_catalog_plan_partial_low(s->cat, s->plan_id, units, lows, n);
-out:
+	return n;
+}
+
+int smp__plan_partial_low(struct smp_sampler *s)
+{
+	uint64_t *units, *lows;
+	size_t n = smp__plan_lows(s, &units, &lows);
+	int rc = n ? cfs_catalog_plan_partial_low(s->cat, s->plan_id, units, lows, n) : 0;
 	free(units);
 	free(lows);
 	return rc;

@@ -347,8 +347,8 @@ static int pause_point(struct smp_sampler *s, char *err, size_t errlen)
 	if (smp_shuffle_count(s->shuf))
 		smp__drain(s);
 	int rc = smp__plan_checkpoint(s);
-	if (rc == 0 && !smp_shuffle_count(s->shuf))
-		rc = smp__plan_partial_low(s); /* nothing received is uncommitted */
+	if (rc == 0)
+		rc = smp__plan_partial_low(s); /* every file handed to the sealer is committed */
 	pthread_mutex_lock(&s->ctl_mu);
 	s->paused = true;
 	pthread_cond_broadcast(&s->ctl_cv);
@@ -855,7 +855,7 @@ again:
 	}
 	/* the end of the run: the buffered records go out, the plan is saved */
 	smp__drain(s);
-	if (!s->fatal && s->plan && smp__plan_checkpoint(s) == 0 && !smp_shuffle_count(s->shuf))
+	if (!s->fatal && s->plan && smp__plan_checkpoint(s) == 0)
 		smp__plan_partial_low(s); /* a restart resumes the objects in flight */
 	smp_fetch_cancel_all(s->fetch);
 	smp__drain(s);

@@ -101,6 +101,7 @@ struct smp__job {
 	size_t nskip;
 	uint64_t good_end; /* a whole object: offset after its last record delivered */
 	bool plain;	   /* ... and it is not compressed (so a new transfer may resume there) */
+	uint64_t low;	   /* scratch of smp__plan_lows */
 };
 
 struct smp_sampler {
@@ -252,10 +253,16 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out);
  */
 uint64_t smp__job_room_end(const struct smp__job *j, uint64_t from, uint64_t upto);
 /*
- * Writes the low of every whole object in flight (catalog.h, plan_partial):
- * where nothing it received is uncommitted (the buffer drained, the shard
- * sealed and committed), so every record below its good_end is committed.
- * 0 or -errno.
+ * The lows of the whole objects in flight (catalog.h, plan_partial): the
+ * offset of the first of their records still in the shuffle buffer, else
+ * their good_end.  Every record below is in a file handed to the sealer,
+ * so it is committed once the last file handed is.  *units and *lows are
+ * malloc'd [count]; returns the count, or 0 (none, or out of memory).
+ */
+size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows);
+/*
+ * Writes them now: where every file handed to the sealer is committed
+ * (after a checkpoint).  0 or -errno.
  */
 int smp__plan_partial_low(struct smp_sampler *s);
 /* Whether the record of j at object_offset is resident already (j->skip). */

@@ -25,6 +25,7 @@
 #include "sampler/sampler_i.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -181,6 +182,19 @@ int smp__seal_current(struct smp_sampler *s)
 	    cfs_shard_writer_add_marks(w, s->plan_id, cmn_plan_pass(s->plan), s->pend, s->npend) ==
 		0)
 		s->npend = 0;
+	/*
+	 * The lows of the objects in flight ride with it too: every record
+	 * below them is in this file or an earlier one (a kill after its commit
+	 * resumes them there, catalog.h).  Out of memory: the last low stands.
+	 */
+	uint64_t *units, *lows;
+	size_t nl = cfs_shard_writer_records(w) > 0 ? smp__plan_lows(s, &units, &lows) : 0;
+	if (nl)
+		(void)cfs_shard_writer_set_lows(w, s->plan_id, units, lows, nl);
+	if (nl) {
+		free(units);
+		free(lows);
+	}
 	pthread_mutex_lock(&s->seal_mu);
 	while (s->seal_n == SMP_SEAL_QUEUE && !s->seal_err)
 		pthread_cond_wait(&s->seal_cv,

@@ -223,3 +223,10 @@ size_t smp_shuffle_count(const struct smp_shuffle *b)
 {
 	return b ? b->n : 0;
 }
+
+void smp_shuffle_each(const struct smp_shuffle *b, void (*fn)(const struct smp_rec *r, void *ctx),
+		      void *ctx)
+{
+	for (size_t i = 0; b && i < b->n; i++)
+		fn(&b->v[i], ctx);
+}

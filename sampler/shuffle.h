@@ -75,6 +75,10 @@ int smp_shuffle_shed(struct smp_shuffle *b, smp_rec_sink sink, void *ctx);
 /* Records held now. */
 size_t smp_shuffle_count(const struct smp_shuffle *b);
 
+/* Calls fn on every record the buffer holds (in no order); b unchanged. */
+void smp_shuffle_each(const struct smp_shuffle *b, void (*fn)(const struct smp_rec *r, void *ctx),
+		      void *ctx);
+
 /* Hands every record to sink in random order; stops at the first error. */
 int smp_shuffle_drain(struct smp_shuffle *b, smp_rec_sink sink, void *ctx);
 

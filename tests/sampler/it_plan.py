@@ -177,7 +177,8 @@ def kill9_file(work):
         args = [rcsamp.rc_bin(), "ingest", "file://" + src + "/", "--cache-dir", cache,
                 "--limit", "1G", "--shard-size", "32K", "--connections", "2", "--quiet"] + extra
         kills = 0
-        for delay in (0.15, 0.3, 0.45, 0.6, 0.8):
+        delays = (0.05, 0.1, 0.15, 0.25, 0.4) if mode == "objects" else (0.15, 0.3, 0.45, 0.6, 0.8)
+        for delay in delays:
             p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(delay)
             if p.poll() is None:
