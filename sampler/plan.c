@@ -534,20 +534,6 @@ static int cmp_partial(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Loads a sorted list of object ids into *v. */
-static int load_ids(struct smp_sampler *s,
-		    int (*get)(struct cfs_catalog *, int64_t, int64_t **, size_t *), int64_t **v,
-		    size_t *n)
-{
-	free(*v);
-	*v = NULL;
-	*n = 0;
-	int rc = get(s->cat, s->plan_id, v, n);
-	if (rc == 0 && *n)
-		qsort(*v, *n, sizeof(**v), cmp_i64);
-	return rc;
-}
-
 int smp__plan_refresh_resident(struct smp_sampler *s)
 {
 	struct smp__pobj **sorted = by_id(s);
@@ -590,8 +576,13 @@ int smp__plan_refresh_resident(struct smp_sampler *s)
 		    cfs_catalog_plan_partial_objects(s->cat, s->plan_id, &s->partial, &s->npartial);
 	if (rc == 0 && s->npartial)
 		qsort(s->partial, s->npartial, sizeof(*s->partial), cmp_partial);
+	free(s->cut);
+	s->cut = NULL;
+	s->ncut = 0;
 	if (rc == 0)
-		rc = load_ids(s, cfs_catalog_plan_cut_objects, &s->cut, &s->ncut);
+		rc = cfs_catalog_plan_cut_objects(s->cat, s->plan_id, &s->cut, &s->ncut);
+	if (rc == 0 && s->ncut)
+		qsort(s->cut, s->ncut, sizeof(*s->cut), cmp_i64);
 	for (size_t i = 0; rc == 0 && i < s->npartial; i++) {
 		struct smp__pobj *o = find_id(sorted, s->npobj, s->partial[i].object_id);
 		if (o && !o->idx)
