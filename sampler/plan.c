@@ -658,6 +658,11 @@ size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows)
 			(*units)[n] = j->unit;
 			(*lows)[n++] = j->low;
 		}
+	if (n == 0) {
+		free(*units);
+		free(*lows);
+		*units = *lows = NULL;
+	}
 	return n;
 }
 

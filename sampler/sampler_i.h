@@ -257,7 +257,8 @@ uint64_t smp__job_room_end(const struct smp__job *j, uint64_t from, uint64_t upt
  * offset of the first of their records still in the shuffle buffer, else
  * their good_end.  Every record below is in a file handed to the sealer,
  * so it is committed once the last file handed is.  *units and *lows are
- * malloc'd [count]; returns the count, or 0 (none, or out of memory).
+ * malloc'd [count]; returns the count, or 0 (none, or out of memory: both
+ * NULL).
  */
 size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows);
 /*
