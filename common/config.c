@@ -1224,13 +1224,6 @@ int cmn_policy_parse(const char *s, enum cmn_policy *out)
 	return -EINVAL;
 }
 
-const char *cmn_s3_addressing_name(enum cmn_s3_addressing a)
-{
-	if ((unsigned)a < sizeof(addressing_names) / sizeof(addressing_names[0]) - 1)
-		return addressing_names[a];
-	return "?";
-}
-
 bool cmn_config_key(size_t i, struct cmn_config_key_info *out)
 {
 	const struct key_def *d;

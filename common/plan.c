@@ -234,19 +234,6 @@ static bool fl_del(struct cmn_plan *p, uint64_t u)
 	return false;
 }
 
-static bool fl_has(const struct cmn_plan *p, uint64_t u)
-{
-	if (!p->fl_cap)
-		return false;
-	size_t j = fl_slot(u + 1, p->fl_cap);
-	while (p->fl[j] != EMPTY) {
-		if (p->fl[j] == u + 1)
-			return true;
-		j = (j + 1) & (p->fl_cap - 1);
-	}
-	return false;
-}
-
 int cmn_plan_new(struct cmn_plan **out, uint64_t n, uint64_t seed)
 {
 	if (n > CMN_PLAN_MAX_UNITS)
@@ -344,11 +331,6 @@ uint64_t cmn_plan_fetched_in_pass(const struct cmn_plan *p)
 	return p->fetched;
 }
 
-uint64_t cmn_plan_in_flight(const struct cmn_plan *p)
-{
-	return p->fl_n;
-}
-
 void cmn_plan_set_resident(struct cmn_plan *p, uint64_t u, bool resident)
 {
 	if (u >= p->n)
@@ -368,11 +350,6 @@ void cmn_plan_clear_resident(struct cmn_plan *p)
 {
 	for (size_t w = 0; w < p->words; w++)
 		p->bits[2 * w + RESIDENT] = 0;
-}
-
-bool cmn_plan_is_taken(const struct cmn_plan *p, uint64_t u)
-{
-	return u < p->n && bit2(p, TAKEN, u);
 }
 
 static bool unavailable(const struct cmn_plan *p, uint64_t u)
@@ -504,9 +481,4 @@ size_t cmn_plan_memory(const struct cmn_plan *p)
 {
 	size_t w = p->words * sizeof(uint64_t);
 	return sizeof(*p) + 2 * w + (p->dropped ? w : 0) + p->fl_cap * sizeof(uint64_t);
-}
-
-bool cmn_plan_is_in_flight(const struct cmn_plan *p, uint64_t u)
-{
-	return fl_has(p, u);
 }

@@ -114,21 +114,16 @@ void cmn_plan_get_state(const struct cmn_plan *p, struct cmn_plan_state *st);
  */
 void cmn_plan_export_taken(const struct cmn_plan *p, uint8_t *buf);
 
-/* Units, the pass number, units returned for fetching in this pass, in flight now. */
+/* Units, the pass number, units returned for fetching in this pass. */
 uint64_t cmn_plan_units(const struct cmn_plan *p);
 uint64_t cmn_plan_pass(const struct cmn_plan *p);
 uint64_t cmn_plan_fetched_in_pass(const struct cmn_plan *p);
-uint64_t cmn_plan_in_flight(const struct cmn_plan *p);
 
 /* Resident bits (u < n; others ignored / false). */
 void cmn_plan_set_resident(struct cmn_plan *p, uint64_t u, bool resident);
 bool cmn_plan_is_resident(const struct cmn_plan *p, uint64_t u);
 /* Clears every resident bit (before the caller re-reads the store). */
 void cmn_plan_clear_resident(struct cmn_plan *p);
-
-/* Whether u was taken in this pass; whether it is in flight now. */
-bool cmn_plan_is_taken(const struct cmn_plan *p, uint64_t u);
-bool cmn_plan_is_in_flight(const struct cmn_plan *p, uint64_t u);
 
 /* Answers of cmn_plan_next. */
 enum cmn_plan_next_rc {

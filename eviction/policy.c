@@ -95,16 +95,6 @@ const char *evc__policy_name(enum cmn_policy p)
 	return "?";
 }
 
-int evc__policy_parse(const char *s, enum cmn_policy *out)
-{
-	for (unsigned i = 0; i < sizeof(policy_names) / sizeof(policy_names[0]); i++)
-		if (strcmp(s, policy_names[i]) == 0) {
-			*out = (enum cmn_policy)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
 static int policy_known(enum cmn_policy p)
 {
 	switch (p) {

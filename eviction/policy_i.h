@@ -23,6 +23,5 @@ uint64_t evc__mix64(uint64_t x);
  * common/config.h; kept here so that eviction/ links without config.c.
  */
 const char *evc__policy_name(enum cmn_policy p);
-int evc__policy_parse(const char *s, enum cmn_policy *out);
 
 #endif

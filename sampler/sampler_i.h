@@ -207,15 +207,6 @@ struct smp_sampler {
 	char seal_msg[600];				 /* protected by seal_mu */
 };
 
-/* splitmix64: the pass's seeded random stream. */
-static inline uint64_t smp__splitmix(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* sampler.c: records the first local failure (ends the pass); returns rc. */
 int smp__fail_local(struct smp_sampler *s, int rc, const char *what);
 
