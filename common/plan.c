@@ -392,7 +392,7 @@ enum cmn_plan_next_rc cmn_plan_next(struct cmn_plan *p, uint64_t *unit)
 			continue;
 		}
 		if (fl_add(p, u))
-			return CMN_PLAN_WAIT; /* out of memory: try again later */
+			return CMN_PLAN_NOMEM; /* nothing changed: the unit is not taken */
 		set2(p, TAKEN, u);
 		p->walk++;
 		p->fetched++;

@@ -127,9 +127,10 @@ void cmn_plan_clear_resident(struct cmn_plan *p);
 
 /* Answers of cmn_plan_next. */
 enum cmn_plan_next_rc {
-	CMN_PLAN_UNIT = 0, /* *unit is the next unit to fetch (now in flight) */
-	CMN_PLAN_WAIT = 1, /* the walk is at the end; units are still in flight */
-	CMN_PLAN_END = 2,  /* the pass is over: cmn_plan_roll() starts the next */
+	CMN_PLAN_UNIT = 0,  /* *unit is the next unit to fetch (now in flight) */
+	CMN_PLAN_WAIT = 1,  /* the walk is at the end; units are still in flight */
+	CMN_PLAN_END = 2,   /* the pass is over: cmn_plan_roll() starts the next */
+	CMN_PLAN_NOMEM = 3, /* out of memory for the in-flight set: nothing changed */
 };
 
 /*

@@ -73,10 +73,13 @@ static int next_record(struct sim *m, uint32_t *r)
 			*r = (uint32_t)u;
 			return 0;
 		}
+		if (rc == CMN_PLAN_NOMEM)
+			return -ENOMEM;
 		if (rc != CMN_PLAN_END || cmn_plan_roll(m->plan) != 0)
 			break; /* WAIT cannot happen: nothing is ever in flight here */
 	}
-	return -ENOMEM; /* a whole pass found nothing: the caller checked there is room */
+	/* a whole pass found nothing: the caller checked there is room */
+	return -ENOMEM;
 }
 
 /* Admits one shard of up to k records created in `epoch`.  Returns its record count, or -ENOMEM. */

@@ -695,6 +695,8 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 {
 	uint64_t u;
 	enum cmn_plan_next_rc nr = cmn_plan_next(s->plan, &u);
+	if (nr == CMN_PLAN_NOMEM)
+		return -ENOMEM;
 	if (nr != CMN_PLAN_UNIT)
 		return (int)nr;
 	struct smp__pobj *o = smp__plan_obj(s, u);

@@ -418,12 +418,19 @@ static uint64_t first_room(const struct smp__job *j)
 	return want;
 }
 
+/* What stopped fill_window(): one value, one meaning. */
+enum fill_rc {
+	FILL_FULL,	/* the window is full, or the run must stop (s->fatal, stop, pause) */
+	FILL_ROOM,	/* s->waiting holds a job that waits for room in the budget */
+	FILL_PLAN_WAIT, /* the plan's walk is at its end; units are in flight */
+	FILL_PLAN_END,	/* the pass is over */
+};
+
 /*
  * Takes jobs from the plan while the window has room, each with its bytes
- * reserved first.  Returns the plan's answer that stopped it (CMN_PLAN_WAIT
- * or CMN_PLAN_END), 1 when a job waits for room, 0 when the window is full.
+ * reserved first.  Returns what stopped it (enum fill_rc).
  */
-static int fill_window(struct smp_sampler *s)
+static enum fill_rc fill_window(struct smp_sampler *s)
 {
 	struct cfs_budget *b = cfs_store_budget(s->cstore);
 	unsigned window = 2 * (s->cfg->connections ? s->cfg->connections : 1);
@@ -431,12 +438,14 @@ static int fill_window(struct smp_sampler *s)
 	       !smp__pause_wanted(s)) {
 		if (!s->waiting) {
 			int rc = smp__plan_next_job(s, &s->waiting);
-			if (rc == -ENOMEM) {
+			if (rc < 0) {
 				smp__fail_local(s, rc, "planning");
-				return 0;
+				return FILL_FULL;
 			}
-			if (rc != CMN_PLAN_UNIT)
-				return rc;
+			if (rc == CMN_PLAN_WAIT)
+				return FILL_PLAN_WAIT;
+			if (rc == CMN_PLAN_END)
+				return FILL_PLAN_END;
 		}
 		struct smp__job *j = s->waiting;
 		if (j->reserve < j->bytes) {
@@ -465,7 +474,7 @@ static int fill_window(struct smp_sampler *s)
 			if (rc) {
 				if (s->stop_when_full)
 					s->full = true;
-				return 1;
+				return FILL_ROOM;
 			}
 			j->reserve += take;
 		}
@@ -473,7 +482,7 @@ static int fill_window(struct smp_sampler *s)
 		atomic_store(&s->idle, false);
 		smp__dispatch_job(s, j);
 	}
-	return 0;
+	return FILL_FULL;
 }
 
 /*
@@ -737,15 +746,15 @@ again:
 				break;
 			continue;
 		}
-		int fw = fill_window(s);
+		enum fill_rc fw = fill_window(s);
 		if (s->fatal)
 			break;
-		if ((fw == CMN_PLAN_WAIT || fw == CMN_PLAN_END) && s->inflight == 0 &&
+		if ((fw == FILL_PLAN_WAIT || fw == FILL_PLAN_END) && s->inflight == 0 &&
 		    smp_shuffle_count(s->shuf)) {
 			smp__drain(s); /* the rest of the pass waits in the buffer */
 			continue;
 		}
-		if (fw == CMN_PLAN_END && s->inflight == 0) {
+		if (fw == FILL_PLAN_END && s->inflight == 0) {
 			uint64_t fetched = cmn_plan_fetched_in_pass(s->plan);
 			uint64_t admitted = SMP_STAT_GET(&s->stats, records_admitted);
 			/*
@@ -784,7 +793,7 @@ again:
 			}
 			continue;
 		}
-		if (fw == 1 && !s->full && smp_fetch_pending(s->fetch) == 0) {
+		if (fw == FILL_ROOM && !s->full && smp_fetch_pending(s->fetch) == 0) {
 			/* nothing in flight: sleep on the budget for the waiting job's room */
 			struct smp__job *j = s->waiting;
 			if (smp_shuffle_count(s->shuf)) {
@@ -837,7 +846,7 @@ again:
 				smp__fail_local(s, fr, "transfer engine");
 				break;
 			}
-		} else if (fw == CMN_PLAN_WAIT) {
+		} else if (fw == FILL_PLAN_WAIT) {
 			idle_wait(s); /* not reached: WAIT means transfers or buffered records */
 		}
 		if (s->marks_since_save >= every)

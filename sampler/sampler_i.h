@@ -231,7 +231,8 @@ struct smp__pobj *smp__plan_obj(const struct smp_sampler *s, uint64_t u);
 /*
  * The next job: the plan's next unit (and, with strategy=records, the run of
  * its free neighbours).  Returns CMN_PLAN_UNIT and *out (malloc'd, not yet
- * in s->jobs), or CMN_PLAN_WAIT / CMN_PLAN_END, or -ENOMEM.
+ * in s->jobs), or CMN_PLAN_WAIT / CMN_PLAN_END, or -errno (-ENOMEM, or the
+ * catalog's error recording a whole object's transfer).
  */
 int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out);
 /*
