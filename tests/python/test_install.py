@@ -10,6 +10,11 @@
    package, imported from there (PYTHONPATH: the staging tree is not a
    system prefix), loads the staged library through the path it recorded
    at install time (python/meson.build, _paths.py), not the system's.
+3. meson install to /usr/local for real, as root, in a private mount
+   namespace (/usr/local a tmpfs, /etc an overlay: nothing outside is
+   touched); a C program built with `pkg-config --cflags --libs rollcache`
+   runs with only PATH set (the install ran ldconfig).  Not root: this part
+   is skipped and says so.
 
 usage: test_install.py FDR_GEN BUILD_DIR
 Exits 77 when meson, venv/ensurepip or setuptools are missing.
@@ -60,6 +65,70 @@ def check_feeder(python, data, env, cwd, want_prefix, label):
     print("ok: %s: %d records; package %s; library %s" % (label, FILES * RECS, mod, lib))
 
 
+C_PROG = r"""
+#include <rollcache/feeder.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+	char err[512];
+	struct rc_feeder_opts o;
+	rc_feeder_opts_init(&o);
+	o.path = argv[1];
+	o.schema = "y:int64";
+	o.batch_size = 4;
+	struct rc_feeder *f = rc_feeder_open(&o, err, sizeof err);
+	if (!f) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	long n = 0;
+	struct rc_batch *b;
+	while (rc_feeder_next(f, &b) > 0) {
+		n += (long)rc_batch_rows(b);
+		rc_batch_release(b);
+	}
+	rc_feeder_close(f);
+	printf("%ld records\n", n);
+	return 0;
+}
+"""
+
+SYSTEM_SH = r"""
+set -e
+# a private mount namespace: /usr/local a fresh tmpfs, /etc an overlay, so
+# that the install, its ldconfig and ld.so's cache touch nothing outside
+mount --make-rprivate /
+mount -t tmpfs rc-prefix /usr/local
+mkdir -p "$TMP/etc-up" "$TMP/etc-work"
+mount -t overlay rc-etc -o lowerdir=/etc,upperdir="$TMP/etc-up",workdir="$TMP/etc-work" /etc
+meson install -C "$BUILD" --no-rebuild --quiet
+cd "$TMP"
+cc prog.c $(pkg-config --cflags --libs rollcache) -o prog
+env -i PATH=/usr/bin:/bin ./prog "$DATA"
+"""
+
+
+def system_install(build, data, tmp):
+    """meson install to the build's prefix (/usr/local) as a user types it, in
+    a private mount namespace; then `cc prog.c $(pkg-config --cflags --libs
+    rollcache)` and the program run with only PATH: the library loads by its
+    soname (the install ran ldconfig)."""
+    if os.geteuid() != 0:
+        print("skip part 3: not root (the system install needs it)")
+        return
+    if shutil.which("unshare") is None or shutil.which("pkg-config") is None:
+        print("skip part 3: unshare or pkg-config missing")
+        return
+    with open(os.path.join(tmp, "prog.c"), "w") as f:
+        f.write(C_PROG)
+    env = dict(os.environ, TMP=tmp, BUILD=build, DATA=data)
+    out = run(["unshare", "-m", "sh", "-c", SYSTEM_SH], env=env)
+    want = "%d records" % (FILES * RECS)
+    assert want in out, "C program after meson install: %r, expected %r" % (out[-500:], want)
+    print("ok: meson install to /usr/local, cc with pkg-config rollcache, run with only PATH: "
+          + want)
+
+
 def main():
     fdr_gen, build = sys.argv[1], sys.argv[2]
     if shutil.which("meson") is None:
@@ -103,6 +172,10 @@ def main():
         assert len(pkgs) == 1, "staged packages: %s" % pkgs
         env = dict(bare, PYTHONPATH=os.path.dirname(pkgs[0]))
         check_feeder("/usr/bin/python3", data, env, tmp, dest, "meson install --destdir")
+
+        # 3. meson install to the system prefix, then a C program built with
+        # pkg-config, run with only PATH set
+        system_install(build, data, tmp)
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
