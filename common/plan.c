@@ -18,6 +18,7 @@
  */
 #include "common/plan.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,48 @@ static bool fl_del(struct cmn_plan *p, uint64_t u)
 	return false;
 }
 
+#ifndef NDEBUG
+static bool fl_has(const struct cmn_plan *p, uint64_t u)
+{
+	if (!p->fl_cap)
+		return false;
+	size_t j = fl_slot(u + 1, p->fl_cap);
+	while (p->fl[j] != EMPTY) {
+		if (p->fl[j] == u + 1)
+			return true;
+		j = (j + 1) & (p->fl_cap - 1);
+	}
+	return false;
+}
+
+/*
+ * The invariants of the file comment, checked at every move in debug
+ * builds (as SQLite's assert_pager_state): P1 and P2 for the unit a move
+ * returns, P4 for the positions below the cursor (up to PLAN_CHECK_MAX of
+ * them, the ones nearest the cursor: a check that walked 10^9 positions at
+ * every move would be no check anyone runs).  P3 is checked where a pass
+ * ends (cmn_plan_next's END).
+ */
+#define PLAN_CHECK_MAX 4096
+
+static bool plan_returnable(const struct cmn_plan *p, uint64_t u)
+{
+	/* P1: not taken yet in this pass; P2: neither resident nor dropped */
+	return !bit2(p, TAKEN, u) && !bit2(p, RESIDENT, u) && !dropped(p, u);
+}
+
+static bool plan_settled_below(const struct cmn_plan *p, uint64_t cursor)
+{
+	uint64_t from = cursor > PLAN_CHECK_MAX ? cursor - PLAN_CHECK_MAX : 0;
+	for (uint64_t i = from; i < cursor; i++) { /* P4 */
+		uint64_t u = cmn_perm_at(&p->perm, i);
+		if (!bit2(p, TAKEN, u) || fl_has(p, u))
+			return false;
+	}
+	return true;
+}
+#endif
+
 int cmn_plan_new(struct cmn_plan **out, uint64_t n, uint64_t seed)
 {
 	if (n > CMN_PLAN_MAX_UNITS)
@@ -301,6 +344,7 @@ void cmn_plan_get_state(const struct cmn_plan *p, struct cmn_plan_state *st)
 		if (pos < cursor)
 			cursor = pos;
 	}
+	assert(cursor <= p->n && plan_settled_below(p, cursor)); /* P4 */
 	*st = (struct cmn_plan_state){p->n, p->seed, p->pass, p->gen, cursor};
 }
 
@@ -393,12 +437,15 @@ enum cmn_plan_next_rc cmn_plan_next(struct cmn_plan *p, uint64_t *unit)
 		}
 		if (fl_add(p, u))
 			return CMN_PLAN_NOMEM; /* nothing changed: the unit is not taken */
+		assert(plan_returnable(p, u)); /* P1, P2 */
 		set2(p, TAKEN, u);
 		p->walk++;
 		p->fetched++;
 		*unit = u;
 		return CMN_PLAN_UNIT;
 	}
+	/* P3: the pass ends with the walk past every position, nothing in flight */
+	assert(p->walk == p->n && (p->fl_n || plan_settled_below(p, p->n)));
 	return p->fl_n ? CMN_PLAN_WAIT : CMN_PLAN_END;
 }
 
@@ -408,6 +455,7 @@ bool cmn_plan_take(struct cmn_plan *p, uint64_t u)
 		return false;
 	if (fl_add(p, u))
 		return false;
+	assert(plan_returnable(p, u)); /* P1, P2 */
 	set2(p, TAKEN, u);
 	p->fetched++;
 	return true;

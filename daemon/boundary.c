@@ -67,6 +67,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -347,8 +348,14 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 		plan->admit = startup_admit < room ? startup_admit : room;
 	}
 	uint64_t ev_records = 0;
+	/* E2 (invariant 4): what stays and the admit fit the limit, unless open files alone do not
+	 */
+	assert(plan->used_after + plan->admit <= entry->limit ||
+	       plan->reason == EVC_REASON_OVER_LIMIT || startup);
 	for (size_t i = 0; i < plan->n_victims; i++) {
 		const struct cfs_shard_info *si = &b->snap[victims[i]];
+		assert(sh[victims[i]].pins ==
+		       0); /* E1 (invariant 3): a pinned file is never a victim */
 		items[i] = (struct cfs_evict_item){
 		    .id = si->id,
 		    .kind = si->kind,
