@@ -348,10 +348,8 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 		plan->admit = startup_admit < room ? startup_admit : room;
 	}
 	uint64_t ev_records = 0;
-	/* E2 (invariant 4): what stays and the admit fit the limit, unless open files alone do not
-	 */
-	assert(plan->used_after + plan->admit <= entry->limit ||
-	       plan->reason == EVC_REASON_OVER_LIMIT || startup);
+	/* E2 (invariant 4): the admit is room the limit has after the victims leave */
+	assert(plan->admit == 0 || plan->used_after + plan->admit <= entry->limit);
 	for (size_t i = 0; i < plan->n_victims; i++) {
 		const struct cfs_shard_info *si = &b->snap[victims[i]];
 		assert(sh[victims[i]].pins ==
