@@ -294,12 +294,17 @@ static int epoch_restart(struct rc_feeder *f, uint64_t epoch, uint64_t skip, boo
 	if (rc) /* the listing says whether the epoch is there anyway */
 		cmn_log(CMN_LOG_WARN, "feeder: cannot advance the cache: %s", err);
 	rc = fdr__epoch_list(f, epoch, &l, err, sizeof err);
+	return fdr__epoch_install(f, epoch, &l, skip, rc, err);
+}
 
+int fdr__epoch_install(struct rc_feeder *f, uint64_t epoch, struct fdr_listing *l, uint64_t skip,
+		       int rc, const char *err)
+{
 	pthread_mutex_lock(&f->mu);
 	f->ep.epoch = epoch;
 	fdr__listing_free(&f->ep.lst);
 	if (!rc)
-		f->ep.lst = l;
+		f->ep.lst = *l;
 	fdr__epoch_reset(f);
 	f->prod.skip = skip;
 	f->ring.next_out = skip;

@@ -363,6 +363,13 @@ void fdr__decode_finished(struct rc_feeder *f, struct rc_batch *s);
  */
 void fdr__epoch_reset(struct rc_feeder *f);
 /*
+ * Makes epoch `epoch` with listing *l (taken over when rc is 0) the one the
+ * paused workers produce, from batch `skip`, or records rc and err as the
+ * epoch's error; unpauses the workers.  f->mu not held.  Returns rc.
+ */
+int fdr__epoch_install(struct rc_feeder *f, uint64_t epoch, struct fdr_listing *l, uint64_t skip,
+		       int rc, const char *err);
+/*
  * Starts producing epoch pepoch + 1 while the consumer still reads pgen
  * (never in a rollcache mount).  Called by a decoder; drops f->mu while
  * listing and counts as active meanwhile.

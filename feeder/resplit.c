@@ -196,21 +196,5 @@ int rc_feeder_seek_resplit(struct rc_feeder *f, uint64_t epoch, uint64_t batch, 
 		cmn_log(CMN_LOG_WARN, "feeder: cannot advance the cache: %s", err);
 
 	int rc = resplit_plan(f, epoch, from_world_size, from_batch, &l, err, sizeof err);
-
-	pthread_mutex_lock(&f->mu);
-	f->ep.epoch = epoch;
-	fdr__listing_free(&f->ep.lst);
-	if (!rc)
-		f->ep.lst = l;
-	fdr__epoch_reset(f);
-	f->prod.skip = batch;
-	f->ring.next_out = batch;
-	if (rc) {
-		fdr__error_set(f, rc, err, f->ep.gen, batch);
-		snprintf(f->ring.err_out, sizeof f->ring.err_out, "%s", err);
-	}
-	f->wk.paused = false;
-	fdr__wake(f, FDR_WAKE_ALL);
-	pthread_mutex_unlock(&f->mu);
-	return rc;
+	return fdr__epoch_install(f, epoch, &l, batch, rc, err);
 }

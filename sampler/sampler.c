@@ -331,6 +331,28 @@ static int relist_if_due(struct smp_sampler *s, char *err, size_t errlen)
 }
 
 /*
+ * Under ctl_mu: says the run loop holds (paused), waits while a pause is
+ * asked (a stop ends it), then takes the new epoch of a resume.  Run loop
+ * only, at a point where nothing is left to seal.
+ */
+static void hold_paused(struct smp_sampler *s)
+{
+	s->paused = true;
+	pthread_cond_broadcast(&s->ctl_cv);
+	while (s->pause_req && !atomic_load(&s->stop)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
+	}
+	if (s->resume_req) {
+		s->epoch = s->next_epoch;
+		s->resume_req = false;
+	}
+	s->paused = false;
+}
+
+/*
  * A pause or an epoch change: write the shuffle buffer out, seal the
  * partial shard and save the plan,
  * tell the pauser, wait for the new epoch (or stop), then re-read which
@@ -350,19 +372,7 @@ static int pause_point(struct smp_sampler *s, char *err, size_t errlen)
 	if (rc == 0)
 		rc = smp__plan_partial_low(s); /* every file handed to the sealer is committed */
 	pthread_mutex_lock(&s->ctl_mu);
-	s->paused = true;
-	pthread_cond_broadcast(&s->ctl_cv);
-	while (s->pause_req && !atomic_load(&s->stop)) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
-	}
-	if (s->resume_req) {
-		s->epoch = s->next_epoch;
-		s->resume_req = false;
-	}
-	s->paused = false;
+	hold_paused(s);
 	pthread_mutex_unlock(&s->ctl_mu);
 	if (rc || atomic_load(&s->stop))
 		return rc;
@@ -597,21 +607,8 @@ static bool heal_sleep(struct smp_sampler *s, uint64_t until)
 	for (;;) {
 		take_relabel(s);
 		pthread_mutex_lock(&s->ctl_mu);
-		if (s->pause_req || s->resume_req) {
-			s->paused = true;
-			pthread_cond_broadcast(&s->ctl_cv);
-			while (s->pause_req && !atomic_load(&s->stop)) {
-				struct timespec ts;
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_sec += 1;
-				pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
-			}
-			if (s->resume_req) {
-				s->epoch = s->next_epoch;
-				s->resume_req = false;
-			}
-			s->paused = false;
-		}
+		if (s->pause_req || s->resume_req)
+			hold_paused(s);
 		uint64_t now = cmn_mono_ms();
 		bool stop = atomic_load(&s->stop);
 		if (!stop && now < until) {
