@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 RC = os.environ.get("RC_BIN", "rollcache")
 SRCDIR = os.environ.get("RC_SRCDIR", os.path.abspath(os.path.join(os.path.dirname(__file__),
@@ -47,6 +48,25 @@ def free_port():
 def is_mounted(mp):
     with open("/proc/self/mounts") as f:
         return any(line.split()[1] == mp for line in f)
+
+
+def wait_for(pred, what, limit=60):
+    """Polls pred() every 0.1 s for up to limit s; returns its first true
+    value, or records a failure naming what it waited for and returns None."""
+    for _ in range(limit * 10):
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    check(False, "not reached within %d s: %s" % (limit, what))
+    return None
+
+
+def fits(what, text):
+    """Records a failure when a line of text is over 80 columns."""
+    bad = [l for l in text.splitlines() if len(l) > 80]
+    check(not bad, "%s: %d lines over 80 columns, the longest %d: %r"
+          % (what, len(bad), max(map(len, bad)) if bad else 0, bad[:3]))
 
 
 def finish():

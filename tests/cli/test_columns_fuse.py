@@ -25,28 +25,12 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clitest import RC, skip, check, eq, run, is_mounted, finish  # noqa: E402
+from clitest import RC, skip, check, eq, run, is_mounted, finish, fits, wait_for  # noqa: E402
 
 
 def stats(mp):
     with open(os.path.join(mp, ".rollcache", "stats")) as f:
         return json.load(f)
-
-
-def fits(what, text):
-    bad = [l for l in text.splitlines() if len(l) > 80]
-    check(not bad, "%s: lines over 80 columns: %r" % (what, bad[:3]))
-
-
-def wait_for(pred, what, limit=60):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    check(False, "not reached within %d s: %s" % (limit, what))
-    return None
 
 
 def main():

@@ -47,7 +47,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clitest import RC, SERVERS, SRCDIR, skip, check, eq, run, free_port, is_mounted, finish  # noqa: E402
+from clitest import (RC, SERVERS, SRCDIR, skip, check, eq, run, free_port, is_mounted,  # noqa: E402
+                     finish, wait_for)
 
 
 def start(script, args):
@@ -64,17 +65,6 @@ def start(script, args):
 def stats(mp):
     with open(os.path.join(mp, ".rollcache", "stats")) as f:
         return json.load(f)
-
-
-def wait_for(pred, what, limit=30):
-    """Polls pred() (bounded); a failure names what it waited for."""
-    for _ in range(limit * 10):
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    check(False, "not reached within %d s: %s" % (limit, what))
-    return None
 
 
 def doc_counters():

@@ -22,21 +22,8 @@ import subprocess
 import sys
 import tempfile
 
-RC = os.environ["RC_BIN"]
-failures = []
-
-
-def run(*args):
-    return subprocess.run([RC, *args], capture_output=True, text=True, timeout=30)
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-
-
-def eq(got, want, what):
-    check(got == want, "%s:\n  got  %r\n  want %r" % (what, got, want))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clitest import RC, failures, check, eq, run, fits  # noqa: E402
 
 
 listing = run("--help")
@@ -68,16 +55,6 @@ for args, words in ((("nosuchcommand",), "unknown command"),
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     check(lines and words in p.stderr,
           "rollcache %s: stderr %r does not say %r" % (" ".join(args), p.stderr, words))
-
-
-def long_lines(text):
-    return [l for l in text.splitlines() if len(l) > 80]
-
-
-def fits(what, text):
-    bad = long_lines(text)
-    check(not bad, "%s: %d lines over 80 columns, the longest %d: %r"
-          % (what, len(bad), max(map(len, bad)) if bad else 0, bad[:3]))
 
 
 core = os.path.join(os.path.dirname(RC), "rollcache-core")
