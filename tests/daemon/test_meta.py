@@ -111,13 +111,16 @@ def body(s, mode):
     else:
         s.synth(records=300, size="3K", shards=3)
         s.mount("file://%s/" % s.src, "--limit", "8M", "--shard-size", "256K")
-    t.wait_for(lambda: s.stats()["sampler"]["idle"], "the first sampler pass", timeout=60)
+    # idle alone also reads true before the sampler's thread runs: wait for the files too
+    want = 904 if raw else 2
+    t.wait_for(lambda: (lambda st: st["sampler"]["idle"] and st["resident"]["files"] >= want)(
+        s.stats()), "the first sampler pass", timeout=60)
     t.run("epoch", s.mnt, "next")
     st = s.stats()
     e = st["epoch"]
     ep = os.path.join(s.mnt, "epochs", str(e))
     files = files_under(ep)
-    if len(files) < (904 if raw else 2):
+    if len(files) < want:
         t.fail("epoch %d lists %d files" % (e, len(files)))
 
     # metadata first: xattrs, the index, the listing; no file is opened
