@@ -166,7 +166,6 @@ struct cmn_config_key_info {
 /* Fills *out with key i (0, 1, ...) of the table; false past the end. */
 bool cmn_config_key(size_t i, struct cmn_config_key_info *out);
 
-
 /* The policy's name ("fifo", ...), and the reverse (0 or -EINVAL). */
 const char *cmn_policy_name(enum cmn_policy p);
 int cmn_policy_parse(const char *s, enum cmn_policy *out);
