@@ -2164,7 +2164,10 @@ int cfs_catalog_plan_partial_begin(struct cfs_catalog *c, int64_t plan_id, uint6
 	} else if (rc == 0) {
 		rc = -EIO;
 	}
-	return txn_end(c, rc);
+	rc = txn_end(c, rc);
+	if (rc == 0)
+		cmn_fault("plan_partial"); /* the transfer is recorded, none of its bytes fetched */
+	return rc;
 }
 
 int cfs_catalog_plan_cut_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out, size_t *n)

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 static const char *const points[] = {
-    "before_fsync", "before_commit", "in_commit", "evict", "reconcile",
+    "before_fsync", "before_commit", "in_commit", "evict", "reconcile", "plan_partial",
 };
 #define NPOINTS (sizeof(points) / sizeof(points[0]))
 
@@ -69,7 +69,7 @@ static void parse(void)
 	if (!colon || target == NPOINTS) {
 		say("`", v,
 		    "`: expected point:n with point one of before_fsync, before_commit, "
-		    "in_commit, evict, reconcile");
+		    "in_commit, evict, reconcile, plan_partial");
 		_exit(2);
 	}
 	target_pass = strtoul(colon + 1, &end, 10);

@@ -2,7 +2,9 @@
 """test_crash_points.py - named crash points (common/fault.h) and the
 catalog's own ENOSPC, driven through the real `rollcache` command.
 
-  POINT   before_fsync, in_commit, evict or reconcile (one test each):
+  POINT   before_fsync, in_commit, plan_partial, evict or reconcile (one
+          test each; plan_partial: right after a whole object's transfer
+          is recorded as begun, before any of its bytes):
           >= 20 runs of `rollcache ingest` from a file:// dataset (for
           `evict`, `rollcache mount -f`, whose start-up boundary evicts
           above a lowered limit) with RC_FAULT=point:n, n drawn at random;
@@ -351,6 +353,12 @@ def point_in_commit(rig):
           ("in_commit", c, rig.restarts, caches))
 
 
+def point_plan_partial(rig):
+    c, caches = ingest_point(rig, "plan_partial", 40)
+    print("%-14s %d crashes, %d clean restarts (%d cache dirs)" %
+          ("plan_partial", c, rig.restarts, caches))
+
+
 def point_evict(rig):
     c, unlinked = evict_point(rig)
     print("%-14s %d crashes, %d clean restarts (%d victims unlinked before their rows were "
@@ -365,6 +373,7 @@ def point_reconcile(rig):
 
 
 POINTS = {"before_fsync": point_before_fsync, "in_commit": point_in_commit,
+          "plan_partial": point_plan_partial,
           "evict": point_evict, "reconcile": point_reconcile}
 
 
