@@ -728,8 +728,7 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 		int rc = job_begin_whole(s, j);
 		if (rc) {
 			cmn_plan_done(s->plan, u); /* not fetched: taken again next pass */
-			free(j->skip);
-			free(j);
+			smp__job_free(s, j);
 			return rc;
 		}
 	}
@@ -813,15 +812,21 @@ void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j)
 					smp__unit_complete(s, j->unit + i, false);
 		}
 	}
-	if (j->reserve)
-		cfs_budget_release(cfs_store_budget(s->cstore), j->reserve);
-	j->reserve = 0;
 	if (j->prev)
 		j->prev->next = j->next;
 	else if (s->jobs == j)
 		s->jobs = j->next;
 	if (j->next)
 		j->next->prev = j->prev;
+	smp__job_free(s, j);
+}
+
+void smp__job_free(struct smp_sampler *s, struct smp__job *j)
+{
+	if (!j)
+		return;
+	if (j->reserve)
+		cfs_budget_release(cfs_store_budget(s->cstore), j->reserve);
 	free(j->skip);
 	free(j);
 }

@@ -161,15 +161,9 @@ void smp_sampler_free(struct smp_sampler *s)
 	while (s->jobs) { /* records of them were in the buffer: give their room back */
 		struct smp__job *j = s->jobs;
 		s->jobs = j->next;
-		if (j->reserve)
-			cfs_budget_release(cfs_store_budget(s->cstore), j->reserve);
-		free(j);
+		smp__job_free(s, j);
 	}
-	if (s->waiting) {
-		if (s->waiting->reserve)
-			cfs_budget_release(cfs_store_budget(s->cstore), s->waiting->reserve);
-		free(s->waiting);
-	}
+	smp__job_free(s, s->waiting);
 	smp_source_free(s->source);
 	smp__plan_unload(s);
 	pthread_cond_destroy(&s->ctl_cv);
@@ -405,7 +399,7 @@ static void skip_job(struct smp_sampler *s, struct smp__job *j)
 	SMP_STAT_ADD(&s->stats, failed_objects, 1); /* not read: ingest says so */
 	for (uint32_t i = 0; i < j->nunits; i++)
 		cmn_plan_done(s->plan, j->unit + i);
-	free(j);
+	smp__job_free(s, j);
 }
 
 /*
@@ -566,19 +560,12 @@ static void heal_reset(struct smp_sampler *s)
 		s->w = NULL;
 	}
 	smp__seal_reset(s);
-	struct cfs_budget *b = cfs_store_budget(s->cstore);
-	if (s->waiting) {
-		if (s->waiting->reserve)
-			cfs_budget_release(b, s->waiting->reserve);
-		free(s->waiting);
-		s->waiting = NULL;
-	}
+	smp__job_free(s, s->waiting);
+	s->waiting = NULL;
 	while (s->jobs) { /* none is left by now; a bound on what could be */
 		struct smp__job *j = s->jobs;
 		s->jobs = j->next;
-		if (j->reserve)
-			cfs_budget_release(b, j->reserve);
-		free(j);
+		smp__job_free(s, j);
 	}
 	smp__plan_unload(s);
 	s->listed = false; /* the reloaded plan learns its keys from a listing */

@@ -258,6 +258,11 @@ size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows);
  * (after a checkpoint).  0 or -errno.
  */
 int smp__plan_partial_low(struct smp_sampler *s);
+/*
+ * Frees job j (not linked in s->jobs any more, or never was), giving back
+ * the room it holds reserved.  NULL is ignored.
+ */
+void smp__job_free(struct smp_sampler *s, struct smp__job *j);
 /* Whether the record of j at object_offset is resident already (j->skip). */
 bool smp__job_skips(const struct smp__job *j, uint64_t object_offset);
 /* Unit u is in a file (or failed: ok false); see plan.c. */
