@@ -932,8 +932,13 @@ void cfs_epochs_set_retire_read(struct cfs_epochs *s, bool on)
 	pthread_mutex_unlock(&s->mu);
 }
 
+uint32_t cfs_epochs_current1(struct cfs_epochs *s)
+{
+	return atomic_load_explicit(&s->cur_number1, memory_order_relaxed);
+}
+
 void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, uint64_t len,
-		       bool first, bool *end_done)
+		       bool first, bool *end_done, uint32_t epoch1)
 {
 	atomic_fetch_add_explicit(&f->d_read_bytes, len, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->cur_read_bytes, len, memory_order_relaxed);
@@ -948,19 +953,20 @@ void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, 
 	atomic_store_explicit(&f->served_full, true, memory_order_relaxed);
 	atomic_fetch_add_explicit(&f->d_full_reads, 1, memory_order_relaxed);
 	uint32_t cur1 = atomic_load_explicit(&s->cur_number1, memory_order_relaxed);
-	if (atomic_exchange_explicit(&f->full_epoch, cur1, memory_order_relaxed) == cur1)
-		return; /* already counted in this epoch */
+	if (atomic_exchange_explicit(&f->full_epoch, epoch1, memory_order_relaxed) == epoch1 ||
+	    epoch1 != cur1)
+		return; /* already counted in this epoch, or read in one already left */
 	uint64_t done = atomic_fetch_add_explicit(&s->cur_full_files, 1, memory_order_relaxed) + 1;
 	if (done == atomic_load_explicit(&s->cur_nfiles, memory_order_relaxed) && s->events)
 		cmn_events_post(s->events, CFS_EV_ALL_READ);
 }
 
-void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f)
+void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f, uint32_t epoch1)
 {
 	if (!atomic_load_explicit(&f->served_full, memory_order_relaxed))
 		return;
 	bool end_done = false;
-	cfs_efile_account(s, f, 0, f->bytes, true, &end_done);
+	cfs_efile_account(s, f, 0, f->bytes, true, &end_done, epoch1);
 	atomic_fetch_sub_explicit(&f->d_read_bytes, f->bytes, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&s->cur_read_bytes, f->bytes, memory_order_relaxed);
 }

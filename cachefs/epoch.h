@@ -206,9 +206,16 @@ struct cfs_epochs {
  * current epoch's counters, and calls all_read when the last file of the
  * epoch has been read to the end.  *end_done is the handle's flag "already
  * counted a read to the end"; set here when this read reaches the end.
+ * epoch1 is the number + 1 of the epoch that was current when the handle
+ * was opened (cfs_epochs_current1): a read to the end counts in that
+ * epoch, even when the kernel's request (a readahead, a release) reaches
+ * the daemon after a boundary - it must not retire the file in the next.
  */
 void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, uint64_t len,
-		       bool first, bool *end_done);
+		       bool first, bool *end_done, uint32_t epoch1);
+
+/* The current epoch's number + 1 (0: none yet), for a handle being opened. */
+uint32_t cfs_epochs_current1(struct cfs_epochs *s);
 
 /*
  * At release of a handle the daemon served no byte of: with keep_cache the
@@ -216,7 +223,7 @@ void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, 
  * before, that counts as one read to the end (the statistics can see only
  * what reaches the daemon; docs/mount.md says how they are approximated).
  */
-void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f);
+void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f, uint32_t epoch1);
 
 /*
  * Initialises an empty set.  `store` (borrowed, may be NULL) deletes each

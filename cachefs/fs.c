@@ -160,6 +160,7 @@ struct fs_handle {
 	_Atomic int fd;		/* backing fd; -1 until the first read (warm opens never need it) */
 	_Atomic bool read_once; /* first read counted */
 	bool end_done;		/* a read to the end was counted (races are benign: counted once) */
+	uint32_t epoch1;	/* the epoch current at open, + 1: its reads count there */
 	pthread_mutex_t mu;	/* protects end_done and the opening of fd */
 	/* access pattern: hints updated by concurrent reads without a lock */
 	_Atomic uint64_t next_off; /* end of the latest read */
@@ -779,6 +780,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		goto out;
 	}
 	h->f = f;
+	h->epoch1 = cfs_epochs_current1(fs->set);
 	atomic_init(&h->fd, -1);
 	pthread_mutex_init(&h->mu, NULL);
 	int id = io_mode_enter(fs, h); /* undone by handle_destroy() */
@@ -999,7 +1001,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		bv.buf[0].fd = fd;
 		bv.buf[0].pos = off;
 		pthread_mutex_lock(&h->mu);
-		cfs_efile_account(fs->set, f, (uint64_t)off, len, first, &h->end_done);
+		cfs_efile_account(fs->set, f, (uint64_t)off, len, first, &h->end_done, h->epoch1);
 		pthread_mutex_unlock(&h->mu);
 		int rc = fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 		if (rc != 0 && rc != -ENOENT) /* -ENOENT: the request was interrupted */
@@ -1025,7 +1027,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		got += (size_t)r;
 	}
 	pthread_mutex_lock(&h->mu);
-	cfs_efile_account(fs->set, f, (uint64_t)off, got, first, &h->end_done);
+	cfs_efile_account(fs->set, f, (uint64_t)off, got, first, &h->end_done, h->epoch1);
 	pthread_mutex_unlock(&h->mu);
 	fuse_reply_buf(req, buf, got);
 done:
@@ -1111,7 +1113,8 @@ static void handle_destroy(struct cfs_fs *fs, enum hkind kind, void *p)
 		struct fs_handle *h = p;
 		struct cfs_efile *f = h->f;
 		if (!atomic_load(&h->read_once) && fs->accounting)
-			cfs_efile_account_cached(fs->set, f); /* page cache or passthrough */
+			cfs_efile_account_cached(fs->set, f,
+						 h->epoch1); /* page cache or passthrough */
 		int fd = atomic_load(&h->fd);
 		if (fd >= 0)
 			close(fd);

@@ -450,6 +450,42 @@ static void answer_done(struct dmn *d)
 	d->npending = k;
 }
 
+/*
+ * Before an advance (d->mu held): the requests `next N` whose N another
+ * boundary reached meanwhile - the first epoch of a new cache, advance =
+ * auto, which run without a request - are answered, the others re-counted
+ * from the current epoch, and adv_requested lowered to what the pending
+ * requests still need.  Without it, a `next 1` counted while the first
+ * epoch's boundary was publishing 1 ran one more boundary, to 2, and the
+ * epoch 1 its asker was about to read left the listing.
+ */
+static void settle_reached(struct dmn *d)
+{
+	struct cfs_requests *q = cfs_fs_requests(d->fs);
+	bool have;
+	uint64_t cur = cfs_epochs_current_number(&d->set, &have);
+	if (!have)
+		return;
+	uint64_t upto = d->adv_done;
+	size_t k = 0;
+	for (size_t i = 0; i < d->npending; i++) {
+		struct dmn_pending *p = &d->pending[i];
+		if (p->has_epoch && cur >= p->epoch) {
+			cfs_requests_done(q, p->r, 0, NULL, 0);
+			continue;
+		}
+		if (p->has_epoch)
+			p->seq = d->adv_done + (p->epoch - cur);
+		if (p->seq > upto)
+			upto = p->seq;
+		d->pending[k++] = *p;
+	}
+	d->npending = k;
+	d->adv_requested = upto;
+	if (d->adv_wait_upto > upto)
+		d->adv_wait_upto = upto;
+}
+
 void *dmn__epoch_main(void *arg)
 {
 	struct dmn *d = arg;
@@ -474,6 +510,7 @@ void *dmn__epoch_main(void *arg)
 		if (now_bits & CFS_EV_RETIRED)
 			inval_retired(d);
 		pthread_mutex_lock(&d->mu);
+		settle_reached(d);
 		bool advance = d->adv_done < d->adv_requested;
 		bool wait = advance && d->adv_done + 1 <= d->adv_wait_upto;
 		pthread_mutex_unlock(&d->mu);

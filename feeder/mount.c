@@ -194,10 +194,17 @@ int fdr__mount_wait_data(struct rc_feeder *f, char *err, size_t errlen)
 	for (;;) {
 		bool has;
 		int rc = epoch_has_files(f, f->ep.base, &has, err, errlen);
+		int64_t cur;
+		bool moved = mount_current(f->cfg.mount, &cur) == 0 && cur > f->ep.base;
+		if (rc == -ENOENT && moved && !has) {
+			/* the empty epoch left the listing: the mount moved on (its first
+			 * epoch, another rank, advance = auto) */
+			f->ep.base = cur;
+			continue;
+		}
 		if (rc || has)
 			return rc;
-		int64_t cur;
-		if (mount_current(f->cfg.mount, &cur) == 0 && cur > f->ep.base) {
+		if (moved) {
 			f->ep.base = cur; /* another rank (or advance = auto) moved on */
 			continue;
 		}

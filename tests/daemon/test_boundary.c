@@ -223,7 +223,7 @@ START_TEST(reads_flushed_before_the_plan)
 	/* b is read to the end, a never: `uses` retires what was seen most */
 	struct cfs_efile *fb = open_current(b);
 	bool end = false;
-	cfs_efile_account(&set, fb, 0, SHARD, true, &end);
+	cfs_efile_account(&set, fb, 0, SHARD, true, &end, cfs_epochs_current1(&set));
 	cfs_efile_release(&set, fb);
 	struct evc_plan p = boundary(1, entry(10 * SHARD, 9 * SHARD, CMN_POLICY_USES));
 	ck_assert_uint_eq(p.n_victims, 1);
