@@ -298,7 +298,15 @@ static void take_refresh(struct smp_sampler *s)
 	if (req == s->refresh_seen)
 		return;
 	s->refresh_seen = req;
-	int rc = s->plan ? smp__plan_refresh_resident(s) : 0; /* none: a heal dropped it */
+	/*
+	 * The catalog first gets every unit completed so far (the shard being
+	 * filled sealed, the sealer's queue committed): a unit whose file still
+	 * waited there would read as not resident, and a new pass would fetch
+	 * it again (a raw object twice).  No plan: a heal dropped it.
+	 */
+	int rc = s->plan ? smp__plan_checkpoint(s) : 0;
+	if (rc == 0 && s->plan)
+		rc = smp__plan_refresh_resident(s);
 	if (rc)
 		smp__fail_local(s, rc, "reading resident units");
 	pthread_mutex_lock(&s->ctl_mu);
