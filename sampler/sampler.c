@@ -299,14 +299,12 @@ static void take_refresh(struct smp_sampler *s)
 		return;
 	s->refresh_seen = req;
 	/*
-	 * The catalog first gets every unit completed so far (the shard being
-	 * filled sealed, the sealer's queue committed): a unit whose file still
-	 * waited there would read as not resident, and a new pass would fetch
-	 * it again (a raw object twice).  No plan: a heal dropped it.
+	 * A unit whose file still waits in the sealer's queue reads as not
+	 * resident here (its count is then on the safe side: wanted); the roll
+	 * to a new pass reads residency again after its checkpoint, so such a
+	 * unit is not fetched twice.  No plan: a heal dropped it.
 	 */
-	int rc = s->plan ? smp__plan_checkpoint(s) : 0;
-	if (rc == 0 && s->plan)
-		rc = smp__plan_refresh_resident(s);
+	int rc = s->plan ? smp__plan_refresh_resident(s) : 0;
 	if (rc)
 		smp__fail_local(s, rc, "reading resident units");
 	pthread_mutex_lock(&s->ctl_mu);
@@ -764,7 +762,15 @@ again:
 				idle_wait(s);
 				continue;
 			}
-			if (smp__plan_checkpoint(s) || smp__plan_roll(s))
+			/*
+			 * Residency read again once everything completed is committed
+			 * (the checkpoint): a refresh earlier in the pass (a boundary's
+			 * fresh count) may have read a unit whose file waited in the
+			 * sealer's queue as not resident, and the new pass would fetch
+			 * it twice.
+			 */
+			if (smp__plan_checkpoint(s) || smp__plan_refresh_resident(s) ||
+			    smp__plan_roll(s))
 				break;
 			s->rolled_epoch = s->epoch;
 			s->admitted_at_roll = admitted;
