@@ -185,6 +185,18 @@ const struct smp_stats *smp_sampler_stats(const struct smp_sampler *s)
 	return &s->stats;
 }
 
+/* The CLOCK_REALTIME instant ms from now: ctl_cv's clock (the default). */
+static void ctl_deadline(struct timespec *ts, uint64_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 uint64_t smp_sampler_wanted_bytes(struct smp_sampler *s)
 {
 	return atomic_load(&s->wanted);
@@ -194,13 +206,7 @@ uint64_t smp_sampler_wanted_fresh(struct smp_sampler *s, uint64_t timeout_ms)
 {
 	struct timespec ts;
 	int rc = 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(timeout_ms / 1000);
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ctl_deadline(&ts, timeout_ms);
 	pthread_mutex_lock(&s->ctl_mu);
 	uint64_t req = atomic_fetch_add(&s->refresh_req, 1) + 1;
 	pthread_cond_broadcast(&s->ctl_cv); /* idle_wait() sleeps on it */
@@ -238,13 +244,7 @@ int smp_sampler_pause(struct smp_sampler *s, uint64_t timeout_ms)
 {
 	struct timespec ts;
 	int rc = 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(timeout_ms / 1000);
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ctl_deadline(&ts, timeout_ms);
 	pthread_mutex_lock(&s->ctl_mu);
 	s->pause_req = true;
 	pthread_cond_broadcast(&s->ctl_cv); /* idle_wait() sleeps on it */
@@ -607,13 +607,7 @@ static bool heal_sleep(struct smp_sampler *s, uint64_t until)
 		if (!stop && now < until) {
 			uint64_t ms = until - now < 1000 ? until - now : 1000;
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += (time_t)(ms / 1000);
-			ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			ctl_deadline(&ts, ms);
 			if (!s->pause_req && !s->resume_req)
 				pthread_cond_timedwait(&s->ctl_cv, &s->ctl_mu, &ts);
 		}
