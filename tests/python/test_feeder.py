@@ -5,8 +5,9 @@
 usage: test_feeder.py FDR_GEN [--gpu]
 
 Data comes from fdr_gen (formulas in tests/feeder/fdr_gen.h, repeated here
-in numpy as the oracle).  --gpu runs the device test only and exits 77 when
-there is no CUDA device.
+in numpy as the oracle).  --gpu runs the device test only: it exits 77 where
+the machine has no NVIDIA device node, and fails where it has one and the
+feeder's device path does not open.
 """
 import gc
 import os
@@ -539,8 +540,10 @@ def gpu_main():
             f = rollcache.Feeder(d, schema=SPEC, batch_size=8, device="cuda:0",
                                  framework="torch" if torch is not None else "dlpack")
         except rollcache.FeederError as e:
-            print("skip: %s" % e)
-            return 77
+            # the machine has a GPU: a device path that does not open is broken
+            print("FAIL: this machine has a GPU device node but the feeder's "
+                  "device path does not open: %s" % e)
+            return 1
         if torch is None or not torch.cuda.is_available():
             print("skip: torch with CUDA not available to consume device tensors")
             return 77
