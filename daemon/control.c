@@ -28,8 +28,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define STATS_TEXT_MAX ((size_t)16 << 20) /* cap of one stats text */
-
 /* The budget's, the view's and the scrubber's figures into *v. */
 static void view_store(struct dmn *d, struct dmn_stats_view *v)
 {
@@ -129,8 +127,8 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	v.last_reason = have_plan ? evc_reason_name(plan.reason) : "";
 	v.last_why = have_plan ? plan.why : "";
 
-	int rc = which == CFS_REQ_STATS_JSON ? dmn_stats_json(&v, STATS_TEXT_MAX, buf, len)
-					     : dmn_stats_metrics(&v, STATS_TEXT_MAX, buf, len);
+	int rc = which == CFS_REQ_STATS_JSON ? dmn_stats_json(&v, DMN_STATS_TEXT_MAX, buf, len)
+					     : dmn_stats_metrics(&v, DMN_STATS_TEXT_MAX, buf, len);
 	free(rows);
 	return rc;
 }

@@ -96,6 +96,9 @@ struct dmn_stats_view {
 	double uptime_s;
 };
 
+/* Cap on one stats text (JSON or metrics); the CLI reads the JSON with it. */
+#define DMN_STATS_TEXT_MAX ((size_t)16 << 20)
+
 /* How a figure is stored in struct dmn_stats_view, and written. */
 enum dmn_stats_type {
 	DMN_STATS_U64,	  /* uint64_t */
