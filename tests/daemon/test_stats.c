@@ -306,6 +306,31 @@ START_TEST(table_drives_both_texts)
 }
 END_TEST
 
+/* docs/counters.md has a row for every counter and every kind of error of the table. */
+START_TEST(counters_documented)
+{
+	const char *src = getenv("RC_SRCDIR");
+	ck_assert_msg(src != NULL, "RC_SRCDIR is not set");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/docs/counters.md", src);
+	FILE *f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "%s: cannot open", path);
+	static char doc[1 << 18];
+	size_t len = fread(doc, 1, sizeof(doc) - 1, f);
+	fclose(f);
+	doc[len] = '\0';
+	size_t n;
+	const struct dmn_stats_field *t = dmn_stats_fields(&n);
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i].path || !(t[i].flags & (DMN_STATS_COUNTER | DMN_STATS_ERROR)))
+			continue;
+		char row[128];
+		snprintf(row, sizeof(row), "\n| `%s` |", t[i].path);
+		ck_assert_msg(strstr(doc, row), "docs/counters.md has no row %s", row + 1);
+	}
+}
+END_TEST
+
 /* GET /healthz's verdict over successive probes (dmn_stats_health). */
 START_TEST(health_probes)
 {
@@ -376,6 +401,7 @@ static Suite *stats_suite(void)
 	tcase_add_test(tc, counters_in_their_places);
 	tcase_add_test(tc, waiting_sampler);
 	tcase_add_test(tc, table_drives_both_texts);
+	tcase_add_test(tc, counters_documented);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("recent");
 	tcase_add_test(tc, recent_ring);
