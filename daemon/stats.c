@@ -423,19 +423,20 @@ static json_t *entry_json(const struct cmn_log_entry *e, bool count)
 /* The JSON value of one row. */
 static json_t *value_json(const struct dmn_stats_field *f, const struct dmn_stats_view *v)
 {
-	bool none;
-	double x = number_of(f, v, &none);
+	uint64_t u;
 	switch (f->type) {
 	case DMN_STATS_STR:
 	case DMN_STATS_CHARS:
 		return str_json(f->type == DMN_STATS_STR ? AT(v, f->off, const char *)
 							 : (const char *)v + f->off);
 	case DMN_STATS_BOOL:
-		return json_boolean(x != 0);
-	case DMN_STATS_RATE:
+		return json_boolean(AT(v, f->off, bool));
+	case DMN_STATS_RATE: {
+		double x = AT(v, f->off, double);
 		return json_integer(x > 0 ? (json_int_t)(x + 0.5) : 0);
+	}
 	case DMN_STATS_TENTHS:
-		return json_real((double)(long long)(x * 10) / 10);
+		return json_real((double)(long long)(AT(v, f->off, double) * 10) / 10);
 	case DMN_STATS_INT:
 		return json_integer(AT(v, f->off, int));
 	case DMN_STATS_EPOCHS:
@@ -449,11 +450,7 @@ static json_t *value_json(const struct dmn_stats_field *f, const struct dmn_stat
 		return arr;
 	}
 	case DMN_STATS_GET:
-		if (none)
-			return json_null();
-		uint64_t u;
-		f->get(v, &u);
-		return json_integer((json_int_t)u);
+		return f->get(v, &u) ? json_integer((json_int_t)u) : json_null();
 	case DMN_STATS_U32:
 		return json_integer((json_int_t)AT(v, f->off, uint32_t));
 	case DMN_STATS_U64:
