@@ -9,15 +9,15 @@
  * They send commands to MOUNTPOINT/.rollcache/control (common/control.c)
  * and read .rollcache/stats, the JSON of docs/mount.md, through
  * cli/stats_read.c, which looks each figure up by its path in the daemon's
- * table ("disk.draining"); every figure they print comes from it.  umount runs fusermount3 and
- * falls back to a lazy unmount for a dead daemon.  They hold no state and link nothing of the
- * daemon: any build can drive any mount.
+ * table ("disk.draining"); every figure they print comes from it.  umount
+ * runs fusermount3 and falls back to a lazy unmount for a dead daemon.
+ * They hold no state and link nothing of the daemon: any build can drive
+ * any mount.
  */
 #include "cli/cmd.h"
 #include "cli/stats_read.h"
 #include "cli/util.h"
 #include "common/control.h"
-#include "common/file.h"
 #include "common/units.h"
 
 #include <errno.h>
