@@ -7,15 +7,17 @@
  *   rollcache status MOUNTPOINT [--json] [--watch]
  *
  * They send commands to MOUNTPOINT/.rollcache/control (common/control.c)
- * and read .rollcache/stats, the JSON of docs/mount.md, parsed with jansson (read with a cap of
- * STATS_MAX); every figure they print comes from it.  umount runs fusermount3 and falls back to a
- * lazy unmount for a dead daemon.  They hold no state and link nothing of the daemon: any build can
- * drive any mount.
+ * and read .rollcache/stats, the JSON of docs/mount.md, through
+ * cli/stats_read.c, which looks each figure up by its path in the daemon's
+ * table ("disk.draining"); every figure they print comes from it.  umount
+ * runs fusermount3 and falls back to a lazy unmount for a dead daemon.
+ * They hold no state and link nothing of the daemon: any build can drive
+ * any mount.
  */
 #include "cli/cmd.h"
+#include "cli/stats_read.h"
 #include "cli/util.h"
 #include "common/control.h"
-#include "common/file.h"
 #include "common/units.h"
 
 #include <errno.h>
@@ -35,156 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/*
- * Cap on .rollcache/stats: the daemon's own cap on the text it serves
- * (daemon/stats.c), which grows with the epochs[] rows of a long run.
- */
-#define STATS_MAX ((size_t)16 << 20)
-
 /* ---- talking to a running daemon ------------------------------------- */
-
-/*
- * What the commands show of a mount, taken from its stats JSON (field names
- * in docs/mount.md).  The strings are borrowed from the json_t it was filled
- * from and live as long as it does; a field the JSON lacks reads 0 or "".
- */
-struct mount_view {
-	const char *source, *advance, *policy, *why;
-	const char *wait;	/* why the last `next --wait` went ahead early, or "" */
-	const char *last_error; /* the last warning or error logged, or "" */
-	const char *last_level;
-	uint64_t last_error_ms; /* its time (ms since 1970), 0: none */
-	bool sampler_stopped;
-	const char *sampler_state; /* "running", "waiting: ..." (a current daemon), or "" */
-	uint64_t listed_objects;
-	long long pid;
-	uint64_t epoch; /* 0 before the first epoch ("epoch": null) */
-	uint64_t limit, used, draining, min_records, resident_records;
-	uint64_t admit, admit_used;	   /* the epoch's admit budget and its use */
-	bool waiting_admit, waiting_limit; /* samplers blocked on the admit or the limit */
-	bool sampler_idle;		   /* their pass is over: nothing more this epoch */
-	uint64_t current_files, current_records, read_bytes;
-	uint64_t admitted, evicted; /* the current epoch's row of epochs[] */
-	uint64_t open_handles, passthrough_opens;
-	uint64_t errors; /* the sum of errors.* */
-	bool passthrough;
-	double ingest_bps;
-};
-
-/* obj[key] as a number (true counts 1); 0 when obj or the key is missing or of another type. */
-static double jnum(const json_t *obj, const char *key)
-{
-	const json_t *v = json_object_get(obj, key);
-	return json_is_true(v) ? 1.0 : json_number_value(v);
-}
-
-/* obj[key] as a count: a JSON integer, 0 when missing, negative or of another type. */
-static uint64_t jcount(const json_t *obj, const char *key)
-{
-	const json_t *v = json_object_get(obj, key);
-	json_int_t i = json_is_integer(v) ? json_integer_value(v) : 0;
-	return i > 0 ? (uint64_t)i : 0;
-}
-
-/* obj[key] as a string borrowed from obj; "" when missing or of another type. */
-static const char *jstr(const json_t *obj, const char *key)
-{
-	const char *s = json_string_value(json_object_get(obj, key));
-	return s ? s : "";
-}
-
-/* Fills *v from the stats object root; v borrows root's strings. */
-static void mount_view_of(const json_t *root, struct mount_view *v)
-{
-	const json_t *epoch = json_object_get(root, "epoch");
-	const json_t *current = json_object_get(root, "current");
-	const json_t *view = json_object_get(root, "view");
-	const json_t *boundary = json_object_get(root, "last_boundary");
-	memset(v, 0, sizeof(*v));
-	v->source = jstr(root, "source");
-	v->advance = jstr(root, "advance");
-	v->policy = jstr(json_object_get(root, "schedule"), "policy");
-	v->why = jstr(boundary, "why");
-	v->wait = jstr(boundary, "wait");
-	const json_t *last = json_object_get(root, "last_error");
-	v->last_error = jstr(last, "message");
-	v->last_level = jstr(last, "level");
-	v->last_error_ms = jcount(last, "unix_ms");
-	v->sampler_stopped =
-	    json_is_true(json_object_get(json_object_get(root, "sampler"), "stopped"));
-	v->sampler_idle = json_is_true(json_object_get(json_object_get(root, "sampler"), "idle"));
-	v->sampler_state = jstr(json_object_get(root, "sampler"), "state");
-	v->listed_objects = jcount(json_object_get(root, "sampler"), "listed_objects");
-	v->pid = json_integer_value(json_object_get(root, "pid"));
-	v->epoch = jcount(root, "epoch");
-	v->limit = jcount(root, "limit");
-	v->used = jcount(root, "used");
-	v->draining = jcount(json_object_get(root, "disk"), "draining");
-	v->min_records = jcount(root, "min_records");
-	v->resident_records = jcount(json_object_get(root, "resident"), "records");
-	const json_t *adm = json_object_get(root, "admission");
-	v->admit = jcount(adm, "admit");
-	v->admit_used = jcount(adm, "admit_used");
-	v->waiting_admit = jcount(adm, "waiting_admit") > 0;
-	v->waiting_limit = jcount(adm, "waiting_limit") > 0;
-	v->current_files = jcount(current, "files");
-	v->current_records = jcount(current, "records");
-	v->read_bytes = jcount(current, "read_bytes");
-	v->open_handles = jcount(view, "open_handles");
-	v->passthrough = json_is_true(json_object_get(view, "passthrough"));
-	v->passthrough_opens = jcount(view, "passthrough_opens");
-	v->ingest_bps = jnum(json_object_get(root, "sampler"), "ingest_bytes_per_s");
-	/* "epoch": null (none begun yet) has no row of its own */
-	const json_t *rows = json_object_get(root, "epochs");
-	for (size_t i = 0; json_is_integer(epoch) && i < json_array_size(rows); i++) {
-		const json_t *row = json_array_get(rows, i);
-		if (jcount(row, "epoch") == v->epoch) {
-			v->admitted = jcount(row, "admitted_bytes");
-			v->evicted = jcount(row, "evicted_bytes");
-		}
-	}
-	const char *key;
-	const json_t *n;
-	json_object_foreach((json_t *)json_object_get(root, "errors"), key, n) v->errors +=
-	    json_is_integer(n) && json_integer_value(n) > 0 ? (uint64_t)json_integer_value(n) : 0;
-}
-
-/*
- * Reads and parses MP/.rollcache/stats.  On success *root is its top-level
- * object (json_decref() by the caller) and, when text is not NULL, *text the
- * text as read (free() by the caller).  Returns 0, the read's -errno
- * (-ENOENT: not a mount, -ENOTCONN: a dead daemon, -EFBIG: over STATS_MAX),
- * or -EBADMSG when the text is not a JSON object, with jansson's reason in
- * err[errlen]; on failure *root and *text are unchanged.
- */
-static int stats_load(const char *mp, json_t **root, char **text, char *err, size_t errlen)
-{
-	char path[PATH_MAX];
-	if (snprintf(path, sizeof(path), "%s/.rollcache/stats", mp) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	char *buf = NULL;
-	size_t len = 0;
-	int rc = cmn_read_file_capped(path, STATS_MAX, &buf, &len);
-	if (rc != 0)
-		return rc;
-	json_error_t jerr;
-	json_t *js = json_loadb(buf, len, 0, &jerr);
-	if (!json_is_object(js)) {
-		if (js)
-			snprintf(err, errlen, "not a JSON object");
-		else
-			snprintf(err, errlen, "line %d: %s", jerr.line, jerr.text);
-		json_decref(js);
-		free(buf);
-		return -EBADMSG;
-	}
-	*root = js;
-	if (text)
-		*text = buf;
-	else
-		free(buf);
-	return 0;
-}
 
 /* Writes s to f with control characters as '?': a stats string cannot redraw the terminal. */
 static void put_clean(const char *s, FILE *f)
@@ -194,7 +47,7 @@ static void put_clean(const char *s, FILE *f)
 }
 
 /*
- * Says on stderr why MP's stats could not be read (rc from stats_load(), err
+ * Says on stderr why MP's stats could not be read (rc from cli_stats_read(), err
  * its reason for -EBADMSG).  Returns the exit code, 1.
  */
 static int mp_error(const char *cmd, const char *mp, int rc, const char *err)
@@ -256,11 +109,10 @@ int cmd_umount(int argc, char **argv)
 	pid_t pid = 0;
 	json_t *st = NULL;
 	char err[256];
-	if (stats_load(mp, &st, NULL, err, sizeof(err)) == 0) {
-		struct mount_view v;
-		mount_view_of(st, &v);
-		if (v.pid > 0 && v.pid <= INT_MAX)
-			pid = (pid_t)v.pid;
+	if (cli_stats_read(mp, &st, NULL, err, sizeof(err)) == 0) {
+		json_int_t n = json_integer_value(cli_stats_get(st, "pid"));
+		if (n > 0 && n <= INT_MAX)
+			pid = (pid_t)n;
 		json_decref(st);
 	}
 	const char *plain[] = {"fusermount3", "-u", mp, NULL};
@@ -333,31 +185,31 @@ static bool control_wait(struct control_call *c, long ms)
 }
 
 /* The one-line summary of `epoch show` and `epoch next`, from a mount's stats. */
-static void print_epoch(const struct mount_view *v)
+static void print_epoch(const json_t *st)
 {
 	char b1[32], b2[32], b3[32];
+	const json_t *row = cli_stats_epoch_row(st); /* NULL: nothing admitted yet */
 	printf("epoch %" PRIu64 ": %" PRIu64 " files, %" PRIu64 " records; admitted %s, evicted %s "
 	       "this epoch; disk %s\n",
-	       v->epoch, v->current_files, v->current_records,
-	       cmn_format_size(v->admitted, b1, sizeof(b1)),
-	       cmn_format_size(v->evicted, b2, sizeof(b2)),
-	       cmn_format_size(v->used, b3, sizeof(b3)));
+	       cli_stats_count(st, "epoch"), cli_stats_count(st, "current.files"),
+	       cli_stats_count(st, "current.records"),
+	       cmn_format_size(cli_stats_count(row, "admitted_bytes"), b1, sizeof(b1)),
+	       cmn_format_size(cli_stats_count(row, "evicted_bytes"), b2, sizeof(b2)),
+	       cmn_format_size(cli_stats_count(st, "used"), b3, sizeof(b3)));
 }
 
 /*
- * Loads MP's stats and prints the epoch line.  Returns 0 or stats_load()'s
+ * Loads MP's stats and prints the epoch line.  Returns 0 or cli_stats_read()'s
  * error, said on stderr for `rollcache epoch`.
  */
 static int show_epoch(const char *mp)
 {
 	json_t *st = NULL;
 	char err[256];
-	int rc = stats_load(mp, &st, NULL, err, sizeof(err));
+	int rc = cli_stats_read(mp, &st, NULL, err, sizeof(err));
 	if (rc != 0)
 		return mp_error("epoch", mp, rc, err);
-	struct mount_view v;
-	mount_view_of(st, &v);
-	print_epoch(&v);
+	print_epoch(st);
 	json_decref(st);
 	return 0;
 }
@@ -370,29 +222,35 @@ static int show_epoch(const char *mp)
  * min_records are resident the call still runs the rest of the boundary
  * (the samplers' pause, the snapshot).
  */
-static void wait_progress(const struct mount_view *v, char *out, size_t len)
+static void wait_progress(const json_t *st, char *out, size_t len)
 {
-	double mbs = v->ingest_bps / 1e6;
-	if (v->resident_records >= v->min_records)
+	double mbs = cli_stats_num(st, "sampler.ingest_bytes_per_s") / 1e6;
+	uint64_t have = cli_stats_count(st, "resident.records");
+	uint64_t want = cli_stats_count(st, "min_records");
+	bool stopped = cli_stats_true(st, "sampler.stopped");
+	bool idle = cli_stats_true(st, "sampler.idle");
+	bool no_admit = cli_stats_count(st, "admission.waiting_admit") > 0;
+	bool no_room = cli_stats_count(st, "admission.waiting_limit") > 0;
+	if (have >= want)
 		snprintf(out, len,
 			 "min_records reached (%" PRIu64 "/%" PRIu64
 			 " records): finishing the boundary, %.1f MB/s",
-			 v->resident_records, v->min_records, mbs);
-	else if (v->waiting_admit || v->waiting_limit || v->sampler_idle || v->sampler_stopped)
+			 have, want, mbs);
+	else if (no_admit || no_room || idle || stopped)
 		snprintf(out, len,
 			 "waiting for min_records: %" PRIu64 "/%" PRIu64 " records; %s, %.1f MB/s",
-			 v->resident_records, v->min_records,
-			 v->sampler_stopped ? "samplers stopped"
-			 : v->sampler_idle  ? "source has no more"
-			 : v->waiting_admit ? "admit used up"
-					    : "cache at its limit",
+			 have, want,
+			 stopped    ? "samplers stopped"
+			 : idle	    ? "source has no more"
+			 : no_admit ? "admit used up"
+				    : "cache at its limit",
 			 mbs);
 	else
 		snprintf(out, len,
 			 "waiting for min_records or admit: %" PRIu64 "/%" PRIu64
 			 " records, %.1f/%.1f MB, %.1f MB/s",
-			 v->resident_records, v->min_records, (double)v->admit_used / 1e6,
-			 (double)v->admit / 1e6, mbs);
+			 have, want, (double)cli_stats_count(st, "admission.admit_used") / 1e6,
+			 (double)cli_stats_count(st, "admission.admit") / 1e6, mbs);
 	if (strlen(out) > 79)
 		out[79] = '\0';
 }
@@ -444,7 +302,7 @@ int cmd_epoch(int argc, char **argv)
 		return show_epoch(mp);
 	json_t *st = NULL;
 	char err[256];
-	int rc = stats_load(mp, &st, NULL, err, sizeof(err));
+	int rc = cli_stats_read(mp, &st, NULL, err, sizeof(err));
 	if (rc != 0)
 		return mp_error("epoch", mp, rc, err);
 	json_decref(st);
@@ -469,19 +327,18 @@ int cmd_epoch(int argc, char **argv)
 	while (!control_wait(&c, 250)) {
 		if (!wait)
 			continue;
-		if (stats_load(mp, &st, NULL, err, sizeof(err)) == 0) {
-			struct mount_view v;
+		if (cli_stats_read(mp, &st, NULL, err, sizeof(err)) == 0) {
 			char line[160];
-			mount_view_of(st, &v);
-			wait_progress(&v, line, sizeof(line));
+			const char *state = cli_stats_str(st, "sampler.state");
+			wait_progress(st, line, sizeof(line));
 			if (tty) /* padded: it overwrites a longer line before */
 				fprintf(stderr, "\r%-79s", line);
 			else
 				fprintf(stderr, "%s\n", line);
 			/* samplers that cannot admit (a full disk, ...): say why */
-			if (!strncmp(v.sampler_state, "waiting", 7)) {
+			if (!strncmp(state, "waiting", 7)) {
 				fputs(tty ? "\n  samplers " : "  samplers ", stderr);
-				put_clean(v.sampler_state, stderr);
+				put_clean(state, stderr);
 				fputs("\n", stderr);
 			}
 			shown = true;
@@ -497,12 +354,11 @@ int cmd_epoch(int argc, char **argv)
 	}
 	/* the epoch has advanced: a failure to show it is said, not an error */
 	show_epoch(mp);
-	if (wait && stats_load(mp, &st, NULL, err, sizeof(err)) == 0) {
-		struct mount_view v;
-		mount_view_of(st, &v);
-		if (v.wait[0]) { /* it went ahead before min_records: say why */
+	if (wait && cli_stats_read(mp, &st, NULL, err, sizeof(err)) == 0) {
+		const char *why = cli_stats_str(st, "last_boundary.wait");
+		if (why[0]) { /* it went ahead before min_records: say why */
 			fputs("rollcache epoch: went ahead without min_records: ", stderr);
-			put_clean(v.wait, stderr);
+			put_clean(why, stderr);
 			fputc('\n', stderr);
 		}
 		json_decref(st);
@@ -523,15 +379,95 @@ static void status_sig(int sig)
 }
 
 /*
+ * Prints the `last` lines of the view to m: the recent warnings and errors,
+ * newest first, each with its local time and level (a repeat: "xN"); from
+ * a daemon without "recent", its last_error alone.
+ */
+static void status_problems(const json_t *st, FILE *m)
+{
+	const json_t *recent = json_object_get(st, "recent");
+	const json_t *last = json_object_get(st, "last_error");
+	size_t n = json_is_array(recent) ? json_array_size(recent) : json_is_object(last) ? 1 : 0;
+	for (size_t i = 0; i < n; i++) {
+		const json_t *e = json_is_array(recent) ? json_array_get(recent, n - 1 - i) : last;
+		time_t t = (time_t)(cli_stats_count(e, "unix_ms") / 1000);
+		uint64_t count = cli_stats_count(e, "count");
+		struct tm tm;
+		char when[32];
+		localtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		fprintf(m, "%-9s%s ", i ? "" : "last", when);
+		put_clean(cli_stats_str(e, "level"), m);
+		if (count > 1)
+			fprintf(m, " x%" PRIu64, count);
+		fputs(": ", m);
+		put_clean(cli_stats_str(e, "message"), m);
+		fputc('\n', m);
+	}
+}
+
+/* Writes the lines of the status view of MP's stats st to m (docs/mount.md). */
+static void status_lines(const json_t *st, const char *mp, bool wide, FILE *m)
+{
+	uint64_t used = cli_stats_count(st, "used"), limit = cli_stats_count(st, "limit");
+	double frac = limit > 0 ? (double)used / (double)limit : 0;
+	int barw = wide ? 40 : 20;
+	char bar[41];
+	int fill = (int)(frac * barw + 0.5);
+	for (int i = 0; i < barw; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[barw] = '\0';
+	char b1[32], b2[32], b3[32];
+	const json_t *row = cli_stats_epoch_row(st); /* NULL: nothing admitted yet */
+	const char *why = cli_stats_str(st, "last_boundary.why");
+	const char *state = cli_stats_str(st, "sampler.state");
+	fputs("rollcache ", m);
+	put_clean(cli_stats_str(st, "source"), m);
+	fprintf(m, " on %s\nepoch    %" PRIu64 " (advance ", mp, cli_stats_count(st, "epoch"));
+	put_clean(cli_stats_str(st, "advance"), m);
+	fputs(", policy ", m);
+	put_clean(cli_stats_str(st, "schedule.policy"), m);
+	fputs(")\n", m);
+	fprintf(m, "disk     [%s] %s / %s (%.0f%%), draining %s\n", bar,
+		cmn_format_size(used, b1, sizeof(b1)), cmn_format_size(limit, b2, sizeof(b2)),
+		frac * 100, cmn_format_size(cli_stats_count(st, "disk.draining"), b3, sizeof(b3)));
+	fprintf(m, "ingest   %.1f MB/s; admitted %s, evicted %s this epoch\n",
+		cli_stats_num(st, "sampler.ingest_bytes_per_s") / 1e6,
+		cmn_format_size(cli_stats_count(row, "admitted_bytes"), b1, sizeof(b1)),
+		cmn_format_size(cli_stats_count(row, "evicted_bytes"), b2, sizeof(b2)));
+	fprintf(m,
+		"current  %" PRIu64 " files, %" PRIu64 " records; %" PRIu64
+		" records resident; %" PRIu64 " open handles\n",
+		cli_stats_count(st, "current.files"), cli_stats_count(st, "current.records"),
+		cli_stats_count(st, "resident.records"), cli_stats_count(st, "view.open_handles"));
+	fprintf(m, "reads    %s this epoch; passthrough %s (%" PRIu64 " opens passed through)\n",
+		cmn_format_size(cli_stats_count(st, "current.read_bytes"), b1, sizeof(b1)),
+		cli_stats_true(st, "view.passthrough") ? "on" : "off",
+		cli_stats_count(st, "view.passthrough_opens"));
+	fprintf(m, "errors   %" PRIu64 "%s", cli_stats_errors(st), why[0] ? "; " : "");
+	put_clean(why, m);
+	fputc('\n', m);
+	if (cli_stats_true(st, "sampler.stopped")) {
+		fputs("sampler  STOPPED (see last)\n", m);
+	} else if (state[0]) {
+		fputs("sampler  ", m);
+		put_clean(state, m);
+		fprintf(m, "; %" PRIu64 " objects listed\n",
+			cli_stats_count(st, "sampler.listed_objects"));
+	}
+	status_problems(st, m);
+}
+
+/*
  * Prints MP's status once: the stats text as read (json) or the view of
  * docs/mount.md, after clearing the terminal when clear.  Returns 0 or
- * stats_load()'s error (reason in err[errlen]); nothing is printed then.
+ * cli_stats_read()'s error (reason in err[errlen]); nothing is printed then.
  */
 static int status_once(const char *mp, bool json, bool clear, bool wide, char *err, size_t errlen)
 {
 	json_t *st = NULL;
 	char *text = NULL;
-	int rc = stats_load(mp, &st, &text, err, errlen);
+	int rc = cli_stats_read(mp, &st, &text, err, errlen);
 	if (rc != 0)
 		return rc;
 	if (json) {
@@ -542,16 +478,6 @@ static int status_once(const char *mp, bool json, bool clear, bool wide, char *e
 		return 0;
 	}
 	free(text);
-	struct mount_view v;
-	mount_view_of(st, &v);
-	double frac = v.limit > 0 ? (double)v.used / (double)v.limit : 0;
-	int barw = wide ? 40 : 20;
-	char bar[41];
-	int fill = (int)(frac * barw + 0.5);
-	for (int i = 0; i < barw; i++)
-		bar[i] = i < fill ? '#' : '.';
-	bar[barw] = '\0';
-	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
 	FILE *m;
 	char *buf = NULL;
 	size_t len = 0;
@@ -562,46 +488,7 @@ static int status_once(const char *mp, bool json, bool clear, bool wide, char *e
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	fputs("rollcache ", m);
-	put_clean(v.source, m);
-	fprintf(m, " on %s\nepoch    %" PRIu64 " (advance ", mp, v.epoch);
-	put_clean(v.advance, m);
-	fputs(", policy ", m);
-	put_clean(v.policy, m);
-	fputs(")\n", m);
-	fprintf(m, "disk     [%s] %s / %s (%.0f%%), draining %s\n", bar,
-		cmn_format_size(v.used, b1, sizeof(b1)), cmn_format_size(v.limit, b2, sizeof(b2)),
-		frac * 100, cmn_format_size(v.draining, b3, sizeof(b3)));
-	fprintf(m, "ingest   %.1f MB/s; admitted %s, evicted %s this epoch\n", v.ingest_bps / 1e6,
-		cmn_format_size(v.admitted, b4, sizeof(b4)),
-		cmn_format_size(v.evicted, b5, sizeof(b5)));
-	fprintf(m,
-		"current  %" PRIu64 " files, %" PRIu64 " records; %" PRIu64
-		" records resident; %" PRIu64 " open handles\n",
-		v.current_files, v.current_records, v.resident_records, v.open_handles);
-	fprintf(m, "reads    %s this epoch; passthrough %s (%" PRIu64 " opens passed through)\n",
-		cmn_format_size(v.read_bytes, b6, sizeof(b6)), v.passthrough ? "on" : "off",
-		v.passthrough_opens);
-	fprintf(m, "errors   %" PRIu64 "%s", v.errors, v.why[0] ? "; " : "");
-	put_clean(v.why, m);
-	fputc('\n', m);
-	if (v.sampler_stopped) {
-		fputs("sampler  STOPPED (see last)\n", m);
-	} else if (v.sampler_state[0]) {
-		fputs("sampler  ", m);
-		put_clean(v.sampler_state, m);
-		fprintf(m, "; %" PRIu64 " objects listed\n", v.listed_objects);
-	}
-	if (v.last_error_ms) { /* the last warning or error, with its time */
-		time_t t = (time_t)(v.last_error_ms / 1000);
-		struct tm tm;
-		char when[32];
-		localtime_r(&t, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-		fprintf(m, "last     %s %s: ", when, v.last_level);
-		put_clean(v.last_error, m);
-		fputc('\n', m);
-	}
+	status_lines(st, mp, wide, m);
 	fclose(m);
 	json_decref(st);
 	if (clear)

@@ -5,7 +5,7 @@
  *   rollcache report MOUNTPOINT|CACHE_DIR [--svg FILE] [--json] [--wide]
  *
  * Given a mount point, the cache directory is taken from its
- * .rollcache/stats ("cache_dir", parsed with jansson); given a cache
+ * .rollcache/stats ("cache_dir", read by cli/stats_read.c); given a cache
  * directory, its catalog.db is read directly.  The catalog is opened read-only
  * (CFS_CATALOG_READONLY), so the report runs beside a live daemon: its three queries run in one
  * read transaction (cfs_catalog_read_begin), so under WAL they see one state of the catalog without
@@ -41,7 +41,7 @@
 
 #if defined(RC_HAVE_CACHEFS) && RC_HAVE_CACHEFS
 #include "cachefs/catalog.h"
-#include "common/file.h"
+#include "cli/stats_read.h"
 #include "common/units.h"
 #include "eviction/chart.h"
 
@@ -53,12 +53,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/*
- * Cap on .rollcache/stats: the daemon's own cap on the text it serves
- * (daemon/stats.c), which grows with the epochs[] rows of a long run.
- */
-#define STATS_MAX ((size_t)16 << 20)
 
 /* One line of the report (one epochs row). */
 struct rep_epoch {
@@ -125,22 +119,13 @@ static void usage(FILE *f)
  */
 static int stats_cache_dir(const char *mp, char *out, size_t outlen, char *why, size_t whylen)
 {
-	char path[PATH_MAX];
-	if (snprintf(path, sizeof(path), "%s/.rollcache/stats", mp) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	char *text = NULL;
-	size_t len = 0;
-	int rc = cmn_read_file_capped(path, STATS_MAX, &text, &len);
+	json_t *root = NULL;
+	int rc = cli_stats_read(mp, &root, NULL, why, whylen);
 	if (rc != 0)
 		return rc;
-	json_error_t jerr;
-	json_t *root = json_loadb(text, len, 0, &jerr);
-	free(text);
-	const char *dir = json_string_value(json_object_get(root, "cache_dir"));
+	const char *dir = cli_stats_str(root, "cache_dir");
 	rc = -EBADMSG;
-	if (!root)
-		snprintf(why, whylen, "line %d: %s", jerr.line, jerr.text);
-	else if (!dir || !dir[0])
+	if (!dir[0])
 		snprintf(why, whylen, "no cache_dir");
 	else if (strlen(dir) >= outlen)
 		snprintf(why, whylen, "cache_dir too long");

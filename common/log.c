@@ -3,14 +3,14 @@
  *
  * Owns the process-wide log threshold and sink, the log file
  * (cmn_log_open_file: appended, one timestamped line each, optionally also
- * on stderr), and the last warning or error logged with its wall-clock
- * time (cmn_log_last), which `rollcache status` shows so that a failure
- * after start-up is visible without reading syslog.  Formatting happens
- * into a bounded stack buffer (lines longer than 1 KiB are cut and end in
- * "...").
+ * on stderr), and the last CMN_LOG_RECENT warnings and errors logged with
+ * their wall-clock time (cmn_log_recent), which `rollcache status` shows so
+ * that a failure after start-up is visible without reading syslog.
+ * Formatting happens into a bounded stack buffer (lines longer than 1 KiB
+ * are cut and end in "...").
  *
  * Locking: log_mu serialises sink calls and sink changes and protects the
- * file and the last problem; the level is an atomic read so that a
+ * file and the recent problems; the level is an atomic read so that a
  * disabled level costs one load.
  */
 #include "common/log.h"
@@ -24,17 +24,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LOG_LINE_MAX 1024
+#define LOG_LINE_MAX CMN_LOG_LINE_MAX
 
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static cmn_log_sink log_sink;	      /* protected by log_mu; NULL = stderr */
-static void *log_sink_ctx;	      /* protected by log_mu */
-static atomic_int log_level = -1;     /* -1: not yet read from the environment */
-static FILE *log_file;		      /* protected by log_mu; cmn_log_open_file's sink */
-static bool log_file_tee;	      /* protected by log_mu; also stderr */
-static char last_line[LOG_LINE_MAX];  /* protected by log_mu: the last WARN/ERROR line */
-static enum cmn_log_level last_level; /* protected by log_mu */
-static uint64_t last_unix_ms;	      /* protected by log_mu; 0: none yet */
+static cmn_log_sink log_sink;	  /* protected by log_mu; NULL = stderr */
+static void *log_sink_ctx;	  /* protected by log_mu */
+static atomic_int log_level = -1; /* -1: not yet read from the environment */
+static FILE *log_file;		  /* protected by log_mu; cmn_log_open_file's sink */
+static bool log_file_tee;	  /* protected by log_mu; also stderr */
+/* the last WARN/ERROR lines, a ring: recent[(recent_next - 1) % CMN_LOG_RECENT] is the newest */
+static struct cmn_log_entry recent[CMN_LOG_RECENT]; /* protected by log_mu */
+static uint64_t recent_next;			    /* protected by log_mu; entries ever added */
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -88,6 +88,20 @@ static void file_line(enum cmn_log_level level, const char *line, const struct t
 	fflush(log_file);
 }
 
+/* Adds line to the ring, or counts it again when it repeats the newest. Under log_mu. */
+static void recent_add(enum cmn_log_level level, const char *line, const struct timespec *now)
+{
+	struct cmn_log_entry *e = &recent[(recent_next + CMN_LOG_RECENT - 1) % CMN_LOG_RECENT];
+	if (recent_next == 0 || e->level != level || strcmp(e->line, line) != 0) {
+		e = &recent[recent_next++ % CMN_LOG_RECENT];
+		e->level = level;
+		e->count = 0;
+		snprintf(e->line, sizeof(e->line), "%s", line);
+	}
+	e->count++;
+	e->unix_ms = (uint64_t)now->tv_sec * 1000u + (uint64_t)now->tv_nsec / 1000000u;
+}
+
 void cmn_vlog(enum cmn_log_level level, const char *fmt, va_list ap)
 {
 	char line[LOG_LINE_MAX];
@@ -105,11 +119,8 @@ void cmn_vlog(enum cmn_log_level level, const char *fmt, va_list ap)
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&log_mu);
-	if (level <= CMN_LOG_WARN) { /* kept for status even below the threshold */
-		memcpy(last_line, line, sizeof(line));
-		last_level = level;
-		last_unix_ms = (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
-	}
+	if (level <= CMN_LOG_WARN) /* kept for status even below the threshold */
+		recent_add(level, line, &now);
 	if (!shown) {
 		pthread_mutex_unlock(&log_mu);
 		return;
@@ -151,17 +162,16 @@ void cmn_log_close_file(void)
 		fclose(old);
 }
 
-bool cmn_log_last(char *buf, size_t len, enum cmn_log_level *level, uint64_t *unix_ms)
+size_t cmn_log_recent(struct cmn_log_entry *out, size_t n)
 {
 	pthread_mutex_lock(&log_mu);
-	bool have = last_unix_ms != 0;
-	if (have) {
-		snprintf(buf, len, "%s", last_line);
-		*level = last_level;
-		*unix_ms = last_unix_ms;
-	}
+	size_t have = recent_next < CMN_LOG_RECENT ? (size_t)recent_next : CMN_LOG_RECENT;
+	if (n > have)
+		n = have;
+	for (size_t i = 0; i < n; i++) /* the newest n, oldest first */
+		out[i] = recent[(recent_next - n + i) % CMN_LOG_RECENT];
 	pthread_mutex_unlock(&log_mu);
-	return have;
+	return n;
 }
 
 const char *cmn_log_level_name(enum cmn_log_level level)

@@ -48,12 +48,26 @@ void cmn_log_set_sink(cmn_log_sink sink, void *ctx);
 int cmn_log_open_file(const char *path, bool tee_stderr);
 void cmn_log_close_file(void);
 
+/* How many distinct warnings and errors cmn_log_recent() keeps. */
+#define CMN_LOG_RECENT	 8
+#define CMN_LOG_LINE_MAX 1024 /* longer lines are cut and end in "..." */
+
+/* One line logged at CMN_LOG_WARN or CMN_LOG_ERROR. */
+struct cmn_log_entry {
+	enum cmn_log_level level;
+	uint64_t unix_ms; /* wall-clock time of its latest logging, ms since 1970 */
+	uint64_t count;	  /* times it was logged in a row (the same level and text) */
+	char line[CMN_LOG_LINE_MAX];
+};
+
 /*
- * The last line logged at CMN_LOG_WARN or CMN_LOG_ERROR (whatever the
- * threshold) and its wall-clock time in ms since 1970.  Returns false when
- * there was none (buf and the outputs untouched).  Any thread.
+ * The last lines logged at CMN_LOG_WARN or CMN_LOG_ERROR (whatever the
+ * threshold), oldest first, into out[0..n): at most CMN_LOG_RECENT, the
+ * newest when n is smaller.  A line logged again right after itself (same
+ * level and text) is one entry whose count and time grow.  Returns how
+ * many were written, 0 when none was logged.  Any thread.
  */
-bool cmn_log_last(char *buf, size_t len, enum cmn_log_level *level, uint64_t *unix_ms);
+size_t cmn_log_recent(struct cmn_log_entry *out, size_t n);
 
 /* "error", "warn", "info" or "debug". */
 const char *cmn_log_level_name(enum cmn_log_level level);

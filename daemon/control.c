@@ -28,15 +28,57 @@
 #include <string.h>
 #include <unistd.h>
 
-#define STATS_TEXT_MAX ((size_t)16 << 20) /* cap of one stats text */
+/* The budget's, the view's and the scrubber's figures into *v. */
+static void view_store(struct dmn *d, struct dmn_stats_view *v)
+{
+	struct cfs_budget_stat bs;
+	struct cfs_epochs_stat es;
+	struct dmn_scrub_stats ss;
+	cfs_budget_get(d->budget, &bs);
+	v->limit = bs.limit;
+	v->admit = bs.admit;
+	v->admit_used = bs.admit_used;
+	v->reserved = bs.reserved;
+	v->sealed = bs.sealed;
+	v->draining = bs.draining;
+	v->peak = bs.peak;
+	v->waiting_limit = bs.waiting_limit;
+	v->waiting_admit = bs.waiting_admit;
+	cfs_epochs_stat(&d->set, &es);
+	v->epochs_listed = es.epochs_listed;
+	v->open_handles = es.open_handles;
+	v->draining_files = es.draining_files;
+	/* what `current` lists now, retired files gone (cachefs/epoch.c keeps the count) */
+	v->current_files = es.current_files;
+	v->current_bytes = es.current_bytes;
+	v->current_records = es.current_records;
+	v->current_read_bytes = atomic_load(&d->set.cur_read_bytes);
+	v->current_files_read_full = atomic_load(&d->set.cur_full_files);
+	if (d->fs) {
+		struct cfs_fs_pt_stats pt;
+		cfs_fs_passthrough(d->fs, &pt);
+		v->passthrough = pt.enabled;
+		v->passthrough_opens = pt.opens;
+		v->passthrough_refused = pt.refused;
+	}
+	dmn__scrub_stats(d->scrub, &ss);
+	/* files dropped for their size at start-up (reconcile.c) are corrupt files too */
+	v->errors_corrupt = ss.corrupt + cfs_store_reconcile_report(d->store)->size_mismatches;
+	v->scrub_rate = ss.rate;
+	v->scrub_passes = ss.passes;
+	v->scrub_bytes = ss.bytes;
+	v->scrub_files = ss.files;
+	v->scrub_last_pass_ms = ss.last_pass_ms;
+	v->verified_bytes = ss.read_bytes;
+	v->verified_files = ss.read_files;
+}
 
 int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 {
 	struct dmn_stats_view v;
-	struct cfs_budget_stat bs;
-	struct cfs_epochs_stat es;
 	struct cfs_epoch_row *rows = NULL;
 	size_t nrows = 0;
+	struct cmn_log_entry recent[CMN_LOG_RECENT];
 
 	dmn_boundary_flush_reads(&d->bd); /* so that read figures agree with the catalog */
 	memset(&v, 0, sizeof(v));
@@ -46,58 +88,21 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	v.mountpoint = d->o->mountpoint;
 	v.epoch = cfs_epochs_current_number(&d->set, &v.have_epoch);
 	v.advance = d->cfg->advance == CMN_ADVANCE_AUTO ? "auto" : "manual";
-	pthread_mutex_lock(&d->mu);
-	v.retire = dmn__retire_read_next(d) ? "read" : "boundary";
-	pthread_mutex_unlock(&d->mu);
 	v.min_records = d->cfg->min_records;
-	cfs_budget_get(d->budget, &bs);
-	v.limit = bs.limit;
-	v.admit = bs.admit;
-	v.admit_used = bs.admit_used;
-	v.reserved = bs.reserved;
-	v.sealed = bs.sealed;
-	v.draining = bs.draining;
-	v.peak = bs.peak;
-	v.waiting_limit = bs.waiting_limit;
-	v.waiting_admit = bs.waiting_admit;
 	if (cfs_catalog_resident(d->cat, &v.resident) != 0)
 		memset(&v.resident, 0, sizeof(v.resident));
 	if (cfs_catalog_epochs_list(d->cat, &rows, &nrows) != 0)
 		nrows = 0;
 	v.epochs = rows;
 	v.n_epochs = nrows;
-	cfs_epochs_stat(&d->set, &es);
-	v.epochs_listed = es.epochs_listed;
-	v.open_handles = es.open_handles;
-	v.draining_files = es.draining_files;
-	if (d->fs) {
-		struct cfs_fs_pt_stats pt;
-		cfs_fs_passthrough(d->fs, &pt);
-		v.passthrough = pt.enabled;
-		v.passthrough_opens = pt.opens;
-		v.passthrough_refused = pt.refused;
-	}
-	/* what `current` lists now, retired files gone (cachefs/epoch.c keeps the count) */
-	v.current_files = es.current_files;
-	v.current_bytes = es.current_bytes;
-	v.current_records = es.current_records;
-	v.current_read_bytes = atomic_load(&d->set.cur_read_bytes);
-	v.current_files_read_full = atomic_load(&d->set.cur_full_files);
+	view_store(d, &v);
 	dmn__samplers_stats(d->smp, &v.sampler);
-	struct dmn_scrub_stats ss;
-	dmn__scrub_stats(d->scrub, &ss);
-	/* files dropped for their size at start-up (reconcile.c) are corrupt files too */
-	v.errors_corrupt = ss.corrupt + cfs_store_reconcile_report(d->store)->size_mismatches;
-	v.scrub_rate = ss.rate;
-	v.scrub_passes = ss.passes;
-	v.scrub_bytes = ss.bytes;
-	v.scrub_files = ss.files;
-	v.scrub_last_pass_ms = ss.last_pass_ms;
-	v.verified_bytes = ss.read_bytes;
-	v.verified_files = ss.read_files;
 	v.uptime_s = (double)(cmn_mono_ms() - d->t0_ms) / 1000.0;
+	v.n_recent = cmn_log_recent(recent, CMN_LOG_RECENT);
+	v.recent = recent;
 
 	pthread_mutex_lock(&d->mu);
+	v.retire = dmn__retire_read_next(d) ? "read" : "boundary";
 	char desc[256];
 	memcpy(desc, d->entry_desc, sizeof(desc));
 	struct evc_plan plan = d->last_plan;
@@ -112,30 +117,18 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	pthread_mutex_unlock(&d->mu);
 	v.schedule = desc;
 	v.last_wait = wait_why;
-	char last[1024];
-	enum cmn_log_level last_level;
-	v.last_error = v.last_error_level = "";
-	if (cmn_log_last(last, sizeof(last), &last_level, &v.last_error_unix_ms)) {
-		v.last_error = last;
-		v.last_error_level = cmn_log_level_name(last_level);
-	}
 	v.policy = entry ? cmn_policy_name(entry->policy) : "";
 	v.min_uses = entry ? entry->min_uses : 0;
 	v.entry_limit = entry ? entry->limit : 0;
 	v.entry_admit = entry ? entry->admit : 0;
-	if (have_plan) {
-		v.last_victims = plan.n_victims;
-		v.last_evicted_bytes = plan.evict_bytes;
-		v.last_admit = plan.admit;
-		v.last_reason = evc_reason_name(plan.reason);
-		v.last_why = plan.why;
-	} else {
-		v.last_reason = "";
-		v.last_why = "";
-	}
+	v.last_victims = have_plan ? plan.n_victims : 0;
+	v.last_evicted_bytes = have_plan ? plan.evict_bytes : 0;
+	v.last_admit = have_plan ? plan.admit : 0;
+	v.last_reason = have_plan ? evc_reason_name(plan.reason) : "";
+	v.last_why = have_plan ? plan.why : "";
 
-	int rc = which == CFS_REQ_STATS_JSON ? dmn_stats_json(&v, STATS_TEXT_MAX, buf, len)
-					     : dmn_stats_metrics(&v, STATS_TEXT_MAX, buf, len);
+	int rc = which == CFS_REQ_STATS_JSON ? dmn_stats_json(&v, DMN_STATS_TEXT_MAX, buf, len)
+					     : dmn_stats_metrics(&v, DMN_STATS_TEXT_MAX, buf, len);
 	free(rows);
 	return rc;
 }

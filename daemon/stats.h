@@ -3,14 +3,17 @@
  * .rollcache/metrics (Prometheus text format 0.0.4).
  *
  * The daemon gathers one struct dmn_stats_view (catalog rows, budget, view
- * counters, sampler counters; daemon.c's dmn__stats_render) and these
+ * counters, sampler counters; control.c's dmn__render) and these
  * functions only format it, so the formats are unit-testable without a
- * mount.  Field meanings: docs/mount.md.
+ * mount.  One table (dmn_stats_fields()) names every figure once: its
+ * place in the JSON, its metric, its meaning; both texts are written from
+ * it.  Field meanings: docs/mount.md, docs/counters.md.
  */
 #ifndef RC_DAEMON_STATS_H
 #define RC_DAEMON_STATS_H
 
 #include "cachefs/catalog.h"
+#include "common/log.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -78,10 +81,9 @@ struct dmn_stats_view {
 
 	struct dmn_sampler_stats sampler;
 	uint64_t errors_stats_flush, errors_boundary, errors_read;
-	/* the last warning or error logged (common/log.h), "" and 0 when none */
-	const char *last_error;
-	const char *last_error_level;
-	uint64_t last_error_unix_ms;
+	/* the last warnings and errors logged, oldest first (cmn_log_recent()) */
+	const struct cmn_log_entry *recent;
+	size_t n_recent;
 	/* integrity (daemon/scrub.c; docs/reliability.md, "Integrity") */
 	uint64_t errors_corrupt;     /* sealed files found corrupt and dropped, each once */
 	uint64_t scrub_rate;	     /* bytes/s; 0: the scrubber is off */
@@ -94,6 +96,52 @@ struct dmn_stats_view {
 	double uptime_s;
 };
 
+/* Cap on one stats text (JSON or metrics); the CLI reads the JSON with it. */
+#define DMN_STATS_TEXT_MAX ((size_t)16 << 20)
+
+/* How a figure is stored in struct dmn_stats_view, and written. */
+enum dmn_stats_type {
+	DMN_STATS_U64,	  /* uint64_t */
+	DMN_STATS_U32,	  /* uint32_t */
+	DMN_STATS_INT,	  /* int */
+	DMN_STATS_BOOL,	  /* bool: JSON true/false, metric 1/0 */
+	DMN_STATS_STR,	  /* const char *, NULL read as "" (JSON only) */
+	DMN_STATS_CHARS,  /* char[], NUL-terminated (JSON only) */
+	DMN_STATS_RATE,	  /* double: the JSON rounds it to an integer, the metric does not */
+	DMN_STATS_TENTHS, /* double: the JSON keeps one decimal */
+	DMN_STATS_GET,	  /* computed by get(); JSON null when get() says there is none */
+	DMN_STATS_EPOCHS, /* the epochs[] array of catalog rows (JSON only) */
+	DMN_STATS_LAST,	  /* the newest entry of recent[] as an object, or null (JSON only) */
+	DMN_STATS_RECENT, /* recent[] as an array, oldest first (JSON only) */
+};
+
+/* Flags of a figure. */
+enum {
+	DMN_STATS_COUNTER = 1,	/* only grows: metric TYPE counter (else gauge) */
+	DMN_STATS_ERROR = 2,	/* a kind of error: errors.<key>, rollcache_errors_total{kind} */
+	DMN_STATS_TRANSFER = 4, /* a failed transfer (what /healthz counts); in sampler */
+};
+
+/*
+ * One figure of the stats texts.  path is its place in the JSON: "key" at
+ * the top level or "object.key" one level down, in the JSON's order; NULL
+ * when only the metrics show it.  metric is its Prometheus name without
+ * the "rollcache_" prefix, NULL when only the JSON shows it.
+ */
+struct dmn_stats_field {
+	const char *path;
+	enum dmn_stats_type type;
+	size_t off; /* offsetof(struct dmn_stats_view, ...) of the value */
+	bool (*get)(const struct dmn_stats_view *v, uint64_t *out); /* DMN_STATS_GET */
+	const char *metric;
+	const char *help; /* what it means, in one line (the metric's HELP) */
+	const char *unit; /* "bytes", "files", "records", ...; "" when none */
+	unsigned flags;
+};
+
+/* The table, in the JSON's order; *n rows.  Static: never freed. */
+const struct dmn_stats_field *dmn_stats_fields(size_t *n);
+
 /*
  * Renders the JSON text (jansson, keys in a fixed order, one trailing
  * newline) into a malloc'd NUL-terminated buffer *out (*len without the
@@ -102,8 +150,8 @@ struct dmn_stats_view {
 int dmn_stats_json(const struct dmn_stats_view *v, size_t max, char **out, size_t *len);
 
 /*
- * Renders the Prometheus text likewise.  Same returns.  The errors of the
- * stats JSON's "errors" object are one series each,
+ * Renders the Prometheus text likewise.  Same returns.  The rows flagged
+ * DMN_STATS_ERROR (the stats JSON's "errors" object) are one series each,
  * rollcache_errors_total{kind="http_5xx"} and so on.
  */
 int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, size_t *len);
@@ -111,10 +159,10 @@ int dmn_stats_metrics(const struct dmn_stats_view *v, size_t max, char **out, si
 /*
  * What GET /healthz answers (daemon/metrics_http.c), from the samplers'
  * counters at successive probes.  The source "fails" from a probe that
- * finds more transfer errors (HTTP 4xx/5xx/408/429, timeouts, network
- * errors, truncated bodies) than the one before and nothing new admitted
- * (records, objects done), until a probe finds something admitted.  Owned
- * by one thread; zeroed = no probe yet.
+ * finds more transfer errors (the rows flagged DMN_STATS_TRANSFER: HTTP
+ * 4xx/5xx/408/429, timeouts, network errors, truncated bodies) than the one before and nothing new
+ * admitted (records, objects done), until a probe finds something admitted.  Owned by one thread;
+ * zeroed = no probe yet.
  */
 struct dmn_health {
 	uint64_t errors, progress; /* at the last probe; progress: records + objects done */

@@ -12,6 +12,9 @@ Proves, against figures chosen here:
     the source come out whole, control characters are shown as '?';
   - "epoch": null (no epoch begun) shows epoch 0 with nothing admitted;
   - `status --json` prints the stats text as it is;
+  - the recent warnings and errors ("recent") are shown newest first, two
+    different ones each on its line, a repeat with its count; a stats JSON
+    without "recent" shows its last_error;
   - `epoch show` and `epoch next` (which writes "next" to .rollcache/control);
   - errors: no .rollcache/ and a stats text that is not a JSON object exit 1
     naming the cause.
@@ -175,6 +178,32 @@ def last_error(root):
        "last error line")
 
 
+def recent_problems(root):
+    """The recent warnings and errors: newest first under `last`, each with
+    its local time and level, a repeat with its count, cut to 80 columns."""
+    st = copy.deepcopy(STATS)
+    ms = [1764099600123, 1764099660456, 1764099720789]
+    st["recent"] = [
+        {"level": "warn", "message": "sampler: GET a.tfrecord: HTTP 503, retry 1", "unix_ms": ms[0],
+         "count": 3},
+        {"level": "error", "message": "boundary: catalog write: disk I/O error\x1b",
+         "unix_ms": ms[1], "count": 1},
+        {"level": "warn", "message": "scrub: " + "long line " * 12, "unix_ms": ms[2], "count": 1},
+    ]
+    st["last_error"] = {k: st["recent"][-1][k] for k in ("level", "message", "unix_ms")}
+    mp, _ = fake_mount(root, "recent", st)
+    p = run("status", mp)
+    eq(p.returncode, 0, "status exit (%s)" % p.stderr.strip())
+    lines = p.stdout.splitlines()
+    when = [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t // 1000)) for t in ms]
+    eq(lines[7:], [
+        ("last     %s warn: scrub: " % when[2] + "long line " * 12)[:77] + "...",
+        "         %s error: boundary: catalog write: disk I/O error?" % when[1],
+        "         %s warn x3: sampler: GET a.tfrecord: HTTP 503, retry 1" % when[0],
+    ], "the recent problems, newest first")
+    eq([ln for ln in lines if len(ln) > 80], [], "status lines over 80 columns")
+
+
 def errors(root):
     p = run("status", os.path.join(root, "nothing"))
     eq(p.returncode, 1, "status on a directory without .rollcache/: exit")
@@ -194,7 +223,7 @@ def main():
     root = tempfile.mkdtemp(prefix="rc-status-")
     try:
         for case in (every_figure, columns, passthrough_on, no_epoch_yet, epoch_next, last_error,
-                     errors):
+                     recent_problems, errors):
             case(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

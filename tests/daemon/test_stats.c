@@ -2,9 +2,13 @@
  * test_stats.c - Check suite of daemon/stats.c: the stats JSON parses
  * (jansson, an independent reader of what jansson wrote is Python's json
  * in the integration tests), escapes what it must, keeps its caps; the
- * Prometheus text carries the figures.
+ * Prometheus text carries the figures; every row of the table is in the
+ * texts it names; the recent warnings and errors keep their order and
+ * drop the oldest (common/log.c's ring, shown as the JSON's "recent").
  */
 #include "daemon/stats.h"
+
+#include "common/log.h"
 
 #include <check.h>
 #include <errno.h>
@@ -120,9 +124,12 @@ START_TEST(counters_in_their_places)
 	v.sampler.enospc = 1;
 	v.sampler.stopped = true;
 	snprintf(v.sampler.error, sizeof(v.sampler.error), "writing a shard: No space left");
-	v.last_error = "samplers stopped: writing a shard: No space left";
-	v.last_error_level = "error";
-	v.last_error_unix_ms = 1764099600123ull;
+	struct cmn_log_entry logged = {.level = CMN_LOG_ERROR,
+				       .unix_ms = 1764099600123ull,
+				       .count = 1,
+				       .line = "samplers stopped: writing a shard: No space left"};
+	v.recent = &logged;
+	v.n_recent = 1;
 	char *text = NULL;
 	size_t len = 0;
 	ck_assert_int_eq(dmn_stats_json(&v, 1 << 20, &text, &len), 0);
@@ -141,7 +148,7 @@ START_TEST(counters_in_their_places)
 	ck_assert_str_eq(json_string_value(json_object_get(smp, "error")),
 			 "writing a shard: No space left");
 	json_t *last = json_object_get(root, "last_error");
-	ck_assert_str_eq(json_string_value(json_object_get(last, "message")), v.last_error);
+	ck_assert_str_eq(json_string_value(json_object_get(last, "message")), logged.line);
 	ck_assert_str_eq(json_string_value(json_object_get(last, "level")), "error");
 	ck_assert_int_eq(json_integer_value(json_object_get(last, "unix_ms")), 1764099600123ll);
 	json_decref(root);
@@ -186,6 +193,141 @@ START_TEST(counters_in_their_places)
 	free(text);
 	ck_assert(json_is_null(json_object_get(root, "last_error")));
 	json_decref(root);
+}
+END_TEST
+
+/* The log keeps the last CMN_LOG_RECENT warnings and errors, oldest first; the JSON shows them. */
+START_TEST(recent_ring)
+{
+	struct cmn_log_entry got[CMN_LOG_RECENT];
+	char want[64];
+	cmn_log_set_level(CMN_LOG_ERROR); /* warnings are kept, not printed */
+	ck_assert_uint_eq(cmn_log_recent(got, CMN_LOG_RECENT), 0);
+	for (int i = 0; i < CMN_LOG_RECENT + 2; i++)
+		cmn_log(CMN_LOG_WARN, "warning %d", i);
+	cmn_log(CMN_LOG_INFO, "not a problem"); /* not kept */
+	ck_assert_uint_eq(cmn_log_recent(got, CMN_LOG_RECENT), CMN_LOG_RECENT);
+	for (int i = 0; i < CMN_LOG_RECENT; i++) { /* the two oldest dropped, the order kept */
+		snprintf(want, sizeof(want), "warning %d", i + 2);
+		ck_assert_str_eq(got[i].line, want);
+		ck_assert_int_eq(got[i].level, CMN_LOG_WARN);
+		ck_assert_uint_eq(got[i].count, 1);
+		ck_assert_uint_ge(got[i].unix_ms, i ? got[i - 1].unix_ms : 1);
+	}
+	/* the newest again: counted, nothing dropped; an error after it drops the oldest */
+	snprintf(want, sizeof(want), "warning %d", CMN_LOG_RECENT + 1);
+	cmn_log(CMN_LOG_WARN, "%s", want);
+	ck_assert_uint_eq(cmn_log_recent(got, CMN_LOG_RECENT), CMN_LOG_RECENT);
+	ck_assert_str_eq(got[0].line, "warning 2");
+	ck_assert_str_eq(got[CMN_LOG_RECENT - 1].line, want);
+	ck_assert_uint_eq(got[CMN_LOG_RECENT - 1].count, 2);
+	cmn_log(CMN_LOG_ERROR, "the disk is full");
+	ck_assert_uint_eq(cmn_log_recent(got, 2), 2); /* the newest two */
+	ck_assert_str_eq(got[0].line, want);
+	ck_assert_str_eq(got[1].line, "the disk is full");
+	ck_assert_int_eq(got[1].level, CMN_LOG_ERROR);
+
+	struct dmn_stats_view v;
+	fill(&v);
+	v.n_recent = cmn_log_recent(got, CMN_LOG_RECENT);
+	v.recent = got;
+	char *text = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(dmn_stats_json(&v, 1 << 20, &text, &len), 0);
+	json_error_t je;
+	json_t *root = json_loads(text, 0, &je);
+	free(text);
+	ck_assert_msg(root != NULL, "%s", je.text);
+	json_t *recent = json_object_get(root, "recent");
+	ck_assert_uint_eq(json_array_size(recent), CMN_LOG_RECENT);
+	for (size_t i = 0; i < CMN_LOG_RECENT; i++) {
+		json_t *e = json_array_get(recent, i);
+		ck_assert_str_eq(json_string_value(json_object_get(e, "message")), got[i].line);
+		ck_assert_str_eq(json_string_value(json_object_get(e, "level")),
+				 cmn_log_level_name(got[i].level));
+		ck_assert_int_eq(json_integer_value(json_object_get(e, "unix_ms")),
+				 (json_int_t)got[i].unix_ms);
+		ck_assert_int_eq(json_integer_value(json_object_get(e, "count")),
+				 (json_int_t)got[i].count);
+	}
+	json_t *last = json_object_get(root, "last_error"); /* the newest */
+	ck_assert_str_eq(json_string_value(json_object_get(last, "message")), "the disk is full");
+	ck_assert_str_eq(json_string_value(json_object_get(last, "level")), "error");
+	json_decref(root);
+}
+END_TEST
+
+/* Every row of the table is in the texts it names, with its type; errors are its error rows. */
+START_TEST(table_drives_both_texts)
+{
+	struct dmn_stats_view v;
+	fill(&v);
+	size_t n, nerr = 0;
+	const struct dmn_stats_field *f = dmn_stats_fields(&n);
+	char *js = NULL, *text = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(dmn_stats_json(&v, 1 << 20, &js, &len), 0);
+	ck_assert_int_eq(dmn_stats_metrics(&v, 1 << 20, &text, &len), 0);
+	json_error_t je;
+	json_t *root = json_loads(js, 0, &je);
+	free(js);
+	ck_assert_msg(root != NULL, "%s", je.text);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_msg(f[i].path || f[i].metric, "row %zu shows nowhere", i);
+		ck_assert_msg(f[i].help && f[i].help[0] && f[i].unit, "row %zu: no help", i);
+		if (f[i].path) {
+			char obj[64];
+			const char *dot = strchr(f[i].path, '.');
+			json_t *o = root;
+			if (dot) {
+				snprintf(obj, sizeof(obj), "%.*s", (int)(dot - f[i].path),
+					 f[i].path);
+				o = json_object_get(root, obj);
+			}
+			ck_assert_msg(json_object_get(o, dot ? dot + 1 : f[i].path),
+				      "JSON lacks %s", f[i].path);
+		}
+		if (f[i].metric) {
+			char want[160];
+			snprintf(want, sizeof(want), "\n# TYPE rollcache_%s %s\nrollcache_%s ",
+				 f[i].metric, f[i].flags & DMN_STATS_COUNTER ? "counter" : "gauge",
+				 f[i].metric);
+			ck_assert_msg(strstr(text, want), "metrics lack: %s", want + 1);
+		}
+		if (f[i].flags & DMN_STATS_ERROR) {
+			ck_assert_msg(f[i].path && !strncmp(f[i].path, "errors.", 7), "%s",
+				      f[i].path);
+			nerr++;
+		}
+	}
+	ck_assert_uint_eq(json_object_size(json_object_get(root, "errors")), nerr);
+	json_decref(root);
+	free(text);
+}
+END_TEST
+
+/* docs/counters.md has a row for every counter and every kind of error of the table. */
+START_TEST(counters_documented)
+{
+	const char *src = getenv("RC_SRCDIR");
+	ck_assert_msg(src != NULL, "RC_SRCDIR is not set");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/docs/counters.md", src);
+	FILE *f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "%s: cannot open", path);
+	static char doc[1 << 18];
+	size_t len = fread(doc, 1, sizeof(doc) - 1, f);
+	fclose(f);
+	doc[len] = '\0';
+	size_t n;
+	const struct dmn_stats_field *t = dmn_stats_fields(&n);
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i].path || !(t[i].flags & (DMN_STATS_COUNTER | DMN_STATS_ERROR)))
+			continue;
+		char row[128];
+		snprintf(row, sizeof(row), "\n| `%s` |", t[i].path);
+		ck_assert_msg(strstr(doc, row), "docs/counters.md has no row %s", row + 1);
+	}
 }
 END_TEST
 
@@ -258,6 +400,11 @@ static Suite *stats_suite(void)
 	tcase_add_test(tc, caps_hold);
 	tcase_add_test(tc, counters_in_their_places);
 	tcase_add_test(tc, waiting_sampler);
+	tcase_add_test(tc, table_drives_both_texts);
+	tcase_add_test(tc, counters_documented);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("recent");
+	tcase_add_test(tc, recent_ring);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("health");
 	tcase_add_test(tc, health_probes);
