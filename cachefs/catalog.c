@@ -37,7 +37,8 @@
  *   C2  per (source, key) at most one OBJECT row is not STALE (partial
  *       unique index objects_current).
  *   C3  epochs counters only grow, each in the transaction of the change
- *       it counts (insert -> admitted, evict -> evicted, stats -> read).
+ *       it counts (insert -> admitted, evict -> evicted, stats -> read
+ *       and served).
  *
  * States of a FILE and the function that moves it.
  *

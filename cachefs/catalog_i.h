@@ -6,10 +6,10 @@
  * read statistics and served records), catalog_epochs.c (epochs and their
  * counters) and catalog_plan.c (the sampling plan).
  *
- * Not for any other file: the rest of rollcache uses catalog.h.  Every
- * function below expects c->mu held (cfs__txn_begin takes it) unless it
- * says otherwise.  The design note with the invariants (C1-C3) is at the
- * top of catalog.c.
+ * Not for any other file: the rest of rollcache uses catalog.h.  The
+ * functions below that take a handle expect c->mu held, except
+ * cfs__lock, cfs__txn_begin (which take it) and cfs__note_id (atomic).
+ * The design note with the invariants (C1-C3) is at the top of catalog.c.
  */
 #ifndef RC_CACHEFS_CATALOG_I_H
 #define RC_CACHEFS_CATALOG_I_H
