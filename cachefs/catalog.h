@@ -1,8 +1,9 @@
 /*
  * catalog.h - the SQLite catalog of a cache directory (CACHE_DIR/catalog.db).
  *
- * The only SQL in rollcache is in cachefs/catalog.c; everything else uses
- * these functions.  See docs/catalog.md for the schema and the invariants.
+ * The only SQL in rollcache is in cachefs/catalog.c and the catalog_*.c
+ * files beside it (split by table family behind cachefs/catalog_i.h);
+ * everything else uses these functions.  See docs/catalog.md for the schema and the invariants.
  *
  * Terms:
  *   source   a remote dataset URL (file://, http(s)://, s3://).

@@ -1,13 +1,20 @@
 /*
- * test_catalog.c - cachefs/catalog.c: schema and migrations, refusals of
- * foreign or newer files, files/samples, eviction states, statistics,
- * object listings and epochs.
+ * test_catalog.c - the catalog (cachefs/catalog*.c): schema and
+ * migrations, refusals of foreign or newer files, files/samples, eviction
+ * states, statistics and served records, object listings, epochs, the
+ * sampling plan's rows, lists longer than the row reader's first block,
+ * and (builds without NDEBUG, forking runner) that the debug checks of C1
+ * and C3 abort on a violation.
  */
 #include "cfs_test.h"
 
 #include "cachefs/catalog.h"
 
+#include <signal.h>
 #include <sqlite3.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 static char dir[256];
 static char dbpath[512];
@@ -528,6 +535,278 @@ START_TEST(explicit_transaction_rolls_back)
 }
 END_TEST
 
+START_TEST(lists_grow_past_first_block)
+{
+	struct cfs_catalog *c = open_rw();
+	enum { NREC = 200, NOBJ = 150 };
+	struct cfs_listing_entry *l = calloc(NOBJ, sizeof(*l));
+	char(*keys)[16] = calloc(NOBJ, sizeof(*keys));
+	struct cfs_object_info *o;
+	struct cfs_sample *smp;
+	int64_t src;
+	size_t n;
+	int64_t a = add_shard(c, 0, NREC, 8);
+
+	ck_assert_int_eq(cfs_catalog_samples_of(c, a, &smp, &n), 0);
+	ck_assert_uint_eq(n, NREC);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(smp[i].object_offset, i * 100);
+	free(smp);
+
+	for (size_t i = 0; i < NOBJ; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%05zu", i);
+		l[i] = (struct cfs_listing_entry){keys[i], i + 1, NULL};
+	}
+	ck_assert_int_eq(cfs_catalog_source(c, "file:///many/", &src), 0);
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l, NOBJ, 0, NULL, NULL), 0);
+	ck_assert_int_eq(cfs_catalog_objects_list(c, src, ~0u, &o, &n), 0);
+	ck_assert_uint_eq(n, NOBJ);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_str_eq(o[i].key, keys[i]);
+		ck_assert_uint_eq(o[i].size, i + 1);
+	}
+	cfs_object_info_free(o, n);
+	/* the merge reads all of them back: every key unchanged */
+	struct cfs_sync_result r;
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l, NOBJ, 1, NULL, &r), 0);
+	ck_assert_uint_eq(r.unchanged, NOBJ);
+	ck_assert_uint_eq(r.added + r.changed + r.vanished, 0);
+	free(l);
+	free(keys);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+START_TEST(plan_rows_roundtrip)
+{
+	struct cfs_catalog *c = open_rw();
+	struct cfs_plan_row p, q;
+	struct cfs_plan_object *po;
+	uint64_t *units, marked[2] = {3, 1};
+	uint8_t idx[5] = {1, 2, 3, 4, 5}, taken[2] = {0x0a, 0x80};
+	struct cfs_plan_object add[2] = {{.object_id = 11, .first_unit = 0, .units = 2},
+					 {.object_id = 12, .first_unit = 2, .units = 3}};
+	struct cfs_plan_marks m = {.pass = 0, .units = marked, .n = 2};
+	int64_t src;
+	size_t n;
+
+	ck_assert_int_eq(cfs_catalog_source(c, "file:///plan/", &src), 0);
+	ck_assert_int_eq(cfs_catalog_plan_get(c, src, 0, 2, CFS_PLAN_RECORDS, 42, &p), 0);
+	ck_assert_int_gt(p.id, 0);
+	ck_assert_uint_eq(p.seed, 42);
+	ck_assert_uint_eq(p.pass, 0);
+	ck_assert_ptr_null(p.taken);
+	/* the same key finds the same plan; its seed is not replaced */
+	ck_assert_int_eq(cfs_catalog_plan_get(c, src, 0, 2, CFS_PLAN_RECORDS, 7, &q), 0);
+	ck_assert_int_eq(q.id, p.id);
+	ck_assert_uint_eq(q.seed, 42);
+
+	add[1].idx = idx;
+	add[1].idx_len = sizeof(idx);
+	ck_assert_int_eq(cfs_catalog_plan_objects_add(c, p.id, add, 2, 5), 0);
+	ck_assert_int_eq(cfs_catalog_plan_objects_add(c, p.id, add, 1, 9), -EEXIST);
+	ck_assert_int_eq(cfs_catalog_plan_objects(c, p.id, &po, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(po[0].object_id, 11);
+	ck_assert_ptr_null(po[0].idx);
+	ck_assert_uint_eq(po[1].units, 3);
+	ck_assert_uint_eq(po[1].idx_len, sizeof(idx));
+	ck_assert_mem_eq(po[1].idx, idx, sizeof(idx));
+	cfs_plan_objects_free(po, n);
+	ck_assert_int_eq(cfs_catalog_plan_get(c, src, 0, 2, CFS_PLAN_RECORDS, 42, &q), 0);
+	ck_assert_uint_eq(q.n_units, 5);
+
+	m.plan_id = p.id;
+	ck_assert_int_eq(cfs_catalog_plan_mark(c, &m), 0);
+	ck_assert_int_eq(cfs_catalog_plan_marks_of(c, p.id, 0, &units, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(units[0] + units[1], 4);
+	free(units);
+
+	q.pass = 1;
+	q.cursor = 3;
+	q.taken = taken;
+	q.taken_len = sizeof(taken);
+	ck_assert_int_eq(cfs_catalog_plan_save(c, &q), 0);
+	ck_assert_int_eq(cfs_catalog_plan_marks_of(c, p.id, 0, &units, &n), 0);
+	ck_assert_uint_eq(n, 0); /* the bitmap holds them now */
+	free(units);
+	ck_assert_int_eq(cfs_catalog_plan_get(c, src, 0, 2, CFS_PLAN_RECORDS, 42, &q), 0);
+	ck_assert_uint_eq(q.n_units, 5);
+	ck_assert_uint_eq(q.cursor, 3);
+	ck_assert_uint_eq(q.taken_len, sizeof(taken));
+	ck_assert_mem_eq(q.taken, taken, sizeof(taken));
+	cfs_plan_row_free(&q);
+	cfs_plan_row_free(&p);
+	p.id = 9999;
+	ck_assert_int_eq(cfs_catalog_plan_save(c, &p), -ENOENT);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+/* Inserts a TFRecord file with one sample of object obj at each offset. */
+static int64_t add_object_file(struct cfs_catalog *c, int64_t obj, const uint64_t *offs, size_t n,
+			       const struct cfs_plan_marks *marks)
+{
+	struct cfs_sample s[4];
+	struct cfs_shard_new sh = {.id = cfs_catalog_alloc_id(c),
+				   .kind = CFS_KIND_TFRECORD,
+				   .bytes = n * 20,
+				   .marks = marks};
+
+	ck_assert_uint_le(n, 4);
+	for (size_t i = 0; i < n; i++)
+		s[i] = (struct cfs_sample){i * 20, 4, 0, obj, offs[i]};
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, s, n), 0);
+	return sh.id;
+}
+
+START_TEST(plan_partial_and_cut)
+{
+	struct cfs_catalog *c = open_rw();
+	struct cfs_listing_entry l[1] = {{"whole.tfrecord", 300, "e"}};
+	uint64_t unit0 = 0, low = 100, offs1[2] = {0, 100}, offs2[1] = {200}, *offsets;
+	struct cfs_plan_marks m = {.pass = 0, .units = &unit0, .n = 1};
+	struct cfs_plan_object po = {.first_unit = 0, .units = 1};
+	struct cfs_sample_ref *refs;
+	struct cfs_partial *part;
+	struct cfs_plan_row p;
+	int64_t src, ox, *ids;
+	size_t n;
+
+	ck_assert_int_eq(cfs_catalog_source(c, "file:///whole/", &src), 0);
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l, 1, 0, &ox, NULL), 0);
+	ck_assert_int_eq(cfs_catalog_plan_get(c, src, 0, 1, CFS_PLAN_OBJECTS, 1, &p), 0);
+	po.object_id = ox;
+	ck_assert_int_eq(cfs_catalog_plan_objects_add(c, p.id, &po, 1, 1), 0);
+
+	ck_assert_int_eq(cfs_catalog_plan_partial_begin(c, p.id, 0, ox), 0);
+	ck_assert_int_eq(cfs_catalog_plan_partial_low(c, p.id, &unit0, &low, 1), 0);
+	ck_assert_int_eq(cfs_catalog_plan_partial_objects(c, p.id, &part, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(part[0].object_id, ox);
+	ck_assert_uint_eq(part[0].low, 100);
+	free(part);
+
+	/* records resident, transfer not finished: not resident for the plan */
+	int64_t f1 = add_object_file(c, ox, offs1, 2, NULL);
+	ck_assert_int_eq(cfs_catalog_plan_resident_objects(c, p.id, &ids, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	free(ids);
+	ck_assert_int_eq(cfs_catalog_object_offsets(c, ox, &offsets, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(offsets[1], 100);
+	free(offsets);
+
+	/* the file with its last record ends the partial row with its mark */
+	m.plan_id = p.id;
+	add_object_file(c, ox, offs2, 1, &m);
+	ck_assert_int_eq(cfs_catalog_plan_partial_objects(c, p.id, &part, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	free(part);
+	ck_assert_int_eq(cfs_catalog_plan_resident_objects(c, p.id, &ids, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(ids[0], ox);
+	free(ids);
+	ck_assert_int_eq(cfs_catalog_plan_resident_samples(c, p.id, &refs, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	free(refs);
+
+	/* a file of it leaves: the object is cut until its next transfer begins */
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, &f1, 1, 1), 0);
+	ck_assert_int_eq(cfs_catalog_plan_cut_objects(c, p.id, &ids, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(ids[0], ox);
+	free(ids);
+	ck_assert_int_eq(cfs_catalog_plan_partial_begin(c, p.id, 0, ox), 0);
+	ck_assert_int_eq(cfs_catalog_plan_cut_objects(c, p.id, &ids, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	free(ids);
+	cfs_plan_row_free(&p);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+START_TEST(corrupt_and_drop_delete_contents)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t a = add_shard(c, 0, 3, 10), b = add_shard(c, 0, 2, 10);
+	struct cfs_shard_info one;
+	struct cfs_sample *smp;
+	size_t n;
+
+	ck_assert_int_eq(cfs_catalog_shard_corrupt(c, a, 4), 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(c, a, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_EVICTING);
+	ck_assert_int_eq(cfs_catalog_samples_of(c, a, &smp, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	free(smp);
+	ck_assert_int_eq(cfs_catalog_shard_corrupt(c, a, 4), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_shards_drop(c, &b, 1), 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(c, b, &one), -ENOENT);
+	cfs_catalog_close(c);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM samples"), 0);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shard_objects"), 0);
+	/* a corrupt file is not a victim: no eviction counted */
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM epochs WHERE evicted_records > 0"), 0);
+}
+END_TEST
+
+START_TEST(served_counted_once)
+{
+	struct cfs_catalog *c = open_rw();
+	/* two files holding the same three records (object 7, offsets 0, 100, 200) */
+	int64_t a = add_shard(c, 0, 3, 1), b = add_shard(c, 0, 3, 1);
+	struct cfs_shard_stat_delta da = {a, 1, 1, 10, 5}, db = {b, 1, 1, 10, 6};
+	struct cfs_epoch_row *ep;
+	size_t n;
+
+	ck_assert_int_eq(cfs_catalog_shards_add_stats(c, &da, 1, 2), 0);
+	ck_assert_int_eq(cfs_catalog_shards_add_stats(c, &db, 1, 2), 0);
+	ck_assert_int_eq(cfs_catalog_shards_add_stats(c, &da, 1, 2), 0);
+	ck_assert_int_eq(cfs_catalog_epochs_list(c, &ep, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(ep[1].number, 2);
+	ck_assert_uint_eq(ep[1].served_records, 3);
+	ck_assert_uint_eq(ep[1].read_files, 3);
+	ck_assert_uint_eq(ep[1].read_bytes, 30);
+	free(ep);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+/*
+ * The debug checks are live: a trigger that puts a sample back on a file
+ * made GONE breaks C1, and shards_gone must abort; a counter delta that is
+ * negative as an SQL integer breaks C3.  Registered only where asserts are
+ * compiled in and the runner forks.
+ */
+START_TEST(c1_violation_aborts)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t a = add_shard(c, 0, 1, 1);
+
+	cfs_catalog_close(c);
+	raw_sql("CREATE TRIGGER orphan AFTER UPDATE OF state ON shards WHEN new.state = 2 "
+		"BEGIN INSERT INTO samples VALUES(new.id, 999, 1, 0, 0, 0, 0); END");
+	c = open_rw();
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 0), 0);
+	cfs_catalog_shards_gone(c, &a, 1);
+	ck_abort_msg("shards_gone left a sample of a GONE file without aborting");
+}
+END_TEST
+
+START_TEST(c3_negative_delta_aborts)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t a = add_shard(c, 0, 1, 1);
+	struct cfs_shard_stat_delta d = {a, 1, 0, UINT64_MAX, 1};
+
+	cfs_catalog_shards_add_stats(c, &d, 1, 0);
+	ck_abort_msg("a counter delta of 2^64 - 1 did not abort");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cachefs");
@@ -553,13 +832,38 @@ int main(void)
 	    {"stale_objects_name_their_shards", stale_objects_name_their_shards},
 	    {"epochs_begin_and_list", epochs_begin_and_list},
 	    {"explicit_transaction_rolls_back", explicit_transaction_rolls_back},
+	    {"lists_grow_past_first_block", lists_grow_past_first_block},
+	    {"plan_rows_roundtrip", plan_rows_roundtrip},
+	    {"plan_partial_and_cut", plan_partial_and_cut},
+	    {"corrupt_and_drop_delete_contents", corrupt_and_drop_delete_contents},
+	    {"served_counted_once", served_counted_once},
 	};
+	struct {
+		const char *name;
+		const TTest *fn;
+	} aborts[] = {
+	    {"c1_violation_aborts", c1_violation_aborts},
+	    {"c3_negative_delta_aborts", c3_negative_delta_aborts},
+	};
+	const char *fork_env = getenv("CK_FORK");
+	bool forks = !fork_env || strcmp(fork_env, "no") != 0;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);
 		tcase_add_checked_fixture(tc, setup, teardown);
 		tcase_add_test(tc, cases[i].fn);
 		suite_add_tcase(s, tc);
 	}
+#ifndef NDEBUG
+	for (size_t i = 0; forks && i < sizeof(aborts) / sizeof(aborts[0]); i++) {
+		TCase *tc = tcase_create(aborts[i].name);
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_add_test_raise_signal(tc, aborts[i].fn, SIGABRT);
+		suite_add_tcase(s, tc);
+	}
+#else
+	(void)aborts;
+	(void)forks;
+#endif
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

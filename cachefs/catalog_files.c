@@ -1,0 +1,522 @@
+/*
+ * catalog_files.c - FILE rows of the catalog with their SAMPLE rows and
+ * FILE OBJECTS: sealing's commit (cfs_catalog_shard_insert), the moves of
+ * the state diagram (evict, corrupt, gone, drop), file lists, read
+ * statistics and the records served.
+ *
+ * Keeps DESIGN 2 (a FILE row and all its SAMPLE rows in one transaction)
+ * and C1 (shards_gone, shards_drop and shard_corrupt delete the SAMPLE and
+ * FILE OBJECTS rows in the transaction that changes the FILE row; builds
+ * without NDEBUG assert it after shards_gone and shards_drop for the FILEs
+ * just touched).  The epochs
+ * counters it moves are written by catalog_epochs.c, the plan rows by
+ * catalog_plan.c, in the same transaction.  Terms, invariants and
+ * locking: the design note of catalog.c.
+ */
+#include "cachefs/catalog_i.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHARD_COLUMNS                                                                              \
+	"id, kind, state, bytes, records, created_epoch, reads, last_read_ms, full_reads, "        \
+	"object_id, name, evicted_epoch"
+
+const char *const cfs__sql_files[S__COUNT] = {
+    [S_SHARD_ADD] = "INSERT INTO shards(id, kind, state, bytes, records, created_epoch, "
+		    "object_id, name) VALUES(?1, ?2, " SQL_SEALED ", ?3, ?4, ?5, ?6, ?7)",
+    [S_SAMPLE_ADD] = "INSERT INTO samples(shard_id, offset, length, crc, object_id, "
+		     "object_offset, admitted_epoch) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [S_SHOBJ_ADD] = "INSERT OR IGNORE INTO shard_objects(shard_id, object_id) VALUES(?1, ?2)",
+    [S_SHOBJ_DEL] = "DELETE FROM shard_objects WHERE shard_id = ?1",
+    [S_SHARD_LIST] = "SELECT " SHARD_COLUMNS " FROM shards "
+		     "WHERE ((1 << state) & ?1) != 0 ORDER BY id",
+    [S_SHARD_GET] = "SELECT " SHARD_COLUMNS " FROM shards WHERE id = ?1",
+    [S_SHARD_STATS] = "UPDATE shards SET reads = reads + ?2, full_reads = full_reads + ?3, "
+		      "last_read_ms = max(last_read_ms, ?4) WHERE id = ?1 RETURNING full_reads",
+    [S_SHARD_EVICT] = "UPDATE shards SET state = " SQL_EVICTING ", evicted_epoch = ?2 "
+		      "WHERE id = ?1 AND state = " SQL_SEALED " RETURNING bytes, records",
+    [S_SHARD_GONE] = "UPDATE shards SET state = " SQL_GONE " WHERE id = ?1 AND state != " SQL_GONE,
+    [S_SAMPLES_DEL] = "DELETE FROM samples WHERE shard_id = ?1",
+    [S_SHARD_DEL] = "DELETE FROM shards WHERE id = ?1",
+    [S_SAMPLES_OF] = "SELECT offset, length, crc, object_id, object_offset FROM samples "
+		     "WHERE shard_id = ?1 ORDER BY offset",
+    [S_RESIDENT] = "SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum(records), 0) "
+		   "FROM shards WHERE state = " SQL_SEALED,
+    [S_SERVED_ADD] = "INSERT OR IGNORE INTO served(object_id, object_offset) "
+		     "SELECT object_id, object_offset FROM samples WHERE shard_id = ?1",
+    /* C1 for FILE ?1: its SAMPLE and FILE OBJECTS rows without a FILE row not GONE */
+    [S_C1_ORPHANS] = "SELECT count(*) FROM (SELECT shard_id FROM samples WHERE shard_id = ?1 "
+		     "UNION ALL SELECT shard_id FROM shard_objects WHERE shard_id = ?1) "
+		     "WHERE NOT EXISTS (SELECT 1 FROM shards f WHERE f.id = ?1 "
+		     "AND f.state != " SQL_GONE ")",
+};
+
+#ifndef NDEBUG
+/*
+ * Asserts C1 for the n FILEs ids (in the transaction that changed them):
+ * no SAMPLE or FILE OBJECTS row of theirs lacks a FILE row that is not
+ * GONE.  One indexed COUNT per id.  A statement that cannot run (out of
+ * memory) checks nothing.
+ */
+static void assert_c1(struct cfs_catalog *c, const int64_t *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_stmt *st = cfs__stmt(c, S_C1_ORPHANS);
+		if (!st)
+			return;
+		sqlite3_bind_int64(st, 1, ids[i]);
+		int rc = sqlite3_step(st);
+		int64_t orphans = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+		sqlite3_reset(st);
+		assert(orphans == 0 && "C1: samples or shard_objects of a FILE absent or GONE");
+	}
+}
+#else
+#define assert_c1(c, ids, n) ((void)0)
+#endif
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* ---- sealing ----------------------------------------------------------- */
+
+/*
+ * Records which objects file `id` holds samples of (one row per distinct
+ * object, not per sample): the reverse index that finds the files of a
+ * STALE object without indexing every sample row.  In a transaction.
+ */
+static int add_shard_objects(struct cfs_catalog *c, int64_t id, const struct cfs_sample *smp,
+			     size_t n)
+{
+	int64_t *objs;
+	size_t k = 0;
+	sqlite3_stmt *st;
+	int rc = 0;
+
+	if (n == 0)
+		return 0;
+	objs = malloc(n * sizeof(*objs));
+	if (!objs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (smp[i].object_id != 0)
+			objs[k++] = smp[i].object_id;
+	if (k > 1)
+		qsort(objs, k, sizeof(*objs), cmp_i64);
+	st = k ? cfs__stmt(c, S_SHOBJ_ADD) : NULL;
+	if (k && !st)
+		rc = -EIO;
+	for (size_t i = 0; i < k && rc == 0; i++) {
+		if (i && objs[i] == objs[i - 1])
+			continue;
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int64(st, 2, objs[i]);
+		rc = cfs__run(c, st, "file objects");
+	}
+	free(objs);
+	return rc;
+}
+
+/* The FILE row of sh, SEALED.  In a transaction. */
+static int add_shard_row(struct cfs_catalog *c, const struct cfs_shard_new *sh, size_t n_samples)
+{
+	sqlite3_stmt *st = cfs__stmt(c, S_SHARD_ADD);
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, sh->id);
+	sqlite3_bind_int(st, 2, sh->kind);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)sh->bytes);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)n_samples);
+	sqlite3_bind_int64(st, 5, sh->created_epoch);
+	sqlite3_bind_int64(st, 6, sh->object_id);
+	if (sh->name)
+		sqlite3_bind_text(st, 7, sh->name, -1, SQLITE_STATIC);
+	return cfs__run(c, st, "file insert");
+}
+
+/* The SAMPLE rows of file sh; -EINVAL for a repeated offset.  In a transaction. */
+static int add_samples(struct cfs_catalog *c, const struct cfs_shard_new *sh,
+		       const struct cfs_sample *samples, size_t n_samples)
+{
+	sqlite3_stmt *st = cfs__stmt(c, S_SAMPLE_ADD);
+
+	if (!st)
+		return -EIO;
+	for (size_t i = 0; i < n_samples; i++) {
+		const struct cfs_sample *s = &samples[i];
+		sqlite3_bind_int64(st, 1, sh->id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)s->offset);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)s->length);
+		sqlite3_bind_int64(st, 4, s->crc);
+		sqlite3_bind_int64(st, 5, s->object_id);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)s->object_offset);
+		sqlite3_bind_int64(st, 7, sh->created_epoch);
+		int rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			return (rc & 0xff) == SQLITE_CONSTRAINT ? -EINVAL
+								: cfs__fail(c, rc, "sample insert");
+	}
+	return 0;
+}
+
+int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *sh,
+			     const struct cfs_sample *samples, size_t n_samples)
+{
+	int rc;
+
+	if (sh->id <= 0 || (sh->kind != CFS_KIND_TFRECORD && sh->kind != CFS_KIND_RAW) ||
+	    (sh->kind == CFS_KIND_RAW && !sh->name))
+		return -EINVAL;
+	rc = cfs__txn_begin(c);
+	if (rc < 0)
+		return rc;
+	rc = add_shard_row(c, sh, n_samples);
+	if (rc == 0)
+		rc = add_samples(c, sh, samples, n_samples);
+	if (rc == 0)
+		rc = add_shard_objects(c, sh->id, samples, n_samples);
+	if (rc == 0 && sh->marks) /* the plan's units this file completes: same transaction */
+		rc = cfs__plan_marks_add(c, sh->marks);
+	if (rc == 0)
+		rc = cfs__epoch_add(c, S_EPOCH_ADMIT, sh->created_epoch, sh->bytes, n_samples);
+	rc = cfs__txn_end(c, rc);
+	if (rc == 0)
+		cfs__note_id(c, sh->id);
+	return rc;
+}
+
+/* ---- file lists -------------------------------------------------------- */
+
+static int read_shard_row(sqlite3_stmt *st, void *el)
+{
+	struct cfs_shard_info *f = el;
+	bool oom = false;
+
+	f->id = sqlite3_column_int64(st, 0);
+	f->kind = (enum cfs_kind)sqlite3_column_int(st, 1);
+	f->state = (enum cfs_shard_state)sqlite3_column_int(st, 2);
+	f->bytes = (uint64_t)sqlite3_column_int64(st, 3);
+	f->records = (uint64_t)sqlite3_column_int64(st, 4);
+	f->created_epoch = (uint32_t)sqlite3_column_int64(st, 5);
+	f->reads = (uint64_t)sqlite3_column_int64(st, 6);
+	f->last_read_ms = (uint64_t)sqlite3_column_int64(st, 7);
+	f->full_reads = (uint64_t)sqlite3_column_int64(st, 8);
+	f->object_id = sqlite3_column_int64(st, 9);
+	f->name = cfs__dup_col(st, 10, &oom);
+	f->evicted_epoch = sqlite3_column_int64(st, 11);
+	return oom ? -ENOMEM : 0;
+}
+
+void cfs_shard_info_free(struct cfs_shard_info *arr, size_t n)
+{
+	if (!arr)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(arr[i].name);
+	free(arr);
+}
+
+static void shard_info_drop(void *arr, size_t n)
+{
+	cfs_shard_info_free(arr, n);
+}
+
+int cfs_catalog_shards_list(struct cfs_catalog *c, unsigned state_mask, struct cfs_shard_info **out,
+			    size_t *n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	cfs__lock(c);
+	st = cfs__stmt(c, S_SHARD_LIST);
+	if (st)
+		sqlite3_bind_int64(st, 1, state_mask);
+	rc = st ? cfs__collect_rows(c, st, sizeof(**out), read_shard_row, shard_info_drop,
+				    "file list", (void **)out, n)
+		: -EIO;
+	cfs__unlock(c);
+	return rc;
+}
+
+int cfs_catalog_shard_get(struct cfs_catalog *c, int64_t id, struct cfs_shard_info *out)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	cfs__lock(c);
+	st = cfs__stmt(c, S_SHARD_GET);
+	if (!st) {
+		cfs__unlock(c);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rc = read_shard_row(st, out);
+	else if (rc == SQLITE_DONE)
+		rc = -ENOENT;
+	else
+		rc = cfs__fail(c, rc, "file get");
+	sqlite3_reset(st);
+	cfs__unlock(c);
+	return rc;
+}
+
+static int row_sample(sqlite3_stmt *st, void *el)
+{
+	struct cfs_sample *s = el;
+
+	s->offset = (uint64_t)sqlite3_column_int64(st, 0);
+	s->length = (uint64_t)sqlite3_column_int64(st, 1);
+	s->crc = (uint32_t)sqlite3_column_int64(st, 2);
+	s->object_id = sqlite3_column_int64(st, 3);
+	s->object_offset = (uint64_t)sqlite3_column_int64(st, 4);
+	return 0;
+}
+
+int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample **out, size_t *n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	cfs__lock(c);
+	st = cfs__stmt(c, S_SAMPLES_OF);
+	if (st)
+		sqlite3_bind_int64(st, 1, id);
+	rc = st ? cfs__collect_rows(c, st, sizeof(**out), row_sample, NULL, "samples of file",
+				    (void **)out, n)
+		: -EIO;
+	cfs__unlock(c);
+	return rc;
+}
+
+int cfs_catalog_resident(struct cfs_catalog *c, struct cfs_resident *out)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	cfs__lock(c);
+	st = cfs__stmt(c, S_RESIDENT);
+	if (!st) {
+		cfs__unlock(c);
+		return -EIO;
+	}
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		out->files = (uint64_t)sqlite3_column_int64(st, 0);
+		out->bytes = (uint64_t)sqlite3_column_int64(st, 1);
+		out->records = (uint64_t)sqlite3_column_int64(st, 2);
+		rc = 0;
+	} else {
+		rc = cfs__fail(c, rc, "resident totals");
+	}
+	sqlite3_reset(st);
+	cfs__unlock(c);
+	return rc;
+}
+
+/* ---- read statistics --------------------------------------------------- */
+
+/*
+ * Adds one delta to its file's row; *first says whether this delta made
+ * the file's first full read (its full_reads now equals the delta's).  In
+ * a transaction.
+ */
+static int stat_one(struct cfs_catalog *c, sqlite3_stmt *st, const struct cfs_shard_stat_delta *d,
+		    bool *first)
+{
+	sqlite3_bind_int64(st, 1, d->id);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)d->reads);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)d->full_reads);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)d->last_read_ms);
+	int rc = sqlite3_step(st);
+	*first = rc == SQLITE_ROW && d->full_reads &&
+		 (uint64_t)sqlite3_column_int64(st, 0) == d->full_reads;
+	if (rc == SQLITE_ROW)
+		rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : cfs__fail(c, rc, "file stats");
+}
+
+/*
+ * File id was read to the end for the first time: its records are served
+ * (a later full read serves nothing new).  Adds to *newly the ones never
+ * served before, from any file, in any pass.  In a transaction.
+ */
+static int serve_file(struct cfs_catalog *c, int64_t id, uint64_t *newly)
+{
+	sqlite3_stmt *sv = cfs__stmt(c, S_SERVED_ADD);
+	int rc;
+
+	if (!sv)
+		return -EIO;
+	sqlite3_bind_int64(sv, 1, id);
+	rc = cfs__run(c, sv, "records served");
+	if (rc == 0)
+		*newly += (uint64_t)sqlite3_changes(c->db);
+	return rc;
+}
+
+int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_stat_delta *d,
+				 size_t n, uint32_t epoch)
+{
+	uint64_t read_bytes = 0, read_files = 0, newly = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	rc = cfs__txn_begin(c);
+	if (rc < 0)
+		return rc;
+	st = cfs__stmt(c, S_SHARD_STATS);
+	if (!st)
+		rc = -EIO;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		bool first = false;
+		rc = stat_one(c, st, &d[i], &first);
+		read_bytes += d[i].read_bytes;
+		read_files += d[i].reads;
+		if (rc == 0 && first)
+			rc = serve_file(c, d[i].id, &newly);
+	}
+	if (rc == 0 && (read_bytes || read_files))
+		rc = cfs__epoch_add(c, S_EPOCH_READ, epoch, read_bytes, read_files);
+	if (rc == 0 && newly)
+		rc = cfs__epoch_add(c, S_EPOCH_SERVED, epoch, newly, 0);
+	return cfs__txn_end(c, rc);
+}
+
+/* ---- state moves ------------------------------------------------------- */
+
+/*
+ * SEALED -> EVICTING for file id; adds its bytes and records to *bytes and
+ * *records.  -ENOENT when it is not SEALED (nothing changes).  In a
+ * transaction.
+ */
+static int evict_one(struct cfs_catalog *c, int64_t id, uint32_t epoch, uint64_t *bytes,
+		     uint64_t *records, const char *what)
+{
+	sqlite3_stmt *st = cfs__stmt(c, S_SHARD_EVICT);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, epoch);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		sqlite3_reset(st);
+		return -ENOENT;
+	}
+	if (rc == SQLITE_ROW) {
+		*bytes += (uint64_t)sqlite3_column_int64(st, 0);
+		*records += (uint64_t)sqlite3_column_int64(st, 1);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return cfs__fail(c, rc, what);
+	/* its records leave: the plan's whole objects among them are whole no more */
+	return cfs__plan_cut_file(c, id);
+}
+
+int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n, uint32_t epoch)
+{
+	uint64_t bytes = 0, records = 0;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	rc = cfs__txn_begin(c);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = evict_one(c, ids[i], epoch, &bytes, &records, "file evict");
+	if (rc == 0)
+		rc = cfs__epoch_add(c, S_EPOCH_EVICT, epoch, bytes, records);
+	return cfs__txn_end(c, rc);
+}
+
+/* Runs statement sid (bound to ?1 = id only) as `what`.  In a transaction. */
+static int run_id(struct cfs_catalog *c, enum stmt_id sid, int64_t id, const char *what)
+{
+	sqlite3_stmt *st = cfs__stmt(c, sid);
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, id);
+	return cfs__run(c, st, what);
+}
+
+/* Deletes the SAMPLE and FILE OBJECTS rows of file id.  In a transaction. */
+static int delete_contents(struct cfs_catalog *c, int64_t id)
+{
+	int rc = run_id(c, S_SAMPLES_DEL, id, "samples delete");
+
+	if (rc == 0)
+		rc = run_id(c, S_SHOBJ_DEL, id, "file objects delete");
+	return rc;
+}
+
+int cfs_catalog_shard_corrupt(struct cfs_catalog *c, int64_t id, uint32_t epoch)
+{
+	uint64_t bytes = 0, records = 0; /* not counted: a corrupt file is not a victim */
+	int rc = cfs__txn_begin(c);
+
+	if (rc < 0)
+		return rc;
+	/* its records are resident no more: the sampling plan may fetch them again */
+	rc = evict_one(c, id, epoch, &bytes, &records, "file corrupt");
+	if (rc == 0)
+		rc = delete_contents(c, id);
+	return cfs__txn_end(c, rc);
+}
+
+/* Deletes the contents of each file, then runs sid (GONE or delete) on it. */
+static int each_id(struct cfs_catalog *c, enum stmt_id sid, const int64_t *ids, size_t n)
+{
+	const char *what = sid == S_SHARD_GONE ? "file gone" : "file drop";
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		rc = delete_contents(c, ids[i]);
+		if (rc == 0)
+			rc = run_id(c, sid, ids[i], what);
+	}
+	if (rc == 0)
+		assert_c1(c, ids, n);
+	return rc;
+}
+
+int cfs_catalog_shards_gone(struct cfs_catalog *c, const int64_t *ids, size_t n)
+{
+	int rc;
+
+	if (n == 0)
+		return 0;
+	rc = cfs__txn_begin(c);
+	if (rc < 0)
+		return rc;
+	return cfs__txn_end(c, each_id(c, S_SHARD_GONE, ids, n));
+}
+
+int cfs_catalog_shards_drop(struct cfs_catalog *c, const int64_t *ids, size_t n)
+{
+	int rc;
+
+	if (n == 0)
+		return 0;
+	rc = cfs__txn_begin(c);
+	if (rc < 0)
+		return rc;
+	return cfs__txn_end(c, each_id(c, S_SHARD_DEL, ids, n));
+}
