@@ -696,27 +696,163 @@ int smp_sampler_list(struct smp_sampler *s, uint32_t epoch, char *err, size_t er
 	return rc;
 }
 
-int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
-{
-	int rc = 0;
-	err[0] = '\0';
-	s->epoch = epoch;
-	s->full = false;
-	s->fatal = 0;
-	s->fatal_msg[0] = '\0';
-	atomic_store(&s->running, true);
-	smp__progress_begin(s);
-	rc = load_plan(s, err, errlen);
-	if (rc == 0)
-		rc = relist_if_due(s, err, errlen);
-	while (healable(s, rc))
-		rc = heal(s, rc, err, err, errlen);
-	if (rc == -ECANCELED && atomic_load(&s->stop))
-		rc = 0;
-	if (rc || atomic_load(&s->stop))
-		goto out;
+/* What a step of the run loop tells the loop to do. */
+enum run_step {
+	STEP_ON,    /* go on with this iteration */
+	STEP_AGAIN, /* next iteration */
+	STEP_STOP,  /* leave the loop */
+};
 
-again:
+/*
+ * The plan has nothing more to hand out and nothing is in flight: the end
+ * of a pass.  Either everything is resident (or failed) and the sampler
+ * idles until the next epoch, or the plan rolls to a new pass.
+ */
+static enum run_step step_pass_end(struct smp_sampler *s)
+{
+	uint64_t fetched = cmn_plan_fetched_in_pass(s->plan);
+	uint64_t admitted = SMP_STAT_GET(&s->stats, records_admitted);
+	/*
+	 * Nothing fetched since a roll in this epoch: everything is
+	 * resident.  Following, nothing admitted either: what was
+	 * fetched failed (counted once each); it is tried again in
+	 * the next epoch, not pass after pass in this one.
+	 */
+	bool none_in = (fetched == 0 && s->rolled) ||
+		       (s->follow && s->has_rolled && admitted == s->admitted_at_roll);
+	if (none_in && s->rolled_epoch == s->epoch) {
+		if (smp__plan_checkpoint(s) || !s->follow)
+			return STEP_STOP;
+		idle_wait(s);
+		return STEP_AGAIN;
+	}
+	/*
+	 * Residency read again once everything completed is committed
+	 * (the checkpoint): a refresh earlier in the pass (a boundary's
+	 * fresh count) may have read a unit whose file waited in the
+	 * sealer's queue as not resident, and the new pass would fetch
+	 * it twice.
+	 */
+	if (smp__plan_checkpoint(s) || smp__plan_refresh_resident(s) || smp__plan_roll(s))
+		return STEP_STOP;
+	s->rolled_epoch = s->epoch;
+	s->admitted_at_roll = admitted;
+	s->has_rolled = true;
+	if (!s->follow && fetched > 0)
+		return STEP_STOP; /* one pass (ingest) */
+	return STEP_AGAIN;
+}
+
+/*
+ * What came in goes out before the sampler sleeps on the budget: the
+ * shuffle buffer drained, a partial shard sealed (so that it is in the next
+ * snapshot).  STEP_AGAIN when there was something to do.
+ */
+static enum run_step step_flush_before_sleep(struct smp_sampler *s)
+{
+	if (smp_shuffle_count(s->shuf)) {
+		smp__drain(s);
+		return STEP_AGAIN;
+	}
+	if (s->w && cfs_shard_writer_records(s->w) > 0) {
+		smp__plan_checkpoint(s); /* in the next snapshot, not with us */
+		return STEP_AGAIN;
+	}
+	return STEP_ON;
+}
+
+/* Nothing in flight and the waiting job has no room: sleep on the budget. */
+static enum run_step step_no_room(struct smp_sampler *s)
+{
+	struct smp__job *j = s->waiting;
+	if (step_flush_before_sleep(s) == STEP_AGAIN)
+		return STEP_AGAIN;
+	atomic_store(&s->idle, true);
+	SMP_STAT_ADD(&s->stats, budget_waits, 1);
+	uint64_t need = s->follow ? first_room(j) : j->bytes - j->reserve;
+	/* in room_wait_ms slices (the mount: short) so a pause is seen soon */
+	int br = cfs_budget_reserve(cfs_store_budget(s->cstore), need,
+				    s->room_wait_ms < 250 ? s->room_wait_ms : 250);
+	if (br == 0)
+		j->reserve += need;
+	else if (br == -ECANCELED)
+		return STEP_STOP;
+	return STEP_AGAIN;
+}
+
+/*
+ * Every transfer waits for room (fetch.h, grant): what came in goes into a
+ * sealed shard now, then sleep on the budget (which the daemon sees as the
+ * samplers blocked) until some room comes back; the next step's grants
+ * take it.
+ */
+static enum run_step step_all_ungranted(struct smp_sampler *s)
+{
+	if (step_flush_before_sleep(s) == STEP_AGAIN)
+		return STEP_AGAIN;
+	struct cfs_budget *b = cfs_store_budget(s->cstore);
+	int br = cfs_budget_reserve(b, SMP_RANGE_MIN, 250);
+	if (br == -ECANCELED)
+		return STEP_STOP;
+	if (br != 0)
+		return STEP_AGAIN; /* still no room: wait again (or pause, stop) */
+	cfs_budget_release(b, SMP_RANGE_MIN);
+	return STEP_ON;
+}
+
+/* A job reserved part of its room and waits for the rest. */
+static enum run_step step_need_room(struct smp_sampler *s)
+{
+	int wr = smp__wait_for_room(s);
+	if (wr == -ECANCELED)
+		return STEP_STOP;
+	if (wr && wr != -EWOULDBLOCK) {
+		smp__fail_local(s, wr, "waiting for room in the cache");
+		return STEP_STOP;
+	}
+	return STEP_AGAIN;
+}
+
+/* One iteration of the run loop after the window was filled. */
+static enum run_step run_step(struct smp_sampler *s, enum fill_rc fw)
+{
+	if ((fw == FILL_PLAN_WAIT || fw == FILL_PLAN_END) && s->inflight == 0 &&
+	    smp_shuffle_count(s->shuf)) {
+		smp__drain(s); /* the rest of the pass waits in the buffer */
+		return STEP_AGAIN;
+	}
+	if (fw == FILL_PLAN_END && s->inflight == 0)
+		return step_pass_end(s);
+	if (s->full && s->inflight == 0)
+		return STEP_STOP;
+	if (s->need_room)
+		return step_need_room(s);
+	if (fw == FILL_ROOM && !s->full && smp_fetch_pending(s->fetch) == 0)
+		return step_no_room(s);
+	if (!smp_fetch_running(s->fetch) && smp_fetch_ungranted(s->fetch)) {
+		enum run_step st = step_all_ungranted(s);
+		if (st != STEP_ON)
+			return st;
+	}
+	if (smp_fetch_pending(s->fetch)) {
+		int fr = smp_fetch_step(s->fetch, 250);
+		if (fr) {
+			smp__fail_local(s, fr, "transfer engine");
+			return STEP_STOP;
+		}
+	} else if (fw == FILL_PLAN_WAIT) {
+		idle_wait(s); /* not reached: WAIT means transfers or buffered records */
+	}
+	return STEP_ON;
+}
+
+/*
+ * The loop of a run: fill the window of transfers, step them, roll passes,
+ * until stopped, fatal, or (ingest) done.  Returns a pause point's error,
+ * else 0 (s->fatal says whether a step failed).
+ */
+static int run_loop(struct smp_sampler *s, char *err, size_t errlen)
+{
 	s->prog.objects_total = cmn_plan_units(s->plan);
 	uint64_t every = cmn_plan_units(s->plan) / 256;
 	if (every < SMP_SAVE_EVERY)
@@ -725,136 +861,49 @@ again:
 		take_relabel(s);
 		take_refresh(s);
 		if (smp__pause_wanted(s)) {
-			rc = pause_point(s, err, errlen);
+			int rc = pause_point(s, err, errlen);
 			if (rc)
-				break;
+				return rc;
 			continue;
 		}
 		enum fill_rc fw = fill_window(s);
 		if (s->fatal)
 			break;
-		if ((fw == FILL_PLAN_WAIT || fw == FILL_PLAN_END) && s->inflight == 0 &&
-		    smp_shuffle_count(s->shuf)) {
-			smp__drain(s); /* the rest of the pass waits in the buffer */
-			continue;
-		}
-		if (fw == FILL_PLAN_END && s->inflight == 0) {
-			uint64_t fetched = cmn_plan_fetched_in_pass(s->plan);
-			uint64_t admitted = SMP_STAT_GET(&s->stats, records_admitted);
-			/*
-			 * Nothing fetched since a roll in this epoch: everything is
-			 * resident.  Following, nothing admitted either: what was
-			 * fetched failed (counted once each); it is tried again in
-			 * the next epoch, not pass after pass in this one.
-			 */
-			bool none_in =
-			    (fetched == 0 && s->rolled) ||
-			    (s->follow && s->has_rolled && admitted == s->admitted_at_roll);
-			if (none_in && s->rolled_epoch == s->epoch) {
-				if (smp__plan_checkpoint(s) || !s->follow)
-					break;
-				idle_wait(s);
-				continue;
-			}
-			/*
-			 * Residency read again once everything completed is committed
-			 * (the checkpoint): a refresh earlier in the pass (a boundary's
-			 * fresh count) may have read a unit whose file waited in the
-			 * sealer's queue as not resident, and the new pass would fetch
-			 * it twice.
-			 */
-			if (smp__plan_checkpoint(s) || smp__plan_refresh_resident(s) ||
-			    smp__plan_roll(s))
-				break;
-			s->rolled_epoch = s->epoch;
-			s->admitted_at_roll = admitted;
-			s->has_rolled = true;
-			if (!s->follow && fetched > 0)
-				break; /* one pass (ingest) */
-			continue;
-		}
-		if (s->full && s->inflight == 0)
+		enum run_step st = run_step(s, fw);
+		if (st == STEP_STOP)
 			break;
-		if (s->need_room) {
-			int wr = smp__wait_for_room(s);
-			if (wr == -ECANCELED)
-				break;
-			if (wr && wr != -EWOULDBLOCK) {
-				smp__fail_local(s, wr, "waiting for room in the cache");
-				break;
-			}
+		if (st == STEP_AGAIN)
 			continue;
-		}
-		if (fw == FILL_ROOM && !s->full && smp_fetch_pending(s->fetch) == 0) {
-			/* nothing in flight: sleep on the budget for the waiting job's room */
-			struct smp__job *j = s->waiting;
-			if (smp_shuffle_count(s->shuf)) {
-				smp__drain(s);
-				continue;
-			}
-			if (s->w && cfs_shard_writer_records(s->w) > 0) {
-				smp__plan_checkpoint(s); /* in the next snapshot, not with us */
-				continue;
-			}
-			atomic_store(&s->idle, true);
-			SMP_STAT_ADD(&s->stats, budget_waits, 1);
-			uint64_t need = s->follow ? first_room(j) : j->bytes - j->reserve;
-			/* in room_wait_ms slices (the mount: short) so a pause is seen soon */
-			int br = cfs_budget_reserve(cfs_store_budget(s->cstore), need,
-						    s->room_wait_ms < 250 ? s->room_wait_ms : 250);
-			if (br == 0)
-				j->reserve += need;
-			else if (br == -ECANCELED)
-				break;
-			continue;
-		}
-		if (!smp_fetch_running(s->fetch) && smp_fetch_ungranted(s->fetch)) {
-			/*
-			 * Every transfer waits for room (fetch.h, grant): what came
-			 * in goes into a sealed shard now, so that it is in the next
-			 * snapshot, then sleep on the budget (which the daemon sees
-			 * as the samplers blocked) until some room comes back; the
-			 * next step's grants take it.
-			 */
-			if (smp_shuffle_count(s->shuf)) {
-				smp__drain(s);
-				continue;
-			}
-			if (s->w && cfs_shard_writer_records(s->w) > 0) {
-				smp__plan_checkpoint(s);
-				continue;
-			}
-			struct cfs_budget *b = cfs_store_budget(s->cstore);
-			int br = cfs_budget_reserve(b, SMP_RANGE_MIN, 250);
-			if (br == -ECANCELED)
-				break;
-			if (br != 0)
-				continue; /* still no room: wait again (or pause, stop) */
-			cfs_budget_release(b, SMP_RANGE_MIN);
-		}
-		if (smp_fetch_pending(s->fetch)) {
-			int fr = smp_fetch_step(s->fetch, 250);
-			if (fr) {
-				smp__fail_local(s, fr, "transfer engine");
-				break;
-			}
-		} else if (fw == FILL_PLAN_WAIT) {
-			idle_wait(s); /* not reached: WAIT means transfers or buffered records */
-		}
 		if (s->marks_since_save >= every)
 			smp__plan_checkpoint(s);
 		smp__report(s, false);
 	}
-	/* a mount waits out a full disk or a source that cannot be listed */
-	int cause = rc ? rc : s->fatal;
-	if (healable(s, cause)) {
-		rc = heal(s, cause, rc ? err : s->fatal_msg, err, errlen);
-		if (rc == 0)
-			goto again;
-		if (rc == -ECANCELED)
-			rc = 0; /* stopped */
-	}
-	/* the end of the run: the buffered records go out, the plan is saved */
+	return 0;
+}
+
+/* The start of a run: the plan loaded, the source listed if due. */
+static int run_begin(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
+{
+	err[0] = '\0';
+	s->epoch = epoch;
+	s->full = false;
+	s->fatal = 0;
+	s->fatal_msg[0] = '\0';
+	atomic_store(&s->running, true);
+	smp__progress_begin(s);
+	int rc = load_plan(s, err, errlen);
+	if (rc == 0)
+		rc = relist_if_due(s, err, errlen);
+	while (healable(s, rc))
+		rc = heal(s, rc, err, err, errlen);
+	if (rc == -ECANCELED && atomic_load(&s->stop))
+		rc = 0;
+	return rc;
+}
+
+/* The end of the loop: the buffered records go out, the plan is saved. */
+static void run_wind_down(struct smp_sampler *s)
+{
 	smp__drain(s);
 	if (!s->fatal && s->plan && smp__plan_checkpoint(s) == 0)
 		smp__plan_partial_low(s); /* a restart resumes the objects in flight */
@@ -867,7 +916,11 @@ again:
 		s->w = NULL;
 	}
 	smp__seal_flush(s);
-out:
+}
+
+/* The last report; waiters on `running` woken; the run's result. */
+static int run_end(struct smp_sampler *s, int rc, char *err, size_t errlen)
+{
 	s->prog.records = SMP_STAT_GET(&s->stats, records_admitted) - s->records0;
 	s->prog.bytes = SMP_STAT_GET(&s->stats, bytes_admitted) - s->bytes0;
 	smp__report(s, true);
@@ -882,4 +935,25 @@ out:
 		rc = s->fatal;
 	}
 	return rc;
+}
+
+int smp_sampler_run(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
+{
+	int rc = run_begin(s, epoch, err, errlen);
+	if (rc || atomic_load(&s->stop))
+		return run_end(s, rc, err, errlen);
+	for (;;) {
+		rc = run_loop(s, err, errlen);
+		/* a mount waits out a full disk or a source that cannot be listed */
+		int cause = rc ? rc : s->fatal;
+		if (!healable(s, cause))
+			break;
+		rc = heal(s, cause, rc ? err : s->fatal_msg, err, errlen);
+		if (rc == -ECANCELED)
+			rc = 0; /* stopped */
+		if (rc || atomic_load(&s->stop) || s->fatal)
+			break;
+	}
+	run_wind_down(s);
+	return run_end(s, rc, err, errlen);
 }
