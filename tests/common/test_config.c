@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,11 +116,56 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c.retire, CMN_RETIRE_READ);
 	ck_assert_uint_eq(c.retries, 5);
 	ck_assert_uint_eq(c.timeout_ms, 30000);
+	ck_assert_uint_eq(c.wait_timeout_ms, 10 * 60 * 1000);
+	ck_assert_uint_eq(c.first_epoch, 1ull << 20);
+	ck_assert_uint_eq(c.scrub_rate, 50ull << 20);
+	ck_assert(!c.allow_empty);
+	ck_assert_ptr_null(c.metrics_listen);
+	ck_assert_ptr_null(c.log_file);
 	ck_assert_uint_eq(c.n_epochs, 0);
 	/* finish without a limit says what to set */
 	ck_assert_int_eq(cmn_config_finish(&c, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "limit is not set") && strstr(err, "--limit"), "%s", err);
 	cmn_config_free(&c);
+}
+END_TEST
+
+/*
+ * The default that --help and the man page show for a key is the value
+ * cmn_config_init() sets: given back as that key's value, it changes
+ * nothing.  limit and shard_size show how their default is found instead
+ * (required; derived from the limit), strings where theirs is computed,
+ * and [epoch] keys the defaults eviction/schedule.c applies.
+ */
+START_TEST(test_defaults_shown_are_the_values)
+{
+	struct cmn_config_key_info k;
+	size_t checked = 0;
+
+	for (size_t i = 0; cmn_config_key(i, &k); i++) {
+		struct cmn_config init, set;
+		char err[256];
+		bool number = k.values || strcmp(k.metavar, "SIZE") == 0 ||
+			      strcmp(k.metavar, "TIME") == 0 || strcmp(k.metavar, "RATE") == 0 ||
+			      strcmp(k.metavar, "N") == 0;
+
+		if (!number || !k.flat || strcmp(k.section, "epoch N") == 0 ||
+		    strcmp(k.ini, "limit") == 0 || strcmp(k.ini, "shard_size") == 0)
+			continue;
+		cmn_config_init(&init);
+		cmn_config_init(&set);
+		ck_assert_msg(
+		    cmn_config_set(&set, k.flat, k.def, "--default", err, sizeof(err)) == 0,
+		    "%s: the default shown, '%s', does not parse: %s", k.flat, k.def, err);
+		ck_assert_msg(
+		    memcmp(&init, &set, sizeof(init)) == 0,
+		    "%s: the default shown, '%s', is not the value cmn_config_init() sets", k.flat,
+		    k.def);
+		cmn_config_free(&init);
+		cmn_config_free(&set);
+		checked++;
+	}
+	ck_assert_uint_ge(checked, 15);
 }
 END_TEST
 
@@ -497,6 +543,9 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("config_defaults");
 	tcase_add_test(tc, test_defaults);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("config_defaults_shown_are_the_values");
+	tcase_add_test(tc, test_defaults_shown_are_the_values);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config_shard_size_derived_never_refused");
 	tcase_add_test(tc, shard_size_derived_never_refused);
