@@ -344,7 +344,16 @@ static const struct key_def keys[] = {
      CFG(scrub_rate),
      .def = (uint64_t)50 << 20,
      .example = "a rate such as 50M/s (0: off)",
-     .help = "re-verify resident files' record CRCs at this many bytes/s (0: off)"},
+     .help = "re-verify resident files' record CRCs at this many bytes/s (0: off, "
+	     "with unverified_reads = true)"},
+    {.sec = SEC_CACHE,
+     .ini = "unverified_reads",
+     .flat = "unverified_reads",
+     .type = V_ENUM,
+     .names = bool_names,
+     CFG(unverified_reads),
+     .def = false,
+     .help = "accept scrub_rate = 0 (resident files are never re-verified)"},
 };
 
 /*
@@ -1304,6 +1313,13 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 	}
 	if (c->timeout_ms == 0) {
 		snprintf(err, errlen, "timeout = 0: expected a duration such as 30s");
+		return -EINVAL;
+	}
+	if (c->scrub_rate == 0 && !c->unverified_reads) {
+		snprintf(err, errlen,
+			 "scrub_rate = 0 turns off the re-verification of resident files: set "
+			 "unverified_reads = true to accept unverified reads, or give a rate such "
+			 "as 50M/s");
 		return -EINVAL;
 	}
 	if (c->format == CMN_FORMAT_RAW &&

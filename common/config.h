@@ -83,6 +83,7 @@ struct cmn_config {
 				     stay in it and leave once read (DESIGN "Epochs") */
 	uint64_t wait_timeout_ms; /* bound of `epoch next --wait` */
 	uint64_t scrub_rate;	  /* bytes/s the scrubber re-verifies (0: off; daemon/scrub.c) */
+	bool unverified_reads;	  /* false: cmn_config_finish() refuses scrub_rate 0 */
 	uint64_t first_epoch;	  /* a new cache's first shard (at most this size) is its
 				     first epoch as soon as it is sealed; 0: off */
 
@@ -142,8 +143,9 @@ int cmn_config_parse_o(struct cmn_config *c, const char *opts, char *err, size_t
 
 /*
  * Checks the whole: limit given, rank < world_size, connections >= 1,
- * ...  Derives shard_size when it is unset and applies cli_epoch to the
- * schedule.  Returns 0 or -EINVAL with a message saying what to set.
+ * scrub_rate 0 only with unverified_reads, ...  Derives shard_size when
+ * it is unset and applies cli_epoch to the schedule.  Returns 0 or -EINVAL
+ * with a message saying what to set.
  */
 int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen);
 

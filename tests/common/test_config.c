@@ -119,6 +119,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.wait_timeout_ms, 10 * 60 * 1000);
 	ck_assert_uint_eq(c.first_epoch, 1ull << 20);
 	ck_assert_uint_eq(c.scrub_rate, 50ull << 20);
+	ck_assert(!c.unverified_reads);
 	ck_assert(!c.allow_empty);
 	ck_assert_ptr_null(c.metrics_listen);
 	ck_assert_ptr_null(c.log_file);
@@ -166,6 +167,75 @@ START_TEST(test_defaults_shown_are_the_values)
 		checked++;
 	}
 	ck_assert_uint_ge(checked, 15);
+}
+END_TEST
+
+/* scrub_rate 0 is refused unless unverified_reads says it is wanted. */
+START_TEST(test_unverified_reads)
+{
+	struct cmn_config c;
+	char err[512];
+
+	/* refused: one line saying what is wrong and what to do */
+	cmn_config_init(&c);
+	ck_assert_int_eq(cmn_config_parse_o(&c, "limit=1G,scrub_rate=0", err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_config_finish(&c, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "scrub_rate = 0 turns off the re-verification of resident files: set "
+			      "unverified_reads = true to accept unverified reads, or give a rate "
+			      "such as 50M/s");
+	cmn_config_free(&c);
+
+	/* accepted with unverified_reads = true, in each spelling */
+	cmn_config_init(&c);
+	ck_assert_int_eq(
+	    cmn_config_parse_o(&c, "limit=1G,scrub_rate=0,unverified_reads=true", err, sizeof(err)),
+	    0);
+	ck_assert(c.unverified_reads);
+	ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c.scrub_rate, 0);
+	cmn_config_free(&c);
+
+	cmn_config_init(&c);
+	ck_assert_int_eq(cmn_config_set(&c, "limit", "1G", "--limit", err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_config_set(&c, "scrub-rate", "0", "--scrub-rate", err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(
+	    cmn_config_set(&c, "unverified-reads", "true", "--unverified-reads", err, sizeof(err)),
+	    0);
+	ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "%s", err);
+	cmn_config_free(&c);
+
+	ck_assert_msg(load(&c, "[cache]\nlimit = 1G\nscrub_rate = 0\nunverified_reads = true\n",
+			   err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "%s", err);
+	cmn_config_free(&c);
+
+	/* the file's true is overridden by the command line's false */
+	ck_assert_int_eq(load(&c, "[cache]\nlimit = 1G\nscrub_rate = 0\nunverified_reads = true\n",
+			      err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(cmn_config_parse_o(&c, "unverified_reads=false", err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_config_finish(&c, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "scrub_rate = 0 turns off"), "%s", err);
+	cmn_config_free(&c);
+
+	/* a rate needs no unverified_reads, and unverified_reads alone changes nothing */
+	cmn_config_init(&c);
+	ck_assert_int_eq(cmn_config_parse_o(&c, "limit=1G,scrub_rate=1M/s,unverified_reads=true",
+					    err, sizeof(err)),
+			 0);
+	ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c.scrub_rate, 1ull << 20);
+	cmn_config_free(&c);
+
+	/* only false or true */
+	cmn_config_init(&c);
+	ck_assert_int_eq(
+	    cmn_config_set(&c, "unverified_reads", "yes", "--unverified-reads", err, sizeof(err)),
+	    -EINVAL);
+	ck_assert_str_eq(err, "--unverified-reads yes: expected false or true");
+	cmn_config_free(&c);
 }
 END_TEST
 
@@ -492,6 +562,7 @@ START_TEST(test_finish)
 	FINISH_FAILS((c.format = CMN_FORMAT_RAW, c.compression = CMN_COMPRESSION_GZIP),
 		     "compression = gzip applies to format = tfrecord only");
 	FINISH_FAILS(c.timeout_ms = 0, "timeout = 0");
+	FINISH_FAILS(c.scrub_rate = 0, "scrub_rate = 0 turns off the re-verification");
 	{
 		static struct cmn_epoch_section e = {
 		    .first = 0, .last = 0, .line = 9, .has_limit = true, .limit = 200ull << 30};
@@ -546,6 +617,9 @@ static Suite *config_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config_defaults_shown_are_the_values");
 	tcase_add_test(tc, test_defaults_shown_are_the_values);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("config_scrub_rate_0_needs_unverified_reads");
+	tcase_add_test(tc, test_unverified_reads);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config_shard_size_derived_never_refused");
 	tcase_add_test(tc, shard_size_derived_never_refused);
