@@ -108,7 +108,7 @@ def main():
             dt = time.monotonic() - t0
             best_d = dt if best_d is None or dt < best_d else best_d
             run(rc, "mount", "file://%s/" % empty, mnt, "--cache-dir", cache, "--config", cfg,
-                "-o", "scrub_rate=0")
+                "-o", "scrub_rate=0,unverified_reads=true")
             try:
                 cur = os.path.join(mnt, "current")
                 t0 = time.monotonic()

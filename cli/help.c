@@ -86,11 +86,11 @@ void cli_help_keys(FILE *f)
 			}
 			/* "  NAME   default: D", the default on a line of its own when
 			 * the name is wider than its column */
-			int col = fprintf(f, "  %-28s ", both);
-			if (col > 31) {
-				fprintf(f, "\n%*s", 31, "");
-				col = 31;
-			}
+			int col = 31;
+			if (strlen(both) > 28)
+				fprintf(f, "  %s\n%*s", both, col, "");
+			else
+				fprintf(f, "  %-28s ", both);
 			fputs("default: ", f);
 			cli_wrap(f, k.def, (size_t)col + 9, 33, HELP_COLUMNS);
 			snprintf(help, sizeof(help), "%s%s%s%s", k.help,

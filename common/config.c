@@ -1,8 +1,9 @@
 /*
  * config.c - rollcache configuration: INI file (inih), --key flags, -o k=v.
  *
- * Owns the table of keys (section, INI name, flat name, value type), the
- * checks of single values, and cmn_config_finish()'s checks of the whole.
+ * Owns the table of keys (section, INI name, flat name, value type, field,
+ * range, default), the checks of single values, and cmn_config_finish()'s
+ * checks of the whole.
  * Does not decide what the values mean at run time, and does not turn
  * [epoch ...] sections into a schedule (eviction/schedule.c does, including
  * overlap and gap checks).
@@ -26,12 +27,14 @@
 
 #include "common/units.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,40 +45,6 @@
 #define MSG_MAX		512
 
 /* ---- key table ----------------------------------------------------------- */
-
-enum key_id {
-	K_CACHE_DIR,
-	K_LIMIT,
-	K_ADVANCE,
-	K_MIN_RECORDS,
-	K_RETIRE,
-	K_WAIT_TIMEOUT,
-	K_FIRST_EPOCH,
-	K_URL,
-	K_ENDPOINT,
-	K_REGION,
-	K_PROFILE,
-	K_S3_ADDRESSING,
-	K_FORMAT,
-	K_COMPRESSION,
-	K_RANK,
-	K_WORLD_SIZE,
-	K_RELIST,
-	K_ALLOW_EMPTY,
-	K_CONNECTIONS,
-	K_STRATEGY,
-	K_SHARD_SIZE,
-	K_RETRIES,
-	K_TIMEOUT,
-	K_METRICS_LISTEN,
-	K_LOG_FILE,
-	K_SCRUB_RATE,
-	/* [epoch ...] keys given on the command line: they apply to every entry */
-	K_POLICY,
-	K_ADMIT,
-	K_MIN_USES,
-	K_SEED,
-};
 
 enum vtype {
 	V_STR,
@@ -107,113 +76,427 @@ static const char *const bool_names[] = {"false", "true", NULL};
 /*
  * The one table of keys: the INI parser, --flags, -o options, `mount
  * --help` and the man page (cmn_config_key()) all read it, so the three
- * spellings and their documentation cannot drift apart.
+ * spellings and their documentation cannot drift apart.  A row also owns
+ * its key's field (by offset), type, range and default:
+ * cmn_config_init() writes each default through the offset, store()
+ * writes each parsed value the same way, cmn_config_free() frees the
+ * string fields, and the default shown in help is made from the value.
+ *
+ * Fields by type: V_STR, V_URL, V_ENDPOINT, V_LISTEN are a malloc'd
+ * `char *` (default NULL: the value used then is computed elsewhere and
+ * def_text says which); V_U32 is a uint32_t; V_U64, V_SIZE, V_DURATION
+ * (milliseconds) and V_RATE (bytes/s) a uint64_t; V_ENUM is the index in
+ * names, in an enum of 4 bytes, or a bool with bool_names.  check_table()
+ * asserts these in debug builds.
+ *
+ * keys[] fields are in struct cmn_config; epoch_keys[] fields are in
+ * struct cmn_epoch_section: an [epoch ...] entry of the file, or
+ * cmn_config.cli_epoch for the same key given on the command line.
  */
 struct key_def {
-	int id; /* enum key_id, or enum epoch_key in epoch_keys */
 	enum section_id sec;
 	const char *ini;  /* name in its section */
 	const char *flat; /* --flag / -o name; NULL: INI only */
 	enum vtype type;
 	const char *const *names; /* V_ENUM */
-	uint64_t min, max;	  /* V_U32 / V_U64 / V_SIZE range */
+	uint64_t min, max;	  /* V_U32, V_U64, V_SIZE range; V_DURATION: min */
+	size_t off;		  /* offsetof the field */
+	size_t width;		  /* sizeof the field */
+	size_t given;		  /* offsetof a bool set when the key is given, + 1; 0: none */
+	uint64_t def;		  /* the default of a number, or the index of an enum's */
+	const char *def_text;	  /* the default shown when it is not def (computed, or none) */
+	const char *metavar;	  /* help's name of a string value (DIR, NAME, ...) */
 	const char *example;	  /* what is expected, for messages */
-	const char *def;	  /* the default, as shown in help */
 	const char *help;	  /* one line for --help and the man page */
 };
 
+#define FIELD_OF(type, f) .off = offsetof(type, f), .width = sizeof(((type *)0)->f)
+#define CFG(f)		  FIELD_OF(struct cmn_config, f)
+#define EPOCH(f)	  FIELD_OF(struct cmn_epoch_section, f)
+#define GIVEN(type, f)	  .given = offsetof(type, f) + 1
+
 static const struct key_def keys[] = {
-    {K_CACHE_DIR, SEC_CACHE, "dir", "cache_dir", V_STR, NULL, 0, 0, "a directory path",
-     "$XDG_CACHE_HOME/rollcache/<hash>", "the cache directory"},
-    {K_LIMIT, SEC_CACHE, "limit", "limit", V_SIZE, NULL, 1, UINT64_MAX, "a size such as 200G",
-     "(required)", "hard bound on bytes on disk"},
-    {K_ADVANCE, SEC_CACHE, "advance", "advance", V_ENUM, advance_names, 0, 0, NULL, "manual",
-     "advance on request, or once every file was read"},
-    {K_MIN_RECORDS, SEC_CACHE, "min_records", "min_records", V_U64, NULL, 0, UINT64_MAX,
-     "a record count such as 1000", "1000", "records `epoch next --wait` waits for"},
-    {K_RETIRE, SEC_CACHE, "retire", "retire", V_ENUM, retire_names, 0, 0, NULL, "read",
-     "victims leave at the boundary, or stay in the view until read"},
-    {K_WAIT_TIMEOUT, SEC_CACHE, "wait_timeout", "wait_timeout", V_DURATION, NULL, 1, UINT64_MAX,
-     "a duration such as 10m", "10m", "bound of `epoch next --wait`"},
-    {K_FIRST_EPOCH, SEC_CACHE, "first_epoch", "first_epoch", V_SIZE, NULL, 0, UINT64_MAX,
-     "a size such as 1M (0: off)", "1M",
-     "a new cache's first shard, at most this size, is its first epoch at once"},
-    {K_URL, SEC_SOURCE, "url", "url", V_URL, NULL, 0, 0, NULL, "(the SOURCE argument)",
-     "file:///dir/, http(s)://host/prefix/ or s3://bucket/prefix/"},
-    {K_ENDPOINT, SEC_SOURCE, "endpoint", "endpoint", V_ENDPOINT, NULL, 0, 0, NULL,
-     "AWS_ENDPOINT_URL, ~/.aws/config, AWS", "URL of an S3-compatible store"},
-    {K_REGION, SEC_SOURCE, "region", "region", V_STR, NULL, 0, 0, "a region such as us-east-1",
-     "AWS_REGION, ~/.aws/config, us-east-1", "SigV4 signing region"},
-    {K_PROFILE, SEC_SOURCE, "profile", "profile", V_STR, NULL, 0, 0,
-     "a profile name of ~/.aws/config", "AWS_PROFILE, default",
-     "profile of ~/.aws/credentials and ~/.aws/config"},
-    {K_S3_ADDRESSING, SEC_SOURCE, "s3_addressing", "s3_addressing", V_ENUM, addressing_names, 0, 0,
-     NULL, "auto", "bucket in the host name (virtual) or in the path"},
-    {K_FORMAT, SEC_SOURCE, "format", "format", V_ENUM, format_names, 0, 0, NULL, "tfrecord",
-     "records sampled into shards, or one object = one sample"},
-    {K_COMPRESSION, SEC_SOURCE, "compression", "compression", V_ENUM, compression_names, 0, 0, NULL,
-     "auto", "TFRecord compression (auto: told by the first bytes of each object)"},
-    {K_RANK, SEC_SOURCE, "rank", "rank", V_U32, NULL, 0, UINT32_MAX - 1, "a node index such as 0",
-     "0", "this node's part of the dataset"},
-    {K_WORLD_SIZE, SEC_SOURCE, "world_size", "world_size", V_U32, NULL, 1, UINT32_MAX,
-     "a node count of at least 1", "1", "objects are split by hash(key) % world_size"},
-    {K_RELIST, SEC_SOURCE, "relist", "relist", V_U32, NULL, 0, UINT32_MAX,
-     "an epoch count such as 1 (0: never re-list)", "1", "re-list the source every N epochs"},
-    {K_ALLOW_EMPTY, SEC_SOURCE, "allow_empty", "allow_empty", V_ENUM, bool_names, 0, 0, NULL,
-     "false", "start when the first listing holds no object (else mount and ingest exit 1)"},
-    {K_CONNECTIONS, SEC_SAMPLER, "connections", "connections", V_U32, NULL, 1, 1024,
-     "a number of parallel transfers from 1 to 1024", "8", "parallel transfers"},
-    {K_STRATEGY, SEC_SAMPLER, "strategy", "strategy", V_ENUM, strategy_names, 0, 0, NULL, "objects",
-     "whole objects, or random records via .idx sidecars"},
-    {K_SHARD_SIZE, SEC_SAMPLER, "shard_size", "shard_size", V_SIZE, NULL, 1, UINT64_MAX,
-     "a size such as 64M", "limit/16, 64K to 64M", "target size of local shards"},
-    {K_RETRIES, SEC_SAMPLER, "retries", "retries", V_U32, NULL, 0, 1000,
-     "a retry count from 0 to 1000", "5", "retries of a failed transfer"},
-    {K_TIMEOUT, SEC_SAMPLER, "timeout", "timeout", V_DURATION, NULL, 1, UINT64_MAX,
-     "a duration such as 30s", "30s", "per-transfer stall timeout"},
-    {K_METRICS_LISTEN, SEC_MOUNT, "metrics_listen", "metrics_listen", V_LISTEN, NULL, 0, 0, NULL,
-     "(off)", "serve Prometheus metrics over HTTP on ADDR:PORT"},
-    {K_LOG_FILE, SEC_MOUNT, "log_file", "log_file", V_STR, NULL, 0, 0, "a file path",
-     "(syslog once detached; stderr with -f)", "append the daemon's log to this file"},
-    {K_SCRUB_RATE, SEC_CACHE, "scrub_rate", "scrub_rate", V_RATE, NULL, 0, UINT64_MAX,
-     "a rate such as 50M/s (0: off)", "50M/s",
-     "re-verify resident files' record CRCs at this many bytes/s (0: off)"},
+    {.sec = SEC_CACHE,
+     .ini = "dir",
+     .flat = "cache_dir",
+     .type = V_STR,
+     CFG(cache_dir),
+     .def_text = "$XDG_CACHE_HOME/rollcache/<hash>",
+     .metavar = "DIR",
+     .example = "a directory path",
+     .help = "the cache directory"},
+    {.sec = SEC_CACHE,
+     .ini = "limit",
+     .flat = "limit",
+     .type = V_SIZE,
+     .min = 1,
+     .max = UINT64_MAX,
+     CFG(limit),
+     GIVEN(struct cmn_config, has_limit),
+     .def_text = "(required)",
+     .example = "a size such as 200G",
+     .help = "hard bound on bytes on disk"},
+    {.sec = SEC_CACHE,
+     .ini = "advance",
+     .flat = "advance",
+     .type = V_ENUM,
+     .names = advance_names,
+     CFG(advance),
+     .def = CMN_ADVANCE_MANUAL,
+     .help = "advance on request, or once every file was read"},
+    {.sec = SEC_CACHE,
+     .ini = "min_records",
+     .flat = "min_records",
+     .type = V_U64,
+     .max = UINT64_MAX,
+     CFG(min_records),
+     .def = 1000,
+     .example = "a record count such as 1000",
+     .help = "records `epoch next --wait` waits for"},
+    {.sec = SEC_CACHE,
+     .ini = "retire",
+     .flat = "retire",
+     .type = V_ENUM,
+     .names = retire_names,
+     CFG(retire),
+     .def = CMN_RETIRE_READ,
+     .help = "victims leave at the boundary, or stay in the view until read"},
+    {.sec = SEC_CACHE,
+     .ini = "wait_timeout",
+     .flat = "wait_timeout",
+     .type = V_DURATION,
+     .min = 1,
+     .max = UINT64_MAX,
+     CFG(wait_timeout_ms),
+     .def = 10 * 60 * 1000,
+     .example = "a duration such as 10m",
+     .help = "bound of `epoch next --wait`"},
+    {.sec = SEC_CACHE,
+     .ini = "first_epoch",
+     .flat = "first_epoch",
+     .type = V_SIZE,
+     .max = UINT64_MAX,
+     CFG(first_epoch),
+     .def = (uint64_t)1 << 20,
+     .example = "a size such as 1M (0: off)",
+     .help = "a new cache's first shard, at most this size, is its first epoch at once"},
+    {.sec = SEC_SOURCE,
+     .ini = "url",
+     .flat = "url",
+     .type = V_URL,
+     CFG(url),
+     .def_text = "(the SOURCE argument)",
+     .help = "file:///dir/, http(s)://host/prefix/ or s3://bucket/prefix/"},
+    {.sec = SEC_SOURCE,
+     .ini = "endpoint",
+     .flat = "endpoint",
+     .type = V_ENDPOINT,
+     CFG(endpoint),
+     .def_text = "AWS_ENDPOINT_URL, ~/.aws/config, AWS",
+     .help = "URL of an S3-compatible store"},
+    {.sec = SEC_SOURCE,
+     .ini = "region",
+     .flat = "region",
+     .type = V_STR,
+     CFG(region),
+     .def_text = "AWS_REGION, ~/.aws/config, us-east-1",
+     .metavar = "NAME",
+     .example = "a region such as us-east-1",
+     .help = "SigV4 signing region"},
+    {.sec = SEC_SOURCE,
+     .ini = "profile",
+     .flat = "profile",
+     .type = V_STR,
+     CFG(profile),
+     .def_text = "AWS_PROFILE, default",
+     .metavar = "NAME",
+     .example = "a profile name of ~/.aws/config",
+     .help = "profile of ~/.aws/credentials and ~/.aws/config"},
+    {.sec = SEC_SOURCE,
+     .ini = "s3_addressing",
+     .flat = "s3_addressing",
+     .type = V_ENUM,
+     .names = addressing_names,
+     CFG(s3_addressing),
+     .def = CMN_S3_ADDRESSING_AUTO,
+     .help = "bucket in the host name (virtual) or in the path"},
+    {.sec = SEC_SOURCE,
+     .ini = "format",
+     .flat = "format",
+     .type = V_ENUM,
+     .names = format_names,
+     CFG(format),
+     .def = CMN_FORMAT_TFRECORD,
+     .help = "records sampled into shards, or one object = one sample"},
+    {.sec = SEC_SOURCE,
+     .ini = "compression",
+     .flat = "compression",
+     .type = V_ENUM,
+     .names = compression_names,
+     CFG(compression),
+     .def = CMN_COMPRESSION_AUTO,
+     .help = "TFRecord compression (auto: told by the first bytes of each object)"},
+    {.sec = SEC_SOURCE,
+     .ini = "rank",
+     .flat = "rank",
+     .type = V_U32,
+     .max = UINT32_MAX - 1,
+     CFG(rank),
+     .def = 0,
+     .example = "a node index such as 0",
+     .help = "this node's part of the dataset"},
+    {.sec = SEC_SOURCE,
+     .ini = "world_size",
+     .flat = "world_size",
+     .type = V_U32,
+     .min = 1,
+     .max = UINT32_MAX,
+     CFG(world_size),
+     .def = 1,
+     .example = "a node count of at least 1",
+     .help = "objects are split by hash(key) % world_size"},
+    {.sec = SEC_SOURCE,
+     .ini = "relist",
+     .flat = "relist",
+     .type = V_U32,
+     .max = UINT32_MAX,
+     CFG(relist),
+     .def = 1,
+     .example = "an epoch count such as 1 (0: never re-list)",
+     .help = "re-list the source every N epochs"},
+    {.sec = SEC_SOURCE,
+     .ini = "allow_empty",
+     .flat = "allow_empty",
+     .type = V_ENUM,
+     .names = bool_names,
+     CFG(allow_empty),
+     .def = false,
+     .help = "start when the first listing holds no object (else mount and ingest exit 1)"},
+    {.sec = SEC_SAMPLER,
+     .ini = "connections",
+     .flat = "connections",
+     .type = V_U32,
+     .min = 1,
+     .max = 1024,
+     CFG(connections),
+     .def = 8,
+     .example = "a number of parallel transfers from 1 to 1024",
+     .help = "parallel transfers"},
+    {.sec = SEC_SAMPLER,
+     .ini = "strategy",
+     .flat = "strategy",
+     .type = V_ENUM,
+     .names = strategy_names,
+     CFG(strategy),
+     .def = CMN_STRATEGY_OBJECTS,
+     .help = "whole objects, or random records via .idx sidecars"},
+    {.sec = SEC_SAMPLER,
+     .ini = "shard_size",
+     .flat = "shard_size",
+     .type = V_SIZE,
+     .min = 1,
+     .max = UINT64_MAX,
+     CFG(shard_size),
+     .def = 0, /* unset: cmn_config_finish() derives it from the limit */
+     .def_text = "limit/16, 64K to 64M",
+     .example = "a size such as 64M",
+     .help = "target size of local shards"},
+    {.sec = SEC_SAMPLER,
+     .ini = "retries",
+     .flat = "retries",
+     .type = V_U32,
+     .max = 1000,
+     CFG(retries),
+     .def = 5,
+     .example = "a retry count from 0 to 1000",
+     .help = "retries of a failed transfer"},
+    {.sec = SEC_SAMPLER,
+     .ini = "timeout",
+     .flat = "timeout",
+     .type = V_DURATION,
+     .min = 1,
+     .max = UINT64_MAX,
+     CFG(timeout_ms),
+     .def = 30 * 1000,
+     .example = "a duration such as 30s",
+     .help = "per-transfer stall timeout"},
+    {.sec = SEC_MOUNT,
+     .ini = "metrics_listen",
+     .flat = "metrics_listen",
+     .type = V_LISTEN,
+     CFG(metrics_listen),
+     .def_text = "(off)",
+     .help = "serve Prometheus metrics over HTTP on ADDR:PORT"},
+    {.sec = SEC_MOUNT,
+     .ini = "log_file",
+     .flat = "log_file",
+     .type = V_STR,
+     CFG(log_file),
+     .def_text = "(syslog once detached; stderr with -f)",
+     .metavar = "PATH",
+     .example = "a file path",
+     .help = "append the daemon's log to this file"},
+    {.sec = SEC_CACHE,
+     .ini = "scrub_rate",
+     .flat = "scrub_rate",
+     .type = V_RATE,
+     .max = UINT64_MAX,
+     CFG(scrub_rate),
+     .def = (uint64_t)50 << 20,
+     .example = "a rate such as 50M/s (0: off)",
+     .help = "re-verify resident files' record CRCs at this many bytes/s (0: off, "
+	     "with unverified_reads = true)"},
+    {.sec = SEC_CACHE,
+     .ini = "unverified_reads",
+     .flat = "unverified_reads",
+     .type = V_ENUM,
+     .names = bool_names,
+     CFG(unverified_reads),
+     .def = false,
+     .help = "accept scrub_rate = 0 (resident files are never re-verified)"},
 };
 
-enum epoch_key { E_LIMIT, E_ADMIT, E_POLICY, E_MIN_USES, E_SEED };
-
-/* flat: the command-line name, which applies the key to every [epoch] entry */
+/*
+ * flat: the command-line name, which applies the key to every [epoch]
+ * entry.  The defaults of an entry are applied by eviction/schedule.c
+ * (which also knows the cache limit they follow); def_text shows them.
+ */
 static const struct key_def epoch_keys[] = {
-    {E_LIMIT, SEC_EPOCH, "limit", NULL, V_SIZE, NULL, 1, UINT64_MAX, "a size such as 20G",
-     "the cache limit", "bytes the cache may hold during these epochs"},
-    {E_ADMIT, SEC_EPOCH, "admit", "admit", V_SIZE, NULL, 0, UINT64_MAX, "a size such as 5G",
-     "limit/2 (first entry)", "fresh bytes admitted per epoch"},
-    {E_POLICY, SEC_EPOCH, "policy", "policy", V_ENUM, policy_names, 0, 0, NULL, "fifo",
-     "eviction policy"},
-    {E_MIN_USES, SEC_EPOCH, "min_uses", "min_uses", V_U32, NULL, 0, UINT32_MAX,
-     "a read count such as 2", "0", "never evict a shard read fewer times than this"},
-    {E_SEED, SEC_EPOCH, "seed", "seed", V_U64, NULL, 0, UINT64_MAX, "an integer such as 42", "0",
-     "seed of the random policy"},
+    {.sec = SEC_EPOCH,
+     .ini = "limit",
+     .type = V_SIZE,
+     .min = 1,
+     .max = UINT64_MAX,
+     EPOCH(limit),
+     GIVEN(struct cmn_epoch_section, has_limit),
+     .def_text = "the cache limit",
+     .example = "a size such as 20G",
+     .help = "bytes the cache may hold during these epochs"},
+    {.sec = SEC_EPOCH,
+     .ini = "admit",
+     .flat = "admit",
+     .type = V_SIZE,
+     .max = UINT64_MAX,
+     EPOCH(admit),
+     GIVEN(struct cmn_epoch_section, has_admit),
+     .def_text = "limit/2 (first entry)",
+     .example = "a size such as 5G",
+     .help = "fresh bytes admitted per epoch"},
+    {.sec = SEC_EPOCH,
+     .ini = "policy",
+     .flat = "policy",
+     .type = V_ENUM,
+     .names = policy_names,
+     EPOCH(policy),
+     GIVEN(struct cmn_epoch_section, has_policy),
+     .def_text = "fifo",
+     .help = "eviction policy"},
+    {.sec = SEC_EPOCH,
+     .ini = "min_uses",
+     .flat = "min_uses",
+     .type = V_U32,
+     .max = UINT32_MAX,
+     EPOCH(min_uses),
+     GIVEN(struct cmn_epoch_section, has_min_uses),
+     .def_text = "0",
+     .example = "a read count such as 2",
+     .help = "never evict a shard read fewer times than this"},
+    {.sec = SEC_EPOCH,
+     .ini = "seed",
+     .flat = "seed",
+     .type = V_U64,
+     .max = UINT64_MAX,
+     EPOCH(seed),
+     GIVEN(struct cmn_epoch_section, has_seed),
+     .def_text = "0",
+     .example = "an integer such as 42",
+     .help = "seed of the random policy"},
 };
 
 #define N_KEYS	     (sizeof(keys) / sizeof(keys[0]))
 #define N_EPOCH_KEYS (sizeof(epoch_keys) / sizeof(epoch_keys[0]))
 
-static const struct key_def *find_key(enum key_id id)
+/* Row i of keys[] followed by epoch_keys[] (i < N_KEYS + N_EPOCH_KEYS). */
+static const struct key_def *row(size_t i)
 {
-	for (size_t i = 0; i < N_KEYS; i++)
-		if (keys[i].id == (int)id)
-			return &keys[i];
+	return i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
+}
+
+static bool is_string(enum vtype t)
+{
+	return t == V_STR || t == V_URL || t == V_ENDPOINT || t == V_LISTEN;
+}
+
+/* The row of [sec] ini, or NULL. */
+static const struct key_def *find_key(enum section_id sec, const char *ini)
+{
+	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++)
+		if (row(i)->sec == sec && strcmp(row(i)->ini, ini) == 0)
+			return row(i);
 	return NULL;
+}
+
+/*
+ * Asserts (debug builds) that every row names a field of its type, as the
+ * table's comment lists them, and an enum default among its names.
+ */
+static void check_table(void)
+{
+	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
+		const struct key_def *d = row(i);
+		size_t n = 0, size = d->sec == SEC_EPOCH ? sizeof(struct cmn_epoch_section)
+							 : sizeof(struct cmn_config);
+
+		assert(d->off + d->width <= size && d->given <= size);
+		switch (d->type) {
+		case V_STR:
+		case V_URL:
+		case V_ENDPOINT:
+		case V_LISTEN:
+			assert(d->width == sizeof(char *) && d->def == 0 && d->def_text);
+			break;
+		case V_U32:
+			assert(d->width == sizeof(uint32_t) && d->max <= UINT32_MAX);
+			break;
+		case V_U64:
+		case V_SIZE:
+		case V_DURATION:
+		case V_RATE:
+			assert(d->width == sizeof(uint64_t));
+			break;
+		case V_ENUM:
+			while (d->names[n])
+				n++;
+			assert(d->def < n);
+			assert(d->width ==
+			       (d->names == bool_names ? sizeof(bool) : sizeof(uint32_t)));
+			break;
+		}
+		(void)n;
+		(void)size;
+	}
+}
+
+/*
+ * Writes u into the number, enum or bool field at p, of d's type (see the
+ * table's comment).
+ */
+static void put_number(const struct key_def *d, unsigned char *p, uint64_t u)
+{
+	if (d->type == V_ENUM && d->names == bool_names)
+		*(bool *)(void *)p = u != 0;
+	else if (d->width == sizeof(uint32_t))
+		*(uint32_t *)(void *)p = (uint32_t)u;
+	else
+		*(uint64_t *)(void *)p = u;
 }
 
 /* ---- values ------------------------------------------------------------- */
 
 /* A parsed value before it is stored. */
 struct value {
-	uint64_t u;
-	int e;
-	char *s; /* owned until stored */
+	uint64_t u; /* a number, or an enum's index in names */
+	char *s;    /* a string, owned until stored */
 };
 
 /* Hides a URL's user:password part in messages (user:pw@ becomes ***@). */
@@ -381,7 +664,7 @@ static int parse_value(const struct key_def *d, const char *s, struct value *v, 
 	case V_ENUM:
 		for (int i = 0; d->names[i]; i++) {
 			if (strcmp(s, d->names[i]) == 0) {
-				v->e = i;
+				v->u = (uint64_t)i;
 				return 0;
 			}
 		}
@@ -397,138 +680,25 @@ static int parse_value(const struct key_def *d, const char *s, struct value *v, 
 	return 0;
 }
 
-static void store_str(char **slot, struct value *v)
+/*
+ * Writes v into d's field of base (a struct cmn_config for keys[], a
+ * struct cmn_epoch_section for epoch_keys[]) and sets the field's "given"
+ * flag.  A string field takes v->s (freeing the value it held).
+ */
+static void store(void *base, const struct key_def *d, struct value *v)
 {
-	free(*slot);
-	*slot = v->s;
-	v->s = NULL;
-}
+	unsigned char *p = (unsigned char *)base + d->off;
 
-static void store(struct cmn_config *c, const struct key_def *d, struct value *v)
-{
-	switch ((enum key_id)d->id) {
-	case K_CACHE_DIR:
-		store_str(&c->cache_dir, v);
-		break;
-	case K_LIMIT:
-		c->limit = v->u;
-		c->has_limit = true;
-		break;
-	case K_ADVANCE:
-		c->advance = (enum cmn_advance)v->e;
-		break;
-	case K_MIN_RECORDS:
-		c->min_records = v->u;
-		break;
-	case K_FIRST_EPOCH:
-		c->first_epoch = v->u;
-		break;
-	case K_RETIRE:
-		c->retire = (enum cmn_retire)v->e;
-		break;
-	case K_WAIT_TIMEOUT:
-		c->wait_timeout_ms = v->u;
-		break;
-	case K_URL:
-		store_str(&c->url, v);
-		break;
-	case K_ENDPOINT:
-		store_str(&c->endpoint, v);
-		break;
-	case K_S3_ADDRESSING:
-		c->s3_addressing = (enum cmn_s3_addressing)v->e;
-		break;
-	case K_METRICS_LISTEN:
-		store_str(&c->metrics_listen, v);
-		break;
-	case K_LOG_FILE:
-		store_str(&c->log_file, v);
-		break;
-	case K_SCRUB_RATE:
-		c->scrub_rate = v->u;
-		break;
-	case K_POLICY:
-		c->cli_epoch.policy = (enum cmn_policy)v->e;
-		c->cli_epoch.has_policy = true;
-		break;
-	case K_ADMIT:
-		c->cli_epoch.admit = v->u;
-		c->cli_epoch.has_admit = true;
-		break;
-	case K_MIN_USES:
-		c->cli_epoch.min_uses = (uint32_t)v->u;
-		c->cli_epoch.has_min_uses = true;
-		break;
-	case K_SEED:
-		c->cli_epoch.seed = v->u;
-		c->cli_epoch.has_seed = true;
-		break;
-	case K_REGION:
-		store_str(&c->region, v);
-		break;
-	case K_PROFILE:
-		store_str(&c->profile, v);
-		break;
-	case K_FORMAT:
-		c->format = (enum cmn_format)v->e;
-		break;
-	case K_COMPRESSION:
-		c->compression = (enum cmn_compression)v->e;
-		break;
-	case K_RANK:
-		c->rank = (uint32_t)v->u;
-		break;
-	case K_WORLD_SIZE:
-		c->world_size = (uint32_t)v->u;
-		break;
-	case K_RELIST:
-		c->relist = (uint32_t)v->u;
-		break;
-	case K_ALLOW_EMPTY:
-		c->allow_empty = v->e == 1;
-		break;
-	case K_CONNECTIONS:
-		c->connections = (uint32_t)v->u;
-		break;
-	case K_STRATEGY:
-		c->strategy = (enum cmn_strategy)v->e;
-		break;
-	case K_SHARD_SIZE:
-		c->shard_size = v->u;
-		break;
-	case K_RETRIES:
-		c->retries = (uint32_t)v->u;
-		break;
-	case K_TIMEOUT:
-		c->timeout_ms = v->u;
-		break;
+	if (is_string(d->type)) {
+		char **slot = (char **)(void *)p;
+		free(*slot);
+		*slot = v->s;
+		v->s = NULL;
+	} else {
+		put_number(d, p, v->u);
 	}
-}
-
-static void store_epoch(struct cmn_epoch_section *e, const struct key_def *d, const struct value *v)
-{
-	switch ((enum epoch_key)d->id) {
-	case E_LIMIT:
-		e->limit = v->u;
-		e->has_limit = true;
-		break;
-	case E_ADMIT:
-		e->admit = v->u;
-		e->has_admit = true;
-		break;
-	case E_POLICY:
-		e->policy = (enum cmn_policy)v->e;
-		e->has_policy = true;
-		break;
-	case E_MIN_USES:
-		e->min_uses = (uint32_t)v->u;
-		e->has_min_uses = true;
-		break;
-	case E_SEED:
-		e->seed = v->u;
-		e->has_seed = true;
-		break;
-	}
+	if (d->given)
+		*(bool *)(void *)((unsigned char *)base + d->given - 1) = true;
 }
 
 /* Copies a key with '-' turned into '_'; returns false if it does not fit. */
@@ -551,7 +721,7 @@ static void key_list(enum section_id sec, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
-		const struct key_def *d = i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
+		const struct key_def *d = row(i);
 		const char *name = sec == SEC_NONE ? d->flat : d->ini;
 		int k;
 		if ((sec != SEC_NONE && d->sec != sec) || !name)
@@ -608,7 +778,7 @@ static const char *nearest_key(enum section_id sec, const char *name)
 	const char *best = NULL;
 
 	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
-		const struct key_def *d = i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
+		const struct key_def *d = row(i);
 		const char *cand = sec == SEC_NONE ? d->flat : d->ini;
 		if (!cand || (sec != SEC_NONE && d->sec != sec))
 			continue;
@@ -627,7 +797,7 @@ static const char *nearest_key(enum section_id sec, const char *name)
 static enum section_id key_section(enum section_id sec, const char *name)
 {
 	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
-		const struct key_def *d = i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
+		const struct key_def *d = row(i);
 		if (d->sec != sec && strcmp(d->ini, name) == 0)
 			return d->sec;
 	}
@@ -638,38 +808,19 @@ static enum section_id key_section(enum section_id sec, const char *name)
 
 void cmn_config_init(struct cmn_config *c)
 {
+	check_table();
 	memset(c, 0, sizeof(*c));
-	c->advance = CMN_ADVANCE_MANUAL;
-	c->min_records = 1000;
-	c->first_epoch = (uint64_t)1 << 20;
-	c->retire = CMN_RETIRE_READ;
-	c->wait_timeout_ms = 10 * 60 * 1000;
-	c->format = CMN_FORMAT_TFRECORD;
-	c->compression = CMN_COMPRESSION_AUTO;
-	c->rank = 0;
-	c->world_size = 1;
-	c->relist = 1;
-	c->connections = 8;
-	c->strategy = CMN_STRATEGY_OBJECTS;
-	c->shard_size = 0; /* derived from the limit by cmn_config_finish */
-	c->retries = 5;
-	c->timeout_ms = 30000;
-	c->s3_addressing = CMN_S3_ADDRESSING_AUTO;
-	c->scrub_rate = (uint64_t)50 << 20;
-	/* region, profile, endpoint: NULL, resolved by sampler/s3_credentials.c
-	 * the way the AWS CLI does (environment, ~/.aws/config, defaults) */
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (!is_string(keys[i].type))
+			put_number(&keys[i], (unsigned char *)c + keys[i].off, keys[i].def);
 }
 
 void cmn_config_free(struct cmn_config *c)
 {
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (is_string(keys[i].type))
+			free(*(char **)(void *)((unsigned char *)c + keys[i].off));
 	free(c->path);
-	free(c->cache_dir);
-	free(c->url);
-	free(c->endpoint);
-	free(c->region);
-	free(c->profile);
-	free(c->metrics_listen);
-	free(c->log_file);
 	free(c->epochs);
 	memset(c, 0, sizeof(*c));
 }
@@ -687,8 +838,7 @@ int cmn_config_set(struct cmn_config *c, const char *key, const char *value, con
 	if (!normalize_key(key, name, sizeof(name)))
 		name[0] = '\0';
 	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
-		const struct key_def *d = i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
-		struct key_def as_cli;
+		const struct key_def *d = row(i);
 		if (!d->flat || strcmp(d->flat, name) != 0)
 			continue;
 		rc = parse_value(d, value ? value : "", &v, msg, sizeof(msg));
@@ -696,15 +846,8 @@ int cmn_config_set(struct cmn_config *c, const char *key, const char *value, con
 			snprintf(err, errlen, "%s%s%s", origin, sep, msg);
 			return rc;
 		}
-		if (d->sec == SEC_EPOCH) { /* stored as a command-line override */
-			as_cli = *d;
-			as_cli.id = d->id == E_ADMIT	  ? K_ADMIT
-				    : d->id == E_POLICY	  ? K_POLICY
-				    : d->id == E_MIN_USES ? K_MIN_USES
-							  : K_SEED;
-			d = &as_cli;
-		}
-		store(c, d, &v);
+		/* an [epoch] key is stored as a command-line override */
+		store(d->sec == SEC_EPOCH ? (void *)&c->cli_epoch : (void *)c, d, &v);
 		free(v.s);
 		return 0;
 	}
@@ -968,10 +1111,8 @@ static int handle_key(void *user, const char *section, const char *name, const c
 			ini_fail(x, -EINVAL, "[%s] %s = %s", x->sec_text, name, msg);
 			return 0;
 		}
-		if (x->sec == SEC_EPOCH)
-			store_epoch(&x->c->epochs[x->epoch_idx], &tab[i], &v);
-		else
-			store(x->c, &tab[i], &v);
+		store(x->sec == SEC_EPOCH ? (void *)&x->c->epochs[x->epoch_idx] : (void *)x->c,
+		      &tab[i], &v);
 		free(v.s);
 		return 1;
 	}
@@ -1150,7 +1291,7 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (c->url) {
-		if (parse_value(find_key(K_URL), c->url, &v, tmp, sizeof(tmp)) != 0) {
+		if (parse_value(find_key(SEC_SOURCE, "url"), c->url, &v, tmp, sizeof(tmp)) != 0) {
 			snprintf(err, errlen, "url = %s", tmp);
 			return -EINVAL;
 		}
@@ -1172,6 +1313,13 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 	}
 	if (c->timeout_ms == 0) {
 		snprintf(err, errlen, "timeout = 0: expected a duration such as 30s");
+		return -EINVAL;
+	}
+	if (c->scrub_rate == 0 && !c->unverified_reads) {
+		snprintf(err, errlen,
+			 "scrub_rate = 0 turns off the re-verification of resident files: set "
+			 "unverified_reads = true to accept unverified reads, or give a rate such "
+			 "as 50M/s");
 		return -EINVAL;
 	}
 	if (c->format == CMN_FORMAT_RAW &&
@@ -1224,17 +1372,87 @@ int cmn_policy_parse(const char *s, enum cmn_policy *out)
 	return -EINVAL;
 }
 
+/*
+ * A size as the parser reads it, with the largest binary suffix that
+ * divides it: 1048576 -> "1M", 4096 -> "4K", 1000 -> "1000".
+ */
+static void format_size_exact(uint64_t b, char *out, size_t len)
+{
+	static const char suffix[] = "KMGTPE";
+	int i = -1;
+
+	while (b && b % 1024 == 0 && suffix[i + 1]) {
+		b /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(out, len, "%" PRIu64, b);
+	else
+		snprintf(out, len, "%" PRIu64 "%c", b, suffix[i]);
+}
+
+/* Milliseconds as the parser reads them, in the largest unit that divides them: "10m", "30s". */
+static void format_duration_exact(uint64_t ms, char *out, size_t len)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ms;
+	} units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
+
+	for (size_t i = 0; ms && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ms % units[i].ms == 0) {
+			snprintf(out, len, "%" PRIu64 "%s", ms / units[i].ms, units[i].unit);
+			return;
+		}
+	}
+	snprintf(out, len, "0");
+}
+
+/* The default of d as help shows it: def_text, else def in the key's own syntax. */
+static void format_default(const struct key_def *d, char *out, size_t len)
+{
+	if (d->def_text) {
+		snprintf(out, len, "%s", d->def_text);
+		return;
+	}
+	switch (d->type) {
+	case V_SIZE:
+		format_size_exact(d->def, out, len);
+		break;
+	case V_RATE: {
+		char size[32];
+		format_size_exact(d->def, size, sizeof(size));
+		snprintf(out, len, "%s/s", size);
+		break;
+	}
+	case V_DURATION:
+		format_duration_exact(d->def, out, len);
+		break;
+	case V_ENUM:
+		snprintf(out, len, "%s", d->names[d->def]);
+		break;
+	case V_U32:
+	case V_U64:
+	case V_STR:
+	case V_URL:
+	case V_ENDPOINT:
+	case V_LISTEN: /* strings have a def_text (check_table()) */
+		snprintf(out, len, "%" PRIu64, d->def);
+		break;
+	}
+}
+
 bool cmn_config_key(size_t i, struct cmn_config_key_info *out)
 {
 	const struct key_def *d;
 
 	if (i >= N_KEYS + N_EPOCH_KEYS)
 		return false;
-	d = i < N_KEYS ? &keys[i] : &epoch_keys[i - N_KEYS];
+	d = row(i);
 	out->section = section_names[d->sec];
 	out->ini = d->ini;
 	out->flat = d->flat;
-	out->def = d->def;
+	format_default(d, out->def, sizeof(out->def));
 	out->help = d->help;
 	out->values = d->type == V_ENUM ? d->names : NULL;
 	switch (d->type) {
@@ -1262,9 +1480,7 @@ bool cmn_config_key(size_t i, struct cmn_config_key_info *out)
 		out->metavar = NULL;
 		break;
 	case V_STR:
-		out->metavar = d->id == K_CACHE_DIR && d->sec == SEC_CACHE  ? "DIR"
-			       : d->id == K_LOG_FILE && d->sec == SEC_MOUNT ? "PATH"
-									    : "NAME";
+		out->metavar = d->metavar ? d->metavar : "NAME";
 		break;
 	}
 	return true;

@@ -65,6 +65,11 @@ struct cmn_epoch_section {
 	uint64_t seed;
 };
 
+/*
+ * One field per key.  Each key's default, range and field are a row of
+ * config.c's key table: cmn_config_init() writes the defaults from it and
+ * `rollcache mount --help` shows them, so they are not repeated here.
+ */
 struct cmn_config {
 	char *path; /* the config file loaded, or NULL */
 
@@ -72,34 +77,35 @@ struct cmn_config {
 	char *cache_dir; /* NULL: $XDG_CACHE_HOME/rollcache/<hash(url)> */
 	uint64_t limit;	 /* bytes; required */
 	bool has_limit;
-	enum cmn_advance advance; /* manual */
-	uint64_t min_records;	  /* 1000 */
+	enum cmn_advance advance;
+	uint64_t min_records;
 	enum cmn_retire retire;	  /* boundary: victims leave the view at the boundary; read: they
 				     stay in it and leave once read (DESIGN "Epochs") */
-	uint64_t wait_timeout_ms; /* 10 min: bound of `epoch next --wait` */
-	uint64_t scrub_rate;  /* 50M/s: bytes/s the scrubber re-verifies (0: off; daemon/scrub.c) */
-	uint64_t first_epoch; /* 1M: a new cache's first shard (at most this size) is its
-				 first epoch as soon as it is sealed; 0: off */
+	uint64_t wait_timeout_ms; /* bound of `epoch next --wait` */
+	uint64_t scrub_rate;	  /* bytes/s the scrubber re-verifies (0: off; daemon/scrub.c) */
+	bool unverified_reads;	  /* false: cmn_config_finish() refuses scrub_rate 0 */
+	uint64_t first_epoch;	  /* a new cache's first shard (at most this size) is its
+				     first epoch as soon as it is sealed; 0: off */
 
 	/* [source] */
 	char *url;	/* file:///abs/, http(s)://host/prefix/, s3://bucket/prefix/ */
 	char *endpoint; /* S3-compatible endpoint URL; NULL: AWS_ENDPOINT_URL, ~/.aws/config, AWS */
 	char *region;	/* NULL: AWS_REGION, AWS_DEFAULT_REGION, ~/.aws/config, us-east-1 */
 	char *profile;	/* NULL: $AWS_PROFILE, else "default" */
-	enum cmn_s3_addressing s3_addressing; /* auto */
-	enum cmn_format format;		      /* tfrecord */
-	enum cmn_compression compression;     /* auto */
-	uint32_t rank;			      /* 0 */
-	uint32_t world_size;		      /* 1 */
-	uint32_t relist;		      /* 1 */
+	enum cmn_s3_addressing s3_addressing;
+	enum cmn_format format;
+	enum cmn_compression compression;
+	uint32_t rank;
+	uint32_t world_size;
+	uint32_t relist;  /* re-list every N epochs; 0: never */
 	bool allow_empty; /* false: a first listing of 0 objects fails mount and ingest */
 
 	/* [sampler] */
-	uint32_t connections;	    /* 8 */
-	enum cmn_strategy strategy; /* objects */
-	uint64_t shard_size;	    /* unset (0): cmn_config_derived_shard_size(limit) */
-	uint32_t retries;	    /* 5 */
-	uint64_t timeout_ms;	    /* 30s */
+	uint32_t connections;
+	enum cmn_strategy strategy;
+	uint64_t shard_size; /* unset (0): cmn_config_derived_shard_size(limit) */
+	uint32_t retries;
+	uint64_t timeout_ms;
 
 	/* [mount] */
 	char *metrics_listen; /* "ADDR:PORT" of the metrics HTTP endpoint, or NULL */
@@ -114,7 +120,7 @@ struct cmn_config {
 	struct cmn_epoch_section cli_epoch;
 };
 
-/* Fills c with defaults.  Never fails. */
+/* Fills c with the defaults of config.c's key table.  Never fails. */
 void cmn_config_init(struct cmn_config *c);
 
 /*
@@ -136,8 +142,10 @@ int cmn_config_set(struct cmn_config *c, const char *key, const char *value, con
 int cmn_config_parse_o(struct cmn_config *c, const char *opts, char *err, size_t errlen);
 
 /*
- * Checks the whole: limit given, rank < world_size, connections >= 1, ...
- * Returns 0 or -EINVAL with a message saying what to set.
+ * Checks the whole: limit given, rank < world_size, connections >= 1,
+ * scrub_rate 0 only with unverified_reads, ...  Derives shard_size when
+ * it is unset and applies cli_epoch to the schedule.  Returns 0 or -EINVAL
+ * with a message saying what to set.
  */
 int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen);
 
@@ -152,12 +160,12 @@ uint64_t cmn_config_derived_shard_size(uint64_t limit);
 /* Frees what c owns (strings, epochs); c may be re-initialised after. */
 void cmn_config_free(struct cmn_config *c);
 
-/* One key of the table, for --help and the man page (static strings). */
+/* One key of the table, for --help and the man page (the pointers are static strings). */
 struct cmn_config_key_info {
 	const char *section;	   /* "cache", "source", "sampler", "mount", "epoch N" */
 	const char *ini;	   /* name in its section */
 	const char *flat;	   /* --flag / -o name, or NULL (INI only) */
-	const char *def;	   /* default, as text */
+	char def[64];		   /* default, as text: the value, or what computes it */
 	const char *help;	   /* one line */
 	const char *const *values; /* allowed values (NULL-terminated), or NULL */
 	const char *metavar;	   /* SIZE, TIME, N, URL, ... (NULL with values) */

@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,10 +116,125 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c.retire, CMN_RETIRE_READ);
 	ck_assert_uint_eq(c.retries, 5);
 	ck_assert_uint_eq(c.timeout_ms, 30000);
+	ck_assert_uint_eq(c.wait_timeout_ms, 10 * 60 * 1000);
+	ck_assert_uint_eq(c.first_epoch, 1ull << 20);
+	ck_assert_uint_eq(c.scrub_rate, 50ull << 20);
+	ck_assert(!c.unverified_reads);
+	ck_assert(!c.allow_empty);
+	ck_assert_ptr_null(c.metrics_listen);
+	ck_assert_ptr_null(c.log_file);
 	ck_assert_uint_eq(c.n_epochs, 0);
 	/* finish without a limit says what to set */
 	ck_assert_int_eq(cmn_config_finish(&c, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "limit is not set") && strstr(err, "--limit"), "%s", err);
+	cmn_config_free(&c);
+}
+END_TEST
+
+/*
+ * The default that --help and the man page show for a key is the value
+ * cmn_config_init() sets: given back as that key's value, it changes
+ * nothing.  limit and shard_size show how their default is found instead
+ * (required; derived from the limit), strings where theirs is computed,
+ * and [epoch] keys the defaults eviction/schedule.c applies.
+ */
+START_TEST(test_defaults_shown_are_the_values)
+{
+	struct cmn_config_key_info k;
+	size_t checked = 0;
+
+	for (size_t i = 0; cmn_config_key(i, &k); i++) {
+		struct cmn_config init, set;
+		char err[256];
+		bool number = k.values || strcmp(k.metavar, "SIZE") == 0 ||
+			      strcmp(k.metavar, "TIME") == 0 || strcmp(k.metavar, "RATE") == 0 ||
+			      strcmp(k.metavar, "N") == 0;
+
+		if (!number || !k.flat || strcmp(k.section, "epoch N") == 0 ||
+		    strcmp(k.ini, "limit") == 0 || strcmp(k.ini, "shard_size") == 0)
+			continue;
+		cmn_config_init(&init);
+		cmn_config_init(&set);
+		ck_assert_msg(
+		    cmn_config_set(&set, k.flat, k.def, "--default", err, sizeof(err)) == 0,
+		    "%s: the default shown, '%s', does not parse: %s", k.flat, k.def, err);
+		ck_assert_msg(
+		    memcmp(&init, &set, sizeof(init)) == 0,
+		    "%s: the default shown, '%s', is not the value cmn_config_init() sets", k.flat,
+		    k.def);
+		cmn_config_free(&init);
+		cmn_config_free(&set);
+		checked++;
+	}
+	ck_assert_uint_ge(checked, 15);
+}
+END_TEST
+
+/* scrub_rate 0 is refused unless unverified_reads says it is wanted. */
+START_TEST(test_unverified_reads)
+{
+	struct cmn_config c;
+	char err[512];
+
+	/* refused: one line saying what is wrong and what to do */
+	cmn_config_init(&c);
+	ck_assert_int_eq(cmn_config_parse_o(&c, "limit=1G,scrub_rate=0", err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_config_finish(&c, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "scrub_rate = 0 turns off the re-verification of resident files: set "
+			      "unverified_reads = true to accept unverified reads, or give a rate "
+			      "such as 50M/s");
+	cmn_config_free(&c);
+
+	/* accepted with unverified_reads = true, in each spelling */
+	cmn_config_init(&c);
+	ck_assert_int_eq(
+	    cmn_config_parse_o(&c, "limit=1G,scrub_rate=0,unverified_reads=true", err, sizeof(err)),
+	    0);
+	ck_assert(c.unverified_reads);
+	ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c.scrub_rate, 0);
+	cmn_config_free(&c);
+
+	cmn_config_init(&c);
+	ck_assert_int_eq(cmn_config_set(&c, "limit", "1G", "--limit", err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_config_set(&c, "scrub-rate", "0", "--scrub-rate", err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(
+	    cmn_config_set(&c, "unverified-reads", "true", "--unverified-reads", err, sizeof(err)),
+	    0);
+	ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "%s", err);
+	cmn_config_free(&c);
+
+	ck_assert_msg(load(&c, "[cache]\nlimit = 1G\nscrub_rate = 0\nunverified_reads = true\n",
+			   err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "%s", err);
+	cmn_config_free(&c);
+
+	/* the file's true is overridden by the command line's false */
+	ck_assert_int_eq(load(&c, "[cache]\nlimit = 1G\nscrub_rate = 0\nunverified_reads = true\n",
+			      err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(cmn_config_parse_o(&c, "unverified_reads=false", err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_config_finish(&c, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "scrub_rate = 0 turns off"), "%s", err);
+	cmn_config_free(&c);
+
+	/* a rate needs no unverified_reads, and unverified_reads alone changes nothing */
+	cmn_config_init(&c);
+	ck_assert_int_eq(cmn_config_parse_o(&c, "limit=1G,scrub_rate=1M/s,unverified_reads=true",
+					    err, sizeof(err)),
+			 0);
+	ck_assert_msg(cmn_config_finish(&c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c.scrub_rate, 1ull << 20);
+	cmn_config_free(&c);
+
+	/* only false or true */
+	cmn_config_init(&c);
+	ck_assert_int_eq(
+	    cmn_config_set(&c, "unverified_reads", "yes", "--unverified-reads", err, sizeof(err)),
+	    -EINVAL);
+	ck_assert_str_eq(err, "--unverified-reads yes: expected false or true");
 	cmn_config_free(&c);
 }
 END_TEST
@@ -446,6 +562,7 @@ START_TEST(test_finish)
 	FINISH_FAILS((c.format = CMN_FORMAT_RAW, c.compression = CMN_COMPRESSION_GZIP),
 		     "compression = gzip applies to format = tfrecord only");
 	FINISH_FAILS(c.timeout_ms = 0, "timeout = 0");
+	FINISH_FAILS(c.scrub_rate = 0, "scrub_rate = 0 turns off the re-verification");
 	{
 		static struct cmn_epoch_section e = {
 		    .first = 0, .last = 0, .line = 9, .has_limit = true, .limit = 200ull << 30};
@@ -497,6 +614,12 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("config_defaults");
 	tcase_add_test(tc, test_defaults);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("config_defaults_shown_are_the_values");
+	tcase_add_test(tc, test_defaults_shown_are_the_values);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("config_scrub_rate_0_needs_unverified_reads");
+	tcase_add_test(tc, test_unverified_reads);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config_shard_size_derived_never_refused");
 	tcase_add_test(tc, shard_size_derived_never_refused);

@@ -138,7 +138,8 @@ def case_unmounted(s):
     flip(shard_path(s, sid), bad_pos)
     src_records = sorted(t.read_records_dir(s.src))
 
-    s.mount("file://%s/" % s.src, "--config", cfg, "-o", "scrub_rate=0")  # the read path alone
+    # the read path alone
+    s.mount("file://%s/" % s.src, "--config", cfg, "-o", "scrub_rate=0,unverified_reads=true")
     path = os.path.join(s.mnt, "current", "shard-%d.tfrecord" % sid)
     got = expect_never_corrupt(path, orig[sid], bad_pos, "(a) flipped while unmounted")
     print("(a) %d good bytes before EIO (record 2 starts at %d)" % (len(got), recs[2][0]))
@@ -185,7 +186,8 @@ def case_mounted(s):
     cfg, ids, orig = setup(s, records=12, size="16K", shards=2, shard_size="64K")
     if len(ids) < 3:
         t.fail("expected several local shards, got %r" % ids)
-    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=0")  # the read path alone
+    # the read path alone
+    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=0,unverified_reads=true")
     sid = ids[1]
     recs = record_offsets(orig[sid])
     bad_pos = recs[1][0] + 3  # the length field of record 1
@@ -248,7 +250,8 @@ def case_truncated(s):
     cut_off, cut_on = ids[0], ids[1]
     truncate(shard_path(s, cut_off), len(orig[cut_off]) - 100)
     log = os.path.join(s.root, "daemon.log")
-    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=0",  # the read path alone
+    # the read path alone
+    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=0,unverified_reads=true",
             "--log-file", log)
     cur = os.path.join(s.mnt, "current")
     names = sorted(os.listdir(cur))
