@@ -275,36 +275,13 @@ static uint64_t started_ms_of(const struct cfs_epoch_row *rows, size_t n, uint32
 	return 0;
 }
 
-int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_entry *entry,
-		       bool startup, uint64_t startup_admit, struct evc_plan *plan, char *err,
-		       size_t errlen)
+/* The evictable view of the snapshot for the plan; sums what is resident. */
+static void snapshot_shards(struct dmn_boundary *b, struct evc_shard *sh,
+			    const struct cfs_epoch_row *rows, size_t nrows, uint64_t *bytes,
+			    uint64_t *records)
 {
-	struct evc_shard *sh = NULL;
-	size_t *victims = NULL;
-	struct cfs_evict_item *items = NULL;
-	int64_t *ids = NULL;
-	struct cfs_epoch_row *rows = NULL;
-	size_t nrows = 0;
-	int rc = load_sealed(b);
-	if (rc != 0) {
-		snprintf(err, errlen, "boundary %" PRIu32 ": listing sealed files: %s", next,
-			 strerror(-rc));
-		return rc;
-	}
-	if (cfs_catalog_epochs_list(cfs_store_catalog(b->store), &rows, &nrows) != 0)
-		nrows = 0;
-	size_t n = b->nsnap;
-	sh = calloc(n ? n : 1, sizeof(*sh));
-	victims = calloc(n ? n : 1, sizeof(*victims));
-	items = calloc(n ? n : 1, sizeof(*items));
-	ids = calloc(n ? n : 1, sizeof(*ids));
-	if (!sh || !victims || !items || !ids) {
-		rc = -ENOMEM;
-		snprintf(err, errlen, "boundary %" PRIu32 ": out of memory", next);
-		goto out;
-	}
-	uint64_t resident_bytes = 0, resident_records = 0;
-	for (size_t i = 0; i < n; i++) {
+	*bytes = *records = 0;
+	for (size_t i = 0; i < b->nsnap; i++) {
 		const struct cfs_shard_info *si = &b->snap[i];
 		sh[i] = (struct evc_shard){
 		    .id = si->id,
@@ -317,26 +294,94 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 		    .pins = cfs_epochs_pinned(b->set, si->id) ? 1u : 0u, /* invariant 3 */
 		    .fresh = !cfs_epochs_in_current(b->set, si->id),	 /* never in a view */
 		};
-		resident_bytes += si->bytes;
-		resident_records += si->records;
+		*bytes += si->bytes;
+		*records += si->records;
 	}
+}
+
+/*
+ * Bytes on disk that are not resident and stay: evicted files held by a
+ * handle.  Evicted files nobody holds leave when this boundary publishes
+ * (retire = read: victims of the last boundary not read in their epoch), so
+ * their room is the plan's.  Bytes the samplers hold reserved are not
+ * counted: the budget counts them against the new epoch's admit
+ * (cfs_budget_new_epoch, B2), so used_after + admit <= limit still bounds
+ * sealed + draining + reserved + what they may still reserve (invariant 4).
+ */
+static uint64_t draining_held(struct dmn_boundary *b)
+{
 	struct cfs_budget_stat bs;
 	cfs_budget_get(cfs_store_budget(b->store), &bs);
-	/*
-	 * other: bytes on disk that are not resident and stay: evicted files
-	 * held by a handle.  Evicted files nobody holds leave when this
-	 * boundary publishes (retire = read: victims of the last boundary not
-	 * read in their epoch), so their room is the plan's.  Bytes the
-	 * samplers hold reserved are not `other`: the budget counts them
-	 * against the new epoch's admit (cfs_budget_new_epoch, B2), so
-	 * used_after + admit <= limit still bounds sealed + draining +
-	 * reserved + what they may still reserve (invariant 4).
-	 */
 	struct cfs_epochs_stat es;
 	cfs_epochs_stat(b->set, &es);
-	uint64_t draining =
-	    bs.draining > es.draining_unheld_bytes ? bs.draining - es.draining_unheld_bytes : 0;
-	rc = evc_plan_boundary(entry, next, sh, n, draining, victims, plan);
+	return bs.draining > es.draining_unheld_bytes ? bs.draining - es.draining_unheld_bytes : 0;
+}
+
+/* The plan's victims as the store's eviction items; returns their records. */
+static uint64_t victim_items(struct dmn_boundary *b, const struct evc_shard *sh,
+			     const size_t *victims, const struct evc_plan *plan,
+			     struct cfs_evict_item *items, int64_t *ids)
+{
+	uint64_t records = 0;
+	for (size_t i = 0; i < plan->n_victims; i++) {
+		const struct cfs_shard_info *si = &b->snap[victims[i]];
+		/* E1 (invariant 3): a pinned file is never a victim */
+		assert(sh[victims[i]].pins == 0);
+		items[i] = (struct cfs_evict_item){
+		    .id = si->id,
+		    .kind = si->kind,
+		    .bytes = si->bytes,
+		    .open = cfs_epochs_held(b->set, si->id),
+		};
+		ids[i] = si->id;
+		records += si->records;
+	}
+	return records;
+}
+
+/* The victims marked EVICTING and the epoch's row, in one transaction. */
+static int commit_eviction(struct dmn_boundary *b, const struct cfs_evict_item *items,
+			   size_t n_victims, const struct cfs_epoch_row *row)
+{
+	struct cfs_catalog *cat = cfs_store_catalog(b->store);
+	int rc = cfs_catalog_begin(cat);
+	if (rc == 0 && n_victims)
+		rc = cfs_store_evict(b->store, items, n_victims, row->number);
+	if (rc == 0)
+		rc = cfs_catalog_epoch_begin(cat, row);
+	if (rc == 0)
+		return cfs_catalog_commit(cat);
+	cfs_catalog_rollback(cat);
+	return rc;
+}
+
+int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_entry *entry,
+		       bool startup, uint64_t startup_admit, struct evc_plan *plan, char *err,
+		       size_t errlen)
+{
+	struct cfs_epoch_row *rows = NULL;
+	size_t nrows = 0;
+	int rc = load_sealed(b);
+	if (rc != 0) {
+		snprintf(err, errlen, "boundary %" PRIu32 ": listing sealed files: %s", next,
+			 strerror(-rc));
+		return rc;
+	}
+	if (cfs_catalog_epochs_list(cfs_store_catalog(b->store), &rows, &nrows) != 0)
+		nrows = 0;
+	size_t n = b->nsnap, m = n ? n : 1;
+	struct evc_shard *sh = calloc(m, sizeof(*sh));
+	size_t *victims = calloc(m, sizeof(*victims));
+	struct cfs_evict_item *items = calloc(m, sizeof(*items));
+	int64_t *ids = calloc(m, sizeof(*ids));
+	if (!sh || !victims || !items || !ids) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "boundary %" PRIu32 ": out of memory", next);
+		goto out;
+	}
+	uint64_t resident_bytes, resident_records;
+	snapshot_shards(b, sh, rows, nrows, &resident_bytes, &resident_records);
+	rc = evc_plan_boundary(entry, next, sh, n, draining_held(b), victims, plan);
 	if (rc != 0) {
 		snprintf(err, errlen, "boundary %" PRIu32 ": plan: %s", next, strerror(-rc));
 		goto out;
@@ -347,22 +392,9 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 		    plan->used_after < entry->limit ? entry->limit - plan->used_after : 0;
 		plan->admit = startup_admit < room ? startup_admit : room;
 	}
-	uint64_t ev_records = 0;
 	/* E2 (invariant 4): the admit is room the limit has after the victims leave */
 	assert(plan->admit == 0 || plan->used_after + plan->admit <= entry->limit);
-	for (size_t i = 0; i < plan->n_victims; i++) {
-		const struct cfs_shard_info *si = &b->snap[victims[i]];
-		assert(sh[victims[i]].pins ==
-		       0); /* E1 (invariant 3): a pinned file is never a victim */
-		items[i] = (struct cfs_evict_item){
-		    .id = si->id,
-		    .kind = si->kind,
-		    .bytes = si->bytes,
-		    .open = cfs_epochs_held(b->set, si->id),
-		};
-		ids[i] = si->id;
-		ev_records += si->records;
-	}
+	uint64_t ev_records = victim_items(b, sh, victims, plan, items, ids);
 	struct cfs_epoch_row row = {
 	    .number = next,
 	    .started_ms = cmn_wall_ms(),
@@ -375,19 +407,7 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 	};
 	snprintf(row.policy, sizeof(row.policy), "%s", cmn_policy_name(entry->policy));
 	b->row = row; /* publish() rewrites started_ms and resident_* at the snapshot */
-
-	rc = cfs_catalog_begin(cfs_store_catalog(b->store));
-	if (rc == 0 && plan->n_victims)
-		rc = cfs_store_evict(b->store, items, plan->n_victims, next);
-	if (rc == 0)
-		rc = cfs_catalog_epoch_begin(cfs_store_catalog(b->store), &row);
-	if (rc == 0) {
-		rc = cfs_catalog_commit(cfs_store_catalog(b->store));
-	} else {
-		int rc2 = rc;
-		cfs_catalog_rollback(cfs_store_catalog(b->store));
-		rc = rc2;
-	}
+	rc = commit_eviction(b, items, plan->n_victims, &row);
 	if (rc != 0) {
 		snprintf(err, errlen, "boundary %" PRIu32 ": catalog: %s", next, strerror(-rc));
 		goto out;

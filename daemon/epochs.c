@@ -198,6 +198,55 @@ static void raise_cut_admit(struct dmn *d)
 		d->admit_cut = 0;
 }
 
+/* A "retire read|boundary" command applies from this boundary on. */
+static void take_retire_want(struct dmn *d)
+{
+	pthread_mutex_lock(&d->mu);
+	if (d->retire_want >= 0) {
+		d->retire_read = d->retire_want;
+		d->retire_want = -1;
+		d->bd.retire_read = d->retire_read;
+		cfs_epochs_set_retire_read(&d->set, d->retire_read);
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
+/*
+ * Room only for units the plan will fetch (DESIGN "Epochs" step 2): with
+ * the whole dataset resident there are no victims and nothing is downloaded
+ * again; a relist that finds new objects raises it again.  Cuts e->admit to
+ * what the samplers still want; returns the admit.
+ */
+static uint64_t cut_admit(struct dmn *d, uint32_t next, struct evc_entry *e)
+{
+	uint64_t scheduled = e->admit;
+	uint64_t wanted = dmn__samplers_wanted(d->smp);
+	if (wanted < e->admit) /* files dropped or retired since its last count show now */
+		wanted = dmn__samplers_wanted_fresh(d->smp, 2000);
+	if (wanted < e->admit) {
+		e->admit = wanted;
+		cmn_log(CMN_LOG_INFO,
+			"epoch %" PRIu32 ": admit cut to %" PRIu64
+			" bytes: the rest of the dataset is resident",
+			next, wanted);
+	}
+	d->admit_cut = e->admit < scheduled ? scheduled : 0;
+	return e->admit;
+}
+
+/* The boundary's plan in force: the budget's new epoch, what status shows. */
+static void take_plan(struct dmn *d, const struct evc_entry *entry, const struct evc_plan *plan)
+{
+	cfs_budget_set_limit(d->budget, entry->limit);
+	cfs_budget_new_epoch(d->budget, plan->admit);
+	pthread_mutex_lock(&d->mu);
+	d->last_plan = *plan;
+	d->have_plan = true;
+	d->entry = entry;
+	evc_entry_describe(entry, d->entry_desc, sizeof(d->entry_desc));
+	pthread_mutex_unlock(&d->mu);
+}
+
 /*
  * Runs one boundary into current + 1 (or into `first` at start-up).  With
  * `wait`, the samplers start on the new epoch's budget before the snapshot
@@ -248,31 +297,8 @@ static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, u
 	if (!startup)
 		dmn_boundary_flush_reads(&d->bd); /* the plan sees every read so far */
 	t[1] = cmn_mono_ms();
-	pthread_mutex_lock(&d->mu);
-	if (d->retire_want >= 0) { /* "retire read|boundary": from this boundary on */
-		d->retire_read = d->retire_want;
-		d->retire_want = -1;
-		d->bd.retire_read = d->retire_read;
-		cfs_epochs_set_retire_read(&d->set, d->retire_read);
-	}
-	pthread_mutex_unlock(&d->mu);
-	/*
-	 * Room only for units the plan will fetch (DESIGN "Epochs" step 2):
-	 * with the whole dataset resident there are no victims and nothing is
-	 * downloaded again; a relist that finds new objects raises it again.
-	 */
-	uint64_t wanted = dmn__samplers_wanted(d->smp);
-	if (wanted < e.admit) /* files dropped or retired since its last count show now */
-		wanted = dmn__samplers_wanted_fresh(d->smp, 2000);
-	if (wanted < e.admit) {
-		e.admit = wanted;
-		cmn_log(CMN_LOG_INFO,
-			"epoch %" PRIu32 ": admit cut to %" PRIu64
-			" bytes: the rest of the dataset is resident",
-			next, wanted);
-	}
-	uint64_t admit = e.admit;
-	d->admit_cut = admit < entry->admit ? entry->admit : 0;
+	take_retire_want(d);
+	uint64_t admit = cut_admit(d, next, &e);
 	if (startup)
 		e.admit = 0; /* a (re-)mount evicts only above the limit: serve what is held */
 	int rc = dmn_boundary_evict(&d->bd, next, &e, startup, admit, &plan, err, errlen);
@@ -283,14 +309,7 @@ static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, u
 	if (paused)
 		dmn__samplers_pause(d->smp);
 	t[3] = cmn_mono_ms();
-	cfs_budget_set_limit(d->budget, entry->limit);
-	cfs_budget_new_epoch(d->budget, plan.admit);
-	pthread_mutex_lock(&d->mu);
-	d->last_plan = plan;
-	d->have_plan = true;
-	d->entry = entry;
-	evc_entry_describe(entry, d->entry_desc, sizeof(d->entry_desc));
-	pthread_mutex_unlock(&d->mu);
+	take_plan(d, entry, &plan);
 	/*
 	 * The samplers start admitting for `next` now when we wait for them,
 	 * else right after the snapshot, so that nothing they seal for `next`

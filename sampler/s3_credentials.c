@@ -240,16 +240,10 @@ static int take(char **dst, char **src)
 	return 0;
 }
 
-int smp__s3_resolve(struct smp_s3_identity *id, const struct smp_s3_opts *o, char *err,
-		    size_t errlen)
+/* The profile: the config's, AWS_PROFILE, AWS_DEFAULT_PROFILE, "default". */
+static void pick_profile(struct smp_s3_identity *id, const struct smp_s3_opts *o)
 {
-	struct aws_profile cred = {0}, conf = {0};
-	char cred_path[4096], conf_path[4096];
-	bool have_cred_path, have_conf_path;
 	const char *v;
-	int rc;
-
-	memset(id, 0, sizeof(*id));
 	if (o->profile && *o->profile) {
 		snprintf(id->profile, sizeof(id->profile), "%s", o->profile);
 		id->profile_from = "config";
@@ -263,6 +257,107 @@ int smp__s3_resolve(struct smp_s3_identity *id, const struct smp_s3_opts *o, cha
 		snprintf(id->profile, sizeof(id->profile), "default");
 		id->profile_from = "default";
 	}
+}
+
+/*
+ * Credentials: the environment's pair (unless a profile was configured),
+ * else the profile's in the credentials file, else in the config file.
+ */
+static int pick_credentials(struct smp_s3_identity *id, const struct smp_s3_opts *o,
+			    struct aws_profile *cred, struct aws_profile *conf,
+			    const char *cred_path, const char *conf_path, char *err, size_t errlen)
+{
+	if (!o->profile && env("AWS_ACCESS_KEY_ID") && env("AWS_SECRET_ACCESS_KEY")) {
+		id->access_key = strdup(env("AWS_ACCESS_KEY_ID"));
+		id->secret_key = strdup(env("AWS_SECRET_ACCESS_KEY"));
+		if (env("AWS_SESSION_TOKEN"))
+			id->session_token = strdup(env("AWS_SESSION_TOKEN"));
+		id->credentials_from = "environment";
+		return 0;
+	}
+	struct aws_profile *src = cred->access_key || cred->secret_key	 ? cred
+				  : conf->access_key || conf->secret_key ? conf
+									 : NULL;
+	if (!src)
+		return 0;
+	if (!src->access_key || !src->secret_key) {
+		snprintf(err, errlen,
+			 "%s: profile %s has only one of aws_access_key_id and "
+			 "aws_secret_access_key: set both",
+			 src == cred ? cred_path : conf_path, id->profile);
+		return -EINVAL;
+	}
+	take(&id->access_key, &src->access_key);
+	take(&id->secret_key, &src->secret_key);
+	take(&id->session_token, &src->session_token);
+	id->credentials_from = src == cred ? "shared credentials file" : "config file";
+	return 0;
+}
+
+/* Region and endpoint, each from the first of its chain that has one. */
+static void pick_region_endpoint(struct smp_s3_identity *id, const struct smp_s3_opts *o,
+				 const struct aws_profile *conf, bool *want_endpoint)
+{
+	const char *v;
+	if (o->region && *o->region)
+		v = o->region, id->region_from = "config";
+	else if ((v = env("AWS_REGION")))
+		id->region_from = "AWS_REGION";
+	else if ((v = env("AWS_DEFAULT_REGION")))
+		id->region_from = "AWS_DEFAULT_REGION";
+	else if ((v = conf->region))
+		id->region_from = "config file";
+	else
+		v = "us-east-1", id->region_from = "default";
+	id->region = strdup(v);
+
+	if (o->endpoint && *o->endpoint)
+		v = o->endpoint, id->endpoint_from = "config";
+	else if ((v = env("AWS_ENDPOINT_URL_S3")))
+		id->endpoint_from = "AWS_ENDPOINT_URL_S3";
+	else if ((v = env("AWS_ENDPOINT_URL")))
+		id->endpoint_from = "AWS_ENDPOINT_URL";
+	else if ((v = conf->s3_endpoint_url) || (v = conf->endpoint_url))
+		id->endpoint_from = "config file";
+	else
+		v = NULL, id->endpoint_from = "AWS";
+	*want_endpoint = v != NULL;
+	if (v)
+		id->endpoint = strdup(v);
+}
+
+/* Addressing: the config's, else the profile's s3 addressing_style. */
+static int pick_addressing(struct smp_s3_identity *id, const struct smp_s3_opts *o,
+			   const struct aws_profile *conf, const char *conf_path, char *err,
+			   size_t errlen)
+{
+	id->addressing = o->addressing;
+	if (id->addressing != SMP_S3_AUTO || !conf->addressing_style)
+		return 0;
+	if (!strcmp(conf->addressing_style, "path"))
+		id->addressing = SMP_S3_PATH;
+	else if (!strcmp(conf->addressing_style, "virtual"))
+		id->addressing = SMP_S3_VIRTUAL;
+	else if (strcmp(conf->addressing_style, "auto") != 0) {
+		snprintf(err, errlen,
+			 "%s: profile %s: s3 addressing_style = %s: expected auto, path or "
+			 "virtual",
+			 conf_path, id->profile, conf->addressing_style);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int smp__s3_resolve(struct smp_s3_identity *id, const struct smp_s3_opts *o, char *err,
+		    size_t errlen)
+{
+	struct aws_profile cred = {0}, conf = {0};
+	char cred_path[4096], conf_path[4096];
+	bool have_cred_path, have_conf_path, want_endpoint = false;
+	int rc = 0;
+
+	memset(id, 0, sizeof(*id));
+	pick_profile(id, o);
 	have_cred_path =
 	    o->credentials_file
 		? (snprintf(cred_path, sizeof(cred_path), "%s", o->credentials_file) > 0)
@@ -271,95 +366,21 @@ int smp__s3_resolve(struct smp_s3_identity *id, const struct smp_s3_opts *o, cha
 	have_conf_path = o->config_file
 			     ? (snprintf(conf_path, sizeof(conf_path), "%s", o->config_file) > 0)
 			     : aws_path("AWS_CONFIG_FILE", "config", conf_path, sizeof(conf_path));
-	if (have_cred_path) {
+	if (have_cred_path)
 		rc = read_aws_file(cred_path, false, id->profile, &cred, err, errlen);
-		if (rc)
-			goto out;
-	}
-	if (have_conf_path) {
+	if (rc == 0 && have_conf_path)
 		rc = read_aws_file(conf_path, true, id->profile, &conf, err, errlen);
-		if (rc)
-			goto out;
+	if (rc == 0)
+		rc = pick_credentials(id, o, &cred, &conf, cred_path, conf_path, err, errlen);
+	if (rc == 0) {
+		pick_region_endpoint(id, o, &conf, &want_endpoint);
+		rc = pick_addressing(id, o, &conf, conf_path, err, errlen);
 	}
-
-	/* credentials */
-	rc = 0;
-	if (!o->profile && env("AWS_ACCESS_KEY_ID") && env("AWS_SECRET_ACCESS_KEY")) {
-		id->access_key = strdup(env("AWS_ACCESS_KEY_ID"));
-		id->secret_key = strdup(env("AWS_SECRET_ACCESS_KEY"));
-		if (env("AWS_SESSION_TOKEN"))
-			id->session_token = strdup(env("AWS_SESSION_TOKEN"));
-		id->credentials_from = "environment";
-	} else {
-		struct aws_profile *src = cred.access_key || cred.secret_key   ? &cred
-					  : conf.access_key || conf.secret_key ? &conf
-									       : NULL;
-		if (src) {
-			if (!src->access_key || !src->secret_key) {
-				snprintf(err, errlen,
-					 "%s: profile %s has only one of aws_access_key_id and "
-					 "aws_secret_access_key: set both",
-					 src == &cred ? cred_path : conf_path, id->profile);
-				rc = -EINVAL;
-				goto out;
-			}
-			take(&id->access_key, &src->access_key);
-			take(&id->secret_key, &src->secret_key);
-			take(&id->session_token, &src->session_token);
-			id->credentials_from =
-			    src == &cred ? "shared credentials file" : "config file";
-		}
-	}
-
-	/* region */
-	if (o->region && *o->region)
-		v = o->region, id->region_from = "config";
-	else if ((v = env("AWS_REGION")))
-		id->region_from = "AWS_REGION";
-	else if ((v = env("AWS_DEFAULT_REGION")))
-		id->region_from = "AWS_DEFAULT_REGION";
-	else if ((v = conf.region))
-		id->region_from = "config file";
-	else
-		v = "us-east-1", id->region_from = "default";
-	id->region = strdup(v);
-
-	/* endpoint */
-	if (o->endpoint && *o->endpoint)
-		v = o->endpoint, id->endpoint_from = "config";
-	else if ((v = env("AWS_ENDPOINT_URL_S3")))
-		id->endpoint_from = "AWS_ENDPOINT_URL_S3";
-	else if ((v = env("AWS_ENDPOINT_URL")))
-		id->endpoint_from = "AWS_ENDPOINT_URL";
-	else if ((v = conf.s3_endpoint_url) || (v = conf.endpoint_url))
-		id->endpoint_from = "config file";
-	else
-		v = NULL, id->endpoint_from = "AWS";
-	if (v)
-		id->endpoint = strdup(v);
-
-	/* addressing */
-	id->addressing = o->addressing;
-	if (id->addressing == SMP_S3_AUTO && conf.addressing_style) {
-		if (!strcmp(conf.addressing_style, "path"))
-			id->addressing = SMP_S3_PATH;
-		else if (!strcmp(conf.addressing_style, "virtual"))
-			id->addressing = SMP_S3_VIRTUAL;
-		else if (strcmp(conf.addressing_style, "auto") != 0) {
-			snprintf(err, errlen,
-				 "%s: profile %s: s3 addressing_style = %s: expected auto, path or "
-				 "virtual",
-				 conf_path, id->profile, conf.addressing_style);
-			rc = -EINVAL;
-			goto out;
-		}
-	}
-	if (!id->region || (v && !id->endpoint) ||
-	    (id->credentials_from && (!id->access_key || !id->secret_key)))
+	if (rc == 0 && (!id->region || (want_endpoint && !id->endpoint) ||
+			(id->credentials_from && (!id->access_key || !id->secret_key)))) {
 		rc = -ENOMEM;
-	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory reading credentials");
-out:
+	}
 	profile_clear(&cred);
 	profile_clear(&conf);
 	if (rc)
