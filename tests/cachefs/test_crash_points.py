@@ -37,6 +37,10 @@ through rollcache.  What it asserts, by DESIGN invariant:
   7  names on disk are ids only (<id>.tfrecord, <id>)
   8  no record is resident twice: by the catalog ((object, offset) pairs)
      and by the bytes (each payload at most as often as in the source)
+and, once an ingest without a fault has run to its end after the crashes
+(the dataset fits the limit), that none is missing: every record of the
+source is resident exactly as often as the source has it, so the plan's
+marks and partial objects lost nothing that a crash interrupted.
 Invariant 3 needs readers holding files (fuse-pins and daemon-boundary
 test it); no reader runs here.
 
@@ -91,18 +95,19 @@ class Checker:
             out[int(m.group(1))] = os.path.getsize(os.path.join(d, name))
         return out
 
-    def check(self, when, restarted, limit=LIMIT, unlinked_ok=False):
+    def check(self, when, restarted, limit=LIMIT, unlinked_ok=False, complete=False):
         """unlinked_ok: a crash inside an eviction's open transaction may
         leave SEALED rows whose files it already unlinked (docs/reliability.md);
-        the restart must drop them."""
+        the restart must drop them.  complete: every source record must be
+        resident (after an ingest ran to its end)."""
         db = sqlite3.connect("file:%s?mode=ro" % os.path.join(self.cache, "catalog.db"),
                              uri=True, timeout=10)
         try:
-            return self._check(db, when, restarted, limit, unlinked_ok)
+            return self._check(db, when, restarted, limit, unlinked_ok, complete)
         finally:
             db.close()
 
-    def _check(self, db, when, restarted, limit, unlinked_ok):
+    def _check(self, db, when, restarted, limit, unlinked_ok, complete):
         where = "%s: " % when
         shards = self._files("shards", r"([0-9]+)\.tfrecord")
         objects = self._files("objects", r"([0-9]+)")
@@ -185,6 +190,12 @@ class Checker:
             if n > self.source[p]:
                 fail(where + "a record is resident %d times, the source has it %d times "
                      "(invariant 8): %r" % (n, self.source[p], p[:32]))
+        if complete:
+            missing = self.source - payloads
+            if missing:
+                fail(where + "%d of %d source records are not resident after an ingest ran "
+                     "to its end: the crashes lost them" %
+                     (sum(missing.values()), sum(self.source.values())))
         if restarted:
             for key in list(self.sha):
                 if key not in rowset:
@@ -255,13 +266,18 @@ def ingest_point(rig, point, nmax):
         when = "%s:%d round %d" % (point, n, crashes)
         p = rig.ingest(cache, fault="%s:%d" % (point, n))
         if p.returncode == 0:  # every unit was read before the n-th pass
-            chk.check(when + ", finished", False)
+            chk.check(when + ", finished", False, complete=True)
             chk = None
             continue
         rig.crashed(p, point, when)
         crashes += 1
         chk.check(when + ", as the crash left it", False)
         rig.restart(cache, chk, when)
+    if chk is not None:  # the last cache: finished without a fault
+        p = rig.ingest(cache)
+        if p.returncode != 0:
+            fail("%s: the ingest after the last crash failed: %s" % (point, p.stderr))
+        chk.check("%s: the ingest after the last crash" % point, False, complete=True)
     return crashes, caches
 
 
