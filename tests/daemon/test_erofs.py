@@ -3,13 +3,16 @@
 
 open for write / read-write / truncate, creat, truncate, mkdir, rmdir,
 unlink, rename, link, symlink, mknod, chmod, chown, utimensat, setxattr and
-removexattr, on files, epoch directories and the root.  Also checks the
+removexattr, on files, epoch directories and the root: first on the `ro`
+mount, where the kernel answers, then remounted `rw`, where every one of
+them reaches the daemon's own handlers.  Also checks the
 modes (0444 files, 0555 dirs, 0400 control), `ro` in /proc/mounts, the
 control ioctl, and that the sealed file is unchanged afterwards (DESIGN invariant 1).
 """
 import errno
 import os
 import stat
+import subprocess
 
 import rcfuse as t
 
@@ -48,34 +51,52 @@ def body(s):
     t.eq(len(opts), 1, "the mount in /proc/mounts")
     t.eq("ro" in opts[0] and "rw" not in opts[0], True, "ro in /proc/mounts: %s" % opts[0])
 
-    new = os.path.join(cur, "new-file")
-    for d in (cur, s.mnt):
-        nd = os.path.join(d, "new-thing")
-        expect_erofs("creat in " + d, os.open, nd, os.O_CREAT | os.O_WRONLY, 0o644)
-        expect_erofs("mkdir in " + d, os.mkdir, nd)
-        expect_erofs("symlink in " + d, os.symlink, "x", nd)
-        expect_erofs("mknod in " + d, os.mknod, nd, stat.S_IFIFO | 0o644)
-    expect_erofs("open O_WRONLY", os.open, f, os.O_WRONLY)
-    expect_erofs("open O_RDWR", os.open, f, os.O_RDWR)
-    expect_erofs("open O_RDONLY|O_TRUNC", os.open, f, os.O_RDONLY | os.O_TRUNC)
-    expect_erofs("open O_WRONLY|O_TRUNC", os.open, f, os.O_WRONLY | os.O_TRUNC)
-    expect_erofs("open O_WRONLY|O_APPEND", os.open, f, os.O_WRONLY | os.O_APPEND)
-    expect_erofs("truncate", os.truncate, f, 0)
-    expect_erofs("unlink", os.unlink, f)
-    expect_erofs("rmdir epoch dir", os.rmdir, cur)
-    expect_erofs("rmdir .rollcache", os.rmdir, os.path.join(s.mnt, ".rollcache"))
-    expect_erofs("unlink current", os.unlink, os.path.join(s.mnt, "current"))
-    expect_erofs("rename", os.rename, f, new)
-    if len(names) > 1:
-        expect_erofs("rename over", os.rename, f, os.path.join(cur, names[1]))
-    expect_erofs("link", os.link, f, new)
-    expect_erofs("chmod", os.chmod, f, 0o644)
-    expect_erofs("chmod dir", os.chmod, cur, 0o755)
-    expect_erofs("chown", os.chown, f, 1, 1)
-    expect_erofs("utimensat", os.utime, f, (1, 1))
-    expect_erofs("utimensat now", os.utime, f, None)
-    expect_erofs("setxattr", os.setxattr, f, "user.x", b"1")
-    expect_erofs("removexattr", os.removexattr, f, "user.x")
+    def attempts(who):
+        """Every mutating call answers EROFS (who: which side answers)."""
+        new = os.path.join(cur, "new-file")
+        for d in (cur, s.mnt):
+            nd = os.path.join(d, "new-thing")
+            expect_erofs(who + ": creat in " + d, os.open, nd, os.O_CREAT | os.O_WRONLY, 0o644)
+            expect_erofs(who + ": mkdir in " + d, os.mkdir, nd)
+            expect_erofs(who + ": symlink in " + d, os.symlink, "x", nd)
+            expect_erofs(who + ": mknod in " + d, os.mknod, nd, stat.S_IFIFO | 0o644)
+        expect_erofs(who + ": open O_WRONLY", os.open, f, os.O_WRONLY)
+        expect_erofs(who + ": open O_RDWR", os.open, f, os.O_RDWR)
+        expect_erofs(who + ": open O_RDONLY|O_TRUNC", os.open, f, os.O_RDONLY | os.O_TRUNC)
+        expect_erofs(who + ": open O_WRONLY|O_TRUNC", os.open, f, os.O_WRONLY | os.O_TRUNC)
+        expect_erofs(who + ": open O_WRONLY|O_APPEND", os.open, f, os.O_WRONLY | os.O_APPEND)
+        expect_erofs(who + ": truncate", os.truncate, f, 0)
+        expect_erofs(who + ": unlink", os.unlink, f)
+        expect_erofs(who + ": rmdir epoch dir", os.rmdir, cur)
+        expect_erofs(who + ": rmdir .rollcache", os.rmdir, os.path.join(s.mnt, ".rollcache"))
+        expect_erofs(who + ": unlink current", os.unlink, os.path.join(s.mnt, "current"))
+        expect_erofs(who + ": rename", os.rename, f, new)
+        if len(names) > 1:
+            expect_erofs(who + ": rename over", os.rename, f, os.path.join(cur, names[1]))
+        expect_erofs(who + ": link", os.link, f, new)
+        expect_erofs(who + ": chmod", os.chmod, f, 0o644)
+        expect_erofs(who + ": chmod dir", os.chmod, cur, 0o755)
+        expect_erofs(who + ": chown", os.chown, f, 1, 1)
+        expect_erofs(who + ": utimensat", os.utime, f, (1, 1))
+        expect_erofs(who + ": utimensat now", os.utime, f, None)
+        expect_erofs(who + ": setxattr", os.setxattr, f, "user.x", b"1")
+        expect_erofs(who + ": removexattr", os.removexattr, f, "user.x")
+
+
+    # the kernel answers these itself on a `ro` mount ...
+    attempts("kernel (ro mount)")
+    # ... so the daemon's own answers are reached with the mount remounted
+    # rw: the FUSE kernel lets the mutating calls through to the daemon
+    rm = subprocess.run(["mount", "-i", "-o", "remount,rw", s.mnt], capture_output=True, text=True)
+    if rm.returncode != 0:
+        if os.geteuid() != 0:
+            s.umount()
+            t.skip("remounting rw to reach the daemon's EROFS answers needs root")
+        t.fail("mount -o remount,rw: %s" % rm.stderr.strip())
+    with open("/proc/mounts") as pm:
+        opts = [ln.split()[3].split(",") for ln in pm if ln.split()[1] == s.mnt]
+    t.eq("rw" in opts[0], True, "rw in /proc/mounts after the remount: %s" % opts[0])
+    attempts("daemon (rw remount)")
     try:
         fd = os.open(os.path.join(s.mnt, ".rollcache", "stats"), os.O_WRONLY)
         os.close(fd)
