@@ -1,24 +1,28 @@
 /*
  * test_verify.c - cachefs/verify.c: record checks after admission (issue 14).
  *
- * Real files: the uncompressed TFRecord files of $RC_TESTDATA
- * (../shared/testdata, written by TensorFlow), their records found by this
- * test's own framing parse (the oracle is TensorFlow's stored CRCs).
+ Inputs: two files framed here (three short records, and 40 records of
+ * 0-600 random bytes, empty ones included) and, when $RC_TESTDATA
+ * (../shared/testdata) is there, the uncompressed TFRecord files TensorFlow
+ * wrote; their records found by this test's own framing parse (for the
+ * real files the oracle is TensorFlow's stored CRCs).
  * Behaviours, one TCase each:
- *   real_files     every record of the real files passes, against the
+ *   all_pass       every record of every input passes, against the
  *                  catalog's rows and on the read path;
- *   every_flip     every single-bit flip anywhere in the real files (every bit
+ *   every_flip     every single-bit flip anywhere in the inputs (every bit
  *                  of a byte below 1 KiB of file, one bit of each byte above) is found,
  *                  at the record that holds it, by both checks; the read path
  *                  answers EIO for ranges reaching it, serves the records
  *                  before it, queues the file once (verify.c V1, V2, V4);
- *   catalog        a record rewritten with valid framing but other bytes
+ *   catalog        (the three-record file: TensorFlow's when $RC_TESTDATA
+ *                  is there, else the same records framed here)
+ *                  a record rewritten with valid framing but other bytes
  *                  passes the framing (the read path's limit, documented)
  *                  and fails against the catalog; records must tile the file;
  *                  a truncated file fails;
  *   threads        4 threads reading random ranges of a 2000-record file
  *                  check it once, all of it, and all pass.
- * Exits 77 when $RC_TESTDATA is missing.
+ * Without $RC_TESTDATA the framed inputs still run every case.
  */
 #include "tests/cachefs/cfs_test.h"
 
@@ -48,15 +52,66 @@ static const char *const real_files[] = {
     "raw__magenta__tfrecord_iterator_test.tfrecord",
 };
 
+/* The files every case runs on (see the header). */
+struct input {
+	char name[96];
+	uint8_t *d;
+	size_t len;
+};
+static struct input inputs[8];
+static size_t n_inputs;
+
+/* Frames n records (TFRecord: length, its CRC, payload, its CRC). */
+static uint8_t *frame(const uint8_t *const *recs, const size_t *lens, size_t n, size_t *len)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += lens[i] + 16;
+	uint8_t *d = malloc(total ? total : 1), *p = d;
+	for (size_t i = 0; i < n; i++) {
+		cmn_tfr_put_header(p, lens[i]);
+		memcpy(p + 12, recs[i], lens[i]);
+		cmn_tfr_put_footer(p + 12 + lens[i], cmn_crc32c(0, p + 12, lens[i]));
+		p += lens[i] + 16;
+	}
+	*len = total;
+	return d;
+}
+
+/* "hello world", "12345", "success": the records of TensorFlow's test file. */
+static uint8_t *three_records(size_t *len)
+{
+	static const char *const r[] = {"hello world", "12345", "success"};
+	const uint8_t *recs[3];
+	size_t lens[3];
+	for (int i = 0; i < 3; i++) {
+		recs[i] = (const uint8_t *)r[i];
+		lens[i] = strlen(r[i]);
+	}
+	return frame(recs, lens, 3, len);
+}
+
+static void add_input(const char *name, uint8_t *d, size_t len)
+{
+	if (n_inputs == sizeof(inputs) / sizeof(inputs[0]))
+		abort();
+	snprintf(inputs[n_inputs].name, sizeof(inputs[n_inputs].name), "%s", name);
+	inputs[n_inputs].d = d;
+	inputs[n_inputs].len = len;
+	n_inputs++;
+}
+
+/* The whole file (called outside the tests too: no Check asserts). */
 static uint8_t *slurp(const char *path, size_t *len)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY);
-	ck_assert_msg(fd >= 0, "%s: cannot open", path);
-	ck_assert_int_eq(fstat(fd, &st), 0);
-	uint8_t *buf = malloc((size_t)st.st_size + 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_int_eq(read(fd, buf, (size_t)st.st_size), st.st_size);
+	uint8_t *buf = NULL;
+	if (fd < 0 || fstat(fd, &st) != 0 || !(buf = malloc((size_t)st.st_size + 1)) ||
+	    read(fd, buf, (size_t)st.st_size) != st.st_size) {
+		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
+		exit(1);
+	}
 	close(fd);
 	*len = (size_t)st.st_size;
 	return buf;
@@ -124,23 +179,21 @@ static struct cfs_efile *efile_new(int64_t id, uint64_t bytes)
 	return f;
 }
 
-START_TEST(test_real_files)
+START_TEST(test_all_pass)
 {
 	char dir[256];
 	cfs_test_mkscratch(dir, sizeof(dir));
-	for (size_t k = 0; k < sizeof(real_files) / sizeof(real_files[0]); k++) {
-		char path[4096];
-		size_t len;
+	for (size_t k = 0; k < n_inputs; k++) {
+		size_t len = inputs[k].len;
 		struct cfs_sample s[256];
-		snprintf(path, sizeof(path), "%s/%s", testdata, real_files[k]);
-		uint8_t *d = slurp(path, &len);
+		const uint8_t *d = inputs[k].d;
 		size_t n = parse(d, len, s, 256);
 		ck_assert_uint_ge(n, 3);
 		int fd = write_tmp(dir, "f", d, len);
 		struct cfs_vcheck v;
 		/* budget 1: one record per step, as the scrubber's pacing may do */
 		int rc = vcheck_all(fd, len, s, n, 1, &v);
-		ck_assert_msg(rc == 0, "%s: %d %s", real_files[k], rc, v.why);
+		ck_assert_msg(rc == 0, "%s: %d %s", inputs[k].name, rc, v.why);
 		ck_assert_uint_eq(v.i, n);
 		ck_assert_uint_ge(v.bytes_read, len);
 
@@ -159,7 +212,6 @@ START_TEST(test_real_files)
 		free(f);
 		cfs_verifier_free(ver);
 		close(fd);
-		free(d);
 	}
 	cfs_test_rmrf(dir);
 }
@@ -169,12 +221,10 @@ START_TEST(test_every_flip)
 {
 	char dir[256];
 	cfs_test_mkscratch(dir, sizeof(dir));
-	for (size_t k = 0; k < sizeof(real_files) / sizeof(real_files[0]); k++) {
-		char path[4096];
-		size_t len;
+	for (size_t k = 0; k < n_inputs; k++) {
+		size_t len = inputs[k].len;
 		struct cfs_sample s[256];
-		snprintf(path, sizeof(path), "%s/%s", testdata, real_files[k]);
-		uint8_t *d = slurp(path, &len);
+		const uint8_t *d = inputs[k].d;
 		size_t n = parse(d, len, s, 256);
 		int fd = write_tmp(dir, "f", d, len);
 		size_t flips = 0;
@@ -192,7 +242,7 @@ START_TEST(test_every_flip)
 				ck_assert_msg(rc == -EBADMSG && v.bad_off == s[r].offset,
 					      "%s: flip of bit %d at %zu: rc %d, bad_off %llu, "
 					      "expected -EBADMSG at %llu",
-					      real_files[k], bit, pos, rc,
+					      inputs[k].name, bit, pos, rc,
 					      (unsigned long long)v.bad_off,
 					      (unsigned long long)s[r].offset);
 
@@ -204,7 +254,7 @@ START_TEST(test_every_flip)
 					    cfs_verify_read(ver, f, fd, 0, s[r].offset), 0);
 				rc = cfs_verify_read(ver, f, fd, pos, 1);
 				ck_assert_msg(rc == -EIO, "%s: read of flipped byte %zu: %d",
-					      real_files[k], pos, rc);
+					      inputs[k].name, pos, rc);
 				ck_assert_uint_eq(atomic_load(&f->v_ok), s[r].offset); /* V2 */
 				ck_assert_uint_eq(atomic_load(&f->v_bad1), s[r].offset + 1);
 				ck_assert(cfs_verify_corrupt(f) && !cfs_verify_done(f));
@@ -224,7 +274,6 @@ START_TEST(test_every_flip)
 		}
 		ck_assert_uint_eq(flips, len < 1024 ? 8 * len : len);
 		close(fd);
-		free(d);
 	}
 	cfs_test_rmrf(dir);
 }
@@ -236,8 +285,14 @@ START_TEST(test_catalog)
 	size_t len;
 	struct cfs_sample s[16];
 	cfs_test_mkscratch(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/raw__magenta__tfrecord_iterator_test.tfrecord", testdata);
-	uint8_t *d = slurp(path, &len);
+	uint8_t *d;
+	if (testdata) {
+		snprintf(path, sizeof(path), "%s/raw__magenta__tfrecord_iterator_test.tfrecord",
+			 testdata);
+		d = slurp(path, &len);
+	} else {
+		d = three_records(&len);
+	}
 	size_t n = parse(d, len, s, 16);
 	ck_assert_uint_eq(n, 3); /* "hello world", "12345", "success" */
 
@@ -353,10 +408,35 @@ int main(void)
 {
 	testdata = getenv("RC_TESTDATA");
 	struct stat st;
-	if (!testdata || stat(testdata, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		printf("skip: RC_TESTDATA (%s) is not a directory of real TFRecord files\n",
+	size_t len;
+	uint8_t *three = three_records(&len);
+	add_input("framed here: three short records", three, len);
+	{
+		uint8_t *recs[40];
+		size_t lens[40];
+		unsigned seed = 7;
+		for (int i = 0; i < 40; i++) {
+			lens[i] = i % 9 == 0 ? 0 : (size_t)rand_r(&seed) % 601;
+			recs[i] = malloc(lens[i] ? lens[i] : 1);
+			for (size_t j = 0; j < lens[i]; j++)
+				recs[i][j] = (uint8_t)rand_r(&seed);
+		}
+		uint8_t *forty = frame((const uint8_t *const *)recs, lens, 40, &len);
+		add_input("framed here: 40 records of 0-600 random bytes", forty, len);
+		for (int i = 0; i < 40; i++)
+			free(recs[i]);
+	}
+	if (testdata && stat(testdata, &st) == 0 && S_ISDIR(st.st_mode)) {
+		for (size_t k = 0; k < sizeof(real_files) / sizeof(real_files[0]); k++) {
+			char path[4096];
+			snprintf(path, sizeof(path), "%s/%s", testdata, real_files[k]);
+			uint8_t *d = slurp(path, &len);
+			add_input(real_files[k], d, len);
+		}
+	} else {
+		printf("RC_TESTDATA (%s) is not a directory: the framed inputs only\n",
 		       testdata ? testdata : "unset");
-		return 77;
+		testdata = NULL;
 	}
 	cmn_log_set_sink(count_sink, NULL);
 	Suite *s = suite_create("cachefs-verify");
@@ -364,7 +444,7 @@ int main(void)
 		const char *name;
 		const TTest *t;
 	} cases[] = {
-	    {"real_files", test_real_files},
+	    {"all_pass", test_all_pass},
 	    {"every_flip", test_every_flip},
 	    {"catalog", test_catalog},
 	    {"threads", test_threads},
@@ -379,5 +459,7 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	for (size_t k = 0; k < n_inputs; k++)
+		free(inputs[k].d);
 	return failed ? 1 : 0;
 }
