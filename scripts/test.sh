@@ -2,8 +2,9 @@
 # Installs what is missing, checks the format of every C file
 # (clang-format, counted as one test), builds, and runs every test: the
 # default suite in build/, then the unit and integration suites under
-# ASan+UBSan in build-asan/.  Prints Check's summary line of each suite and one closing
-# line "N passed, N failed, N skipped".
+# ASan+UBSan in build-asan/.  Prints Check's summary line of each suite,
+# every skipped test with the reason it gave, and one closing line
+# "N passed, N failed, N skipped".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,9 +34,16 @@ import json, glob, os, sys
 p = f = s = 0
 logs = sorted(glob.glob(os.path.join(sys.argv[1], 'testlog*.json')), key=os.path.getmtime)
 for line in open(logs[-1]) if logs else []:
-    r = json.loads(line).get('result')
+    t = json.loads(line)
+    r = t.get('result')
     if r in ('OK', 'EXPECTEDFAIL'): p += 1
-    elif r == 'SKIP': s += 1
+    elif r == 'SKIP':
+        s += 1
+        # every skip with its reason: the line where the test says why
+        out = [l.strip() for l in ((t.get('stdout') or '') + '\n' +
+               (t.get('stderr') or '')).splitlines() if l.strip()]
+        why = [l for l in out if 'skip' in l.lower()] or out or ['(the test printed no reason)']
+        print('skipped: %s: %s' % (t.get('name'), why[-1][:200]), file=sys.stderr)
     else: f += 1
 print(p, f, s)
 PY
