@@ -121,16 +121,6 @@ static int take_lock(struct cfs_store *s, char *err, size_t errlen)
 	return 0;
 }
 
-int cfs_store_lock_rewrite_pid(struct cfs_store *s)
-{
-	char buf[32];
-	int len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-
-	if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, buf, (size_t)len, 0) != len)
-		return errno ? -errno : -EIO;
-	return 0;
-}
-
 /*
  * Refuses to adopt a directory that holds something else: without
  * catalog.db, only the names a cache itself creates may be there (a crash

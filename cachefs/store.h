@@ -82,13 +82,6 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
  */
 void cfs_store_close(struct cfs_store *s);
 
-/*
- * Rewrites our pid into CACHE_DIR/lock: call it in the child after
- * daemonizing (the flock is inherited across fork, the pid is not).
- * Returns 0 or -errno.
- */
-int cfs_store_lock_rewrite_pid(struct cfs_store *s);
-
 /* The store's catalog and budget (owned by the store). */
 struct cfs_catalog *cfs_store_catalog(struct cfs_store *s);
 struct cfs_budget *cfs_store_budget(struct cfs_store *s);

@@ -612,46 +612,6 @@ START_TEST(evict_inside_boundary_transaction)
 }
 END_TEST
 
-START_TEST(lock_pid_rewritten_after_fork)
-{
-	struct cfs_store *s = open_store(1 << 20);
-	int p[2];
-	pid_t pid;
-	int status;
-	char buf[32] = "";
-	char path[512];
-	FILE *f;
-
-	ck_assert_int_eq(pipe(p), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		/* the daemonized child inherits the flock and writes its own pid */
-		char c;
-		close(p[1]);
-		_exit(cfs_store_lock_rewrite_pid(s) == 0 && read(p[0], &c, 1) >= 0 ? 0 : 1);
-	}
-	close(p[0]);
-	for (int i = 0; i < 5000; i++) {
-		snprintf(path, sizeof(path), "%s/lock", dir);
-		f = fopen(path, "r");
-		ck_assert_ptr_nonnull(f);
-		buf[0] = '\0';
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = '\0';
-		fclose(f);
-		if (atol(buf) == (long)pid)
-			break;
-		usleep(1000);
-	}
-	ck_assert_int_eq(atol(buf), (long)pid);
-	close(p[1]);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_int_eq(WEXITSTATUS(status), 0);
-	cfs_store_close(s);
-}
-END_TEST
-
 START_TEST(foreign_directory_refused)
 {
 	struct cfs_store *s = NULL;
@@ -702,7 +662,6 @@ int main(void)
 	    {"evict_closed_now_open_on_release", evict_closed_now_open_on_release},
 	    {"writer_waits_for_eviction", writer_waits_for_eviction},
 	    {"evict_inside_boundary_transaction", evict_inside_boundary_transaction},
-	    {"lock_pid_rewritten_after_fork", lock_pid_rewritten_after_fork},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);
