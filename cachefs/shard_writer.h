@@ -123,7 +123,7 @@ uint64_t cfs_shard_writer_records(const struct cfs_shard_writer *w);
 int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, size_t errlen);
 
 /*
- * Seals n writers as one group (issue 15's group commit; the design note
+ * Seals n writers as one group (group commit; the design note
  * above cfs_shard_writer_seal_group() in shard_writer.c): invariant 2's
  * steps each run once for the group, in invariant 2's order for every
  * file of it - the bytes of all files durable (syncfs() for 4 files or

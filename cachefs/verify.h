@@ -1,5 +1,5 @@
 /*
- * verify.h - integrity of sealed files after admission (issue 14 point 1).
+ * verify.h - integrity of sealed files after admission.
  *
  * DESIGN invariant 5 checks every record's CRC32C when it is admitted; this
  * module checks it again after that, because bytes at rest can change (a

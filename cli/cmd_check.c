@@ -13,7 +13,7 @@
  * file is named on stderr as "FILE: offset N: what", and the exit code is 1.
  * Exit 2 on usage errors, 0 when every record of every file passed.
  *
- * --cache-dir DIR checks a rollcache cache directory offline (issue 14):
+ * --cache-dir DIR checks a rollcache cache directory offline:
  * every resident (SEALED) file against the catalog's rows: present, of the
  * catalog's size, and for TFRecord shards every record's length and CRC32C
  * equal to what the catalog recorded at admission (cachefs/verify.c).  One

@@ -6,7 +6,7 @@
  * Why two programs: rollcache-core links libcurl, libfuse, SQLite and the
  * feeder, about 45 shared libraries whose loading and relocation cost about
  * 20 ms at every start on this machine - more than the whole `epoch next
- * --wait` at a boundary whose records are resident (issue 15 asks 20 ms).
+ * --wait` at a boundary whose records are resident (the target is 20 ms).
  * The control commands only read a mount's stats JSON and send one ioctl
  * (cli/cmd_control.c), so this program links jansson and libc.
  *

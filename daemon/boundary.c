@@ -37,7 +37,7 @@
  *                nothing is.
  *   E5           a boundary never waits for room: when pins or min_uses
  *                leave less than S.admit, the epoch starts with what fits
- *                and the reason is recorded (no deadlock, issue 5 item 4).
+ *                and the reason is recorded (no deadlock).
  *
  * States of a shard, and who moves it:
  *

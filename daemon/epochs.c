@@ -414,7 +414,7 @@ static bool auto_empty_ready(struct dmn *d)
  * samplers seal a small first shard (samplers.c, opts.first_shard), and
  * as soon as one is sealed it is the next epoch, with no `epoch next`, so
  * that a reader of `current` has a record within a fraction of a second
- * (issue 15).  Whether that is due: nothing is in the epoch, and a shard
+ * (the `first_epoch` setting).  Whether that is due: nothing is in the epoch, and a shard
  * is sealed (the budget's count first, then the catalog: the snapshot
  * lists what the catalog has committed, DESIGN 2).
  */
@@ -534,7 +534,7 @@ void *dmn__epoch_main(void *arg)
 		bool wait = advance && d->adv_done + 1 <= d->adv_wait_upto;
 		pthread_mutex_unlock(&d->mu);
 		if (advance) {
-			/* asked for: `next` makes the first epoch, as it always did */
+			/* asked for: `next` makes the first epoch */
 			first = false;
 			int rc = run_boundary(d, wait, false, 0, &bits, err, sizeof(err));
 			pthread_mutex_lock(&d->mu);

@@ -1,5 +1,5 @@
 /*
- * scrub.c - the daemon's integrity thread (issue 14 point 1).
+ * scrub.c - the daemon's integrity thread.
  *
  * Owns two jobs that end the same way, by dropping a corrupt sealed file:
  *   - the files the FUSE read path found corrupt during a first pass

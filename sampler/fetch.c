@@ -108,7 +108,7 @@ nomem:
 /*
  * Counts what curl received for this attempt's body so far - delivered or
  * not: held in a paused chunk, or dropped when the transfer is cancelled -
- * so that bytes_fetched is what the server sent (issue 12).
+ * so that bytes_fetched is what the server sent.
  */
 static void count_received(struct xfer *x)
 {

@@ -6,14 +6,14 @@
  * at once, connections are reused across requests.  Each request reports its
  * body through callbacks on that same thread.
  *
- * Faults (DESIGN "Faults", issue 3): timeouts, resets, partial bodies, 408,
+ * Faults (DESIGN "Faults"): timeouts, resets, partial bodies, 408,
  * 429 and 5xx are retried with exponential backoff and jitter, honouring
  * Retry-After; 4xx others are tried once.  A consumer that finds bad data
  * (CRC, truncated framing) answers -EAGAIN and the request is retried from
  * the offset its restart() callback returns, so already-delivered bytes are
  * not delivered twice.  Every failure is counted in the source's stats.
  *
- * Credit (issue 12): a request whose consumer has a grant() callback asks
+ * Credit: a request whose consumer has a grant() callback asks
  * the server only for the bytes the consumer has room for - one range GET
  * per grant - so nothing is sent that must be held in socket buffers or
  * thrown away; a request with no grant waits in the queue, costing no

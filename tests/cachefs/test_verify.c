@@ -1,5 +1,5 @@
 /*
- * test_verify.c - cachefs/verify.c: record checks after admission (issue 14).
+ * test_verify.c - cachefs/verify.c: record checks after admission.
  *
  Inputs: two files framed here (three short records, and 40 records of
  * 0-600 random bytes, empty ones included) and, when $RC_TESTDATA

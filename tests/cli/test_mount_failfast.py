@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """`rollcache mount` fails fast and says why; later failures show in
-`status` (issue 14, docs/reliability.md, "Fail fast").  Three tests, one part
+`status` (docs/reliability.md, "Fail fast").  Three tests, one part
 each (the argument), so that each stays a few seconds:
   sources  cli-mount-failfast-nginx-fuse   (nginx, file://, the FUSE kernel)
   s3       cli-mount-failfast-s3rver       (s3rver)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Integrity after admission (issue 14 point 1): the five cases, real kernel mounts.
+"""Integrity after admission: the five cases, real kernel mounts.
 
 Every case flips one bit (or cuts bytes) in a sealed shard of a real cache
 directory and checks that the corruption is found and that no corrupt

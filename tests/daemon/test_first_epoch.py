@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """fuse-first-epoch-nginx: a mount over an empty cache makes its first epoch
-from the first sealed shard (issue 15, `first_epoch`), against a real nginx.
+from the first sealed shard (`first_epoch`), against a real nginx.
 
 A `rollcache synth` dataset is served by nginx (JSON autoindex); the cache
 is new; nobody runs `epoch next`.  Proves (behaviour, never timing):
@@ -14,7 +14,7 @@ is new; nobody runs `epoch next`.  Proves (behaviour, never timing):
     and makes no automatic first epoch: once the samplers have sealed more,
     the epoch is still the one the mount started in;
   - with first_epoch = 0 a new cache keeps its empty epoch 0 while shards
-    are sealed, until `epoch next` (the behaviour before issue 15).
+    are sealed, until `epoch next`, as with no first_epoch at all.
 """
 import os
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """fuse-hold-open: a reader that holds files of current/ open across five
-boundaries, over a real nginx (issue 12, "a reader holding every file of
+boundaries, over a real nginx ("a reader holding every file of
 current/ open across 5 boundaries").
 
 The cache is filled to its limit; then the reader opens every file of

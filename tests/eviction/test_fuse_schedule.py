@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """eviction-fuse-schedule, eviction-fuse-min-uses: the schedule on a real FUSE
-mount (issue 5).  Argument: the mode, `schedule` (default) or `min-uses`.
+mount.  Argument: the mode, `schedule` (default) or `min-uses`.
 
 A `rollcache synth` dataset (file:// source, larger than every limit) is
 mounted with the schedule
@@ -37,8 +37,8 @@ Mode `min-uses` runs one entry, `[epoch 0-] limit 768K admit 512K fifo
 min_uses 2`, over five epochs: files read fewer than twice cannot make room,
 so the boundaries cut the admit budget (reason `min_uses`, said in stats and
 `rollcache status`) without stopping the epoch, and once the oldest files
-were read twice they go and the full admit comes back (no deadlock, issue 5
-item 4), each boundary again exactly as the model says.
+were read twice they go and the full admit comes back (no deadlock),
+each boundary again exactly as the model says.
 """
 import hashlib
 import json
