@@ -35,6 +35,7 @@
 #include "common/log.h"
 #include "common/tfrecord.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -469,6 +470,8 @@ int cfs_verify_read(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_
 		atomic_store_explicit(&f->v_ok, pos, memory_order_release); /* V2 */
 	}
 	pthread_mutex_unlock(mu);
+	/* V1: a read allowed through was checked to its end */
+	assert(rc != 0 || atomic_load_explicit(&f->v_ok, memory_order_acquire) >= end);
 	atomic_fetch_add_explicit(&v->bytes, w.bytes_read, memory_order_relaxed);
 	if (rc == 0 && pos >= f->bytes && w.bytes_read)
 		atomic_fetch_add_explicit(&v->files, 1, memory_order_relaxed);

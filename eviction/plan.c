@@ -5,12 +5,16 @@
  * Pure: no I/O, no globals, no locks.  Does not apply the plan
  * (daemon/boundary.c does) and does not choose the order of victims
  * (policy.c does).  Cites DESIGN invariants 3 (pinned files are never
- * victims) and 4 (used_after + admit <= limit).
+ * victims) and 4 (used_after + admit <= limit).  Debug builds assert the
+ * boundary's E1 (no pinned victim) and E3 (a shard read fewer than
+ * min_uses times is a victim only in the hard phase) here, where the plan
+ * makes them true (daemon/boundary.c numbers them).
  */
 #include "eviction/evictor.h"
 #include "eviction/policy_i.h"
 #include "common/units.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,8 +168,16 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 	char *victim = calloc(n ? n : 1, 1);
 	if (!victim)
 		return -ENOMEM;
-	for (size_t i = 0; i < k; i++)
+	size_t below_min_uses = 0;
+	for (size_t i = 0; i < k; i++) {
 		victim[victims[i]] = 1;
+		/* E1 (DESIGN 3): a pinned shard is never a victim */
+		assert(shards[victims[i]].pins == 0);
+		below_min_uses += shards[victims[i]].full_reads < s->min_uses;
+	}
+	/* E3: a shard read fewer than min_uses times goes only in the hard phase */
+	assert(below_min_uses == out->n_forced);
+	(void)below_min_uses;
 	out->held_pinned = other;
 	for (size_t i = 0; i < n; i++) {
 		if (victim[i])
