@@ -448,18 +448,12 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(fa->name, fb->name);
 }
 
-int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_efile_in *in,
-		       size_t n, uint64_t started_ms, uint32_t *held)
+/* A new, empty snapshot for n files (ep->files allocated, nfiles 0), or NULL. */
+static struct cfs_epoch *epoch_new(uint32_t number, uint64_t started_ms, size_t n)
 {
 	struct cfs_epoch *ep = calloc(1, sizeof(*ep));
-	struct cfs_efile **fresh = calloc(n ? n : 1, sizeof(*fresh)); /* created here */
-	size_t nfresh = 0;
-	int rc = -ENOMEM;
-
-	if (held)
-		*held = 0;
-	if (!ep || !fresh)
-		goto fail;
+	if (!ep)
+		return NULL;
 	ep->node_type = CFS_NODE_EPOCH;
 	ep->root.node_type = CFS_NODE_DIR;
 	ep->root.ep = ep;
@@ -469,66 +463,128 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 	ep->started_ms = started_ms;
 	snprintf(ep->name, sizeof(ep->name), "%u", number);
 	ep->files = calloc(n ? n : 1, sizeof(*ep->files));
-	if (!ep->files)
-		goto fail;
-
-	pthread_mutex_lock(&s->mu);
-	if (s->current && number <= s->current->number) {
-		rc = -EINVAL;
-		goto fail_locked;
+	if (!ep->files) {
+		epoch_free(ep);
+		return NULL;
 	}
+	return ep;
+}
+
+/*
+ * Under s->mu: a new efile for `in`, published in epoch `number`, added to
+ * fresh[] (so a failed publish frees it) and, once its strings are set, to
+ * the hash.  Returns it, or NULL when out of memory (what was made is in
+ * fresh[] or freed).
+ */
+static struct cfs_efile *efile_new(struct cfs_epochs *s, const struct cfs_efile_in *in,
+				   uint32_t number, struct cfs_efile **fresh, size_t *nfresh)
+{
+	struct cfs_efile *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->node_type = CFS_NODE_FILE;
+	f->id = in->id;
+	f->kind = in->kind;
+	f->name = strdup(in->name);
+	f->relpath = strdup(in->relpath);
+	f->bytes = in->bytes;
+	f->records = in->records;
+	f->created_epoch = in->created_epoch;
+	if (in->retiring) { /* a victim a restart kept: it retires in this epoch */
+		f->evicted = true;
+		f->retire_number1 = number + 1;
+		s->draining_bytes += f->bytes;
+	}
+	fresh[(*nfresh)++] = f;
+	if (!f->name || !f->relpath)
+		return NULL;
+	f->hnext = s->hash[hash_id(f->id)];
+	s->hash[hash_id(f->id)] = f;
+	s->nfiles++;
+	return f;
+}
+
+/*
+ * Under s->mu: fills ep->files from in[0..n), finding each file in the set
+ * or making it (efile_new), and sums the epoch's bytes and records.
+ * Returns 0, -EINVAL (a deleted file, or an evicted one not retiring:
+ * invariant 1) or -ENOMEM; on failure the files made are in fresh[].
+ */
+static int epoch_take_files(struct cfs_epochs *s, struct cfs_epoch *ep,
+			    const struct cfs_efile_in *in, size_t n, struct cfs_efile **fresh,
+			    size_t *nfresh)
+{
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_efile *f = hash_find(s, in[i].id);
-		if (f && (f->deleted || (f->evicted && !in[i].retiring))) {
-			rc = -EINVAL; /* an evicted file never comes back (invariant 1) */
-			goto fail_locked;
-		}
+		if (f && (f->deleted || (f->evicted && !in[i].retiring)))
+			return -EINVAL; /* an evicted file never comes back (invariant 1) */
 		if (!f) {
-			f = calloc(1, sizeof(*f));
+			f = efile_new(s, &in[i], ep->number, fresh, nfresh);
 			if (!f)
-				goto fail_locked;
-			f->node_type = CFS_NODE_FILE;
-			f->id = in[i].id;
-			f->kind = in[i].kind;
-			f->name = strdup(in[i].name);
-			f->relpath = strdup(in[i].relpath);
-			f->bytes = in[i].bytes;
-			f->records = in[i].records;
-			f->created_epoch = in[i].created_epoch;
-			if (in[i]
-				.retiring) { /* a victim a restart kept: it retires in this epoch */
-				f->evicted = true;
-				f->retire_number1 = number + 1;
-				s->draining_bytes += f->bytes;
-			}
-			fresh[nfresh++] = f;
-			if (!f->name || !f->relpath)
-				goto fail_locked;
-			f->hnext = s->hash[hash_id(f->id)];
-			s->hash[hash_id(f->id)] = f;
-			s->nfiles++;
+				return -ENOMEM;
 		}
 		ep->files[i] = f;
 		ep->bytes += f->bytes;
 		ep->records += f->records;
 	}
 	ep->nfiles = n;
+	return 0;
+}
+
+/*
+ * Sorts ep's files by name, refuses a file listed twice or two files of
+ * one name (-EINVAL), and builds the directory tree and the hidden list.
+ * Returns 0, -EINVAL or -ENOMEM (the partial tree is freed with ep).
+ */
+static int epoch_build_tree(struct cfs_epoch *ep)
+{
+	size_t n = ep->nfiles;
 	if (n > 1) /* qsort(NULL, 0) is undefined: an empty epoch */
 		qsort(ep->files, n, sizeof(*ep->files), cmp_name);
-	for (size_t i = 1; i < n; i++) {
+	for (size_t i = 1; i < n; i++)
 		if (ep->files[i - 1] == ep->files[i] ||
-		    strcmp(ep->files[i - 1]->name, ep->files[i]->name) == 0) {
-			rc = -EINVAL;
-			goto fail_locked;
-		}
-	}
-	rc = edir_build(ep, &ep->root, ep->files, n, 0);
+		    strcmp(ep->files[i - 1]->name, ep->files[i]->name) == 0)
+			return -EINVAL;
+	int rc = edir_build(ep, &ep->root, ep->files, n, 0);
 	if (rc != 0)
-		goto fail_locked;
+		return rc;
 	if (ep->nhidden > 1)
 		qsort(ep->hidden, ep->nhidden, sizeof(*ep->hidden), cmp_ptr);
+	return 0;
+}
 
-	/* Commit point: nothing below fails. */
+/*
+ * Under s->mu: prev stopped being current.  It leaves the view unless held
+ * (epoch_maybe_retire, which may free it); if it stays listed, its evicted
+ * files that nothing else keeps may go, and *held (if not NULL) becomes its
+ * number + 1.
+ */
+static void epoch_leave_current(struct cfs_epochs *s, struct cfs_epoch *prev, uint32_t *held)
+{
+	uint32_t prev_number = prev->number;
+	epoch_maybe_retire(s, prev); /* may free prev */
+	bool still = false;
+	for (struct cfs_epoch *e = s->list; e; e = e->next)
+		still |= e->number == prev_number;
+	if (still) {
+		/* held by an open evicted file: its other evicted files may go */
+		for (size_t i = 0; i < prev->nfiles; i++)
+			efile_maybe_gone(s, prev->files[i]);
+		if (held)
+			*held = prev_number + 1;
+	}
+}
+
+/*
+ * Under s->mu, the commit point of a publish (nothing here fails): ep
+ * becomes current and listed, its files are pinned by it, the set's
+ * current counts restart, and the previous epoch moves to OLD or
+ * UNLISTED (design note, "States of an epoch").  *held (if not NULL) is
+ * set to that epoch's number + 1 when it stays listed.
+ */
+static void epoch_make_current(struct cfs_epochs *s, struct cfs_epoch *ep, uint32_t *held)
+{
+	size_t n = ep->nfiles;
 	if (s->current)
 		for (size_t i = 0; i < s->current->nfiles; i++)
 			s->current->files[i]->in_current = false;
@@ -559,21 +615,35 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 	atomic_store(&s->cur_read_bytes, 0);
 	atomic_store(&s->cur_full_files, 0);
 	atomic_store(&s->cur_nfiles, (uint64_t)n);
-	atomic_store(&s->cur_number1, number + 1);
-	if (prev) {
-		uint32_t prev_number = prev->number;
-		epoch_maybe_retire(s, prev); /* may free prev */
-		bool still = false;
-		for (struct cfs_epoch *e = s->list; e; e = e->next)
-			still |= e->number == prev_number;
-		if (still) {
-			/* held by an open evicted file: its other evicted files may go */
-			for (size_t i = 0; i < prev->nfiles; i++)
-				efile_maybe_gone(s, prev->files[i]);
-			if (held)
-				*held = prev_number + 1;
-		}
+	atomic_store(&s->cur_number1, ep->number + 1);
+	if (prev)
+		epoch_leave_current(s, prev, held);
+}
+
+int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_efile_in *in,
+		       size_t n, uint64_t started_ms, uint32_t *held)
+{
+	struct cfs_epoch *ep = epoch_new(number, started_ms, n);
+	struct cfs_efile **fresh = calloc(n ? n : 1, sizeof(*fresh)); /* created here */
+	size_t nfresh = 0;
+	int rc = -ENOMEM;
+
+	if (held)
+		*held = 0;
+	if (!ep || !fresh)
+		goto fail;
+	pthread_mutex_lock(&s->mu);
+	if (s->current && number <= s->current->number) {
+		rc = -EINVAL;
+		goto fail_locked;
 	}
+	rc = epoch_take_files(s, ep, in, n, fresh, &nfresh);
+	if (rc == 0)
+		rc = epoch_build_tree(ep);
+	if (rc != 0)
+		goto fail_locked;
+	/* Commit point: nothing below fails. */
+	epoch_make_current(s, ep, held);
 	free(fresh);
 	unlock_and_run_gone(s);
 	return 0;
