@@ -72,7 +72,7 @@
  *
  *   Its snapshot less the files hidden by a directory of the same name
  *   (ep->hidden, fixed at publish) and less the files deleted since
- *   (efile.deleted).  readdir and lookups (fs.c) and the index file
+ *   (efile.deleted).  readdir and lookups (fs_node.c) and the index file
  *   (cfs_epoch_shown_files) show exactly that.  For the current epoch the
  *   set keeps its count (cur_files/bytes/records: set at publish, lowered
  *   in efile_maybe_gone when a file retires), which the stats read, so

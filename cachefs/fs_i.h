@@ -124,7 +124,7 @@ void *cfs__handle_get(struct cfs_fs *fs, uint64_t fh, enum cfs__hkind kind);
 /* Drops a reference; with `release`, the open's own (once).  May free the handle. */
 void cfs__handle_put(struct cfs_fs *fs, uint64_t fh, bool release);
 
-/* Frees h of `kind` now, whatever its references (a handle never added, or unmount). */
+/* Frees h of `kind` at once, whatever its references (a handle never added, or unmount). */
 void cfs__handle_destroy(struct cfs_fs *fs, enum cfs__hkind kind, void *h);
 
 /* At unmount: frees every handle the kernel never released, and the table. */

@@ -217,7 +217,7 @@ static void reply_open_handle(fuse_req_t req, struct cfs_fs *fs, struct fuse_fil
 		cfs__handle_put(fs, fi->fh, true); /* interrupted: no release will come */
 }
 
-/* stats or metrics: the daemon renders the text now, the handle keeps it. */
+/* stats or metrics: the daemon renders the text at open; the handle keeps it. */
 static int open_text(fuse_req_t req, struct cfs_fs *fs, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cfs__text *t = calloc(1, sizeof(*t));
