@@ -7,7 +7,8 @@
  * daemon/) and does not unlink by itself: each evicted file whose last pin
  * went away goes to cfs_store_release_evicted() (store.c), on the thread
  * that dropped the pin.  It never calls up into the daemon: what the daemon
- * must act on is posted as CFS_EV_* bits to its events object.
+ * must act on is posted as CFS_EV_* bits to its events object.  A
+ * snapshot's directory tree is built by epoch_tree.c (epoch_i.h).
  *
  * Invariants: DESIGN 3 (a file in a live epoch is never deleted while the
  * epoch is current or a handle to it is open), DESIGN 4 (evicted-but-open
@@ -83,6 +84,7 @@
  */
 #include "cachefs/epoch.h"
 
+#include "cachefs/epoch_i.h"
 #include "cachefs/store.h"
 #include "common/clock.h"
 #include "common/events.h"
@@ -328,124 +330,12 @@ static void retire_old(struct cfs_epochs *s)
 	}
 }
 
-static void edir_free_children(struct cfs_edir *d)
-{
-	for (size_t i = 0; i < d->nents; i++) {
-		if (d->ents[i].d) {
-			edir_free_children(d->ents[i].d);
-			free(d->ents[i].d->name);
-			free(d->ents[i].d);
-		}
-	}
-	free(d->ents);
-	d->ents = NULL;
-	d->nents = 0;
-}
-
 static void epoch_free(struct cfs_epoch *ep)
 {
-	edir_free_children(&ep->root);
+	cfs__edir_free_children(&ep->root);
 	free(ep->hidden);
 	free(ep->files);
 	free(ep);
-}
-
-static int cmp_dent(const void *a, const void *b)
-{
-	return strcmp(((const struct cfs_dent *)a)->name, ((const struct cfs_dent *)b)->name);
-}
-
-static int dent_add(struct cfs_edir *d, size_t *cap, struct cfs_dent e)
-{
-	if (d->nents == *cap) {
-		size_t n = *cap ? *cap * 2 : 8;
-		struct cfs_dent *v = realloc(d->ents, n * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		d->ents = v;
-		*cap = n;
-	}
-	d->ents[d->nents++] = e;
-	return 0;
-}
-
-/*
- * Builds dir's entries from files[0..n), all of whose names start with
- * `prefix` (prefix_len bytes), sorted by name.  A component that is both a
- * file and a directory keeps the directory (the file is logged, hidden and
- * added to ep->hidden).  Returns 0 or -ENOMEM (the caller frees the partial
- * tree).
- */
-static int edir_build(struct cfs_epoch *ep, struct cfs_edir *dir, struct cfs_efile **files,
-		      size_t n, size_t prefix_len)
-{
-	size_t cap = 0;
-	for (size_t i = 0; i < n;) {
-		const char *rest = files[i]->name + prefix_len;
-		const char *slash = strchr(rest, '/');
-		if (!slash) {
-			if (dent_add(dir, &cap, (struct cfs_dent){.name = rest, .f = files[i]}))
-				return -ENOMEM;
-			i++;
-			continue;
-		}
-		size_t clen = (size_t)(slash - rest);
-		size_t j = i + 1;
-		while (j < n && strncmp(files[j]->name + prefix_len, rest, clen + 1) == 0)
-			j++;
-		struct cfs_edir *sub = calloc(1, sizeof(*sub));
-		if (!sub)
-			return -ENOMEM;
-		sub->node_type = CFS_NODE_DIR;
-		sub->ep = ep;
-		sub->parent = dir == &ep->root ? NULL : dir;
-		sub->name = strndup(rest, clen);
-		if (!sub->name ||
-		    dent_add(dir, &cap, (struct cfs_dent){.name = sub->name, .d = sub})) {
-			free(sub->name);
-			free(sub);
-			return -ENOMEM;
-		}
-		int rc = edir_build(ep, sub, files + i, j - i, prefix_len + clen + 1);
-		if (rc)
-			return rc;
-		i = j;
-	}
-	if (dir->nents > 1)
-		qsort(dir->ents, dir->nents, sizeof(*dir->ents), cmp_dent);
-	/* a name that is both a file and a directory: the directory wins */
-	size_t w = 0;
-	for (size_t i = 0; i < dir->nents; i++) {
-		if (w && strcmp(dir->ents[w - 1].name, dir->ents[i].name) == 0) {
-			struct cfs_dent *keep =
-			    dir->ents[w - 1].d ? &dir->ents[w - 1] : &dir->ents[i];
-			const struct cfs_dent *gone =
-			    keep == &dir->ents[i] ? &dir->ents[w - 1] : &dir->ents[i];
-			if (gone->f) {
-				cmn_log(CMN_LOG_WARN,
-					"epoch %u: %s is also a directory: file hidden", ep->number,
-					gone->f->name);
-				struct cfs_efile **v =
-				    realloc(ep->hidden, (ep->nhidden + 1) * sizeof(*v));
-				if (!v)
-					return -ENOMEM;
-				ep->hidden = v;
-				ep->hidden[ep->nhidden++] = gone->f;
-			}
-			dir->ents[w - 1] = *keep;
-			continue;
-		}
-		dir->ents[w++] = dir->ents[i];
-	}
-	dir->nents = w;
-	return 0;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	const struct cfs_efile *fa = *(struct cfs_efile *const *)a;
-	const struct cfs_efile *fb = *(struct cfs_efile *const *)b;
-	return strcmp(fa->name, fb->name);
 }
 
 /* A new, empty snapshot for n files (ep->files allocated, nfiles 0), or NULL. */
@@ -528,28 +418,6 @@ static int epoch_take_files(struct cfs_epochs *s, struct cfs_epoch *ep,
 		ep->records += f->records;
 	}
 	ep->nfiles = n;
-	return 0;
-}
-
-/*
- * Sorts ep's files by name, refuses a file listed twice or two files of
- * one name (-EINVAL), and builds the directory tree and the hidden list.
- * Returns 0, -EINVAL or -ENOMEM (the partial tree is freed with ep).
- */
-static int epoch_build_tree(struct cfs_epoch *ep)
-{
-	size_t n = ep->nfiles;
-	if (n > 1) /* qsort(NULL, 0) is undefined: an empty epoch */
-		qsort(ep->files, n, sizeof(*ep->files), cmp_name);
-	for (size_t i = 1; i < n; i++)
-		if (ep->files[i - 1] == ep->files[i] ||
-		    strcmp(ep->files[i - 1]->name, ep->files[i]->name) == 0)
-			return -EINVAL;
-	int rc = edir_build(ep, &ep->root, ep->files, n, 0);
-	if (rc != 0)
-		return rc;
-	if (ep->nhidden > 1)
-		qsort(ep->hidden, ep->nhidden, sizeof(*ep->hidden), cmp_ptr);
 	return 0;
 }
 
@@ -639,9 +507,11 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 	}
 	rc = epoch_take_files(s, ep, in, n, fresh, &nfresh);
 	if (rc == 0)
-		rc = epoch_build_tree(ep);
+		rc = cfs__epoch_build_tree(ep);
 	if (rc != 0)
 		goto fail_locked;
+	if (ep->nhidden > 1) /* epoch_hides() searches it */
+		qsort(ep->hidden, ep->nhidden, sizeof(*ep->hidden), cmp_ptr);
 	/* Commit point: nothing below fails. */
 	epoch_make_current(s, ep, held);
 	free(fresh);
