@@ -10,10 +10,11 @@
  *   fs_meta.c    what the view says about its files without reading them:
  *                the records xattr and the epochs' index files
  *
- * Locking, the order written once: a file handle's mu comes before
- * epoch.c's set->mu (cfs_efile_account() is called under it); fs->hmu (the
- * handle table) and fs->iomu (io modes) are leaves, never held together
- * nor while calling epoch.c, whose set->mu is taken inside its calls.
+ * Locking, the order written once: a file handle's mu and an index's mu
+ * come before epoch.c's set->mu (cfs_efile_account() and
+ * cfs_epoch_shown_files() are called under them); fs->hmu (the handle
+ * table) and fs->iomu (io modes) are leaves, never held together nor while
+ * calling epoch.c, whose set->mu is taken inside its calls.
  */
 #ifndef RC_CACHEFS_FS_I_H
 #define RC_CACHEFS_FS_I_H
