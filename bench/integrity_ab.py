@@ -10,7 +10,7 @@ is) and B (plus --b-env, passed to `rollcache mount`, so the daemon sees
 it), alternating, reads every file of current/ once (the first pass, served
 by the daemon with scrub_rate=0), and prints each run's MB/s and the
 medians.  Used by docs/reliability.md, "Integrity" to measure the first-pass
-check's cost with a local build whose fs.c skips cfs_verify_read() when
+check's cost with a local build whose fs_read.c skips cfs_verify_read() when
 RC_NOVERIFY_TMP is set (the edit is described there; it is not committed):
 without that edit A and B run the same code.  Figures are printed, never
 asserted.

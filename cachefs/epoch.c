@@ -7,7 +7,8 @@
  * daemon/) and does not unlink by itself: each evicted file whose last pin
  * went away goes to cfs_store_release_evicted() (store.c), on the thread
  * that dropped the pin.  It never calls up into the daemon: what the daemon
- * must act on is posted as CFS_EV_* bits to its events object.
+ * must act on is posted as CFS_EV_* bits to its events object.  A
+ * snapshot's directory tree is built by epoch_tree.c (epoch_i.h).
  *
  * Invariants: DESIGN 3 (a file in a live epoch is never deleted while the
  * epoch is current or a handle to it is open), DESIGN 4 (evicted-but-open
@@ -72,7 +73,7 @@
  *
  *   Its snapshot less the files hidden by a directory of the same name
  *   (ep->hidden, fixed at publish) and less the files deleted since
- *   (efile.deleted).  readdir and lookups (fs.c) and the index file
+ *   (efile.deleted).  readdir and lookups (fs_node.c) and the index file
  *   (cfs_epoch_shown_files) show exactly that.  For the current epoch the
  *   set keeps its count (cur_files/bytes/records: set at publish, lowered
  *   in efile_maybe_gone when a file retires), which the stats read, so
@@ -83,6 +84,7 @@
  */
 #include "cachefs/epoch.h"
 
+#include "cachefs/epoch_i.h"
 #include "cachefs/store.h"
 #include "common/clock.h"
 #include "common/events.h"
@@ -328,138 +330,20 @@ static void retire_old(struct cfs_epochs *s)
 	}
 }
 
-static void edir_free_children(struct cfs_edir *d)
-{
-	for (size_t i = 0; i < d->nents; i++) {
-		if (d->ents[i].d) {
-			edir_free_children(d->ents[i].d);
-			free(d->ents[i].d->name);
-			free(d->ents[i].d);
-		}
-	}
-	free(d->ents);
-	d->ents = NULL;
-	d->nents = 0;
-}
-
 static void epoch_free(struct cfs_epoch *ep)
 {
-	edir_free_children(&ep->root);
+	cfs__edir_free_children(&ep->root);
 	free(ep->hidden);
 	free(ep->files);
 	free(ep);
 }
 
-static int cmp_dent(const void *a, const void *b)
-{
-	return strcmp(((const struct cfs_dent *)a)->name, ((const struct cfs_dent *)b)->name);
-}
-
-static int dent_add(struct cfs_edir *d, size_t *cap, struct cfs_dent e)
-{
-	if (d->nents == *cap) {
-		size_t n = *cap ? *cap * 2 : 8;
-		struct cfs_dent *v = realloc(d->ents, n * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		d->ents = v;
-		*cap = n;
-	}
-	d->ents[d->nents++] = e;
-	return 0;
-}
-
-/*
- * Builds dir's entries from files[0..n), all of whose names start with
- * `prefix` (prefix_len bytes), sorted by name.  A component that is both a
- * file and a directory keeps the directory (the file is logged, hidden and
- * added to ep->hidden).  Returns 0 or -ENOMEM (the caller frees the partial
- * tree).
- */
-static int edir_build(struct cfs_epoch *ep, struct cfs_edir *dir, struct cfs_efile **files,
-		      size_t n, size_t prefix_len)
-{
-	size_t cap = 0;
-	for (size_t i = 0; i < n;) {
-		const char *rest = files[i]->name + prefix_len;
-		const char *slash = strchr(rest, '/');
-		if (!slash) {
-			if (dent_add(dir, &cap, (struct cfs_dent){.name = rest, .f = files[i]}))
-				return -ENOMEM;
-			i++;
-			continue;
-		}
-		size_t clen = (size_t)(slash - rest);
-		size_t j = i + 1;
-		while (j < n && strncmp(files[j]->name + prefix_len, rest, clen + 1) == 0)
-			j++;
-		struct cfs_edir *sub = calloc(1, sizeof(*sub));
-		if (!sub)
-			return -ENOMEM;
-		sub->node_type = CFS_NODE_DIR;
-		sub->ep = ep;
-		sub->parent = dir == &ep->root ? NULL : dir;
-		sub->name = strndup(rest, clen);
-		if (!sub->name ||
-		    dent_add(dir, &cap, (struct cfs_dent){.name = sub->name, .d = sub})) {
-			free(sub->name);
-			free(sub);
-			return -ENOMEM;
-		}
-		int rc = edir_build(ep, sub, files + i, j - i, prefix_len + clen + 1);
-		if (rc)
-			return rc;
-		i = j;
-	}
-	if (dir->nents > 1)
-		qsort(dir->ents, dir->nents, sizeof(*dir->ents), cmp_dent);
-	/* a name that is both a file and a directory: the directory wins */
-	size_t w = 0;
-	for (size_t i = 0; i < dir->nents; i++) {
-		if (w && strcmp(dir->ents[w - 1].name, dir->ents[i].name) == 0) {
-			struct cfs_dent *keep =
-			    dir->ents[w - 1].d ? &dir->ents[w - 1] : &dir->ents[i];
-			const struct cfs_dent *gone =
-			    keep == &dir->ents[i] ? &dir->ents[w - 1] : &dir->ents[i];
-			if (gone->f) {
-				cmn_log(CMN_LOG_WARN,
-					"epoch %u: %s is also a directory: file hidden", ep->number,
-					gone->f->name);
-				struct cfs_efile **v =
-				    realloc(ep->hidden, (ep->nhidden + 1) * sizeof(*v));
-				if (!v)
-					return -ENOMEM;
-				ep->hidden = v;
-				ep->hidden[ep->nhidden++] = gone->f;
-			}
-			dir->ents[w - 1] = *keep;
-			continue;
-		}
-		dir->ents[w++] = dir->ents[i];
-	}
-	dir->nents = w;
-	return 0;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	const struct cfs_efile *fa = *(struct cfs_efile *const *)a;
-	const struct cfs_efile *fb = *(struct cfs_efile *const *)b;
-	return strcmp(fa->name, fb->name);
-}
-
-int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_efile_in *in,
-		       size_t n, uint64_t started_ms, uint32_t *held)
+/* A new, empty snapshot for n files (ep->files allocated, nfiles 0), or NULL. */
+static struct cfs_epoch *epoch_new(uint32_t number, uint64_t started_ms, size_t n)
 {
 	struct cfs_epoch *ep = calloc(1, sizeof(*ep));
-	struct cfs_efile **fresh = calloc(n ? n : 1, sizeof(*fresh)); /* created here */
-	size_t nfresh = 0;
-	int rc = -ENOMEM;
-
-	if (held)
-		*held = 0;
-	if (!ep || !fresh)
-		goto fail;
+	if (!ep)
+		return NULL;
 	ep->node_type = CFS_NODE_EPOCH;
 	ep->root.node_type = CFS_NODE_DIR;
 	ep->root.ep = ep;
@@ -469,66 +353,106 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 	ep->started_ms = started_ms;
 	snprintf(ep->name, sizeof(ep->name), "%u", number);
 	ep->files = calloc(n ? n : 1, sizeof(*ep->files));
-	if (!ep->files)
-		goto fail;
-
-	pthread_mutex_lock(&s->mu);
-	if (s->current && number <= s->current->number) {
-		rc = -EINVAL;
-		goto fail_locked;
+	if (!ep->files) {
+		epoch_free(ep);
+		return NULL;
 	}
+	return ep;
+}
+
+/*
+ * Under s->mu: a new efile for `in`, published in epoch `number`, added to
+ * fresh[] (so a failed publish frees it) and, once its strings are set, to
+ * the hash.  Returns it, or NULL when out of memory (what was made is in
+ * fresh[] or freed).
+ */
+static struct cfs_efile *efile_new(struct cfs_epochs *s, const struct cfs_efile_in *in,
+				   uint32_t number, struct cfs_efile **fresh, size_t *nfresh)
+{
+	struct cfs_efile *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->node_type = CFS_NODE_FILE;
+	f->id = in->id;
+	f->kind = in->kind;
+	f->name = strdup(in->name);
+	f->relpath = strdup(in->relpath);
+	f->bytes = in->bytes;
+	f->records = in->records;
+	f->created_epoch = in->created_epoch;
+	if (in->retiring) { /* a victim a restart kept: it retires in this epoch */
+		f->evicted = true;
+		f->retire_number1 = number + 1;
+		s->draining_bytes += f->bytes;
+	}
+	fresh[(*nfresh)++] = f;
+	if (!f->name || !f->relpath)
+		return NULL;
+	f->hnext = s->hash[hash_id(f->id)];
+	s->hash[hash_id(f->id)] = f;
+	s->nfiles++;
+	return f;
+}
+
+/*
+ * Under s->mu: fills ep->files from in[0..n), finding each file in the set
+ * or making it (efile_new), and sums the epoch's bytes and records.
+ * Returns 0, -EINVAL (a deleted file, or an evicted one not retiring:
+ * invariant 1) or -ENOMEM; on failure the files made are in fresh[].
+ */
+static int epoch_take_files(struct cfs_epochs *s, struct cfs_epoch *ep,
+			    const struct cfs_efile_in *in, size_t n, struct cfs_efile **fresh,
+			    size_t *nfresh)
+{
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_efile *f = hash_find(s, in[i].id);
-		if (f && (f->deleted || (f->evicted && !in[i].retiring))) {
-			rc = -EINVAL; /* an evicted file never comes back (invariant 1) */
-			goto fail_locked;
-		}
+		if (f && (f->deleted || (f->evicted && !in[i].retiring)))
+			return -EINVAL; /* an evicted file never comes back (invariant 1) */
 		if (!f) {
-			f = calloc(1, sizeof(*f));
+			f = efile_new(s, &in[i], ep->number, fresh, nfresh);
 			if (!f)
-				goto fail_locked;
-			f->node_type = CFS_NODE_FILE;
-			f->id = in[i].id;
-			f->kind = in[i].kind;
-			f->name = strdup(in[i].name);
-			f->relpath = strdup(in[i].relpath);
-			f->bytes = in[i].bytes;
-			f->records = in[i].records;
-			f->created_epoch = in[i].created_epoch;
-			if (in[i]
-				.retiring) { /* a victim a restart kept: it retires in this epoch */
-				f->evicted = true;
-				f->retire_number1 = number + 1;
-				s->draining_bytes += f->bytes;
-			}
-			fresh[nfresh++] = f;
-			if (!f->name || !f->relpath)
-				goto fail_locked;
-			f->hnext = s->hash[hash_id(f->id)];
-			s->hash[hash_id(f->id)] = f;
-			s->nfiles++;
+				return -ENOMEM;
 		}
 		ep->files[i] = f;
 		ep->bytes += f->bytes;
 		ep->records += f->records;
 	}
 	ep->nfiles = n;
-	if (n > 1) /* qsort(NULL, 0) is undefined: an empty epoch */
-		qsort(ep->files, n, sizeof(*ep->files), cmp_name);
-	for (size_t i = 1; i < n; i++) {
-		if (ep->files[i - 1] == ep->files[i] ||
-		    strcmp(ep->files[i - 1]->name, ep->files[i]->name) == 0) {
-			rc = -EINVAL;
-			goto fail_locked;
-		}
-	}
-	rc = edir_build(ep, &ep->root, ep->files, n, 0);
-	if (rc != 0)
-		goto fail_locked;
-	if (ep->nhidden > 1)
-		qsort(ep->hidden, ep->nhidden, sizeof(*ep->hidden), cmp_ptr);
+	return 0;
+}
 
-	/* Commit point: nothing below fails. */
+/*
+ * Under s->mu: prev stopped being current.  It leaves the view unless held
+ * (epoch_maybe_retire, which may free it); if it stays listed, its evicted
+ * files that nothing else keeps may go, and *held (if not NULL) becomes its
+ * number + 1.
+ */
+static void epoch_leave_current(struct cfs_epochs *s, struct cfs_epoch *prev, uint32_t *held)
+{
+	uint32_t prev_number = prev->number;
+	epoch_maybe_retire(s, prev); /* may free prev */
+	bool still = false;
+	for (struct cfs_epoch *e = s->list; e; e = e->next)
+		still |= e->number == prev_number;
+	if (still) {
+		/* held by an open evicted file: its other evicted files may go */
+		for (size_t i = 0; i < prev->nfiles; i++)
+			efile_maybe_gone(s, prev->files[i]);
+		if (held)
+			*held = prev_number + 1;
+	}
+}
+
+/*
+ * Under s->mu, the commit point of a publish (nothing here fails): ep
+ * becomes current and listed, its files are pinned by it, the set's
+ * current counts restart, and the previous epoch moves to OLD or
+ * UNLISTED (design note, "States of an epoch").  *held (if not NULL) is
+ * set to that epoch's number + 1 when it stays listed.
+ */
+static void epoch_make_current(struct cfs_epochs *s, struct cfs_epoch *ep, uint32_t *held)
+{
+	size_t n = ep->nfiles;
 	if (s->current)
 		for (size_t i = 0; i < s->current->nfiles; i++)
 			s->current->files[i]->in_current = false;
@@ -559,21 +483,37 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 	atomic_store(&s->cur_read_bytes, 0);
 	atomic_store(&s->cur_full_files, 0);
 	atomic_store(&s->cur_nfiles, (uint64_t)n);
-	atomic_store(&s->cur_number1, number + 1);
-	if (prev) {
-		uint32_t prev_number = prev->number;
-		epoch_maybe_retire(s, prev); /* may free prev */
-		bool still = false;
-		for (struct cfs_epoch *e = s->list; e; e = e->next)
-			still |= e->number == prev_number;
-		if (still) {
-			/* held by an open evicted file: its other evicted files may go */
-			for (size_t i = 0; i < prev->nfiles; i++)
-				efile_maybe_gone(s, prev->files[i]);
-			if (held)
-				*held = prev_number + 1;
-		}
+	atomic_store(&s->cur_number1, ep->number + 1);
+	if (prev)
+		epoch_leave_current(s, prev, held);
+}
+
+int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_efile_in *in,
+		       size_t n, uint64_t started_ms, uint32_t *held)
+{
+	struct cfs_epoch *ep = epoch_new(number, started_ms, n);
+	struct cfs_efile **fresh = calloc(n ? n : 1, sizeof(*fresh)); /* created here */
+	size_t nfresh = 0;
+	int rc = -ENOMEM;
+
+	if (held)
+		*held = 0;
+	if (!ep || !fresh)
+		goto fail;
+	pthread_mutex_lock(&s->mu);
+	if (s->current && number <= s->current->number) {
+		rc = -EINVAL;
+		goto fail_locked;
 	}
+	rc = epoch_take_files(s, ep, in, n, fresh, &nfresh);
+	if (rc == 0)
+		rc = cfs__epoch_build_tree(ep);
+	if (rc != 0)
+		goto fail_locked;
+	if (ep->nhidden > 1) /* epoch_hides() searches it */
+		qsort(ep->hidden, ep->nhidden, sizeof(*ep->hidden), cmp_ptr);
+	/* Commit point: nothing below fails. */
+	epoch_make_current(s, ep, held);
 	free(fresh);
 	unlock_and_run_gone(s);
 	return 0;

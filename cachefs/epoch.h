@@ -1,9 +1,9 @@
 /*
  * epoch.h - in-memory epoch snapshots and the pins that keep files alive.
  *
- * The FUSE layer (fs.c) resolves names and serves reads only from these
- * structures; nothing here touches SQL or the network.  The daemon
- * (daemon/) builds snapshots from the catalog and hands them in with
+ * The FUSE layer (fs_node.c, fs_read.c) resolves names and serves reads
+ * only from these structures; nothing here touches SQL or the network.  The
+ * daemon (daemon/) builds snapshots from the catalog and hands them in with
  * cfs_epochs_publish(); the set deletes an evicted file through the store
  * once its last pin goes (DESIGN invariant 3), and posts CFS_EV_* bits for
  * what the daemon must act on.
@@ -93,7 +93,7 @@ struct cfs_efile {
 	_Atomic bool v_queued;	 /* its id was handed to the daemon once */
 
 	/*
-	 * The kernel's io mode of the inode (fs.c, under its iomu): open
+	 * The kernel's io mode of the inode (fs_read.c, under the fs's iomu): open
 	 * handles served by the daemon, or passed through to the backing file
 	 * (one backing fd and id for all of them); never both at once.
 	 */
@@ -276,7 +276,7 @@ bool cfs_epochs_pinned(struct cfs_epochs *s, int64_t id);
  */
 bool cfs_epochs_held(struct cfs_epochs *s, int64_t id);
 
-/* ---- used by fs.c; all take set->mu internally ---------------------- */
+/* ---- used by the FUSE view; all take set->mu internally ------------ */
 
 /* The current epoch with a lookup taken, or NULL.  Drop with cfs_epoch_forget(). */
 struct cfs_epoch *cfs_epochs_lookup_current(struct cfs_epochs *s);

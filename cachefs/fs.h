@@ -9,9 +9,10 @@
  *   /.rollcache/epochs/<E>          index of epoch E: "name bytes records" lines (fs_meta.c)
  *   xattr user.rollcache.records    on every file: its record count (fs_meta.c)
  *
- * fs.c serves lookups and reads from struct cfs_epochs only, and statfs
- * from the budget; what needs the daemon (a stats text, advancing an epoch)
- * is posted to the fs's request queue (requests.h), never on the read path.
+ * The view (fs.c and its parts, fs_i.h) serves lookups and reads from
+ * struct cfs_epochs only, and statfs from the budget; what needs the daemon
+ * (a stats text, advancing an epoch) is posted to the fs's request queue
+ * (requests.h), never on the read path.
  */
 #ifndef RC_CACHEFS_FS_H
 #define RC_CACHEFS_FS_H
@@ -28,7 +29,7 @@ struct cfs_fs;
 struct cfs_verifier;
 
 struct cfs_fs_opts {
-	bool passthrough; /* hand reads of files served once to the kernel (fs.c io_mode_enter) */
+	bool passthrough; /* hand reads of files served once to the kernel (fs_read.c: io mode) */
 	bool splice_read; /* fuse_reply_data from the backing fd (else pread + reply_buf);
 			     max_io is then capped to what fits a pipe (fs.c splice_max_io) */
 	double timeout;	  /* entry/attr timeout of sealed files and dirs, seconds */
@@ -73,7 +74,7 @@ void cfs_fs_exit(struct cfs_fs *fs);
 /* Whether the loop was asked to end (signal, unmount, cfs_fs_exit). */
 bool cfs_fs_exited(struct cfs_fs *fs);
 
-/* FUSE passthrough as it went (fs.c io_mode_enter()). */
+/* FUSE passthrough as it went (fs_read.c io_mode_enter()). */
 struct cfs_fs_pt_stats {
 	bool enabled;	  /* the kernel accepted it at INIT and has not refused a backing file
 			     for good (EPERM: no CAP_SYS_ADMIN) */

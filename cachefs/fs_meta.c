@@ -20,9 +20,10 @@
  * an epoch of any size costs a reader O(chunk) memory; its size is shown
  * as 0 (read it to EOF, like /proc), and its handle is direct_io.
  *
- * Does not own inodes, handles or replies other than the xattr ones: fs.c
- * calls in.  Locking: an index's mu serialises reads of one handle; the
- * set's mu is taken inside epoch.c calls, never while formatting.
+ * Does not own inodes (fs_node.c), handles (fs_handle.c) or replies other
+ * than the xattr ones: fs_read.c opens and reads index files through it.
+ * Locking: an index's mu serialises reads of one handle; the set's mu is
+ * taken inside epoch.c calls, never while formatting.
  */
 #include "cachefs/fs_i.h"
 

@@ -18,7 +18,7 @@
  *   3. an OPEN reply armed with cfs_pt_arm() by the thread that sends it
  *      leaves with FOPEN_PASSTHROUGH and that backing id.
  * Every other message passes through untouched.  Nothing here knows about
- * epochs or files; fs.c decides which opens pass through.
+ * epochs or files; fs_read.c decides which opens pass through.
  *
  * The kernel's rules the caller must keep (fs/fuse/iomode.c): all open
  * handles of an inode are either passthrough, with one backing id, or not;

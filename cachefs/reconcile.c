@@ -219,127 +219,191 @@ static void remove_file(struct rec_ctx *s, int kind, int64_t id)
 			strerror(errno));
 }
 
-int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct cfs_budget *budget,
-		   bool keep_retiring, struct cfs_reconcile_report *rec, char *err, size_t errlen)
-{
-	struct rec_ctx ctx = {.lay = lay, .cat = cat, .budget = budget, .rec = rec};
-	struct rec_ctx *s = &ctx;
-	struct disk_file *files = NULL;
-	size_t nfiles = 0, cap = 0, nrows = 0, i = 0, j = 0;
-	struct cfs_shard_info *rows = NULL;
-	struct idvec drop = {0}, gone = {0};
-	uint64_t t0 = cmn_mono_ns();
-	int rc;
+/* Both lists a reconciliation merges, and the row ids it changes (all owned). */
+struct rec_lists {
+	struct disk_file *files; /* step 2: the files of shards/ and objects/ */
+	size_t nfiles;
+	struct cfs_shard_info *rows; /* step 2: SEALED and EVICTING rows */
+	size_t nrows;
+	struct idvec drop, gone; /* step 3's verdicts, recorded in step 4 */
+	int64_t latest;		 /* epoch of the latest boundary's victims kept, or -1 */
+};
 
-	memset(s->rec, 0, sizeof(*s->rec));
-	rc = empty_tmp(s, err, errlen);
+static void lists_free(struct rec_lists *l)
+{
+	free(l->files);
+	cfs_shard_info_free(l->rows, l->nrows);
+	free(l->drop.v);
+	free(l->gone.v);
+}
+
+/*
+ * Step 2: the files of both directories (strays deleted) and the catalog's
+ * SEALED and EVICTING rows, each sorted by (kind, id); l->latest is the
+ * epoch whose victims stay (keep_retiring), else -1.  Returns 0 or -errno
+ * (err set).
+ */
+static int read_lists(struct rec_ctx *s, bool keep_retiring, struct rec_lists *l, char *err,
+		      size_t errlen)
+{
+	size_t cap = 0;
+	int rc = scan_dir(s, CFS_KIND_TFRECORD, &l->files, &l->nfiles, &cap, err, errlen);
+	if (rc == 0)
+		rc = scan_dir(s, CFS_KIND_RAW, &l->files, &l->nfiles, &cap, err, errlen);
 	if (rc < 0)
 		return rc;
-	rc = scan_dir(s, CFS_KIND_TFRECORD, &files, &nfiles, &cap, err, errlen);
-	if (rc == 0)
-		rc = scan_dir(s, CFS_KIND_RAW, &files, &nfiles, &cap, err, errlen);
-	if (rc < 0)
-		goto out;
 	rc = cfs_catalog_shards_list(s->cat, 1u << CFS_SHARD_SEALED | 1u << CFS_SHARD_EVICTING,
-				     &rows, &nrows);
+				     &l->rows, &l->nrows);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s/catalog.db: cannot read the file list (%s)", s->lay->dir,
 			 strerror(-rc));
-		goto out;
+		return rc;
 	}
 	/* the latest boundary's victims (retire = read: they retire as read) */
-	int64_t latest = -1;
-	for (size_t k = 0; keep_retiring && k < nrows; k++)
-		if (rows[k].state == CFS_SHARD_EVICTING && rows[k].evicted_epoch > latest)
-			latest = rows[k].evicted_epoch;
+	l->latest = -1;
+	for (size_t k = 0; keep_retiring && k < l->nrows; k++)
+		if (l->rows[k].state == CFS_SHARD_EVICTING && l->rows[k].evicted_epoch > l->latest)
+			l->latest = l->rows[k].evicted_epoch;
 	s->rec->retiring_epoch = -1;
-	if (nfiles > 1) /* qsort(NULL, 0) is undefined */
-		qsort(files, nfiles, sizeof(*files), cmp_disk);
-	if (nrows > 1)
-		qsort(rows, nrows, sizeof(*rows), cmp_row);
+	if (l->nfiles > 1) /* qsort(NULL, 0) is undefined */
+		qsort(l->files, l->nfiles, sizeof(*l->files), cmp_disk);
+	if (l->nrows > 1)
+		qsort(l->rows, l->nrows, sizeof(*l->rows), cmp_row);
+	return 0;
+}
 
-	while (i < nrows || j < nfiles) {
-		int c;
-		if (i == nrows)
+/* Step 3, a row without its file: SEALED dropped, EVICTING gone.  0 or -ENOMEM. */
+static int merge_row_only(struct rec_ctx *s, struct rec_lists *l, const struct cfs_shard_info *r)
+{
+	if (r->state == CFS_SHARD_EVICTING) {
+		s->rec->evictions_finished++;
+		return idvec_push(&l->gone, r->id);
+	}
+	s->rec->rows_dropped++;
+	return idvec_push(&l->drop, r->id);
+}
+
+/*
+ * Step 3, a row and its file: kept (SEALED, or a victim of the latest
+ * boundary kept draining), or deleted (a torn file, an eviction to
+ * finish).  Returns 0 or -ENOMEM.
+ */
+static int merge_both(struct rec_ctx *s, struct rec_lists *l, const struct cfs_shard_info *r,
+		      const struct disk_file *f)
+{
+	if (r->bytes != f->size) {
+		cmn_log(CMN_LOG_WARN,
+			"%s: file %" PRId64 " has %" PRIu64 " bytes, the catalog says %" PRIu64
+			" (truncated or torn): dropped, counted in errors.corrupt",
+			s->lay->dir, r->id, f->size, r->bytes);
+		remove_file(s, f->kind, f->id);
+		s->rec->size_mismatches++;
+		return idvec_push(&l->drop, r->id);
+	}
+	if (r->state == CFS_SHARD_EVICTING && r->evicted_epoch == l->latest) {
+		cfs_budget_add_sealed(s->budget, r->bytes);
+		cfs_budget_sealed_to_draining(s->budget, r->bytes);
+		s->rec->retiring_kept++;
+		s->rec->retiring_epoch = l->latest;
+	} else if (r->state == CFS_SHARD_EVICTING) {
+		remove_file(s, f->kind, f->id);
+		s->rec->evictions_finished++;
+		return idvec_push(&l->gone, r->id);
+	} else {
+		cfs_budget_add_sealed(s->budget, r->bytes);
+		s->rec->resident_files++;
+		s->rec->resident_bytes += r->bytes;
+	}
+	return 0;
+}
+
+/* Step 3: merges the sorted lists (the table in the file comment).  0 or -ENOMEM (err set). */
+static int merge(struct rec_ctx *s, struct rec_lists *l, char *err, size_t errlen)
+{
+	size_t i = 0, j = 0;
+	while (i < l->nrows || j < l->nfiles) {
+		const struct cfs_shard_info *r = i < l->nrows ? &l->rows[i] : NULL;
+		const struct disk_file *f = j < l->nfiles ? &l->files[j] : NULL;
+		int c, rc = 0;
+		if (!r)
 			c = 1;
-		else if (j == nfiles)
+		else if (!f)
 			c = -1;
-		else if ((int)rows[i].kind != files[j].kind)
-			c = (int)rows[i].kind < files[j].kind ? -1 : 1;
+		else if ((int)r->kind != f->kind)
+			c = (int)r->kind < f->kind ? -1 : 1;
 		else
-			c = rows[i].id < files[j].id ? -1 : rows[i].id > files[j].id;
+			c = r->id < f->id ? -1 : r->id > f->id;
 
 		if (c < 0) { /* row without file */
-			if (rows[i].state == CFS_SHARD_EVICTING) {
-				rc = idvec_push(&gone, rows[i].id);
-				s->rec->evictions_finished++;
-			} else {
-				rc = idvec_push(&drop, rows[i].id);
-				s->rec->rows_dropped++;
-			}
+			rc = merge_row_only(s, l, r);
 			i++;
 		} else if (c > 0) { /* file without row */
-			remove_file(s, files[j].kind, files[j].id);
+			remove_file(s, f->kind, f->id);
 			s->rec->files_removed++;
 			j++;
 		} else {
-			if (rows[i].bytes != files[j].size) {
-				cmn_log(CMN_LOG_WARN,
-					"%s: file %" PRId64 " has %" PRIu64
-					" bytes, the catalog says %" PRIu64
-					" (truncated or torn): dropped, counted in errors.corrupt",
-					s->lay->dir, rows[i].id, files[j].size, rows[i].bytes);
-				remove_file(s, files[j].kind, files[j].id);
-				rc = idvec_push(&drop, rows[i].id);
-				s->rec->size_mismatches++;
-			} else if (rows[i].state == CFS_SHARD_EVICTING &&
-				   rows[i].evicted_epoch == latest) {
-				cfs_budget_add_sealed(s->budget, rows[i].bytes);
-				cfs_budget_sealed_to_draining(s->budget, rows[i].bytes);
-				s->rec->retiring_kept++;
-				s->rec->retiring_epoch = latest;
-			} else if (rows[i].state == CFS_SHARD_EVICTING) {
-				remove_file(s, files[j].kind, files[j].id);
-				rc = idvec_push(&gone, rows[i].id);
-				s->rec->evictions_finished++;
-			} else {
-				cfs_budget_add_sealed(s->budget, rows[i].bytes);
-				s->rec->resident_files++;
-				s->rec->resident_bytes += rows[i].bytes;
-			}
+			rc = merge_both(s, l, r, f);
 			i++;
 			j++;
 		}
 		if (rc < 0) {
 			snprintf(err, errlen, "reconciliation: out of memory");
-			goto out;
+			return rc;
 		}
 	}
+	return 0;
+}
+
+/* Step 4: the catalog's two transactions.  0 or -errno (err set). */
+static int record_changes(struct rec_ctx *s, const struct rec_lists *l, char *err, size_t errlen)
+{
 	/* deletions need no fsync: redoing them after another crash is harmless */
-	rc = cfs_catalog_shards_drop(s->cat, drop.v, drop.n);
+	int rc = cfs_catalog_shards_drop(s->cat, l->drop.v, l->drop.n);
 	if (rc == 0)
-		rc = cfs_catalog_shards_gone(s->cat, gone.v, gone.n);
-	if (rc < 0) {
+		rc = cfs_catalog_shards_gone(s->cat, l->gone.v, l->gone.n);
+	if (rc < 0)
 		snprintf(err, errlen,
 			 "%s/catalog.db: cannot record reconciliation (%s): check "
 			 "the disk",
 			 s->lay->dir, strerror(-rc));
-		goto out;
+	return rc;
+}
+
+/* Logs what a reconciliation repaired, when it repaired anything. */
+static void log_report(const struct rec_ctx *s)
+{
+	const struct cfs_reconcile_report *r = s->rec;
+	if (r->tmp_removed || r->rows_dropped || r->files_removed || r->size_mismatches ||
+	    r->evictions_finished || r->stray_entries)
+		cmn_log(CMN_LOG_INFO,
+			"%s: reconciled: %" PRIu64 " tmp files removed, %" PRIu64
+			" rows without file dropped, %" PRIu64
+			" files without row removed, %" PRIu64 " size mismatches, %" PRIu64
+			" evictions finished, %" PRIu64 " strays",
+			s->lay->dir, r->tmp_removed, r->rows_dropped, r->files_removed,
+			r->size_mismatches, r->evictions_finished, r->stray_entries);
+}
+
+int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct cfs_budget *budget,
+		   bool keep_retiring, struct cfs_reconcile_report *rec, char *err, size_t errlen)
+{
+	struct rec_ctx ctx = {.lay = lay, .cat = cat, .budget = budget, .rec = rec};
+	struct rec_lists l = {0};
+	uint64_t t0 = cmn_mono_ns();
+
+	memset(rec, 0, sizeof(*rec));
+	int rc = empty_tmp(&ctx, err, errlen); /* step 1 */
+	if (rc < 0)
+		return rc;
+	rc = read_lists(&ctx, keep_retiring, &l, err, errlen);
+	if (rc == 0)
+		rc = merge(&ctx, &l, err, errlen);
+	if (rc == 0)
+		rc = record_changes(&ctx, &l, err, errlen);
+	if (rc == 0) {
+		rec->elapsed_us = (cmn_mono_ns() - t0) / 1000u;
+		log_report(&ctx);
 	}
-	s->rec->elapsed_us = (cmn_mono_ns() - t0) / 1000u;
-	if (s->rec->tmp_removed || s->rec->rows_dropped || s->rec->files_removed ||
-	    s->rec->size_mismatches || s->rec->evictions_finished || s->rec->stray_entries)
-		cmn_log(
-		    CMN_LOG_INFO,
-		    "%s: reconciled: %" PRIu64 " tmp files removed, %" PRIu64
-		    " rows without file dropped, %" PRIu64 " files without row removed, %" PRIu64
-		    " size mismatches, %" PRIu64 " evictions finished, %" PRIu64 " strays",
-		    s->lay->dir, s->rec->tmp_removed, s->rec->rows_dropped, s->rec->files_removed,
-		    s->rec->size_mismatches, s->rec->evictions_finished, s->rec->stray_entries);
-out:
-	free(files);
-	cfs_shard_info_free(rows, nrows);
-	free(drop.v);
-	free(gone.v);
+	lists_free(&l);
 	return rc;
 }

@@ -426,18 +426,23 @@ static int insert_one(struct cfs_shard_writer *w)
 	return rc;
 }
 
-int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs, char *err,
-				size_t errlen)
+/* "shards" or "objects": the directory a writer's file is sealed into. */
+static const char *kind_dir(const struct cfs_shard_writer *w)
 {
-	struct cfs_store *s;
-	size_t live = 0, nrenamed = 0;
-	bool dir_used[2] = {false, false};
-	int rc = 0;
+	return w->kind == CFS_KIND_TFRECORD ? "shards" : "objects";
+}
 
-	if (n == 0)
-		return 0;
-	s = ws[0]->s;
-	err[0] = '\0';
+/*
+ * Before step 1: drops from the group (aborted, ws[i] NULL, rcs[i] its
+ * error, err its message) each writer that cannot be sealed: a failed
+ * write, a TFRecord file without a record, a flush that fails.  Sets
+ * rcs[i] 0 for the others and returns how many they are.
+ */
+static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char *err,
+			  size_t errlen)
+{
+	const struct cfs_store *s = ws[0]->s;
+	size_t live = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_shard_writer *w = ws[i];
 		rcs[i] = 0;
@@ -461,26 +466,42 @@ int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs
 			live++;
 		}
 	}
-	/* 1. the bytes of every file durable */
-	cmn_fault("before_fsync");
+	return live;
+}
+
+/* Step 1: the bytes of the group's `live` files durable.  Returns 0 or -errno (err set). */
+static int group_sync_files(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n,
+			    size_t live, char *err, size_t errlen)
+{
 	if (live >= SW_GROUP_SYNCFS) {
 		if (syncfs(s->lay.tmp_fd) < 0) {
-			rc = -errno;
+			int rc = -errno;
 			snprintf(err, errlen, "%s/tmp: syncfs failed: %s", s->lay.dir,
 				 strerror(-rc));
-			goto fail_all;
+			return rc;
 		}
-	} else {
-		for (size_t i = 0; i < n; i++) {
-			if (ws[i] && fsync(ws[i]->fd) < 0) {
-				rc = -errno;
-				snprintf(err, errlen, "%s/tmp/%s: fsync failed: %s", s->lay.dir,
-					 ws[i]->name, strerror(-rc));
-				goto fail_all;
-			}
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ws[i] && fsync(ws[i]->fd) < 0) {
+			int rc = -errno;
+			snprintf(err, errlen, "%s/tmp/%s: fsync failed: %s", s->lay.dir,
+				 ws[i]->name, strerror(-rc));
+			return rc;
 		}
 	}
-	/* 2. every file renamed into shards/ or objects/ */
+	return 0;
+}
+
+/*
+ * Step 2: every file renamed from tmp/ into its directory; dir_used[raw]
+ * set for each directory that received one.  A file whose rename fails is
+ * dropped (aborted, rcs[i] its error).  Returns how many were renamed.
+ */
+static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
+			   bool dir_used[2], char *err, size_t errlen)
+{
+	size_t nrenamed = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_shard_writer *w = ws[i];
 		if (!w)
@@ -488,8 +509,7 @@ int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs
 		if (renameat(s->lay.tmp_fd, w->name, cfs__kind_fd(&s->lay, w->kind), w->name) < 0) {
 			rcs[i] = -errno;
 			snprintf(err, errlen, "%s: rename tmp/%s -> %s/%s failed: %s", s->lay.dir,
-				 w->name, w->kind == CFS_KIND_TFRECORD ? "shards" : "objects",
-				 w->name, strerror(-rcs[i]));
+				 w->name, kind_dir(w), w->name, strerror(-rcs[i]));
 			cfs_shard_writer_abort(w);
 			ws[i] = NULL;
 			continue;
@@ -497,25 +517,37 @@ int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs
 		dir_used[w->kind == CFS_KIND_RAW] = true;
 		nrenamed++;
 	}
-	if (nrenamed == 0)
-		return 0;
-	/* 3. one fsync per directory that received files */
+	return nrenamed;
+}
+
+/* Step 3: one fsync per directory that received files.  Returns 0 or -errno (err set). */
+static int group_sync_dirs(struct cfs_store *s, const bool dir_used[2], char *err, size_t errlen)
+{
 	for (int k = 0; k < 2; k++) {
 		enum cfs_kind kind = k ? CFS_KIND_RAW : CFS_KIND_TFRECORD;
 		if (dir_used[k] && fsync(cfs__kind_fd(&s->lay, kind)) < 0) {
-			rc = -errno;
+			int rc = -errno;
 			snprintf(err, errlen, "%s/%s: fsync of the directory failed: %s",
 				 s->lay.dir, k ? "objects" : "shards", strerror(-rc));
-			goto fail_renamed;
+			return rc;
 		}
 	}
-	/* 4. one transaction: a savepoint per file (its row, samples, marks) */
-	cmn_fault("before_commit");
-	rc = cfs_catalog_begin(s->cat);
+	return 0;
+}
+
+/*
+ * Step 4: one transaction, a savepoint per file (its row, samples, marks);
+ * a file the catalog refuses gets its own rcs[i].  Returns 0, or -errno
+ * when the transaction could not start or commit (err set).
+ */
+static int group_insert(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
+			size_t nrenamed, char *err, size_t errlen)
+{
+	int rc = cfs_catalog_begin(s->cat);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s/catalog.db: cannot start a transaction: %s", s->lay.dir,
 			 strerror(-rc));
-		goto fail_renamed;
+		return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!ws[i])
@@ -523,15 +555,22 @@ int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs
 		rcs[i] = insert_one(ws[i]);
 		if (rcs[i] < 0)
 			snprintf(err, errlen, "%s/catalog.db: cannot record %s/%s: %s", s->lay.dir,
-				 ws[i]->kind == CFS_KIND_TFRECORD ? "shards" : "objects",
-				 ws[i]->name, strerror(-rcs[i]));
+				 kind_dir(ws[i]), ws[i]->name, strerror(-rcs[i]));
 	}
 	rc = cfs_catalog_commit(s->cat);
-	if (rc < 0) {
+	if (rc < 0)
 		snprintf(err, errlen, "%s/catalog.db: cannot commit %zu files: %s", s->lay.dir,
 			 nrenamed, strerror(-rc));
-		goto fail_renamed;
-	}
+	return rc;
+}
+
+/*
+ * After the commit: each file with its row is sealed (its bytes move from
+ * reserved to sealed in the budget); one the catalog refused is removed,
+ * never visible.  Every writer is freed.
+ */
+static void group_done(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, const int *rcs)
+{
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_shard_writer *w = ws[i];
 		if (!w)
@@ -545,13 +584,18 @@ int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs
 		}
 		ws[i] = NULL;
 	}
-	return 0;
+}
 
-fail_renamed:
-	for (size_t i = 0; i < n; i++)
-		if (ws[i])
-			unlink_renamed(ws[i]);
-fail_all:
+/*
+ * A step failed for the whole group: every writer left gets rc and is
+ * aborted; with `renamed`, its file is first removed from its directory.
+ */
+static void group_fail(struct cfs_shard_writer **ws, size_t n, int *rcs, int rc, bool renamed)
+{
+	if (renamed)
+		for (size_t i = 0; i < n; i++)
+			if (ws[i])
+				unlink_renamed(ws[i]);
 	for (size_t i = 0; i < n; i++) {
 		if (!ws[i])
 			continue;
@@ -559,7 +603,45 @@ fail_all:
 		cfs_shard_writer_abort(ws[i]);
 		ws[i] = NULL;
 	}
-	return rc;
+}
+
+int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs, char *err,
+				size_t errlen)
+{
+	struct cfs_store *s;
+	size_t live, nrenamed;
+	bool dir_used[2] = {false, false};
+	int rc;
+
+	if (n == 0)
+		return 0;
+	s = ws[0]->s;
+	err[0] = '\0';
+	live = group_check(ws, n, rcs, err, errlen);
+	/* 1. the bytes of every file durable */
+	cmn_fault("before_fsync");
+	rc = group_sync_files(s, ws, n, live, err, errlen);
+	if (rc < 0) {
+		group_fail(ws, n, rcs, rc, false);
+		return rc;
+	}
+	/* 2. every file renamed into shards/ or objects/ */
+	nrenamed = group_rename(s, ws, n, rcs, dir_used, err, errlen);
+	if (nrenamed == 0)
+		return 0;
+	/* 3. one fsync per directory that received files */
+	rc = group_sync_dirs(s, dir_used, err, errlen);
+	if (rc == 0) {
+		/* 4. one transaction: a savepoint per file (its row, samples, marks) */
+		cmn_fault("before_commit");
+		rc = group_insert(s, ws, n, rcs, nrenamed, err, errlen);
+	}
+	if (rc < 0) {
+		group_fail(ws, n, rcs, rc, true);
+		return rc;
+	}
+	group_done(s, ws, n, rcs);
+	return 0;
 }
 
 int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, size_t errlen)

@@ -9,7 +9,7 @@
  * each id it takes (daemon/scrub.c), so the read path never waits on SQL.
  *
  * Invariants.
- *   V1  a daemon-served read returns bytes of [0, v_ok) only: fs.c calls
+ *   V1  a daemon-served read returns bytes of [0, v_ok) only: fs_read.c calls
  *       cfs_verify_read() before reading and answers EIO when it fails, so
  *       no byte of a record whose CRC failed is ever returned by the daemon
  *       (DESIGN 5 after admission).

@@ -5,7 +5,7 @@
  * module checks it again after that, because bytes at rest can change (a
  * bad disk, a stray write into CACHE_DIR).  Three users:
  *
- *   - the FUSE read path (fs.c): a TFRecord file's first pass through the
+ *   - the FUSE read path (fs_read.c): a TFRecord file's first pass through the
  *     daemon verifies every record a read covers before any byte of it is
  *     returned (cfs_verify_read); a record that fails makes that read EIO,
  *     marks the file corrupt in memory and queues its id for the daemon.
@@ -86,7 +86,7 @@ int cfs_verify_cache_file(struct cfs_catalog *cat, const char *cache_dir,
 			  const struct cfs_shard_info *si, void *buf, size_t cap,
 			  uint64_t *bytes_read, char *why, size_t whylen);
 
-/* ---- the read path (fs.c) -------------------------------------------- */
+/* ---- the read path (fs_read.c) ---------------------------------------- */
 
 struct cfs_verifier;
 

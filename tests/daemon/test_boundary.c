@@ -112,7 +112,7 @@ static struct evc_plan boundary(uint32_t next, struct evc_entry e)
 	return plan;
 }
 
-/* Opens a handle on file id in the current epoch (as fs.c's open does). */
+/* Opens a handle on file id in the current epoch (as fs_read.c's open does). */
 static struct cfs_efile *open_current(int64_t id)
 {
 	char name[64];

@@ -5,8 +5,9 @@ open for write / read-write / truncate, creat, truncate, mkdir, rmdir,
 unlink, rename, link, symlink, mknod, chmod, chown, utimensat, setxattr and
 removexattr, on files, epoch directories and the root: first on the `ro`
 mount, where the kernel answers, then remounted `rw`, where every one of
-them reaches the daemon's own handlers.  Also checks the
-modes (0444 files, 0555 dirs, 0400 control), `ro` in /proc/mounts, the
+them reaches the daemon's own handlers.  Also checks the modes (0444
+files, 0555 dirs, 0400 control), the fixed names (readdir agrees with
+lstat on each one's inode and type), `ro` in /proc/mounts, the
 control ioctl, and that the sealed file is unchanged afterwards (DESIGN invariant 1).
 """
 import errno
@@ -45,6 +46,26 @@ def body(s):
         t.eq(stat.S_IMODE(os.stat(d).st_mode), 0o555, "mode of " + d)
     t.eq(stat.S_IMODE(os.stat(os.path.join(s.mnt, ".rollcache", "control")).st_mode), 0o400,
          "control mode")
+    # the fixed names: readdir lists each one with the inode and type its
+    # lookup (lstat) gives; stats and metrics are 0444 files of size 0
+    meta = os.path.join(s.mnt, ".rollcache")
+    fixed = {s.mnt: {"current": stat.S_IFLNK, "epochs": stat.S_IFDIR, ".rollcache": stat.S_IFDIR},
+             meta: {"control": stat.S_IFREG, "epochs": stat.S_IFDIR, "metrics": stat.S_IFREG,
+                    "stats": stat.S_IFREG}}
+    for d, want in fixed.items():
+        ents = {e.name: e for e in os.scandir(d)}
+        t.eq(sorted(ents), sorted(want), "names listed in " + d)
+        for n, kind in want.items():
+            st = os.lstat(os.path.join(d, n))
+            t.eq(stat.S_IFMT(st.st_mode), kind, "type of %s/%s (lstat)" % (d, n))
+            t.eq(ents[n].inode(), st.st_ino, "inode of %s/%s, readdir vs lstat" % (d, n))
+            t.eq((ents[n].is_dir(follow_symlinks=False), ents[n].is_symlink()),
+                 (kind == stat.S_IFDIR, kind == stat.S_IFLNK), "readdir type of %s/%s" % (d, n))
+    for n in ("stats", "metrics"):
+        st = os.stat(os.path.join(meta, n))
+        t.eq((stat.S_IMODE(st.st_mode), st.st_size), (0o444, 0), "mode and size of " + n)
+    t.eq(os.readlink(os.path.join(s.mnt, "current")), "epochs/%d" % s.stats()["epoch"],
+         "the text of current")
     # the mount is read-only for the kernel too, not only for the daemon
     with open("/proc/mounts") as pm:
         opts = [ln.split()[3].split(",") for ln in pm if ln.split()[1] == s.mnt]

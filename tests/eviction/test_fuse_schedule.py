@@ -291,7 +291,7 @@ def body(s):
             first = fh.read(len(full) // 2)
             # the victim read whole (one open), then opened again and held: an
             # open the daemon serves no read for counts when it is closed,
-            # after the boundary (cachefs/fs.c handle_destroy)
+            # after the boundary (cachefs/fs_read.c cfs__file_close)
             opens[-1] += 1
             held_carry = 1
             held = (fh, first, full, vid)
