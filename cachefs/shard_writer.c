@@ -344,7 +344,7 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
 }
 
 /*
- * GROUP COMMIT (issue 15).  Sealing one small file costs two fsyncs and one
+ * GROUP COMMIT.  Sealing one small file costs two fsyncs and one
  * catalog transaction; for 2 KiB raw objects that is all of the time.  A
  * group of writers is sealed with invariant 2's steps each done once for
  * the whole group, in the same order for every file of it:

@@ -43,9 +43,9 @@ struct dmn_opts {
 	const char *source;	      /* shown as fsname and in stats */
 	bool debug;		      /* -d: libfuse tracing, foreground */
 	bool splice_read;	      /* serve reads by splice (see docs/bench-fuse.md) */
-	bool passthrough;	      /* FUSE passthrough for files served once (cachefs/fs.c) */
-	uint32_t readahead_kib;	      /* kernel readahead of the mount; 0: 4096 */
-	const char *fuse_opts;	      /* pass-through mount options (allow_other, ...) or NULL */
+	bool passthrough;	/* FUSE passthrough for files served once (cachefs/fs_read.c) */
+	uint32_t readahead_kib; /* kernel readahead of the mount; 0: 4096 */
+	const char *fuse_opts;	/* pass-through mount options (allow_other, ...) or NULL */
 	bool detach; /* fork; the child detaches (setsid, stdio to /dev/null, syslog) once up */
 };
 
