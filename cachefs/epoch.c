@@ -222,17 +222,42 @@ static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)
 	}
 }
 
-/* Deletes an evicted file whose last pin went away (invariant 3); no lock held. */
-static void delete_gone(struct cfs_epochs *s, const struct cfs_efile *f)
+/*
+ * Deletes the evicted files of the gone chain, whose last pin went away
+ * (invariant 3), in one batch: one transaction marks them GONE.  No lock
+ * held.
+ */
+static void delete_gone(struct cfs_epochs *s, const struct cfs_efile *chain)
 {
 	if (!s->store)
 		return;
-	int rc = cfs_store_release_evicted(s->store, (enum cfs_kind)f->kind, f->id, f->bytes);
+	size_t n = 0;
+	for (const struct cfs_efile *f = chain; f; f = f->gnext)
+		n++;
+	struct cfs_evict_item *items = malloc(n * sizeof(*items));
+	int rc = 0;
+	if (items) {
+		size_t i = 0;
+		for (const struct cfs_efile *f = chain; f; f = f->gnext)
+			items[i++] =
+			    (struct cfs_evict_item){f->id, (enum cfs_kind)f->kind, f->bytes, false};
+		rc = cfs_store_reap(s->store, items, n);
+		free(items);
+	} else { /* one at a time, each its own transaction */
+		for (const struct cfs_efile *f = chain; f; f = f->gnext) {
+			int r = cfs_store_release_evicted(s->store, (enum cfs_kind)f->kind, f->id,
+							  f->bytes);
+			rc = rc ? rc : r;
+		}
+	}
 	if (rc != 0)
-		cmn_log(CMN_LOG_WARN, "delete evicted %s: %s (start-up reconciliation retries)",
-			f->relpath, strerror(-rc));
+		cmn_log(CMN_LOG_WARN,
+			"delete evicted files (%s and %zu more): %s (start-up reconciliation "
+			"retries)",
+			chain->relpath, n - 1, strerror(-rc));
 	else
-		cmn_log(CMN_LOG_DEBUG, "evicted %s deleted on its last release", f->relpath);
+		cmn_log(CMN_LOG_DEBUG, "%zu evicted file%s deleted on their last release", n,
+			n == 1 ? "" : "s");
 }
 
 /*
@@ -249,8 +274,7 @@ static void unlock_and_run_gone(struct cfs_epochs *s)
 		cmn_events_post(s->events, CFS_EV_RETIRED);
 	if (!chain)
 		return;
-	for (struct cfs_efile *f = chain; f; f = f->gnext)
-		delete_gone(s, f);
+	delete_gone(s, chain);
 	pthread_mutex_lock(&s->mu);
 	while (chain) {
 		struct cfs_efile *f = chain;

@@ -6,10 +6,10 @@
  * files (shard_writer.c does), does not choose victims (eviction/ does)
  * and does not speak SQL (catalog.c does).
  *
- * Invariants: DESIGN 3 (cfs_store_evict keeps open files until
- * cfs_store_release_evicted), DESIGN 4 (budget moves at every state
- * change), DESIGN 6 (reconciliation before the store is handed out),
- * DESIGN 7 (every path is built by cfs__file_name from a numeric id).
+ * Invariants: DESIGN 3 (cfs_store_evict deletes nothing: a file goes in
+ * cfs_store_reap, which its caller runs once no handle holds it), DESIGN 4 (budget moves at every
+ * state change), DESIGN 6 (reconciliation before the store is handed out), DESIGN 7 (every path is
+ * built by cfs__file_name from a numeric id).
  *
  * Locking: the store's fields are immutable after open.  Lock order: see
  * catalog.c (catalog mu, then budget mu; cfs_store_evict may run inside a
@@ -323,56 +323,49 @@ static int unlink_file(struct cfs_store *s, enum cfs_kind kind, int64_t id)
 int cfs_store_evict(struct cfs_store *s, const struct cfs_evict_item *items, size_t n,
 		    uint32_t epoch)
 {
-	int64_t *ids, *gone;
-	size_t ngone = 0;
-	int rc, first_err = 0;
-
 	if (n == 0)
 		return 0;
-	ids = malloc(n * sizeof(*ids));
-	gone = malloc(n * sizeof(*gone));
-	if (!ids || !gone) {
-		free(ids);
-		free(gone);
+	int64_t *ids = malloc(n * sizeof(*ids));
+	if (!ids)
 		return -ENOMEM;
-	}
 	for (size_t i = 0; i < n; i++)
 		ids[i] = items[i].id;
-	rc = cfs_catalog_shards_evict(s->cat, ids, n, epoch);
+	int rc = cfs_catalog_shards_evict(s->cat, ids, n, epoch);
+	free(ids);
 	if (rc < 0)
-		goto out;
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		cfs_budget_sealed_to_draining(s->budget, items[i].bytes);
+	return 0;
+}
+
+int cfs_store_reap(struct cfs_store *s, const struct cfs_evict_item *items, size_t n)
+{
+	if (n == 0)
+		return 0;
+	int64_t *gone = malloc(n * sizeof(*gone));
+	if (!gone)
+		return -ENOMEM;
+	size_t ngone = 0;
+	int first_err = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (items[i].open) {
-			cfs_budget_sealed_to_draining(s->budget, items[i].bytes);
-			continue;
-		}
-		rc = unlink_file(s, items[i].kind, items[i].id);
-		if (rc < 0) {
-			/* still on disk: account it as draining until reconciliation */
-			cfs_budget_sealed_to_draining(s->budget, items[i].bytes);
+		int rc = unlink_file(s, items[i].kind, items[i].id);
+		if (rc < 0) { /* still on disk: draining until reconciliation */
 			if (!first_err)
 				first_err = rc;
 			continue;
 		}
-		cfs_budget_sealed_removed(s->budget, items[i].bytes);
+		cfs_budget_draining_removed(s->budget, items[i].bytes);
 		gone[ngone++] = items[i].id;
 		cmn_fault("evict");
 	}
-	rc = cfs_catalog_shards_gone(s->cat, gone, ngone);
-	if (rc == 0)
-		rc = first_err;
-out:
-	free(ids);
+	int rc = cfs_catalog_shards_gone(s->cat, gone, ngone);
 	free(gone);
-	return rc;
+	return rc ? rc : first_err;
 }
 
 int cfs_store_release_evicted(struct cfs_store *s, enum cfs_kind kind, int64_t id, uint64_t bytes)
 {
-	int rc = unlink_file(s, kind, id);
-
-	if (rc < 0)
-		return rc;
-	cfs_budget_draining_removed(s->budget, bytes);
-	return cfs_catalog_shards_gone(s->cat, &id, 1);
+	struct cfs_evict_item it = {id, kind, bytes, false};
+	return cfs_store_reap(s, &it, 1);
 }

@@ -13,7 +13,7 @@
  * under CACHE_DIR is derived from a numeric id only (invariant 7).
  *
  * Writers: cachefs/shard_writer.h.  Eviction: cfs_store_evict() and
- * cfs_store_release_evicted() below.  Readers (FUSE) open files with
+ * cfs_store_reap() below.  Readers (FUSE) open files with
  * cfs_store_open_file().
  *
  * Threads: all functions may be called from any thread once the store is
@@ -117,19 +117,27 @@ struct cfs_evict_item {
 
 /*
  * Evicts n SEALED files in `epoch`: marks them EVICTING in one catalog
- * transaction (joining the caller's open transaction if any), then for
- * each one not open deletes the file, moves its bytes out of the budget
- * and marks it GONE (one more transaction); open ones move to the budget's
- * draining bytes until cfs_store_release_evicted().  Returns 0 or -errno;
- * when the first transaction fails nothing changed.
+ * transaction (joining the caller's open transaction if any) and moves
+ * their bytes to the budget's draining bytes (invariant 4 counts them until
+ * they are deleted).  Deletes nothing: the caller reaps them (below) after
+ * its transaction committed, those without a handle at once, the others on
+ * their last release (invariant 3).  Returns 0 or -errno; on failure
+ * nothing changed.
  */
 int cfs_store_evict(struct cfs_store *s, const struct cfs_evict_item *items, size_t n,
 		    uint32_t epoch);
 
 /*
- * The last handle of an evicted (EVICTING, open) file was released: deletes
- * the file, subtracts its draining bytes, marks it GONE.  Returns 0 or -errno.
+ * Deletes n EVICTING files (their `open` is ignored: the caller knows no
+ * handle holds them): unlinks each, subtracts its draining bytes, and marks
+ * every one deleted GONE in one transaction.  A crash in between leaves
+ * EVICTING rows, which start-up reconciliation finishes.  A file that could
+ * not be unlinked stays EVICTING and draining.  Returns 0 or the first
+ * -errno.
  */
+int cfs_store_reap(struct cfs_store *s, const struct cfs_evict_item *items, size_t n);
+
+/* cfs_store_reap() of one file (the last handle of an evicted file went). */
 int cfs_store_release_evicted(struct cfs_store *s, enum cfs_kind kind, int64_t id, uint64_t bytes);
 
 #endif

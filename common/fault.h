@@ -11,8 +11,9 @@
  *                  catalog row not committed
  *   in_commit      cachefs/catalog.c: every statement of a transaction run,
  *                  COMMIT not yet
- *   evict          cachefs/store.c cfs_store_evict (a boundary's eviction):
- *                  after each file unlinked, its rows not committed
+ *   evict          cachefs/store.c cfs_store_reap (a boundary's victims, an
+ *                  evicted file's last release, a retired file): after
+ *                  each file unlinked, its GONE not committed
  *   reconcile      cachefs/reconcile.c: before each file it deletes
  *
  * Unset, a call costs one atomic load (acquire) and a branch.

@@ -355,6 +355,25 @@ static int commit_eviction(struct dmn_boundary *b, const struct cfs_evict_item *
 	return rc;
 }
 
+/*
+ * Victims no handle holds are deleted now, after the boundary committed:
+ * a crash in between leaves EVICTING rows, which reconciliation finishes.
+ * Compacts `items` to those (the order of the others does not matter).
+ */
+static void reap_unheld(struct dmn_boundary *b, uint32_t next, struct cfs_evict_item *items,
+			size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!items[i].open)
+			items[k++] = items[i];
+	int rc = cfs_store_reap(b->store, items, k);
+	if (rc != 0)
+		cmn_log(CMN_LOG_WARN,
+			"epoch %" PRIu32 ": deleting victims: %s (start-up reconciliation retries)",
+			next, strerror(-rc));
+}
+
 int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_entry *entry,
 		       bool startup, uint64_t startup_admit, struct evc_plan *plan, char *err,
 		       size_t errlen)
@@ -412,6 +431,7 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 		snprintf(err, errlen, "boundary %" PRIu32 ": catalog: %s", next, strerror(-rc));
 		goto out;
 	}
+	reap_unheld(b, next, items, plan->n_victims);
 	/* Held victims are deleted on their last release (invariant 3). */
 	cfs_epochs_evict(b->set, ids, plan->n_victims);
 	if (plan->reason != EVC_REASON_OK)

@@ -96,9 +96,8 @@ class Checker:
         return out
 
     def check(self, when, restarted, limit=LIMIT, unlinked_ok=False, complete=False):
-        """unlinked_ok: a crash inside an eviction's open transaction may
-        leave SEALED rows whose files it already unlinked (docs/reliability.md);
-        the restart must drop them.  complete: every source record must be
+        """unlinked_ok: a crash while victims are deleted leaves EVICTING rows
+        whose files are gone (docs/reliability.md); the restart finishes them.  complete: every source record must be
         resident (after an ingest ran to its end)."""
         db = sqlite3.connect("file:%s?mode=ro" % os.path.join(self.cache, "catalog.db"),
                              uri=True, timeout=10)
@@ -122,8 +121,8 @@ class Checker:
         unlinked = 0
         for sid, kind, state, nbytes, nrec in rows:
             files = shards if kind == 0 else objects
-            if unlinked_ok and state == 0 and sid not in files:
-                unlinked += 1
+            if unlinked_ok and state == 1 and sid not in files:
+                unlinked += 1  # an EVICTING file deleted, its GONE not committed
                 continue
             rowset[(kind, sid)] = (state, nbytes, nrec)
             if state == 0 and files.get(sid) != nbytes:  # invariant 2
@@ -308,11 +307,82 @@ def evict_point(rig):
         crashes += 1
         left = chk.check(when + ", as the crash left it", False, unlinked_ok=True)
         if left["unlinked"] != n:
-            fail("%s: %d SEALED rows lost their files, expected the %d unlinked before the "
+            fail("%s: %d EVICTING rows lost their files, expected the %d unlinked before the "
                  "crash" % (when, left["unlinked"], n))
         unlinked += left["unlinked"]
         rig.restart(cache, chk, when)
     return crashes, unlinked
+
+
+def evict_running_point(rig):
+    """A running mount's deletions: `rollcache mount -f` with RC_FAULT=evict:n
+    over a dataset larger than its limit; a reader reads every file of the
+    view and advances the epoch until the daemon dies at the n-th file it
+    deletes (a boundary's victims read and retired, or released).  Each
+    round is a new mount of the same cache; a cache that stops evicting is
+    replaced by a fresh one."""
+    import glob
+    crashes = attempts = caches = 0
+    chk = cache = None
+    limit = 160 << 10
+    while crashes < ROUNDS:
+        attempts += 1
+        if attempts > 3 * ROUNDS:
+            fail("evict (running mount): only %d crashes in %d mounts" % (crashes, attempts - 1))
+        if chk is None:
+            caches += 1
+            cache = os.path.join(rig.root, "cache-running-%d" % caches)
+            chk = Checker(cache, rig.source)
+        n = rig.rng.randint(1, 3)
+        when = "evict (running mount):%d round %d" % (n, crashes)
+        env = dict(os.environ)
+        env["RC_FAULT"] = "evict:%d" % n
+        d = subprocess.Popen([rig.bin, "mount", "file://%s/" % rig.src, rig.mnt, "--cache-dir",
+                              cache, "--limit", str(limit), "--shard-size", SHARD,
+                              "--connections", "2", "-f"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            for _ in range(200):  # the mount is up
+                if d.poll() is not None or os.path.exists(os.path.join(rig.mnt, "current")):
+                    break
+                time.sleep(0.05)
+            for _ in range(40):  # read the view, advance, until the crash
+                if d.poll() is not None:
+                    break
+                for f in glob.glob(os.path.join(rig.mnt, "current", "*")):
+                    try:
+                        with open(f, "rb") as fh:
+                            while fh.read(1 << 16):
+                                pass
+                    except OSError:
+                        pass  # retired meanwhile, or the daemon died
+                if d.poll() is not None:
+                    break
+                subprocess.run([rig.bin, "epoch", rig.mnt, "next", "--wait"],
+                               capture_output=True, timeout=30)
+            try:
+                d.wait(timeout=20 if d.poll() is None else 1)
+            except subprocess.TimeoutExpired:
+                pass
+        finally:
+            if d.poll() is None:  # no crash: stop it, try a fresh cache
+                subprocess.run(["fusermount3", "-u", rig.mnt], capture_output=True)
+                d.wait(timeout=30)
+            subprocess.run(["fusermount3", "-u", "-z", rig.mnt], capture_output=True)
+        err = d.stderr.read()
+        if d.returncode != FAULT_EXIT:
+            chk.check(when + ", no crash (exit %d)" % d.returncode, False)
+            chk = None
+            continue
+        if "RC_FAULT: crash at evict" not in err:
+            fail("%s: exit %d without the crash line: %s" % (when, d.returncode, err[-400:]))
+        crashes += 1
+        left = chk.check(when + ", as the crash left it", False, unlinked_ok=True)
+        if not 1 <= left["unlinked"] <= n:
+            fail("%s: %d EVICTING rows lost their files, expected 1 to %d" %
+                 (when, left["unlinked"], n))
+        rig.restart(cache, chk, when)
+    return crashes, caches
 
 
 def reconcile_point(rig):
@@ -377,8 +447,14 @@ def point_plan_partial(rig):
 
 def point_evict(rig):
     c, unlinked = evict_point(rig)
-    print("%-14s %d crashes, %d clean restarts (%d victims unlinked before their rows were "
-          "committed: dropped at restart)" % ("evict", c, rig.restarts, unlinked))
+    print("%-14s %d crashes, %d clean restarts (%d victims unlinked before their GONE was "
+          "committed: finished at restart)" % ("evict", c, rig.restarts, unlinked))
+
+
+def point_evict_running(rig):
+    c, caches = evict_running_point(rig)
+    print("%-14s %d crashes in running mounts, %d clean restarts (%d cache dirs)" %
+          ("evict", c, rig.restarts, caches))
 
 
 def point_reconcile(rig):
@@ -390,7 +466,8 @@ def point_reconcile(rig):
 
 POINTS = {"before_fsync": point_before_fsync, "in_commit": point_in_commit,
           "plan_partial": point_plan_partial,
-          "evict": point_evict, "reconcile": point_reconcile}
+          "evict": point_evict, "evict_running": point_evict_running,
+          "reconcile": point_reconcile}
 
 
 def enospc(rig):

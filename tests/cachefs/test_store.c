@@ -502,7 +502,15 @@ START_TEST(evict_closed_now_open_on_release)
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(cfs_store_evict(s, items, 2, 1), 0);
+	/* evict deletes nothing: both are EVICTING and draining */
 	shard_name(a, name, sizeof(name));
+	ck_assert(cfs_test_exists(dir, name));
+	cfs_budget_get(cfs_store_budget(s), &st);
+	ck_assert_uint_eq(st.draining, 2 * 232);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), a, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_EVICTING);
+	/* the one without a handle is reaped now */
+	ck_assert_int_eq(cfs_store_reap(s, items, 1), 0);
 	ck_assert(!cfs_test_exists(dir, name));
 	/* invariant 3: the open one stays until its last release ... */
 	shard_name(b, name, sizeof(name));
@@ -559,6 +567,7 @@ START_TEST(writer_waits_for_eviction)
 	}
 	ck_assert_uint_eq(st.waiting_limit, 1);
 	ck_assert_int_eq(cfs_store_evict(s, &it, 1, 1), 0);
+	ck_assert_int_eq(cfs_store_reap(s, &it, 1), 0); /* the room comes back here */
 	pthread_join(t, NULL);
 	ck_assert_int_eq(b.rc, 0);
 	ck_assert_uint_eq(cfs_shard_writer_room(b.w), 300);
