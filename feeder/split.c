@@ -431,6 +431,15 @@ int fdr__split_plan_rank(struct rc_feeder *f, char *const *files, size_t n, uint
 		*segs = v;
 		*nsegs = nv;
 		*records = FDR_UNKNOWN;
+		/*
+		 * In a mount, each file's count is an xattr: taken now, before
+		 * any read of the epoch, since a file read to its end under
+		 * retire = read leaves the epoch (a count taken later, by
+		 * len(), would find it gone).  Elsewhere counting reads the
+		 * files: only when asked (rc_feeder_batches).
+		 */
+		if (f->cfg.mount_epochs && fdr__count_files(f, files, n, &total, err, errlen) == 0)
+			*records = total;
 		return 0;
 	}
 	cnt = calloc(n ? n : 1, sizeof *cnt);

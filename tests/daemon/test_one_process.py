@@ -35,12 +35,11 @@ EPOCHS = 4
 
 
 def run_loop(s, how):
-    # the feeder on the mount's current epoch; each loop asks for the next
-    # shuffle=False: with shuffle (four files read side by side) about one run
-    # in 16 finds a file of the next epoch retired before its first read
-    # (docs/TODO.md, feeder); without it, 0 in 12 loaded runs
+    # the feeder on the mount's current epoch; each loop asks for the next;
+    # shuffled: four files read side by side, so files are read to their
+    # end (and retired) while len() may still be asked
     f = rollcache.Feeder(os.path.join(s.mnt, "current"), schema=SCHEMA, batch_size=BATCH,
-                         shuffle=False, seed=1, framework="torch", drop_last=True)
+                         shuffle=True, seed=1, framework="torch", drop_last=True)
     ds = FeederDataset(feeder=f)
     seen_epochs = []
     try:
