@@ -358,8 +358,11 @@ def evict_running_point(rig):
                         pass  # retired meanwhile, or the daemon died
                 if d.poll() is not None:
                     break
-                subprocess.run([rig.bin, "epoch", rig.mnt, "next", "--wait"],
-                               capture_output=True, timeout=30)
+                try:
+                    subprocess.run([rig.bin, "epoch", rig.mnt, "next", "--wait"],
+                                   capture_output=True, timeout=30)
+                except subprocess.TimeoutExpired:
+                    pass  # the daemon died while it waited: seen above
             try:
                 d.wait(timeout=20 if d.poll() is None else 1)
             except subprocess.TimeoutExpired:
