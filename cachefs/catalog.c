@@ -39,6 +39,9 @@
  *   C3  epochs counters only grow, each in the transaction of the change
  *       it counts (insert -> admitted, evict -> evicted, stats -> read
  *       and served).
+ *   C4  the one row of `resident` holds the count, bytes and records of
+ *       the SEALED FILE rows: triggers on `shards` keep it in the
+ *       transaction of each change, so reading it costs no scan.
  *
  * States of a FILE and the function that moves it.
  *
@@ -72,7 +75,9 @@
  * a FILE row or makes it GONE (catalog_files.c: the rows of the FILEs just
  * touched, one indexed COUNT each), and C3 at every counter add
  * (catalog_epochs.c: the new value is an integer no smaller than the
- * delta, and the delta is not negative).  C2 is the unique index.
+ * delta, and the delta is not negative).  C2 is the unique index.  C4 is
+ * asserted at every read of the resident totals (a scan of the SEALED rows,
+ * in these builds only).
  *
  * Locking.  c->mu (recursive) protects the sqlite3 handle, c->stmt[],
  * c->depth and c->explicit_txn.  It is held for a whole call, or from
@@ -221,6 +226,31 @@ static const char *const migrations[] = {
     "  plan_id INTEGER NOT NULL,\n"
     "  object_id INTEGER NOT NULL,\n"
     "  PRIMARY KEY(plan_id, object_id)) WITHOUT ROWID;\n",
+    /*
+     * 4 -> 5: the resident totals kept as files change (one row, kept by
+     * triggers in the transaction of each change), so that reading them
+     * is O(1), not a scan of every file row ever sealed
+     */
+    "CREATE TABLE resident(\n"
+    "  id INTEGER PRIMARY KEY CHECK (id = 0),\n"
+    "  files INTEGER NOT NULL,\n"
+    "  bytes INTEGER NOT NULL,\n"
+    "  records INTEGER NOT NULL);\n"
+    "INSERT INTO resident SELECT 0, count(*), coalesce(sum(bytes), 0), "
+    "coalesce(sum(records), 0) FROM shards WHERE state = " SQL_SEALED ";\n"
+    "CREATE TRIGGER resident_insert AFTER INSERT ON shards WHEN NEW.state = " SQL_SEALED
+    " BEGIN UPDATE resident SET files = files + 1, bytes = bytes + NEW.bytes, "
+    "records = records + NEW.records; END;\n"
+    "CREATE TRIGGER resident_delete AFTER DELETE ON shards WHEN OLD.state = " SQL_SEALED
+    " BEGIN UPDATE resident SET files = files - 1, bytes = bytes - OLD.bytes, "
+    "records = records - OLD.records; END;\n"
+    "CREATE TRIGGER resident_update AFTER UPDATE OF state, bytes, records ON shards "
+    "WHEN OLD.state = " SQL_SEALED " OR NEW.state = " SQL_SEALED " BEGIN UPDATE resident SET "
+    "files = files - (OLD.state = " SQL_SEALED ") + (NEW.state = " SQL_SEALED "), "
+    "bytes = bytes - (CASE WHEN OLD.state = " SQL_SEALED " THEN OLD.bytes ELSE 0 END) "
+    "+ (CASE WHEN NEW.state = " SQL_SEALED " THEN NEW.bytes ELSE 0 END), "
+    "records = records - (CASE WHEN OLD.state = " SQL_SEALED " THEN OLD.records ELSE 0 END) "
+    "+ (CASE WHEN NEW.state = " SQL_SEALED " THEN NEW.records ELSE 0 END); END;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 4 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 5 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 

@@ -43,8 +43,11 @@ const char *const cfs__sql_files[S__COUNT] = {
     [S_SHARD_DEL] = "DELETE FROM shards WHERE id = ?1",
     [S_SAMPLES_OF] = "SELECT offset, length, crc, object_id, object_offset FROM samples "
 		     "WHERE shard_id = ?1 ORDER BY offset",
-    [S_RESIDENT] = "SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum(records), 0) "
-		   "FROM shards WHERE state = " SQL_SEALED,
+    /* O(1): one row kept by triggers (catalog.c, migration 4 -> 5) */
+    [S_RESIDENT] = "SELECT files, bytes, records FROM resident",
+    /* C4: what the resident row must equal (debug builds) */
+    [S_C4_SCAN] = "SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum(records), 0) "
+		  "FROM shards WHERE state = " SQL_SEALED,
     [S_SERVED_ADD] = "INSERT OR IGNORE INTO served(object_id, object_offset) "
 		     "SELECT object_id, object_offset FROM samples WHERE shard_id = ?1",
     /* C1 for FILE ?1: its SAMPLE and FILE OBJECTS rows without a FILE row not GONE */
@@ -74,8 +77,27 @@ static void assert_c1(struct cfs_catalog *c, const int64_t *ids, size_t n)
 		assert(orphans == 0 && "C1: samples or shard_objects of a FILE absent or GONE");
 	}
 }
+
+/*
+ * Asserts C4: the resident row (kept by triggers) equals the totals of the
+ * SEALED rows, by a scan of them all (debug builds only).
+ */
+static void assert_c4(struct cfs_catalog *c, const struct cfs_resident *r)
+{
+	sqlite3_stmt *st = cfs__stmt(c, S_C4_SCAN);
+	if (!st)
+		return;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		assert((uint64_t)sqlite3_column_int64(st, 0) == r->files &&
+		       (uint64_t)sqlite3_column_int64(st, 1) == r->bytes &&
+		       (uint64_t)sqlite3_column_int64(st, 2) == r->records &&
+		       "C4: the resident row differs from the SEALED rows");
+	}
+	sqlite3_reset(st);
+}
 #else
 #define assert_c1(c, ids, n) ((void)0)
+#define assert_c4(c, r)	     ((void)0)
 #endif
 
 static int cmp_i64(const void *a, const void *b)
@@ -319,6 +341,8 @@ int cfs_catalog_resident(struct cfs_catalog *c, struct cfs_resident *out)
 		rc = cfs__fail(c, rc, "resident totals");
 	}
 	sqlite3_reset(st);
+	if (rc == 0)
+		assert_c4(c, out);
 	cfs__unlock(c);
 	return rc;
 }

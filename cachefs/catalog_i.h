@@ -75,6 +75,7 @@ enum stmt_id {
 	S_SHARD_DEL,
 	S_SAMPLES_OF,
 	S_RESIDENT,
+	S_C4_SCAN,
 	S_SERVED_ADD,
 	S_C1_ORPHANS,
 	/* catalog_epochs.c: cfs__sql_epochs */

@@ -112,6 +112,9 @@ START_TEST(migrates_version_2)
 	int64_t id = add_shard(c, 4, 3, 100); /* 3 records of 100 bytes: 348 with framing */
 	cfs_catalog_close(c);
 	raw_sql(
+	    "DROP TRIGGER resident_insert; DROP TRIGGER resident_delete; "
+	    "DROP TRIGGER resident_update; DROP TABLE resident; "
+	    "DELETE FROM migrations WHERE version = 5; "
 	    "DROP TABLE plan_partial; DROP TABLE plan_cut; DELETE FROM migrations WHERE version = "
 	    "4; "
 	    "DROP TABLE served; ALTER TABLE epochs DROP COLUMN served_records; "
@@ -139,6 +142,10 @@ START_TEST(migrates_version_2)
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM served"), 3);
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM plan_partial"), 0); /* the 3 -> 4 step */
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM plan_cut"), 0);
+	/* the 4 -> 5 step: the resident totals of the rows found */
+	ck_assert_int_eq(raw_int("SELECT files FROM resident"), 1);
+	ck_assert_int_eq(raw_int("SELECT bytes FROM resident"), 348);
+	ck_assert_int_eq(raw_int("SELECT records FROM resident"), 3);
 }
 END_TEST
 
@@ -250,6 +257,41 @@ START_TEST(shard_and_samples_roundtrip)
 	ck_assert_uint_eq(res.files, 2);
 	ck_assert_uint_eq(res.records, 110);
 	ck_assert_uint_eq(res.bytes, 100 * 66 + 10 * 21);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+/* C4: the resident row follows every change of a FILE row, and rollbacks. */
+static void expect_resident(struct cfs_catalog *c, uint64_t files, uint64_t records)
+{
+	struct cfs_resident res;
+	ck_assert_int_eq(cfs_catalog_resident(c, &res), 0);
+	ck_assert_uint_eq(res.files, files);
+	ck_assert_uint_eq(res.records, records);
+	ck_assert_int_eq(raw_int("SELECT files FROM resident"), (int64_t)files);
+}
+
+START_TEST(resident_row_follows_changes)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t a = add_shard(c, 0, 2, 10), b = add_shard(c, 0, 3, 10), d = add_shard(c, 0, 4, 10);
+	int64_t e = add_shard(c, 0, 5, 10);
+	expect_resident(c, 4, 14);
+	ck_assert_int_eq(cfs_catalog_begin(c), 0); /* a boundary rolled back: no change */
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 1), 0);
+	cfs_catalog_rollback(c);
+	expect_resident(c, 4, 14);
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 1), 0);
+	expect_resident(c, 3, 12);
+	ck_assert_int_eq(cfs_catalog_shards_gone(c, &a, 1), 0);
+	expect_resident(c, 3, 12);
+	ck_assert_int_eq(cfs_catalog_shard_corrupt(c, b, 1), 0);
+	expect_resident(c, 2, 9);
+	ck_assert_int_eq(cfs_catalog_shards_drop(c, &d, 1), 0);
+	expect_resident(c, 1, 5);
+	ck_assert_int_eq(cfs_catalog_shards_drop(c, &a, 1), 0); /* a GONE row: no change */
+	expect_resident(c, 1, 5);
+	(void)e;
 	cfs_catalog_close(c);
 }
 END_TEST
@@ -824,6 +866,7 @@ int main(void)
 	    {"readonly_open", readonly_open},
 	    {"shard_and_samples_roundtrip", shard_and_samples_roundtrip},
 	    {"insert_is_one_transaction", insert_is_one_transaction},
+	    {"resident_row_follows_changes", resident_row_follows_changes},
 	    {"ids_never_reused", ids_never_reused},
 	    {"evict_then_gone", evict_then_gone},
 	    {"stats_batched", stats_batched},
