@@ -241,6 +241,7 @@ struct cfs_shard_info {
 	int64_t object_id;     /* RAW: its object; else 0 */
 	char *name;	       /* RAW: display name; else NULL; owned by the array */
 	int64_t evicted_epoch; /* -1 unless EVICTING/GONE */
+	uint32_t crc;	       /* RAW: CRC-32C of the whole object (checked on reads); else 0 */
 };
 
 /*

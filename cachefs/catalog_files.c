@@ -20,9 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a raw object's CRC-32C is its one sample row's (offset 0, the whole object) */
 #define SHARD_COLUMNS                                                                              \
 	"id, kind, state, bytes, records, created_epoch, reads, last_read_ms, full_reads, "        \
-	"object_id, name, evicted_epoch"
+	"object_id, name, evicted_epoch, "                                                         \
+	"CASE WHEN kind = " SQL_KIND_RAW " THEN (SELECT crc FROM samples "                         \
+	"WHERE shard_id = shards.id AND offset = 0) ELSE 0 END"
 
 const char *const cfs__sql_files[S__COUNT] = {
     [S_SHARD_ADD] = "INSERT INTO shards(id, kind, state, bytes, records, created_epoch, "
@@ -234,6 +237,7 @@ static int read_shard_row(sqlite3_stmt *st, void *el)
 	f->object_id = sqlite3_column_int64(st, 9);
 	f->name = cfs__dup_col(st, 10, &oom);
 	f->evicted_epoch = sqlite3_column_int64(st, 11);
+	f->crc = (uint32_t)sqlite3_column_int64(st, 12);
 	return oom ? -ENOMEM : 0;
 }
 

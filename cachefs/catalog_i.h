@@ -36,11 +36,12 @@
 #define SQL_OBJ_VANISHED  "1"
 #define SQL_OBJ_STALE	  "2"
 #define SQL_KIND_TFRECORD "0"
+#define SQL_KIND_RAW	  "1"
 _Static_assert(CFS_SHARD_SEALED == 0 && CFS_SHARD_EVICTING == 1 && CFS_SHARD_GONE == 2,
 	       "SQL_SEALED, SQL_EVICTING, SQL_GONE match enum cfs_shard_state");
 _Static_assert(CFS_OBJECT_LISTED == 0 && CFS_OBJECT_VANISHED == 1 && CFS_OBJECT_STALE == 2,
 	       "SQL_OBJ_* match enum cfs_object_state");
-_Static_assert(CFS_KIND_TFRECORD == 0, "SQL_KIND_TFRECORD matches enum cfs_kind");
+_Static_assert(CFS_KIND_TFRECORD == 0 && CFS_KIND_RAW == 1, "SQL_KIND_* match enum cfs_kind");
 
 /*
  * Ids of the cached statements.  The SQL of each is defined next to the

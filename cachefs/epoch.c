@@ -404,6 +404,7 @@ static struct cfs_efile *efile_new(struct cfs_epochs *s, const struct cfs_efile_
 	f->bytes = in->bytes;
 	f->records = in->records;
 	f->created_epoch = in->created_epoch;
+	f->raw_crc = in->crc;
 	if (in->retiring) { /* a victim a restart kept: it retires in this epoch */
 		f->evicted = true;
 		f->retire_number1 = number + 1;

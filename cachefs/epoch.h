@@ -67,6 +67,7 @@ struct cfs_efile {
 	uint64_t bytes; /* immutable (invariant 1) */
 	uint64_t records;
 	uint32_t created_epoch;
+	uint32_t raw_crc; /* raw objects: CRC-32C of the whole file, checked by verify.c */
 
 	/* protected by set->mu */
 	uint64_t nlookup;	 /* kernel lookups not yet forgotten */
@@ -88,7 +89,8 @@ struct cfs_efile {
 					that chose it (retire = read) */
 	_Atomic bool served_full;    /* the daemon has served its last byte at least once */
 	/* first-pass record checks (cachefs/verify.c); zero at creation */
-	_Atomic uint64_t v_ok;	 /* [0, v_ok) are whole records whose CRCs passed */
+	_Atomic uint64_t v_ok;	 /* [0, v_ok) are whole records whose CRCs passed (a raw
+				    object: 0, or its size once its CRC passed) */
 	_Atomic uint64_t v_bad1; /* offset + 1 of a corrupt record found; 0: none */
 	_Atomic bool v_queued;	 /* its id was handed to the daemon once */
 
@@ -146,6 +148,7 @@ struct cfs_efile_in {
 	const char *relpath; /* copied */
 	uint64_t bytes, records;
 	uint32_t created_epoch;
+	uint32_t crc;  /* raw objects: CRC-32C of the whole file (cfs_shard_info.crc) */
 	bool retiring; /* a victim of this boundary kept in the view (retire = read) */
 };
 

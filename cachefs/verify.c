@@ -253,6 +253,36 @@ int cfs_vcheck_step(struct cfs_vcheck *v, uint64_t budget, void *buf, size_t cap
 	return 0;
 }
 
+int cfs_verify_raw_fd(int fd, uint64_t size, uint32_t want, void *buf, size_t cap,
+		      uint64_t *bytes_read, char *why, size_t whylen)
+{
+	uint32_t crc = 0;
+	uint64_t off = 0;
+	while (off < size) {
+		size_t len = size - off < cap ? (size_t)(size - off) : cap;
+		ssize_t r = pread(fd, buf, len, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = r < 0 ? errno : EIO;
+			snprintf(why, whylen, "cannot read at %" PRIu64 ": %s", off,
+				 r < 0 ? strerror(e) : "the file is shorter than its row");
+			*bytes_read += off;
+			return r < 0 ? -e : -EBADMSG;
+		}
+		crc = cmn_crc32c(crc, buf, (size_t)r);
+		off += (uint64_t)r;
+	}
+	*bytes_read += off;
+	if (crc != want) {
+		snprintf(why, whylen,
+			 "CRC-32C %08" PRIx32 " of the object, the catalog says %08" PRIx32, crc,
+			 want);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 int cfs_verify_cache_file(struct cfs_catalog *cat, const char *cache_dir,
 			  const struct cfs_shard_info *si, void *buf, size_t cap,
 			  uint64_t *bytes_read, char *why, size_t whylen)
@@ -292,13 +322,20 @@ int cfs_verify_cache_file(struct cfs_catalog *cat, const char *cache_dir,
 		rc = -EBADMSG;
 		goto out;
 	}
-	rc = 0;
-	if (si->kind != CFS_KIND_TFRECORD)
-		goto out; /* raw objects carry no record CRCs: size only */
 	rc = cfs_catalog_samples_of(cat, si->id, &s, &n);
 	if (rc) {
 		snprintf(why, whylen, "cannot read its records from the catalog: %s",
 			 strerror(-rc));
+		goto out;
+	}
+	if (si->kind == CFS_KIND_RAW) { /* one sample: the whole object and its CRC */
+		if (n != 1 || s[0].offset != 0 || s[0].length != si->bytes) {
+			snprintf(why, whylen, "%zu sample rows, expected 1 of the whole object", n);
+			rc = -EBADMSG;
+			goto out;
+		}
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		rc = cfs_verify_raw_fd(fd, si->bytes, s[0].crc, buf, cap, bytes_read, why, whylen);
 		goto out;
 	}
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -377,7 +414,7 @@ void cfs_verifier_free(struct cfs_verifier *v)
 
 static bool checked_kind(const struct cfs_efile *f)
 {
-	return f->kind == CFS_KIND_TFRECORD;
+	return f->kind == CFS_KIND_TFRECORD || f->kind == CFS_KIND_RAW;
 }
 
 bool cfs_verify_corrupt(const struct cfs_efile *f)
@@ -420,6 +457,42 @@ static void report(struct cfs_verifier *v, struct cfs_efile *f)
 		cmn_events_post(v->events, v->bit);
 }
 
+/*
+ * A raw object's first read: its whole CRC-32C against the catalog's, under
+ * its stripe's mutex; v_ok goes from 0 to its size at once (V2) or the file
+ * is marked corrupt at 0 and queued (V4).
+ */
+static int verify_raw(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t *bytes_read)
+{
+	char why[CFS_VERIFY_WHY_MAX];
+	uint8_t *buf = rbuf();
+	if (!buf)
+		return -ENOMEM;
+	pthread_mutex_t *mu = &v->stripes[(uint64_t)f->id % STRIPES];
+	pthread_mutex_lock(mu);
+	int rc = 0;
+	if (atomic_load_explicit(&f->v_bad1, memory_order_acquire)) {
+		rc = -EIO;
+	} else if (atomic_load_explicit(&f->v_ok, memory_order_acquire) < f->bytes) {
+		rc = cfs_verify_raw_fd(fd, f->bytes, f->raw_crc, buf, RBUF_SIZE, bytes_read, why,
+				       sizeof(why));
+		if (rc == 0) {
+			atomic_store_explicit(&f->v_ok, f->bytes, memory_order_release);
+		} else if (rc == -EBADMSG) {
+			cfs_verify_mark(f, 0);
+			cmn_log(CMN_LOG_ERROR,
+				"%s: corrupt: %s: reads get EIO, the file leaves the cache",
+				f->relpath, why);
+			report(v, f);
+			rc = -EIO;
+		} else {
+			cmn_log(CMN_LOG_ERROR, "%s: cannot check: %s", f->relpath, why);
+		}
+	}
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
 int cfs_verify_read(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t off, uint64_t len)
 {
 	char why[CFS_VERIFY_WHY_MAX];
@@ -435,6 +508,14 @@ int cfs_verify_read(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_
 		end = f->bytes;
 	if (atomic_load_explicit(&f->v_ok, memory_order_acquire) >= end)
 		return 0;
+	if (f->kind == CFS_KIND_RAW) {
+		uint64_t got = 0;
+		rc = verify_raw(v, f, fd, &got);
+		atomic_fetch_add_explicit(&v->bytes, got, memory_order_relaxed);
+		if (rc == 0 && got)
+			atomic_fetch_add_explicit(&v->files, 1, memory_order_relaxed);
+		return rc;
+	}
 
 	uint8_t *buf = rbuf();
 	if (!buf)

@@ -7,7 +7,8 @@
  *
  *   - the FUSE read path (fs_read.c): a TFRecord file's first pass through the
  *     daemon verifies every record a read covers before any byte of it is
- *     returned (cfs_verify_read); a record that fails makes that read EIO,
+ *     returned (cfs_verify_read), and a raw object's first read checks the
+ *     CRC-32C of the whole object; a record that fails makes that read EIO,
  *     marks the file corrupt in memory and queues its id for the daemon.
  *     Passthrough is allowed only once the whole file passed
  *     (cfs_verify_done), so the kernel never serves unchecked bytes;
@@ -19,8 +20,9 @@
  * CRC), the payload's CRC32C against the footer's stored CRC and, when the
  * catalog's row is given, the length and the CRC the catalog recorded at
  * admission.  Records must tile the file: a byte outside every record is
- * corruption too.  format=raw files carry no record CRCs and are not
- * checked here (docs/reliability.md, "Integrity").
+ * corruption too.  A format=raw file has no framing: its one sample row
+ * holds the CRC-32C of the whole object, computed as it was admitted, and
+ * the whole file is checked against it (cfs_verify_raw_fd).
  *
  * Errors: 0 or -errno; -EBADMSG means "the bytes are corrupt" (the offset of
  * the first bad record and a one-line reason are returned), any other
@@ -76,15 +78,23 @@ int cfs_vcheck_step(struct cfs_vcheck *v, uint64_t budget, void *buf, size_t cap
  * Offline check of one file of a cache directory (`rollcache check
  * --cache-dir`): the file of si under cache_dir exists, has the catalog's
  * size and, for a TFRecord file, every record matches the catalog
- * (cfs_vcheck over the whole file).  Raw files: size only.  buf/cap as for
- * cfs_vcheck_step.  *bytes_read gets the bytes read.  Returns 0 (good),
- * -EBADMSG (corrupt, truncated or missing: why says which), or -errno
- * (why says what failed).  Reads the catalog through cat (read-only is
- * fine); changes nothing.
+ * (cfs_vcheck over the whole file); for a raw object, the CRC-32C of the
+ * whole file matches its sample row's.  buf/cap as for cfs_vcheck_step.  *bytes_read gets the bytes
+ * read.  Returns 0 (good), -EBADMSG (corrupt, truncated or missing: why says which), or -errno (why
+ * says what failed).  Reads the catalog through cat (read-only is fine); changes nothing.
  */
 int cfs_verify_cache_file(struct cfs_catalog *cat, const char *cache_dir,
 			  const struct cfs_shard_info *si, void *buf, size_t cap,
 			  uint64_t *bytes_read, char *why, size_t whylen);
+
+/*
+ * A raw object's check: the CRC-32C of the `size` bytes of fd (read in
+ * buf/cap) equals `want` (taken at admission, kept in the catalog).  Adds
+ * the bytes read to *bytes_read.  Returns 0, -EBADMSG (why says the two
+ * CRCs, or that the file is short) or -errno.
+ */
+int cfs_verify_raw_fd(int fd, uint64_t size, uint32_t want, void *buf, size_t cap,
+		      uint64_t *bytes_read, char *why, size_t whylen);
 
 /* ---- the read path (fs_read.c) ---------------------------------------- */
 

@@ -187,7 +187,9 @@ static int check_cache(struct check *c, const char *dir)
 				c->payload += si->bytes;
 			if (c->verbose > 0)
 				printf("%s: %" PRIu64 " records%s\n", path, si->records,
-				       si->kind == CFS_KIND_TFRECORD ? "" : " (raw: size only)");
+				       si->kind == CFS_KIND_TFRECORD
+					   ? ""
+					   : " (raw: CRC-32C of the object)");
 			continue;
 		}
 		fprintf(stderr, "rollcache check: %s: %s%s%s\n", path,

@@ -228,6 +228,7 @@ int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, siz
 		    .bytes = si->bytes,
 		    .records = si->records,
 		    .created_epoch = si->created_epoch,
+		    .crc = si->crc,
 		    .retiring = si->state == CFS_SHARD_EVICTING,
 		};
 	}

@@ -85,6 +85,7 @@ struct dmn_scrub {
 	bool in_file;
 	int64_t cur_id;
 	uint64_t cur_bytes;
+	enum cfs_kind cur_kind; /* a raw object is checked whole, in one step */
 	int fd;
 	struct cfs_sample *samples;
 	size_t nsamples;
@@ -278,8 +279,7 @@ static int pass_begin(struct dmn_scrub *sc)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (arr[i].kind == CFS_KIND_TFRECORD) /* raw files carry no record CRCs */
-			sc->ids[sc->nids++] = arr[i].id;
+		sc->ids[sc->nids++] = arr[i].id;
 	cfs_shard_info_free(arr, n);
 	sc->pass_t0_ms = cmn_mono_ms();
 	sc->pass_open = sc->nids > 0;
@@ -313,6 +313,7 @@ static bool file_next(struct dmn_scrub *sc)
 		sc->fd = fd;
 		sc->cur_id = id;
 		sc->cur_bytes = si.bytes;
+		sc->cur_kind = si.kind;
 		sc->in_file = true;
 		cfs_vcheck_init(&sc->vc, fd, si.bytes, sc->samples, sc->nsamples);
 		return true;
@@ -345,9 +346,17 @@ static uint64_t scrub_step(struct dmn_scrub *sc, uint64_t budget, bool *idle)
 			return 0;
 		}
 	}
-	uint64_t before = sc->vc.bytes_read;
-	int rc = cfs_vcheck_step(&sc->vc, budget, sc->buf, SCRUB_BUF);
-	uint64_t got = sc->vc.bytes_read - before;
+	uint64_t before = sc->vc.bytes_read, got = 0;
+	int rc;
+	if (sc->cur_kind == CFS_KIND_RAW) /* its one sample row: the whole object's CRC */
+		rc = cfs_verify_raw_fd(sc->fd, sc->cur_bytes, sc->samples[0].crc, sc->buf,
+				       SCRUB_BUF, &got, sc->vc.why, sizeof(sc->vc.why));
+	else
+		rc = cfs_vcheck_step(&sc->vc, budget, sc->buf, SCRUB_BUF);
+	if (sc->cur_kind != CFS_KIND_RAW)
+		got = sc->vc.bytes_read - before;
+	else
+		sc->vc.bad_off = 0;
 	atomic_fetch_add_explicit(&sc->bytes, got, memory_order_relaxed);
 	if (rc == 1)
 		return got;

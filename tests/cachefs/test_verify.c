@@ -21,7 +21,10 @@
  *                  and fails against the catalog; records must tile the file;
  *                  a truncated file fails;
  *   threads        4 threads reading random ranges of a 2000-record file
- *                  check it once, all of it, and all pass.
+ *                  check it once, all of it, and all pass;
+ *   raw_object     a raw object is checked whole (CRC-32C against the
+ *                  catalog's) at its first read: a flipped byte anywhere
+ *                  makes every read EIO and queues the file once.
  * Without $RC_TESTDATA the framed inputs still run every case.
  */
 #include "tests/cachefs/cfs_test.h"
@@ -42,7 +45,7 @@ static int corrupt_lines;
 static void count_sink(enum cmn_log_level level, const char *line, void *ctx)
 {
 	(void)ctx;
-	if (level == CMN_LOG_ERROR && strstr(line, ": corrupt: record at ") != NULL)
+	if (level == CMN_LOG_ERROR && strstr(line, ": corrupt: ") != NULL)
 		corrupt_lines++;
 }
 
@@ -347,6 +350,76 @@ struct reader_arg {
 	int bad;
 };
 
+/*
+ * A raw object: its first read checks the CRC-32C of the whole file against
+ * raw_crc before any byte (v_ok 0 -> size at once); a flipped byte anywhere
+ * answers EIO for every read, queues the file once; cfs_verify_raw_fd says
+ * the same offline.
+ */
+START_TEST(test_raw_object)
+{
+	char dir[256];
+	cfs_test_mkscratch(dir, sizeof(dir));
+	size_t len = 300000; /* more than one read buffer */
+	uint8_t *d = malloc(len);
+	unsigned seed = 3;
+	for (size_t i = 0; i < len; i++)
+		d[i] = (uint8_t)rand_r(&seed);
+	uint32_t crc = cmn_crc32c(0, d, len);
+	int fd = write_tmp(dir, "raw", d, len);
+	uint8_t buf[4096];
+	char why[256];
+	uint64_t got = 0;
+	ck_assert_int_eq(cfs_verify_raw_fd(fd, len, crc, buf, sizeof(buf), &got, why, sizeof(why)),
+			 0);
+	ck_assert_uint_eq(got, len);
+
+	struct cfs_verifier *ver;
+	ck_assert_int_eq(cfs_verifier_new(&ver, NULL, 0), 0);
+	struct cfs_efile *f = efile_new(21, len);
+	f->kind = CFS_KIND_RAW;
+	f->raw_crc = crc;
+	ck_assert(!cfs_verify_done(f));
+	ck_assert_int_eq(cfs_verify_read(ver, f, fd, 100, 10), 0); /* checks it all */
+	ck_assert_uint_eq(atomic_load(&f->v_ok), len);
+	ck_assert(cfs_verify_done(f));
+	free(f);
+
+	for (size_t pos = 0; pos < len; pos += len / 7) {
+		uint8_t b = d[pos] ^ 0x10;
+		ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)pos), 1);
+		got = 0;
+		ck_assert_int_eq(
+		    cfs_verify_raw_fd(fd, len, crc, buf, sizeof(buf), &got, why, sizeof(why)),
+		    -EBADMSG);
+		f = efile_new(22, len);
+		f->kind = CFS_KIND_RAW;
+		f->raw_crc = crc;
+		/* a read far from the flip fails too: the object is checked whole */
+		uint64_t at = pos < len / 2 ? len - 10 : 0;
+		ck_assert_int_eq(cfs_verify_read(ver, f, fd, at, 10), -EIO);
+		ck_assert(cfs_verify_corrupt(f) && !cfs_verify_done(f));
+		ck_assert_int_eq(cfs_verify_read(ver, f, fd, 0, len), -EIO);
+		int64_t ids[4];
+		ck_assert_uint_eq(cfs_verifier_take(ver, ids, 4), 1);
+		ck_assert_int_eq(ids[0], 22);
+		ck_assert_int_eq(corrupt_lines, 1);
+		corrupt_lines = 0;
+		free(f);
+		ck_assert_int_eq(pwrite(fd, &d[pos], 1, (off_t)pos), 1);
+	}
+	/* a file shorter than its row */
+	ck_assert_int_eq(ftruncate(fd, (off_t)len - 1), 0);
+	got = 0;
+	ck_assert_int_eq(cfs_verify_raw_fd(fd, len, crc, buf, sizeof(buf), &got, why, sizeof(why)),
+			 -EBADMSG);
+	cfs_verifier_free(ver);
+	close(fd);
+	free(d);
+	cfs_test_rmrf(dir);
+}
+END_TEST
+
 static void *reader(void *p)
 {
 	struct reader_arg *a = p;
@@ -444,10 +517,8 @@ int main(void)
 		const char *name;
 		const TTest *t;
 	} cases[] = {
-	    {"all_pass", test_all_pass},
-	    {"every_flip", test_every_flip},
-	    {"catalog", test_catalog},
-	    {"threads", test_threads},
+	    {"all_pass", test_all_pass}, {"every_flip", test_every_flip}, {"catalog", test_catalog},
+	    {"threads", test_threads},	 {"raw_object", test_raw_object},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

@@ -25,6 +25,11 @@ truncated     (d) a shard cut short while unmounted is dropped at start-up,
               counted in errors.corrupt (1) and logged in log_file; one cut
               short while mounted (same size in the catalog, fewer bytes on
               disk) gives EIO at its last record and errors.corrupt = 2.
+raw           (f) format = raw: a raw object flipped while unmounted (found by
+              `check --cache-dir` offline, then by the first read: EIO) and
+              one flipped after the mount before its first read (EIO);
+              no byte of either served, errors.corrupt = 2, the good
+              objects read whole.
 check         (e) `rollcache check --cache-dir` offline: exit 0 on a clean
               cache; one flipped and one truncated shard: exit 1 and exactly
               one stderr line for each (naming it), nothing changed on disk;
@@ -318,12 +323,61 @@ def case_check(s):
     t.eq(len(p.stderr.strip().split("\n")), 1, "(e) one line: %r" % p.stderr)
 
 
+def case_raw(s):
+    """(f) format = raw: a flip in a raw object while unmounted, and one after
+    the mount before the first read: EIO at the first read (the object is
+    checked whole), never a changed byte; errors.corrupt counts each;
+    `check --cache-dir` offline names the flipped object."""
+    objs = {"a/%03d.bin" % i: bytes((i * 7 + j) % 251 for j in range(20000 + i))
+            for i in range(6)}
+    for key, data in objs.items():
+        path = os.path.join(s.src, key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+    t.run("ingest", "file://%s/" % s.src, "--cache-dir", s.cache, "--limit", "8M",
+          "--format", "raw")
+    rows = s.catalog("SELECT id, name FROM shards WHERE state = 0 AND kind = 1 ORDER BY id")
+    t.eq(len(rows), len(objs), "raw objects admitted")
+    by_id = {i: objs[n] for i, n in rows}
+    ids = [i for i, _ in rows]
+
+    def obj_path(i):
+        return os.path.join(s.cache, "objects", str(i))
+
+    # unmounted: check --cache-dir names it, exit 1, nothing changed
+    flip(obj_path(ids[0]), 12345)
+    p = t.run("check", "--cache-dir", s.cache, check=False)
+    t.eq(p.returncode, 1, "(f) check --cache-dir on a flipped raw object: exit")
+    if "objects/%d" % ids[0] not in p.stderr or "CRC-32C" not in p.stderr:
+        t.fail("(f) check --cache-dir does not name the flipped object: %r" % p.stderr)
+    s.mount("file://%s/" % s.empty, "--limit", "8M", "--format", "raw",
+            "-o", "no_passthrough,scrub_rate=0,unverified_reads=true")
+    cur = os.path.join(s.mnt, "current")
+    flip(obj_path(ids[1]), 3)  # mounted, before its first read
+    for n, i in enumerate(ids[:2]):
+        got, err = read_until_error(os.path.join(cur, [k for j, k in rows if j == i][0]))
+        t.eq(err, errno.EIO, "(f) first read of flipped raw object %d" % n)
+        if got:
+            t.fail("(f) %d bytes of a corrupt raw object were served" % len(got))
+    t.wait_for(lambda: corrupt_count(s) == 2, "errors.corrupt = 2")
+    name2 = [k for j, k in rows if j == ids[2]][0]
+    got, err = read_until_error(os.path.join(cur, name2))
+    t.eq((err, got == by_id[ids[2]]), (0, True), "(f) good raw object read whole")
+    for i in ids[3:]:
+        name = [k for j, k in rows if j == i][0]
+        got, err = read_until_error(os.path.join(cur, name))
+        t.eq((err, got == by_id[i]), (0, True), "(f) raw object %s read whole" % name)
+    s.umount()
+
+
 CASES = {
     "unmounted": case_unmounted,
     "mounted": case_mounted,
     "passthrough": case_passthrough,
     "truncated": case_truncated,
     "check": case_check,
+    "raw": case_raw,
 }
 
 if __name__ == "__main__":
