@@ -93,6 +93,8 @@ struct cfs_efile {
 				    object: 0, or its size once its CRC passed) */
 	_Atomic uint64_t v_bad1; /* offset + 1 of a corrupt record found; 0: none */
 	_Atomic bool v_queued;	 /* its id was handed to the daemon once */
+	int64_t v_ctime_ns;	 /* the backing file's ctime when first opened; under the
+				    verifier's stripe mutex (cfs_verify_open) */
 
 	/*
 	 * The kernel's io mode of the inode (fs_read.c, under the fs's iomu): open

@@ -301,6 +301,8 @@ static int open_file(fuse_req_t req, struct cfs_fs *fs, struct cfs_efile *f,
 {
 	struct cfs__file *h;
 	int id;
+	/* changed on disk since its first open: checked again, not passed through (V5) */
+	cfs_verify_open(fs->opts.verifier, f, fs->dirfd);
 	int rc = file_handle_new(fs, f, &h, &id);
 	if (rc != 0)
 		return rc;

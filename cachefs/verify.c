@@ -19,6 +19,10 @@
  *       bytes by itself only after the daemon checked all of them.
  *   V4  an id is queued at most once per efile (v_queued), so the daemon
  *       drops each corrupt file once.
+ *   V5  a file whose ctime changed since it was first opened is checked
+ *       again from its start (cfs_verify_open resets v_ok): a write into
+ *       CACHE_DIR after the first pass is found by the next daemon-served
+ *       read, and the file is not passed through until it passed again.
  *
  * Locking: a first-pass check of a file runs under one of STRIPES mutexes
  * (chosen by the file's id), so two readers of one file never check the
@@ -361,7 +365,7 @@ struct cfs_verifier {
 	size_t nq;		  /* protected by qmu */
 	struct cmn_events *events;
 	uint32_t bit;
-	_Atomic uint64_t bytes, files, corrupt, dropped;
+	_Atomic uint64_t bytes, files, corrupt, dropped, rechecks;
 };
 
 static pthread_key_t rbuf_key;
@@ -493,6 +497,28 @@ static int verify_raw(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint6
 	return rc;
 }
 
+void cfs_verify_open(struct cfs_verifier *v, struct cfs_efile *f, int dirfd)
+{
+	struct stat st;
+	if (!v || !checked_kind(f) || fstatat(dirfd, f->relpath, &st, 0) != 0)
+		return; /* gone: the read path's own open reports it */
+	int64_t ctime = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	pthread_mutex_t *mu = &v->stripes[(uint64_t)f->id % STRIPES];
+	pthread_mutex_lock(mu);
+	bool changed = f->v_ctime_ns != 0 && f->v_ctime_ns != ctime;
+	f->v_ctime_ns = ctime;
+	if (changed && atomic_load_explicit(&f->v_ok, memory_order_relaxed) > 0) {
+		/* V5: checked bytes that may have changed are checked again */
+		atomic_store_explicit(&f->v_ok, 0, memory_order_release);
+		atomic_fetch_add_explicit(&v->rechecks, 1, memory_order_relaxed);
+		cmn_log(CMN_LOG_WARN,
+			"%s: changed on disk after it was checked (ctime): checked again before "
+			"its next byte leaves the daemon",
+			f->relpath);
+	}
+	pthread_mutex_unlock(mu);
+}
+
 int cfs_verify_read(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t off, uint64_t len)
 {
 	char why[CFS_VERIFY_WHY_MAX];
@@ -577,4 +603,5 @@ void cfs_verifier_stat(const struct cfs_verifier *v, struct cfs_verifier_stat *s
 	st->files = atomic_load_explicit(&m->files, memory_order_relaxed);
 	st->corrupt = atomic_load_explicit(&m->corrupt, memory_order_relaxed);
 	st->dropped = atomic_load_explicit(&m->dropped, memory_order_relaxed);
+	st->rechecks = atomic_load_explicit(&m->rechecks, memory_order_relaxed);
 }

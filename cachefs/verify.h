@@ -118,6 +118,15 @@ void cfs_verifier_free(struct cfs_verifier *v); /* NULL is ignored */
  * first time, a line logged); other -errno: reading failed (f not marked).
  * Raw files and ranges already checked cost two atomic loads.  Any thread.
  */
+/*
+ * An open of f (before passthrough is chosen): when the backing file's
+ * ctime differs from the one seen at f's first open - something wrote to
+ * it or its inode - f's checked range goes back to 0, so its bytes are
+ * checked again before the daemon serves one and before it is passed
+ * through (V5).  A NULL v, or an unchecked kind, does nothing.
+ */
+void cfs_verify_open(struct cfs_verifier *v, struct cfs_efile *f, int dirfd);
+
 int cfs_verify_read(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t off,
 		    uint64_t len);
 
@@ -139,10 +148,11 @@ size_t cfs_verifier_take(struct cfs_verifier *v, int64_t *ids, size_t max);
 
 /* Counters since the verifier was made (relaxed reads). */
 struct cfs_verifier_stat {
-	uint64_t bytes;	  /* file bytes checked by the read path */
-	uint64_t files;	  /* files whose every record passed on the read path */
-	uint64_t corrupt; /* files the read path found corrupt */
-	uint64_t dropped; /* corrupt ids not queued (queue full; the scrubber finds them) */
+	uint64_t bytes;	   /* file bytes checked by the read path */
+	uint64_t files;	   /* files whose every record passed on the read path */
+	uint64_t corrupt;  /* files the read path found corrupt */
+	uint64_t dropped;  /* corrupt ids not queued (queue full; the scrubber finds them) */
+	uint64_t rechecks; /* files checked again: their ctime changed after a check (V5) */
 };
 void cfs_verifier_stat(const struct cfs_verifier *v, struct cfs_verifier_stat *st);
 

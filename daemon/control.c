@@ -71,6 +71,7 @@ static void view_store(struct dmn *d, struct dmn_stats_view *v)
 	v->scrub_last_pass_ms = ss.last_pass_ms;
 	v->verified_bytes = ss.read_bytes;
 	v->verified_files = ss.read_files;
+	v->rechecked_files = ss.rechecked_files;
 }
 
 int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)

@@ -476,4 +476,5 @@ void dmn__scrub_stats(struct dmn_scrub *sc, struct dmn_scrub_stats *st)
 	cfs_verifier_stat(sc->verifier, &vs);
 	st->read_bytes = vs.bytes;
 	st->read_files = vs.files;
+	st->rechecked_files = vs.rechecks;
 }

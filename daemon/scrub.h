@@ -15,14 +15,15 @@ struct cfs_verifier;
 
 /* What .rollcache/stats shows of it (docs/reliability.md, "Integrity"). */
 struct dmn_scrub_stats {
-	uint64_t rate;	       /* scrub_rate, bytes/s; 0: the scrubber is off */
-	uint64_t passes;       /* whole passes over the resident files finished */
-	uint64_t bytes;	       /* file bytes the scrubber read and checked */
-	uint64_t files;	       /* files the scrubber checked to the end and found good */
-	uint64_t last_pass_ms; /* duration of the last whole pass; 0: none yet */
-	uint64_t corrupt;      /* sealed files found corrupt and dropped (errors.corrupt) */
-	uint64_t read_bytes;   /* file bytes checked by the read path (first passes) */
-	uint64_t read_files;   /* files whose first pass checked every record */
+	uint64_t rate;		  /* scrub_rate, bytes/s; 0: the scrubber is off */
+	uint64_t passes;	  /* whole passes over the resident files finished */
+	uint64_t bytes;		  /* file bytes the scrubber read and checked */
+	uint64_t files;		  /* files the scrubber checked to the end and found good */
+	uint64_t last_pass_ms;	  /* duration of the last whole pass; 0: none yet */
+	uint64_t corrupt;	  /* sealed files found corrupt and dropped (errors.corrupt) */
+	uint64_t read_bytes;	  /* file bytes checked by the read path (first passes) */
+	uint64_t read_files;	  /* files whose first pass checked every record */
+	uint64_t rechecked_files; /* files checked again: changed on disk after a check */
 };
 
 /*

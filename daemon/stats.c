@@ -296,6 +296,8 @@ static const struct dmn_stats_field fields[] = {
       "File bytes checked by first-pass reads.", "bytes", CNT),
     F("integrity.verified_files", U64, V(verified_files), NULL,
       "Files whose first pass checked every record.", "files", CNT),
+    F("integrity.rechecked_files", U64, V(rechecked_files), NULL,
+      "Files checked again from their start: changed on disk after a check.", "files", CNT),
     F("last_error", LAST, 0, NULL, "The last warning or error logged, or null.", "", 0),
     F("recent", RECENT, 0, NULL, "The last warnings and errors logged, oldest first.", "", 0),
     G(NULL, get_epoch_admitted, "epoch_admitted_bytes", "Bytes admitted during the current epoch.",

@@ -93,6 +93,7 @@ struct dmn_stats_view {
 	uint64_t scrub_last_pass_ms; /* duration of the last whole pass; 0: none yet */
 	uint64_t verified_bytes;     /* file bytes checked by first-pass reads */
 	uint64_t verified_files;     /* files whose first pass checked every record */
+	uint64_t rechecked_files;    /* files checked again: their ctime changed after a check */
 	double uptime_s;
 };
 

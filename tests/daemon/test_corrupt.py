@@ -25,6 +25,9 @@ truncated     (d) a shard cut short while unmounted is dropped at start-up,
               counted in errors.corrupt (1) and logged in log_file; one cut
               short while mounted (same size in the catalog, fewer bytes on
               disk) gives EIO at its last record and errors.corrupt = 2.
+reread        (g) a shard read whole, then flipped on disk and the page cache
+              dropped, read again with passthrough off: checked again (its
+              ctime changed), EIO before the flipped byte, counted.
 raw           (f) format = raw: a raw object flipped while unmounted (found by
               `check --cache-dir` offline, then by the first read: EIO) and
               one flipped after the mount before its first read (EIO);
@@ -323,6 +326,37 @@ def case_check(s):
     t.eq(len(p.stderr.strip().split("\n")), 1, "(e) one line: %r" % p.stderr)
 
 
+def drop_caches():
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError as e:
+        t.skip("dropping the page cache needs root: %s" % e)
+
+
+def case_reread(s):
+    """(g) a shard read whole (its first pass passed), then a bit flipped on
+    disk, the page cache dropped, read again with passthrough off: the open
+    sees the file changed (ctime) and checks it again, so the read gets EIO
+    at the bad record and never the flipped byte; errors.corrupt = 1,
+    integrity.rechecked_files = 1."""
+    cfg, ids, orig = setup(s, records=12, size="16K", shards=2, shard_size="64K")
+    s.mount("file://%s/" % s.empty, "--config", cfg,
+            "-o", "no_passthrough,scrub_rate=0,unverified_reads=true")
+    sid = ids[0]
+    path = os.path.join(s.mnt, "current", "shard-%d.tfrecord" % sid)
+    got, err = read_until_error(path)
+    t.eq((err, got == orig[sid]), (0, True), "(g) first read of the good shard")
+    recs = record_offsets(orig[sid])
+    bad_pos = recs[2][0] + 16 + 5  # inside record 2's payload
+    flip(shard_path(s, sid), bad_pos)
+    drop_caches()
+    expect_never_corrupt(path, orig[sid], bad_pos, "(g) read again after a flip")
+    t.wait_for(lambda: corrupt_count(s) == 1, "errors.corrupt = 1")
+    t.eq(s.stats()["integrity"]["rechecked_files"], 1, "(g) integrity.rechecked_files")
+    s.umount()
+
+
 def case_raw(s):
     """(f) format = raw: a flip in a raw object while unmounted, and one after
     the mount before the first read: EIO at the first read (the object is
@@ -378,6 +412,7 @@ CASES = {
     "truncated": case_truncated,
     "check": case_check,
     "raw": case_raw,
+    "reread": case_reread,
 }
 
 if __name__ == "__main__":
