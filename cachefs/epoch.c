@@ -902,19 +902,16 @@ uint32_t cfs_epochs_current1(struct cfs_epochs *s)
 	return atomic_load_explicit(&s->cur_number1, memory_order_relaxed);
 }
 
-void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, uint64_t len,
-		       bool first, bool *end_done, uint32_t epoch1)
+/* A read that opened f's statistics for this handle: one read call, now. */
+static void account_first(struct cfs_efile *f)
 {
-	atomic_fetch_add_explicit(&f->d_read_bytes, len, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->cur_read_bytes, len, memory_order_relaxed);
-	if (first) {
-		uint64_t ms = cmn_wall_ms();
-		atomic_fetch_add_explicit(&f->d_reads, 1, memory_order_relaxed);
-		atomic_store_explicit(&f->last_read_ms, ms, memory_order_relaxed);
-	}
-	if (*end_done || off + len < f->bytes)
-		return;
-	*end_done = true;
+	atomic_fetch_add_explicit(&f->d_reads, 1, memory_order_relaxed);
+	atomic_store_explicit(&f->last_read_ms, cmn_wall_ms(), memory_order_relaxed);
+}
+
+/* f was read to its end by a handle opened in epoch epoch1 - 1. */
+static void account_end(struct cfs_epochs *s, struct cfs_efile *f, uint32_t epoch1)
+{
 	atomic_store_explicit(&f->served_full, true, memory_order_relaxed);
 	atomic_fetch_add_explicit(&f->d_full_reads, 1, memory_order_relaxed);
 	uint32_t cur1 = atomic_load_explicit(&s->cur_number1, memory_order_relaxed);
@@ -926,12 +923,28 @@ void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, 
 		cmn_events_post(s->events, CFS_EV_ALL_READ);
 }
 
+void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, uint64_t len,
+		       bool first, bool *end_done, uint32_t epoch1)
+{
+	atomic_fetch_add_explicit(&f->d_read_bytes, len, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->cur_read_bytes, len, memory_order_relaxed);
+	if (first)
+		account_first(f);
+	if (*end_done || off + len < f->bytes)
+		return;
+	*end_done = true;
+	account_end(s, f, epoch1);
+}
+
 void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f, uint32_t epoch1)
 {
+	/*
+	 * The bytes came from the page cache or the kernel (passthrough): no
+	 * read bytes are counted (the daemon read none), and never added then
+	 * taken back, which a flush in between would see as a negative delta.
+	 */
 	if (!atomic_load_explicit(&f->served_full, memory_order_relaxed))
 		return;
-	bool end_done = false;
-	cfs_efile_account(s, f, 0, f->bytes, true, &end_done, epoch1);
-	atomic_fetch_sub_explicit(&f->d_read_bytes, f->bytes, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&s->cur_read_bytes, f->bytes, memory_order_relaxed);
+	account_first(f);
+	account_end(s, f, epoch1);
 }
