@@ -10,12 +10,15 @@
 # Method.  Each size runs ROUNDS (default 3) rounds of cp and ingest; the
 # one that goes first alternates from round to round (with RC_BASE, the
 # three rotate).  Each command writes into a fresh directory on the file
-# system of WORK and starts after a `sync`, with nothing else of this
-# script pending: no output is deleted until every round of every size is
-# timed (deleting 10^5 files leaves the disk busy after `sync` returns on
-# a file system mounted with online discard, which would slow whichever
-# command came next).  The source tree is read once before the rounds, so
-# every command reads it from the page cache.
+# system of WORK and starts after a `sync`, with nothing of this script
+# pending: the script deletes nothing it wrote.  Every output stays in
+# WORK/out-TIME until you delete it, at a time when no measurement follows:
+# on a host-cached virtio disk with online discard (ext4 -o discard),
+# deleting 10^5 files slowed the writes of the next minutes by up to 5x
+# after `sync` had returned, so a deletion between or just before rounds
+# would slow whichever command came next.  The source trees
+# (WORK/src-*) are kept for the next run.  The source tree is read once
+# before the rounds, so every command reads it from the page cache.
 #
 # Prints each round (seconds, its ratio, the load average), the medians,
 # ratio = median cp time / median ingest time (>= 1.0: ingest is at least
@@ -34,13 +37,11 @@ FOLDERS=${6:-1000}
 RC=$(cd "$BUILD" && pwd)/cli/rollcache
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
-OUT=$WORK/out
+OUT=$WORK/out-$(date -u +%Y%m%dT%H%M%S)
 echo "rollcache $("$RC" --version | cut -d' ' -f2), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 echo "file system of $WORK: $(df -T "$WORK" | awk 'NR==2 {print $2}'), $FOLDERS folders, $ROUNDS rounds"
 
-# What an interrupted run left: deleted before any tree is made or read.
-rm -rf "$OUT"
-mkdir -p "$OUT"
+mkdir "$OUT"
 
 make_tree() { # DIR N SIZE
 	[ -f "$1.done" ] && return 0
@@ -145,4 +146,4 @@ run_size() { # LABEL N SIZE
 run_size small-2KiB "$N_SMALL" 2048
 run_size large-128KiB "$N_LARGE" 131072
 echo "load after the rounds: $(cut -d' ' -f1-3 /proc/loadavg)"
-rm -rf "$OUT"
+echo "outputs left in $OUT ($(du -sh "$OUT" | cut -f1)): delete them when no measurement follows"
