@@ -1,12 +1,13 @@
 #!/bin/sh
 # feeder_ab.sh N DATA BIN_A BIN_B [...] [-- bench options] - before/after
-# comparison of `rollcache bench feeder` binaries on a shared, noisy machine:
+# comparison of `rollcache-bench feeder` binaries on a shared, noisy machine:
 # N rounds, in each round every binary runs once, one after the other, on
 # DATA (x:float32[1000],y:int64[1], batch 256, 1 warm-up + 2 measured
 # epochs, plus the options after --).  Prints per binary the CPU-s per GB of
 # every run (sorted), their median (the 6th of 12) and the median MB/s.
-# Copy the binaries somewhere first (the rollcache binary is static):
-#   cp build-fperf/cli/rollcache-core /tmp/rc-after   (the whole program; cli/rollcache is its front, cli/front.c)
+# Copy the binaries somewhere first (rollcache-bench links rollcache's
+# libraries statically):
+#   cp build-fperf/bench/rollcache-bench /tmp/rc-after
 #   bench/feeder_ab.sh 12 /tmp/fdrb/dense /tmp/rc-before /tmp/rc-after -- --shuffle
 set -eu
 N=$1
@@ -25,7 +26,7 @@ i=0
 while [ "$i" -lt "$N" ]; do
 	k=0
 	for b in $BINS; do
-		"$b" bench feeder "$DATA" --schema "$S" --batch 256 --warmup 1 --epochs 2 "$@" |
+		"$b" feeder "$DATA" --schema "$S" --batch 256 --warmup 1 --epochs 2 "$@" |
 			awk '/CPU-s per GB/{c=$4} /MB\/s \(record/{m=$4} END{print c, m}' >>"$TMP/$k"
 		k=$((k + 1))
 	done

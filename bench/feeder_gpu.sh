@@ -31,6 +31,6 @@ for args in "--threads 4 --readers 2 --device 0" "--threads 8 --readers 2 --devi
 	"--threads 8 --readers 2" "--threads 8 --readers 2 --device 0 --no-crc"; do
 	echo "== bench feeder $args"
 	# shellcheck disable=SC2086
-	"$B/cli/rollcache" bench feeder "$D" --schema "$S" --batch 64 --epochs 3 --warmup 1 $args || rc=1
+	"$B/bench/rollcache-bench" feeder "$D" --schema "$S" --batch 64 --epochs 3 --warmup 1 $args || rc=1
 done
 exit $rc

@@ -10,7 +10,7 @@ BUILD=$(cd "$1" && pwd)
 DATA=$2
 WHAT=${3:-all}
 HERE=$(cd "$(dirname "$0")" && pwd)
-RC=$BUILD/cli/rollcache
+RCB=$BUILD/bench/rollcache-bench
 GEN=$BUILD/tests/feeder/fdr_gen
 PY=/usr/bin/python3
 mkdir -p "$DATA"
@@ -20,9 +20,9 @@ if [ "$WHAT" = dense ] || [ "$WHAT" = all ]; then
 	D=$DATA/dense
 	[ -d "$D" ] || { mkdir -p "$D" && "$GEN" "$D" "$S" 16 4000; }
 	echo "== dense float32, batch 256"
-	"$RC" bench feeder "$D" --schema "$S" --batch 256 --warmup 1 --epochs 2
-	"$RC" bench feeder "$D" --schema "$S" --batch 256 --warmup 1 --epochs 2 --no-crc
-	"$RC" bench feeder "$D" --schema "$S" --batch 256 --warmup 1 --epochs 2 --shuffle
+	"$RCB" feeder "$D" --schema "$S" --batch 256 --warmup 1 --epochs 2
+	"$RCB" feeder "$D" --schema "$S" --batch 256 --warmup 1 --epochs 2 --no-crc
+	"$RCB" feeder "$D" --schema "$S" --batch 256 --warmup 1 --epochs 2 --shuffle
 	"$PY" "$HERE/feeder_protobuf_numpy.py" "$D" --schema "$S" --batch 256 --warmup 0 --max-batches 20
 	"$PY" "$HERE/feeder_torch_dataloader.py" "$D" --schema "$S" --batch 256 --workers 2 --max-batches 30
 fi
@@ -31,8 +31,8 @@ if [ "$WHAT" = pc ] || [ "$WHAT" = all ]; then
 	D=$DATA/pc
 	[ -d "$D" ] || { mkdir -p "$D" && "$GEN" "$D" "$S" 8 25; }
 	echo "== producer/consumer: batch 4 x float32[1000000,3] + int64[1], step 100 ms"
-	"$RC" bench feeder "$D" --schema "$S" --batch 4 --warmup 1 --epochs 1 --step-ms 100
-	"$RC" bench feeder "$D" --schema "$S" --batch 4 --warmup 1 --epochs 1
+	"$RCB" feeder "$D" --schema "$S" --batch 4 --warmup 1 --epochs 1 --step-ms 100
+	"$RCB" feeder "$D" --schema "$S" --batch 4 --warmup 1 --epochs 1
 	"$PY" "$HERE/feeder_protobuf_numpy.py" "$D" --schema "$S" --batch 4 --max-batches 3 --step-ms 100
 	"$PY" "$HERE/feeder_torch_dataloader.py" "$D" --schema "$S" --batch 4 --workers 2 --max-batches 6 --step-ms 100
 fi

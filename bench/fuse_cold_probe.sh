@@ -2,11 +2,11 @@
 # fuse_cold_probe.sh [BUILD] [WORK] [REPS] [-o OPTS] - the first pass of
 # files through a fresh mount, cold, against direct reads of the same files,
 # REPS times (default 5), alternating: one line per run.  This is the
-# "seq 1M, cold, first pass" row of `rollcache bench fuse` without the
+# "seq 1M, cold, first pass" row of `rollcache-bench fuse` without the
 # median, to see the spread on a noisy disk (docs/benchmarks.md).
 #   bench/fuse_cold_probe.sh build /var/tmp/rcb-probe 15
 #   bench/fuse_cold_probe.sh build /var/tmp/rcb-probe 5 -o readahead_kb=16384
-# Makes its bench cache once with `rollcache bench fuse --keep` (4 x 63 MiB).
+# Makes its bench cache once with `rollcache-bench fuse --keep` (4 x 63 MiB).
 set -eu
 BUILD=${1:-build}
 WORK=${2:-/var/tmp/rollcache-fuse-probe}
@@ -14,8 +14,9 @@ REPS=${3:-5}
 OPTS=no_splice_read
 if [ "${4:-}" = "-o" ] && [ -n "${5:-}" ]; then OPTS="$OPTS,$5"; fi
 RC=$(cd "$BUILD" && pwd)/cli/rollcache
+RCB=$(cd "$BUILD" && pwd)/bench/rollcache-bench
 if [ ! -d "$WORK/cache/shards" ]; then
-	"$RC" bench fuse --modes pread --reps 1 --ops 10 --keep --dir "$WORK" > /dev/null
+	"$RCB" fuse --modes pread --reps 1 --ops 10 --keep --dir "$WORK" > /dev/null
 fi
 drop() {
 	/usr/bin/python3 -c '

@@ -4,13 +4,14 @@
 # with -o no_passthrough, and directly on the backing file: median of 5
 # loops of 4000 open+close each (docs/bench-fuse.md, "per open").
 #   bench/fuse_open_probe.sh build /var/tmp/rcb-probe
-# Makes its bench cache once with `rollcache bench fuse --keep` (4 x 63 MiB).
+# Makes its bench cache once with `rollcache-bench fuse --keep` (4 x 63 MiB).
 set -eu
 BUILD=${1:-build}
 WORK=${2:-/var/tmp/rollcache-fuse-probe}
 RC=$(cd "$BUILD" && pwd)/cli/rollcache
+RCB=$(cd "$BUILD" && pwd)/bench/rollcache-bench
 if [ ! -d "$WORK/cache/shards" ]; then
-	"$RC" bench fuse --modes pread --reps 1 --ops 10 --keep --dir "$WORK" > /dev/null
+	"$RCB" fuse --modes pread --reps 1 --ops 10 --keep --dir "$WORK" > /dev/null
 fi
 probe() { # PATH LABEL
 	/usr/bin/python3 - "$1" "$2" <<'PY'

@@ -6,7 +6,7 @@
 #   fuse     reads through the mount vs direct reads of the same files
 #   sampler  ingest from nginx on loopback vs curl --parallel, same objects
 #   feeder   native feeder vs python3-protobuf+numpy and a PyTorch DataLoader
-# The measuring programs are `rollcache bench KIND` (cli/bench_*.c); the
+# The measuring program is `rollcache-bench KIND` (bench/rollcache_bench/); the
 # peers are bench/feeder_*.py and curl.  Prints to stdout; nothing asserted.
 set -eu
 BUILD=${1:-build}
@@ -16,6 +16,7 @@ want() { case " $* " in *" $PART "*) return 0 ;; esac; return 1; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(dirname "$HERE")
 RC=$(cd "$BUILD" && pwd)/cli/rollcache
+RCB=$(cd "$BUILD" && pwd)/bench/rollcache-bench
 mkdir -p "$WORK"
 echo "rollcache $("$RC" --version | cut -d' ' -f2), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 
@@ -24,12 +25,12 @@ want "$@" || continue
 case $PART in
 catalog)
 echo "== catalog"
-"$RC" bench catalog --dir "$WORK/catalog"
+"$RCB" catalog --dir "$WORK/catalog"
 rm -rf "$WORK/catalog"
 ;;
 fuse)
 echo "== fuse"
-"$RC" bench fuse --dir "$WORK/fuse"
+"$RCB" fuse --dir "$WORK/fuse"
 rm -rf "$WORK/fuse"
 ;;
 sampler)
@@ -41,7 +42,7 @@ url=$("$TOP/tests/servers/nginx.sh" start "$WORK/www" "$WORK/nginx" | tail -n 1)
 trap '"$TOP/tests/servers/nginx.sh" stop "$WORK/nginx" >/dev/null 2>&1 || true' EXIT
 for dir in /dev/shm "$WORK"; do
 	echo "-- cache dir on $(df --output=fstype "$dir" | tail -n 1): $dir"
-	"$RC" bench sampler "${url}syn800/" --connections 8 --rounds 3 --cache-dir "$dir"
+	"$RCB" sampler "${url}syn800/" --connections 8 --rounds 3 --cache-dir "$dir"
 done
 "$TOP/tests/servers/nginx.sh" stop "$WORK/nginx" >/dev/null
 trap - EXIT

@@ -17,12 +17,5 @@ int cmd_epoch(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-
-/* `rollcache bench KIND ...` targets, dispatched by cmd_bench. */
-int bench_sampler(int argc, char **argv);
-int bench_feeder(int argc, char **argv);
-int bench_fuse(int argc, char **argv);
-int bench_catalog(int argc, char **argv);
 
 #endif

@@ -161,8 +161,9 @@ void cli_help_man(FILE *f, const struct cli_cmd_line *cmds, size_t n)
 		"prints the per-epoch table of a cache (and an SVG plot), ingest runs the "
 		"samplers in the foreground to pre-warm a cache, simulate shows what a "
 		"schedule does to coverage, synth writes a demo dataset, check verifies "
-		"TFRecord framing and CRCs, bench prints figure tables.  Every command "
-		"answers --help.");
+		"TFRecord framing and CRCs.  Every command answers --help.  The benchmarks "
+		"are not commands of rollcache: they are rollcache-bench, built in a build "
+		"tree's bench/ and not installed.");
 	fputs(".SH MOUNT OPTIONS\n.TP\n\\fB\\-\\-config\\fR \\fIFILE\\fR\nINI file of the keys "
 	      "below.\n.TP\n\\fB\\-o\\fR \\fIkey=value,...\\fR\nkeys below, FUSE options "
 	      "(allow_other, auto_unmount), fstab options (ignored), nonempty, "

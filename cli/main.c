@@ -3,7 +3,9 @@
  *
  * Owns only the table of subcommands; each lives in its own cmd_*.c.  A
  * subcommand whose source is not built in this configuration (for example
- * `mount` without libfuse) is still listed and says what is missing.
+ * `mount` without libfuse) is still listed and says what is missing.  The
+ * benchmarks are not a subcommand: they are the `rollcache-bench` program
+ * of a build tree (bench/meson.build), and `rollcache bench` says so.
  *
  * mount(8) compatibility: for `mount -t fuse.rollcache` and fstab lines,
  * /sbin/mount.fuse3 runs `rollcache SOURCE MOUNTPOINT -o OPTS`, and a
@@ -69,11 +71,6 @@ struct command {
 #else
 #define CMD_SIMULATE NULL
 #endif
-#ifdef HAVE_CMD_BENCH
-#define CMD_BENCH cmd_bench
-#else
-#define CMD_BENCH NULL
-#endif
 
 /* Why umount, epoch and status are missing: they parse a mount's stats JSON. */
 #define NO_JSON                                                                                    \
@@ -94,7 +91,6 @@ static const struct command commands[] = {
     {"synth", CMD_SYNTH, "DIR --records N [--record-size SIZE] [--shards K] ...",
      "not built in this configuration"},
     {"check", CMD_CHECK, "FILE|DIR...", "not built in this configuration"},
-    {"bench", CMD_BENCH, "fuse|sampler|feeder|catalog ...", "not built in this configuration"},
     {"umount", CMD_UMOUNT, "MOUNTPOINT", NO_JSON},
 };
 
@@ -155,6 +151,11 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
 		printf("rollcache %s\n", RC_VERSION);
 		return 0;
+	}
+	if (strcmp(argv[1], "bench") == 0) { /* not listed in --help */
+		fprintf(stderr, "rollcache bench: moved to rollcache-bench in BUILD/bench/ "
+				"(docs/benchmarks.md)\n");
+		return 2;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		const struct command *c = &commands[i];

@@ -1,9 +1,15 @@
 #!/usr/bin/python3
-"""cli-usage: the `rollcache` command's help, version, and usage errors.
+"""cli-usage: the `rollcache` command's help, version, and usage errors;
+and the help of the benchmarks' program, `rollcache-bench`.
+
+usage: test_usage.py ROLLCACHE_BENCH
 
 Every subcommand answers --help with exit 0 and a usage line on stdout;
 `rollcache --version` prints the project version; an unknown command or a
-missing argument is exit 2 with one line on stderr.
+missing argument is exit 2 with one line on stderr.  `bench` is not a
+subcommand: --help does not list it, and `rollcache bench` is exit 2 with
+one line that names rollcache-bench.  `rollcache-bench KIND --help` is exit
+0 with a usage line for each of its four kinds.
 
 Output that fits a terminal: no line of `rollcache --help`, of any
 command's --help (through `rollcache` and `rollcache-core`), of the man
@@ -30,7 +36,8 @@ listing = run("--help")
 check(listing.returncode == 0, "rollcache --help: exit %d" % listing.returncode)
 commands = [line.split()[1] for line in listing.stdout.splitlines()
             if line.startswith("  rollcache ")]
-check(len(commands) == 10, "rollcache --help lists %d commands: %r" % (len(commands), commands))
+check(len(commands) == 9, "rollcache --help lists %d commands: %r" % (len(commands), commands))
+check("bench" not in commands, "rollcache --help lists bench: %r" % commands)
 # A build with every optional feature (build/rc_config.h) builds every
 # command: there, none may say it is not built.
 _cfg = open(os.path.join(os.environ["RC_LIBDIR"], "rc_config.h")).read()
@@ -67,12 +74,36 @@ for args, words in ((("nosuchcommand",), "unknown command"),
                     ((), "usage: rollcache COMMAND"),
                     (("synth",), "synth"),
                     (("check",), "check"),
-                    (("bench", "nosuchkind"), "unknown kind")):
+                    (("bench", "fuse"), "rollcache-bench")):
     p = run(*args)
     check(p.returncode == 2, "rollcache %s: exit %d, want 2" % (" ".join(args), p.returncode))
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     check(lines and words in p.stderr,
           "rollcache %s: stderr %r does not say %r" % (" ".join(args), p.stderr, words))
+p = run("bench")
+eq(p.stderr.count("\n"), 1, "rollcache bench: lines on stderr (%r)" % p.stderr)
+
+# rollcache-bench: each kind's --help, its usage errors
+bench = sys.argv[1]
+kinds = ["fuse", "sampler", "feeder", "catalog"]
+p = subprocess.run([bench, "--help"], capture_output=True, text=True, timeout=30)
+check(p.returncode == 0, "rollcache-bench --help: exit %d (%s)" % (p.returncode, p.stderr))
+fits("rollcache-bench --help", p.stdout + p.stderr)
+eq(sorted(l.split()[0] for l in p.stdout.split("kinds:\n", 1)[-1].split("\n\n", 1)[0]
+          .splitlines()), sorted(kinds), "rollcache-bench --help: kinds")
+for k in kinds:
+    p = subprocess.run([bench, k, "--help"], capture_output=True, text=True, timeout=30)
+    fits("rollcache-bench %s --help" % k, p.stdout + p.stderr)
+    if "not built in this configuration" in p.stderr or "has no" in p.stderr:
+        continue
+    check(p.returncode == 0, "rollcache-bench %s --help: exit %d (%s)" % (k, p.returncode,
+                                                                         p.stderr))
+    check("usage: rollcache-bench %s" % k in p.stdout,
+          "rollcache-bench %s --help: no usage line on stdout: %r" % (k, p.stdout[:200]))
+for args in (["nosuchkind"], []):
+    p = subprocess.run([bench, *args], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 2 and (not args or "unknown kind" in p.stderr),
+          "rollcache-bench %s: exit %d, want 2; stderr %r" % (args, p.returncode, p.stderr))
 
 
 core = os.path.join(os.path.dirname(RC), "rollcache-core")
@@ -81,7 +112,7 @@ for prog in programs:
     name = os.path.basename(prog)
     p = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=30)
     fits("%s --help" % name, p.stdout + p.stderr)
-    for c in commands + ["bench fuse", "bench sampler", "bench feeder", "bench catalog"]:
+    for c in commands:
         p = subprocess.run([prog, *c.split(), "--help"], capture_output=True, text=True,
                            timeout=30)
         fits("%s %s --help" % (name, c), p.stdout + p.stderr)

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""`rollcache bench feeder` and the peer baselines run and count what they
+"""`rollcache-bench feeder` and the peer baselines run and count what they
 read (no timing is asserted).
 
-usage: test_bench.py FDR_GEN
+usage: test_bench.py FDR_GEN ROLLCACHE_BENCH
 """
 import os
 import re
@@ -21,23 +21,22 @@ def metric(out, name):
 
 
 def main():
-    gen = sys.argv[1]
-    rc_bin = os.environ["RC_BIN"]
+    gen, bench = sys.argv[1], sys.argv[2]
     src = os.environ.get("RC_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
     d = tempfile.mkdtemp(prefix="rc-feeder-bench-")
     try:
         subprocess.check_call([gen, d, SPEC, "3", "100"])
-        out = subprocess.run([rc_bin, "bench", "feeder", d, "--schema", SPEC, "--batch", "16",
+        out = subprocess.run([bench, "feeder", d, "--schema", SPEC, "--batch", "16",
                               "--epochs", "2", "--shuffle"],
                              check=True, capture_output=True, text=True).stdout
         assert metric(out, "records") == 600, out  # 2 measured epochs x 300
         assert metric(out, "batches") == 2 * 19, out  # 18 full + 1 short per epoch
         assert metric(out, "records/s") > 0, out
         assert metric(out, "allocations (measured)") == 0, out
-        bad = subprocess.run([rc_bin, "bench", "feeder", d, "--batch", "4"],
+        bad = subprocess.run([bench, "feeder", d, "--batch", "4"],
                              capture_output=True, text=True)
         assert bad.returncode == 2, bad
-        print("ok: rollcache bench feeder")
+        print("ok: rollcache-bench feeder")
         if shutil.which("protoc") is None:
             print("skip peers: protoc missing")
             return 0

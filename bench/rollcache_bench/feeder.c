@@ -1,5 +1,5 @@
 /*
- * bench_feeder.c - `rollcache bench feeder PATH --schema S --batch N ...`.
+ * feeder.c - `rollcache-bench feeder PATH --schema S --batch N ...`.
  *
  * Runs the native feeder over PATH for warm-up epochs (page cache, ring and
  * chunk growth) and then measured epochs, as a consumer that takes a batch,
@@ -10,7 +10,7 @@
  * next to a plain pinned cudaMemcpy peak measured in the same run.
  * The peers (bench/feeder_*.py) print the same figures on the same files.
  */
-#include "cli/cmd.h"
+#include "bench/rollcache_bench/bench.h"
 
 #include "common/clock.h"
 #include "rollcache/feeder.h"
@@ -41,7 +41,7 @@ static int cmp_double(const void *a, const void *b)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: rollcache bench feeder PATH --schema SPEC --batch N [options]\n"
+	fprintf(out, "usage: rollcache-bench feeder PATH --schema SPEC --batch N [options]\n"
 		     "  PATH              directory, glob or file of TFRecord (or raw) files\n"
 		     "  --schema SPEC     e.g. 'x:float32[1000000,3],y:int64[1]'\n"
 		     "  --batch N         batch size\n"
@@ -149,7 +149,7 @@ int bench_feeder(int argc, char **argv)
 	char err[1024] = "";
 	struct rc_feeder *f = rc_feeder_open(&o, err, sizeof err);
 	if (!f) {
-		fprintf(stderr, "rollcache bench feeder: %s\n", err);
+		fprintf(stderr, "rollcache-bench feeder: %s\n", err);
 		return 1;
 	}
 	size_t cap = 1024, nw = 0;
@@ -206,7 +206,7 @@ int bench_feeder(int argc, char **argv)
 	t1 = cmn_mono_s();
 	c1 = cpu_s();
 	if (rc < 0) {
-		fprintf(stderr, "rollcache bench feeder: %s\n", rc_feeder_error(f));
+		fprintf(stderr, "rollcache-bench feeder: %s\n", rc_feeder_error(f));
 		rc_feeder_close(f);
 		free(waits);
 		return 1;
@@ -241,7 +241,7 @@ int bench_feeder(int argc, char **argv)
 			 sysconf(_SC_NPROCESSORS_ONLN) < (long)(o.readers ? o.readers : 1) + 2
 			     ? "1"
 			     : "2");
-	printf("rollcache bench feeder: %s\n", o.path);
+	printf("rollcache-bench feeder: %s\n", o.path);
 	printf("  schema %s, batch %" PRIu64 ", threads %s, readers %u, slots %u, shuffle %s, "
 	       "crc %s, device %s, step %.0f ms, %u warm-up + %u measured epoch(s)\n",
 	       o.schema, o.batch_size, thr, o.readers ? o.readers : 1,

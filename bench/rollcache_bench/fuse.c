@@ -1,13 +1,16 @@
 /*
- * bench_fuse.c - `rollcache bench fuse`: reads through a rollcache mount
+ * fuse.c - `rollcache-bench fuse`: reads through a rollcache mount
  * against direct reads of the same backing files, in the same run.
  *
- *   rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]
+ *   rollcache-bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]
  *                        [--modes passthrough,pread,splice] [--keep]
+ *                        [--rollcache PATH]
  *
  * Builds a cache of N sealed shards of SIZE bytes (random 1 MiB records
  * through cachefs/shard_writer.h, so the files are real sealed shards),
- * mounts it once per mode and measures on the same files.
+ * mounts it once per mode and measures on the same files.  The mounts are
+ * `rollcache mount` of the rollcache built with this program
+ * (RC_BENCH_ROLLCACHE, set by bench/meson.build), or of --rollcache PATH.
  *
  * Modes: `passthrough` is the default mount (the daemon serves a file's
  * first pass by pread, later opens are passed through to the backing file
@@ -38,7 +41,7 @@
  * shared).  Prints one table (MB/s and ratio mount/direct)
  * on stdout. Needs permission to mount FUSE; the mount is always unmounted.
  */
-#include "cli/cmd.h"
+#include "bench/rollcache_bench/bench.h"
 #include "cli/util.h"
 #include "rc_config.h"
 
@@ -93,7 +96,7 @@ static int make_cache(struct bench *b)
 	struct cfs_store_opts so = {.dir = b->cache, .limit = limit};
 	int rc = cfs_store_open(&st, &so, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "rollcache bench fuse: %s\n", err);
+		fprintf(stderr, "rollcache-bench fuse: %s\n", err);
 		return rc;
 	}
 	uint8_t *payload = malloc(REC_PAYLOAD);
@@ -124,7 +127,7 @@ static int make_cache(struct bench *b)
 		rc = cfs_shard_writer_seal(w, &b->ids[i], err, sizeof(err));
 	}
 	if (rc)
-		fprintf(stderr, "rollcache bench fuse: %s\n", err);
+		fprintf(stderr, "rollcache-bench fuse: %s\n", err);
 	free(payload);
 	cfs_store_close(st);
 	return payload ? rc : -ENOMEM;
@@ -149,7 +152,7 @@ static int do_mount(struct bench *b, enum mode mode)
 	if (rc == 0)
 		b->mounted = true;
 	else
-		fprintf(stderr, "rollcache bench fuse: mounting %s failed\n", b->mnt);
+		fprintf(stderr, "rollcache-bench fuse: mounting %s failed\n", b->mnt);
 	return rc;
 }
 
@@ -211,7 +214,7 @@ static double seq_read_passes(const struct bench *b, bool mount, int passes)
 	free(buf);
 	return buf && dt > 0 ? (double)total / 1e6 / dt : 0;
 fail:
-	fprintf(stderr, "rollcache bench fuse: %s: %s\n", p, strerror(errno));
+	fprintf(stderr, "rollcache-bench fuse: %s: %s\n", p, strerror(errno));
 	free(buf);
 	return 0;
 }
@@ -434,22 +437,25 @@ static int run_passthrough(struct bench *b)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: rollcache bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
+		"usage: rollcache-bench fuse [--dir DIR] [--files N] [--size SIZE] [--ops N]\n"
 		"                            [--modes passthrough,pread,splice] [--reps N]\n"
-		"                            [--keep]\n"
+		"                            [--keep] [--rollcache PATH]\n"
 		"  --dir DIR   scratch directory (default: a new /tmp/rollcache-bench-fuse.*)\n"
 		"  --files N   shards to read (default 4)\n"
 		"  --size SIZE bytes per shard (default 64M)\n"
 		"  --ops N     random reads per pattern (default 4000)\n"
 		"  --modes     mount modes to measure (default passthrough,pread)\n"
-		"  --reps N    runs per figure, the median is shown (odd, 1..15; default 3)\n");
+		"  --reps N    runs per figure, the median is shown (odd, 1..15; default 3)\n"
+		"  --keep      keep the scratch directory\n"
+		"  --rollcache PATH  the rollcache that mounts; default, the one built\n"
+		"              with this program: " RC_BENCH_ROLLCACHE "\n");
 }
 
 int bench_fuse(int argc, char **argv)
 {
 	struct bench b;
 	char err[256];
-	const char *modes = "passthrough,pread", *dir = NULL;
+	const char *modes = "passthrough,pread", *dir = NULL, *rc_path = RC_BENCH_ROLLCACHE;
 	bool keep = false;
 	memset(&b, 0, sizeof(b));
 	b.nfiles = 4;
@@ -471,7 +477,7 @@ int bench_fuse(int argc, char **argv)
 			i++;
 		} else if (v && !strcmp(a, "--size")) {
 			if (cmn_parse_size(v, &b.size, err, sizeof(err))) {
-				fprintf(stderr, "rollcache bench fuse: --size %s\n", err);
+				fprintf(stderr, "rollcache-bench fuse: --size %s\n", err);
 				return 2;
 			}
 			i++;
@@ -484,6 +490,9 @@ int bench_fuse(int argc, char **argv)
 		} else if (v && !strcmp(a, "--modes")) {
 			modes = v;
 			i++;
+		} else if (v && !strcmp(a, "--rollcache")) {
+			rc_path = v;
+			i++;
 		} else {
 			usage(stderr);
 			return 2;
@@ -491,26 +500,29 @@ int bench_fuse(int argc, char **argv)
 	}
 	if (reps < 1 || reps > REPS_MAX || reps % 2 == 0) {
 		fprintf(stderr,
-			"rollcache bench fuse: --reps %d: expected an odd count from 1 to %d\n",
+			"rollcache-bench fuse: --reps %d: expected an odd count from 1 to %d\n",
 			reps, REPS_MAX);
 		return 2;
 	}
 	if (b.nfiles < 1 || b.nfiles > MAX_FILES || b.size < (4u << 20) || b.ops < 1) {
 		fprintf(
 		    stderr,
-		    "rollcache bench fuse: expected 1..%d files of at least 4M and --ops >= 1\n",
+		    "rollcache-bench fuse: expected 1..%d files of at least 4M and --ops >= 1\n",
 		    MAX_FILES);
 		return 2;
 	}
-	ssize_t n = readlink("/proc/self/exe", b.exe, sizeof(b.exe) - 1);
-	if (n <= 0) {
-		fprintf(stderr, "rollcache bench fuse: cannot find my own executable\n");
-		return 1;
+	if (strlen(rc_path) >= sizeof(b.exe) || access(rc_path, X_OK) != 0) {
+		fprintf(stderr,
+			"rollcache-bench fuse: cannot run %s: %s (build it, or give --rollcache "
+			"PATH)\n",
+			rc_path,
+			strlen(rc_path) >= sizeof(b.exe) ? "path too long" : strerror(errno));
+		return 2;
 	}
-	b.exe[n] = '\0';
+	snprintf(b.exe, sizeof(b.exe), "%s", rc_path);
 	if (dir) {
 		if (strlen(dir) >= sizeof(b.dir)) {
-			fprintf(stderr, "rollcache bench fuse: --dir: path too long\n");
+			fprintf(stderr, "rollcache-bench fuse: --dir: path too long\n");
 			return 2;
 		}
 		snprintf(b.dir, sizeof(b.dir), "%s", dir);
@@ -518,7 +530,7 @@ int bench_fuse(int argc, char **argv)
 	} else {
 		snprintf(b.dir, sizeof(b.dir), "/tmp/rollcache-bench-fuse.XXXXXX");
 		if (!mkdtemp(b.dir)) {
-			fprintf(stderr, "rollcache bench fuse: mkdtemp: %s\n", strerror(errno));
+			fprintf(stderr, "rollcache-bench fuse: mkdtemp: %s\n", strerror(errno));
 			return 1;
 		}
 	}
@@ -535,7 +547,7 @@ int bench_fuse(int argc, char **argv)
 	if (make_cache(&b) != 0)
 		goto out;
 	char sz[32];
-	printf("rollcache bench fuse: %d files of %s, 1 MiB records, %" PRIu64 " random reads per "
+	printf("rollcache-bench fuse: %d files of %s, 1 MiB records, %" PRIu64 " random reads per "
 	       "pattern, in %s\n",
 	       b.nfiles, cmn_format_size(b.bytes[0], sz, sizeof(sz)), b.ops, b.dir);
 	printf("%-26s %10s %10s %8s  %s\n", "pattern (MB/s)", "mount", "direct", "ratio", "target");
@@ -550,7 +562,7 @@ int bench_fuse(int argc, char **argv)
 			mode = MODE_SPLICE;
 		else {
 			fprintf(stderr,
-				"rollcache bench fuse: --modes: unknown mode '%.*s' "
+				"rollcache-bench fuse: --modes: unknown mode '%.*s' "
 				"(expected passthrough, pread or splice)\n",
 				(int)len, m);
 			goto out;
@@ -570,7 +582,7 @@ out:
 		char cmd[1100];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", b.dir);
 		if (strchr(b.dir, '\'') == NULL && system(cmd) != 0)
-			fprintf(stderr, "rollcache bench fuse: could not remove %s\n", b.dir);
+			fprintf(stderr, "rollcache-bench fuse: could not remove %s\n", b.dir);
 	}
 	return ret;
 }
@@ -581,7 +593,7 @@ int bench_fuse(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr, "rollcache bench fuse: this build has no FUSE support\n");
+	fprintf(stderr, "rollcache-bench fuse: this build has no FUSE support\n");
 	return 1;
 }
 

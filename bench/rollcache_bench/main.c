@@ -1,9 +1,13 @@
 /*
- * cmd_bench.c - `rollcache bench KIND ...`: dispatch to the benchmark of one
+ * main.c - `rollcache-bench KIND ...`: dispatch to the benchmark of one
  * part.  Each benchmark prints a figure table that compares rollcache with a
  * peer measured in the same run (see docs/benchmarks.md).
+ *
+ * A program of its own, built in bench/ and not installed, so that the
+ * `rollcache` users run links no measuring code.  A kind whose source is
+ * not built in this configuration is still listed and says so.
  */
-#include "cli/cmd.h"
+#include "bench/rollcache_bench/bench.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -46,14 +50,14 @@ static const struct bench_kind kinds[] = {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: rollcache bench KIND [ARGS...]\n\nkinds:\n");
+	fprintf(out, "usage: rollcache-bench KIND [ARGS...]\n\nkinds:\n");
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		fprintf(out, "  %-8s %s%s\n", kinds[i].name, kinds[i].what,
 			kinds[i].fn ? "" : " (not built)");
-	fprintf(out, "\n`rollcache bench KIND --help` describes its arguments.\n");
+	fprintf(out, "\n`rollcache-bench KIND --help` describes its arguments.\n");
 }
 
-int cmd_bench(int argc, char **argv)
+int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
@@ -67,14 +71,14 @@ int cmd_bench(int argc, char **argv)
 		if (strcmp(argv[1], kinds[i].name) != 0)
 			continue;
 		if (!kinds[i].fn) {
-			fprintf(stderr, "rollcache bench %s: not built in this configuration\n",
+			fprintf(stderr, "rollcache-bench %s: not built in this configuration\n",
 				kinds[i].name);
 			return 1;
 		}
 		return kinds[i].fn(argc - 1, argv + 1);
 	}
 	fprintf(stderr,
-		"rollcache bench: unknown kind '%s': expected fuse, sampler, feeder or catalog\n",
+		"rollcache-bench: unknown kind '%s': expected fuse, sampler, feeder or catalog\n",
 		argv[1]);
 	return 2;
 }

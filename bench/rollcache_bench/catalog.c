@@ -1,5 +1,5 @@
 /*
- * bench_catalog.c - `rollcache bench catalog`: rates of the SQLite catalog
+ * catalog.c - `rollcache-bench catalog`: rates of the SQLite catalog
  * and of start-up reconciliation (cachefs/), printed as a figure table.
  *
  * Measures, in a scratch directory (removed afterwards unless --keep):
@@ -15,7 +15,7 @@
  * are 200,000 sample rows/s and 100,000 files reconciled in 5 s.
  * Never asserts: it prints what it measured.
  */
-#include "cli/cmd.h"
+#include "bench/rollcache_bench/bench.h"
 
 #ifdef RC_HAVE_CACHEFS
 
@@ -60,7 +60,7 @@ static void row(const char *what, uint64_t count, double secs, const char *unit)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: rollcache bench catalog [--dir DIR] [--shards N] [--records R]\n"
+		"usage: rollcache-bench catalog [--dir DIR] [--shards N] [--records R]\n"
 		"                               [--files M] [--keep]\n\n"
 		"  --dir DIR     scratch directory (default: a new one under $TMPDIR or /tmp)\n"
 		"  --shards N    shards inserted (default 1000)\n"
@@ -84,7 +84,7 @@ static int parse(int argc, char **argv, struct bc_opts *o)
 			continue;
 		}
 		if (i + 1 >= argc) {
-			fprintf(stderr, "rollcache bench catalog: %s needs a value: see --help\n",
+			fprintf(stderr, "rollcache-bench catalog: %s needs a value: see --help\n",
 				argv[i]);
 			return -1;
 		}
@@ -99,12 +99,12 @@ static int parse(int argc, char **argv, struct bc_opts *o)
 			dst = &o->files;
 		} else {
 			fprintf(stderr,
-				"rollcache bench catalog: unknown option '%s': see --help\n",
+				"rollcache-bench catalog: unknown option '%s': see --help\n",
 				argv[i]);
 			return -1;
 		}
 		if (cmn_parse_size(argv[++i], dst, err, sizeof(err)) < 0) {
-			fprintf(stderr, "rollcache bench catalog: %s %s\n", argv[i - 1], err);
+			fprintf(stderr, "rollcache-bench catalog: %s %s\n", argv[i - 1], err);
 			return -1;
 		}
 	}
@@ -158,11 +158,11 @@ static int bench_rows(const struct bc_opts *o, const char *dir)
 
 	snprintf(path, sizeof(path), "%s/catalog.db", dir);
 	if (!smp || !ids || !d) {
-		fprintf(stderr, "rollcache bench catalog: out of memory\n");
+		fprintf(stderr, "rollcache-bench catalog: out of memory\n");
 		goto out;
 	}
 	if (cfs_catalog_open(&c, path, 0, err, sizeof(err)) < 0) {
-		fprintf(stderr, "rollcache bench catalog: %s\n", err);
+		fprintf(stderr, "rollcache-bench catalog: %s\n", err);
 		goto out;
 	}
 	t = cmn_mono_s();
@@ -177,7 +177,7 @@ static int bench_rows(const struct bc_opts *o, const char *dir)
 			smp[r] = (struct cfs_sample){r * 1040, 1024, (uint32_t)(r * 2654435761u),
 						     (int64_t)(s % 1000) + 1, r * 1040};
 		if (cfs_catalog_shard_insert(c, &sh, smp, o->records) < 0) {
-			fprintf(stderr, "rollcache bench catalog: insert failed\n");
+			fprintf(stderr, "rollcache-bench catalog: insert failed\n");
 			goto out;
 		}
 		ids[s] = sh.id;
@@ -231,14 +231,14 @@ static int bench_reconcile(const struct bc_opts *o, const char *dir)
 	int sfd;
 
 	if (cfs_store_open(&s, &so, err, sizeof(err)) < 0) {
-		fprintf(stderr, "rollcache bench catalog: %s\n", err);
+		fprintf(stderr, "rollcache-bench catalog: %s\n", err);
 		return 1;
 	}
 	c = cfs_store_catalog(s);
 	snprintf(path, sizeof(path), "%s/shards", dir);
 	sfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sfd < 0 || cfs_catalog_begin(c) < 0) {
-		fprintf(stderr, "rollcache bench catalog: cannot prepare %s\n", path);
+		fprintf(stderr, "rollcache-bench catalog: cannot prepare %s\n", path);
 		cfs_store_close(s);
 		return 1;
 	}
@@ -251,7 +251,7 @@ static int bench_reconcile(const struct bc_opts *o, const char *dir)
 		fd = openat(sfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
 		if (fd < 0 || write(fd, "0123456789abcdef", 16) != 16 ||
 		    cfs_catalog_shard_insert(c, &sh, NULL, 0) < 0) {
-			fprintf(stderr, "rollcache bench catalog: cannot create file %s: %s\n",
+			fprintf(stderr, "rollcache-bench catalog: cannot create file %s: %s\n",
 				name, strerror(errno));
 			if (fd >= 0)
 				close(fd);
@@ -268,7 +268,7 @@ static int bench_reconcile(const struct bc_opts *o, const char *dir)
 
 	t = cmn_mono_s();
 	if (cfs_store_open(&s, &so, err, sizeof(err)) < 0) {
-		fprintf(stderr, "rollcache bench catalog: %s\n", err);
+		fprintf(stderr, "rollcache-bench catalog: %s\n", err);
 		return 1;
 	}
 	t = cmn_mono_s() - t;
@@ -292,7 +292,7 @@ int bench_catalog(int argc, char **argv)
 	if (o.dir) {
 		snprintf(scratch, sizeof(scratch), "%s", o.dir);
 		if (mkdir(scratch, 0755) < 0 && errno != EEXIST) {
-			fprintf(stderr, "rollcache bench catalog: %s: %s\n", scratch,
+			fprintf(stderr, "rollcache-bench catalog: %s: %s\n", scratch,
 				strerror(errno));
 			return 1;
 		}
@@ -302,13 +302,13 @@ int bench_catalog(int argc, char **argv)
 			 t && *t ? t : "/tmp");
 		if (!mkdtemp(scratch)) {
 			fprintf(stderr,
-				"rollcache bench catalog: cannot make a scratch directory "
+				"rollcache-bench catalog: cannot make a scratch directory "
 				"under %s: %s: set TMPDIR or give --dir\n",
 				t && *t ? t : "/tmp", strerror(errno));
 			return 1;
 		}
 	}
-	printf("rollcache bench catalog: SQLite %s, scratch %s\n", cfs_catalog_sqlite_version(),
+	printf("rollcache-bench catalog: SQLite %s, scratch %s\n", cfs_catalog_sqlite_version(),
 	       scratch);
 	printf("%-34s %12s %10s %12s\n", "what", "count", "seconds", "rate");
 	snprintf(sub, sizeof(sub), "%s/rows", scratch);
@@ -331,7 +331,7 @@ int bench_catalog(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr, "rollcache bench catalog: this build has no catalog (configure with "
+	fprintf(stderr, "rollcache-bench catalog: this build has no catalog (configure with "
 			"-Dcatalog=enabled and libsqlite3-dev)\n");
 	return 1;
 }

@@ -1,5 +1,5 @@
 /*
- * bench_sampler.c - `rollcache bench sampler SOURCE [--connections N]
+ * sampler.c - `rollcache-bench sampler SOURCE [--connections N]
  * [--rounds R] [--cache-dir DIR] [--KEY VALUE ...]`: ingest throughput and
  * CPU seconds per GB of the samplers, against `curl --parallel
  * --parallel-max N` fetching the same objects to /dev/null in the same run.
@@ -17,7 +17,7 @@
  * s3:// sources get no curl column (curl would need the secret on its
  * command line).
  */
-#include "cli/cmd.h"
+#include "bench/rollcache_bench/bench.h"
 #include "cli/util.h"
 #include "rc_config.h"
 
@@ -89,7 +89,7 @@ static int run_curl(const char *cfg, unsigned conns, double *wall, double *cpu)
 	double c0 = cpu_s(RUSAGE_CHILDREN), t0 = cmn_mono_s();
 	int status = -1;
 	if (cli_run(argv, false, &status) != 0) {
-		fprintf(stderr, "rollcache bench sampler: curl failed (status %d)\n", status);
+		fprintf(stderr, "rollcache-bench sampler: curl failed (status %d)\n", status);
 		return -1;
 	}
 	*wall = cmn_mono_s() - t0;
@@ -105,7 +105,7 @@ static int run_ingest(struct cmn_config *cfg, const char *dir, uint64_t *bytes, 
 	struct cfs_store_opts so = {.dir = dir, .limit = cfg->limit};
 	int rc = cfs_store_open(&store, &so, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "rollcache bench sampler: %s\n", err);
+		fprintf(stderr, "rollcache-bench sampler: %s\n", err);
 		return rc;
 	}
 	struct smp_sampler_opts o = {.cfg = cfg, .store = store, .seed = 1, .stop_when_full = true};
@@ -117,13 +117,13 @@ static int run_ingest(struct cmn_config *cfg, const char *dir, uint64_t *bytes, 
 	*wall = cmn_mono_s() - t0;
 	*cpu = cpu_s(RUSAGE_SELF) - c0;
 	if (rc) {
-		fprintf(stderr, "rollcache bench sampler: %s\n", err);
+		fprintf(stderr, "rollcache-bench sampler: %s\n", err);
 	} else {
 		const struct smp_stats *st = smp_sampler_stats(s);
 		*bytes = SMP_STAT_GET(st, bytes_fetched);
 		if (SMP_STAT_GET(st, failed_objects) || SMP_STAT_GET(st, records_lost)) {
 			fprintf(stderr,
-				"rollcache bench sampler: %" PRIu64 " objects failed, %" PRIu64
+				"rollcache-bench sampler: %" PRIu64 " objects failed, %" PRIu64
 				" records lost: fix the source first\n",
 				(uint64_t)SMP_STAT_GET(st, failed_objects),
 				(uint64_t)SMP_STAT_GET(st, records_lost));
@@ -149,7 +149,7 @@ int bench_sampler(int argc, char **argv)
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			printf(
-			    "usage: rollcache bench sampler SOURCE [--connections N] [--rounds R]\n"
+			    "usage: rollcache-bench sampler SOURCE [--connections N] [--rounds R]\n"
 			    "                               [--cache-dir DIR] [--KEY VALUE ...]\n"
 			    "Ingest throughput and CPU-s/GB against curl --parallel on the same "
 			    "objects.\n");
@@ -162,7 +162,7 @@ int bench_sampler(int argc, char **argv)
 				rounds = (unsigned)strtoul(v, NULL, 10);
 				if (rounds < 1 || rounds > MAX_ROUNDS) {
 					fprintf(stderr,
-						"rollcache bench sampler: --rounds %s: expected "
+						"rollcache-bench sampler: --rounds %s: expected "
 						"1..%d\n",
 						v, MAX_ROUNDS);
 					goto out;
@@ -176,29 +176,29 @@ int bench_sampler(int argc, char **argv)
 			have_limit |= !strcmp(a, "--limit");
 			have_conns |= !strcmp(a, "--connections");
 			if (cmn_config_set(&cfg, a + 2, v, a, err, sizeof(err))) {
-				fprintf(stderr, "rollcache bench sampler: %s\n", err);
+				fprintf(stderr, "rollcache-bench sampler: %s\n", err);
 				goto out;
 			}
 		} else if (!source && a[0] != '-') {
 			source = a;
 		} else {
-			fprintf(stderr, "rollcache bench sampler: unexpected argument `%s`\n", a);
+			fprintf(stderr, "rollcache-bench sampler: unexpected argument `%s`\n", a);
 			goto out;
 		}
 	}
 	if (!source) {
 		fprintf(stderr,
-			"rollcache bench sampler: give a SOURCE (http://127.0.0.1:PORT/data/)\n");
+			"rollcache-bench sampler: give a SOURCE (http://127.0.0.1:PORT/data/)\n");
 		goto out;
 	}
 	if (cmn_config_set(&cfg, "url", source, "SOURCE", err, sizeof(err)) ||
 	    (!have_limit && cmn_config_set(&cfg, "limit", "1P", "default", err, sizeof(err)))) {
-		fprintf(stderr, "rollcache bench sampler: %s\n", err);
+		fprintf(stderr, "rollcache-bench sampler: %s\n", err);
 		goto out;
 	}
 	(void)have_conns;
 	if (cmn_config_finish(&cfg, err, sizeof(err))) {
-		fprintf(stderr, "rollcache bench sampler: %s\n", err);
+		fprintf(stderr, "rollcache-bench sampler: %s\n", err);
 		goto out;
 	}
 	ret = 1;
@@ -217,7 +217,7 @@ int bench_sampler(int argc, char **argv)
 	struct smp_listing l = {0};
 	if (smp_source_open(&st, &so, err, sizeof(err)) ||
 	    smp_source_list(st, &l, err, sizeof(err))) {
-		fprintf(stderr, "rollcache bench sampler: %s\n", err);
+		fprintf(stderr, "rollcache-bench sampler: %s\n", err);
 		smp_source_free(st);
 		goto out;
 	}
@@ -230,7 +230,7 @@ int bench_sampler(int argc, char **argv)
 					     : "/var/tmp";
 	snprintf(dirbuf, sizeof(dirbuf), "%s/rollcache-bench-XXXXXX", tmp);
 	if (!mkdtemp(dirbuf)) {
-		fprintf(stderr, "rollcache bench sampler: cannot create a directory in %s: %s\n",
+		fprintf(stderr, "rollcache-bench sampler: cannot create a directory in %s: %s\n",
 			tmp, strerror(errno));
 		smp_listing_free(&l);
 		smp_source_free(st);
@@ -255,7 +255,7 @@ int bench_sampler(int argc, char **argv)
 		if (g && fclose(g) != 0)
 			bad = true;
 		if (bad || mkdir(outdir, 0755) != 0) {
-			fprintf(stderr, "rollcache bench sampler: cannot write %s\n", curlcfg);
+			fprintf(stderr, "rollcache-bench sampler: cannot write %s\n", curlcfg);
 			curl_ok = false;
 		}
 	}
@@ -288,7 +288,7 @@ int bench_sampler(int argc, char **argv)
 	qsort(ic, rounds, sizeof(double), cmp_double);
 	double gb = (double)total / 1e9, imbs = (double)total / 1e6 / iw[rounds / 2];
 	char tb[32];
-	printf("rollcache bench sampler: %s\n", cfg.url);
+	printf("rollcache-bench sampler: %s\n", cfg.url);
 	printf("  %zu objects, %s, connections %u, %u rounds (median shown)\n", nobj,
 	       cmn_format_size(total, tb, sizeof(tb)), cfg.connections, rounds);
 	printf("  %-34s %10s %12s %10s\n", "", "MB/s", "CPU-s/GB", "wall s");
@@ -333,7 +333,7 @@ int bench_sampler(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	fprintf(stderr,
-		"rollcache bench sampler: this build has no sampler support (needs libcurl, "
+		"rollcache-bench sampler: this build has no sampler support (needs libcurl, "
 		"expat, libcrypto and the cachefs library)\n");
 	return 1;
 }
