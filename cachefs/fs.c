@@ -343,8 +343,6 @@ int cfs_fs_mount(struct cfs_fs **out, const char *mountpoint, struct cfs_epochs 
 		goto fail;
 	pthread_mutex_init(&fs->hmu, NULL);
 	pthread_mutex_init(&fs->iomu, NULL);
-	pthread_mutex_init(&fs->invmu, NULL);
-	pthread_cond_init(&fs->invcv, NULL);
 	fs->devfd = -1;
 	cfs_requests_init(&fs->rq);
 	fs->set = set;
@@ -413,82 +411,10 @@ fail:
 	if (fs) {
 		pthread_mutex_destroy(&fs->hmu);
 		pthread_mutex_destroy(&fs->iomu);
-		pthread_mutex_destroy(&fs->invmu);
-		pthread_cond_destroy(&fs->invcv);
 		cfs_pt_free(fs->pt);
 	}
 	free(fs);
 	return rc;
-}
-
-/* ---- the kernel's entries of retired files ------------------------------ */
-
-void cfs__inval_entry(struct cfs_fs *fs, fuse_ino_t parent, const char *name)
-{
-	size_t len = strlen(name);
-	struct cfs__inval *e = malloc(sizeof(*e) + len + 1);
-	if (!e) { /* the entry times out by itself (entry_timeout) */
-		cmn_log(CMN_LOG_DEBUG, "dropping the kernel's entry of %s: out of memory", name);
-		return;
-	}
-	e->next = NULL;
-	e->parent = parent;
-	memcpy(e->name, name, len + 1);
-	pthread_mutex_lock(&fs->invmu);
-	if (fs->inv_tail)
-		fs->inv_tail->next = e;
-	else
-		fs->inv_head = e;
-	fs->inv_tail = e;
-	pthread_cond_signal(&fs->invcv);
-	pthread_mutex_unlock(&fs->invmu);
-}
-
-/*
- * The thread that sends the invalidations: the kernel takes the parent
- * directory's lock, which a lookup or readdir in it holds until a worker
- * thread answers; only this thread waits for it, never a worker.
- */
-static void *inval_main(void *arg)
-{
-	struct cfs_fs *fs = arg;
-	pthread_mutex_lock(&fs->invmu);
-	for (;;) {
-		while (!fs->inv_head && !fs->inv_stop)
-			pthread_cond_wait(&fs->invcv, &fs->invmu);
-		struct cfs__inval *e = fs->inv_head;
-		if (!e)
-			break; /* stopped and drained */
-		fs->inv_head = e->next;
-		if (!fs->inv_head)
-			fs->inv_tail = NULL;
-		bool stop = fs->inv_stop;
-		pthread_mutex_unlock(&fs->invmu);
-		if (!stop) {
-			int rc = fuse_lowlevel_notify_inval_entry(fs->se, e->parent, e->name,
-								  strlen(e->name));
-			if (rc != 0 && rc != -ENOENT) /* -ENOENT: the kernel holds no such entry */
-				cmn_log(CMN_LOG_DEBUG,
-					"dropping the kernel's entry of retired %s: %s", e->name,
-					strerror(-rc));
-		}
-		free(e);
-		pthread_mutex_lock(&fs->invmu);
-	}
-	pthread_mutex_unlock(&fs->invmu);
-	return NULL;
-}
-
-static void inval_stop(struct cfs_fs *fs)
-{
-	if (!fs->inv_running)
-		return;
-	pthread_mutex_lock(&fs->invmu);
-	fs->inv_stop = true;
-	pthread_cond_signal(&fs->invcv);
-	pthread_mutex_unlock(&fs->invmu);
-	pthread_join(fs->inv_thread, NULL);
-	fs->inv_running = false;
 }
 
 int cfs_fs_loop(struct cfs_fs *fs)
@@ -513,13 +439,7 @@ int cfs_fs_loop(struct cfs_fs *fs)
 	if (fs->opts.threads)
 		fuse_loop_cfg_set_max_threads(cfg, fs->opts.threads);
 	fuse_loop_cfg_set_idle_threads(cfg, 4);
-	if (pthread_create(&fs->inv_thread, NULL, inval_main, fs) != 0) {
-		fuse_loop_cfg_destroy(cfg);
-		return -EAGAIN;
-	}
-	fs->inv_running = true;
 	int rc = fuse_session_loop_mt(fs->se, cfg);
-	inval_stop(fs); /* before the session goes: the thread sends on it */
 	fuse_loop_cfg_destroy(cfg);
 	if (fs->signals) {
 		fuse_remove_signal_handlers(fs->se);
@@ -615,7 +535,6 @@ void cfs_fs_free(struct cfs_fs *fs)
 {
 	if (!fs)
 		return;
-	inval_stop(fs); /* a loop that never ran, or an error before it stopped it */
 	if (fs->mounted)
 		fuse_session_unmount(fs->se);
 	fuse_session_destroy(fs->se);
@@ -625,12 +544,6 @@ void cfs_fs_free(struct cfs_fs *fs)
 	cfs__handles_free(fs);
 	pthread_mutex_destroy(&fs->hmu);
 	pthread_mutex_destroy(&fs->iomu);
-	for (struct cfs__inval *e = fs->inv_head, *n; e; e = n) {
-		n = e->next;
-		free(e);
-	}
-	pthread_mutex_destroy(&fs->invmu);
-	pthread_cond_destroy(&fs->invcv);
 	cfs_requests_close(&fs->rq);
 	cfs_requests_destroy(&fs->rq);
 	cfs_pt_free(fs->pt);

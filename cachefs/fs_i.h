@@ -95,35 +95,7 @@ struct cfs_fs {
 	_Atomic bool pt_broken;	     /* backing ids refused for good: stop trying */
 	_Atomic uint64_t pt_opens;   /* handles passed through */
 	_Atomic uint64_t pt_refused; /* backing files the kernel refused */
-
-	/*
-	 * Entries of retired files for the kernel to forget, sent by one
-	 * thread of their own (fs.c): a worker thread that waited in the
-	 * kernel for a directory's lock could leave no worker to answer the
-	 * lookup holding it.
-	 */
-	pthread_mutex_t invmu;	     /* protects the queue and inv_stop */
-	pthread_cond_t invcv;	     /* signalled when an entry is queued or at stop */
-	struct cfs__inval *inv_head; /* protected by invmu: FIFO */
-	struct cfs__inval *inv_tail; /* protected by invmu */
-	bool inv_stop;		     /* protected by invmu */
-	bool inv_running;	     /* the thread was started (cfs_fs_loop) */
-	pthread_t inv_thread;
 };
-
-/* One entry to invalidate: `name` in directory `parent`. */
-struct cfs__inval {
-	struct cfs__inval *next;
-	fuse_ino_t parent;
-	char name[];
-};
-
-/*
- * Queues the kernel's entry `name` of directory `parent` to be forgotten
- * (so that a lookup reaches the daemon again); never blocks on the kernel.
- * Any thread.
- */
-void cfs__inval_entry(struct cfs_fs *fs, fuse_ino_t parent, const char *name);
 
 static inline struct cfs_fs *cfs__fs_of(fuse_req_t req)
 {
