@@ -744,65 +744,22 @@ int cfs_efile_open(struct cfs_epochs *s, struct cfs_efile *f)
 	return rc;
 }
 
-/* Under mu: the directory of ep's tree whose entries hold `name`'s last component, or NULL. */
-static struct cfs_edir *edir_parent_of(struct cfs_epoch *ep, const char *name, const char **last)
-{
-	struct cfs_edir *dir = &ep->root;
-	const char *p = name, *slash;
-	while ((slash = strchr(p, '/')) != NULL) {
-		size_t clen = (size_t)(slash - p);
-		struct cfs_edir *sub = NULL;
-		size_t lo = 0, hi = dir->nents;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			const char *en = dir->ents[mid].name;
-			int c = strncmp(p, en, clen);
-			if (c == 0 && en[clen] != '\0')
-				c = -1; /* en is longer: p's component sorts first */
-			if (c == 0) {
-				sub = dir->ents[mid].d;
-				break;
-			}
-			if (c < 0)
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-		if (!sub)
-			return NULL;
-		dir = sub;
-		p = slash + 1;
-	}
-	*last = p;
-	return dir;
-}
-
-bool cfs_efile_release_retired(struct cfs_epochs *s, struct cfs_efile *f, const void **parent,
-			       char *name, size_t namelen)
+void cfs_efile_release(struct cfs_epochs *s, struct cfs_efile *f)
 {
 	pthread_mutex_lock(&s->mu);
 	f->nopen--;
 	if (f->evicted && f->nopen == 0)
 		retire_old(s); /* the last handle into an old epoch may be gone */
-	bool was = f->deleted;
 	efile_maybe_gone(s, f);
-	/* deleted while the current epoch lists it: only a retire (efile_maybe_gone) */
-	bool retired = !was && f->deleted && f->in_current;
-	const char *last = NULL;
-	struct cfs_edir *dir = retired ? edir_parent_of(s->current, f->name, &last) : NULL;
-	if (dir && name && strlen(last) < namelen) {
-		memcpy(name, last, strlen(last) + 1);
-		*parent = dir == &s->current->root ? (const void *)s->current : (const void *)dir;
-	} else {
-		retired = false; /* hidden (no entry): nothing to drop */
-	}
 	unlock_and_run_gone(s);
-	return retired;
 }
 
-void cfs_efile_release(struct cfs_epochs *s, struct cfs_efile *f)
+bool cfs_efile_may_retire(struct cfs_epochs *s, const struct cfs_efile *f)
 {
-	cfs_efile_release_retired(s, f, NULL, NULL, 0);
+	pthread_mutex_lock(&s->mu);
+	bool may = s->retire_read && f->evicted && !f->deleted;
+	pthread_mutex_unlock(&s->mu);
+	return may;
 }
 
 int cfs_epoch_hold(struct cfs_epochs *s, struct cfs_epoch *ep)

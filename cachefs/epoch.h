@@ -326,17 +326,13 @@ int cfs_efile_open(struct cfs_epochs *s, struct cfs_efile *f);
 void cfs_efile_release(struct cfs_epochs *s, struct cfs_efile *f);
 
 /*
- * cfs_efile_release(), telling whether this release retired f (retire =
- * read: read to the end in the current epoch, last handle closed), so that
- * it left the listing of `current`.  Then returns true and says where the
- * current epoch showed it, for the caller to drop the kernel's cached entry:
- * *parent the node of its directory (the epoch, or a struct cfs_edir; an
- * inode number only, it may be freed as soon as this returns) and `name`
- * its last component (namelen bytes with the NUL; CFS_NAME_MAX + 1 always
- * fits).  Returns false otherwise, and when f had no entry (hidden).
+ * Whether f may retire while the current epoch lists it (retire = read, and
+ * f is a victim): a lookup of it gets entry timeout 0, so that no kernel
+ * dentry of it outlives its retirement and nothing has to be invalidated
+ * (an invalidation waits in the kernel for the directory's lock, which a
+ * lookup holds until the daemon answers: a daemon killed then never dies).
  */
-bool cfs_efile_release_retired(struct cfs_epochs *s, struct cfs_efile *f, const void **parent,
-			       char *name, size_t namelen);
+bool cfs_efile_may_retire(struct cfs_epochs *s, const struct cfs_efile *f);
 
 /*
  * Holds a listed epoch for a reader of its index (as a directory handle

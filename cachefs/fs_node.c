@@ -262,6 +262,11 @@ void cfs__fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (cfs_edir_lookup(fs->set, dir, name, &e) != 0)
 			goto out;
 		ino = e.f ? (fuse_ino_t)(uintptr_t)e.f : (fuse_ino_t)(uintptr_t)e.d;
+		/* a file that may retire: no dentry to invalidate when it does */
+		if (e.f && cfs_efile_may_retire(fs->set, e.f)) {
+			reply_entry(req, fs, ino, 0);
+			return;
+		}
 	}
 	reply_entry(req, fs, ino, fs->opts.timeout);
 	return;

@@ -33,8 +33,9 @@
  * only once all of it passed (cfs_verify_done).
  *
  * Retired files (retire = read): the release that retires a file (epoch.c)
- * also drops the kernel's cached entry of its name (drop_entry()), so the
- * next lookup of it reaches the daemon and gets ENOENT.
+ * takes it out of the listing; the kernel holds no entry of it to drop, since
+ * a file that may retire is looked up with entry timeout 0 (fs_node.c), so
+ * the next lookup of it reaches the daemon and gets ENOENT.
  *
  * Limits: splice_read is capped to what fits a pipe (fs.c splice_max_io;
  * docs/bench-fuse.md, "splice vs pread").  Locking: fs_i.h.  Every handler
@@ -608,23 +609,6 @@ void cfs__fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct
 
 /* ---- release ------------------------------------------------------------ */
 
-/*
- * Tells the kernel to forget the cached entry `name` of directory parent,
- * so that a lookup of it reaches the daemon again (which answers ENOENT for
- * a retired file).  The requests that may destroy a file handle (release,
- * read, an interrupted open) are none of the operations on the parent or
- * the file that libfuse's fuse_lowlevel_notify_inval_entry() says may
- * deadlock with it; the kernel takes the parent's lock, which a lookup or
- * readdir in it holds only until another worker thread answers.
- */
-static void drop_entry(struct cfs_fs *fs, fuse_ino_t parent, const char *name)
-{
-	int rc = fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
-	if (rc != 0 && rc != -ENOENT) /* -ENOENT: the kernel holds no such entry */
-		cmn_log(CMN_LOG_DEBUG, "dropping the kernel's entry of retired %s: %s", name,
-			strerror(-rc));
-}
-
 void cfs__file_close(struct cfs_fs *fs, struct cfs__file *h)
 {
 	struct cfs_efile *f = h->f;
@@ -637,10 +621,7 @@ void cfs__file_close(struct cfs_fs *fs, struct cfs__file *h)
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 	/* may complete an eviction (invariant 3), or retire f (retire = read) */
-	const void *parent;
-	char name[CFS_NAME_MAX + 1];
-	if (cfs_efile_release_retired(fs->set, f, &parent, name, sizeof(name)) && fs->accounting)
-		drop_entry(fs, (fuse_ino_t)(uintptr_t)parent, name);
+	cfs_efile_release(fs->set, f);
 }
 
 void cfs__fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

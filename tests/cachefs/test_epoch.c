@@ -338,12 +338,13 @@ START_TEST(retired_file_leaves_the_current_count)
 	ck_assert(end);
 	end = false;
 	cfs_efile_account(&set, f2, 0, 50, true, &end, cfs_epochs_current1(&set)); /* half */
-	const void *parent = NULL;
-	char name[CFS_NAME_MAX + 1] = "";
-	ck_assert(cfs_efile_release_retired(&set, f1, &parent, name, sizeof(name)));
+	/* victims may retire (looked up with entry timeout 0), file 3 may not */
+	ck_assert(cfs_efile_may_retire(&set, f1) && cfs_efile_may_retire(&set, f2));
+	ck_assert(!cfs_efile_may_retire(&set, lookup(1, 3)));
+	cfs_efile_forget(&set, lookup(1, 3), 1);
+	cfs_efile_release(&set, f1);
 	struct cfs_epoch *ep = cfs_epochs_lookup(&set, 1);
-	ck_assert_ptr_eq(parent, ep); /* its entry is in the epoch directory itself */
-	ck_assert_str_eq(name, "shard-1.tfrecord");
+	ck_assert(!cfs_efile_may_retire(&set, f1)); /* retired: deleted */
 	current_is(2, 200, 20);
 	ck_assert_uint_eq(ngone(), 1);
 	struct cfs_dent d;
@@ -353,7 +354,7 @@ START_TEST(retired_file_leaves_the_current_count)
 	shown(ep, list, sizeof(list));
 	ck_assert_str_eq(list, "shard-2.tfrecord,shard-3.tfrecord");
 	/* read in part: it stays; file 3 is no victim: it stays however read */
-	ck_assert(!cfs_efile_release_retired(&set, f2, &parent, name, sizeof(name)));
+	cfs_efile_release(&set, f2);
 	current_is(2, 200, 20);
 	/* a read to the end that reaches the daemon after a boundary (a kernel
 	 * readahead, a release of a handle the page cache served) counts in the
@@ -361,13 +362,13 @@ START_TEST(retired_file_leaves_the_current_count)
 	ck_assert_int_eq(cfs_efile_open(&set, f2), 0);
 	end = false;
 	cfs_efile_account(&set, f2, 0, 100, true, &end, cfs_epochs_current1(&set) - 1);
-	ck_assert(!cfs_efile_release_retired(&set, f2, &parent, name, sizeof(name)));
+	cfs_efile_release(&set, f2);
 	current_is(2, 200, 20);
 	struct cfs_efile *f3 = lookup(1, 3);
 	ck_assert_int_eq(cfs_efile_open(&set, f3), 0);
 	end = false;
 	cfs_efile_account(&set, f3, 0, 100, true, &end, cfs_epochs_current1(&set));
-	ck_assert(!cfs_efile_release_retired(&set, f3, &parent, name, sizeof(name)));
+	cfs_efile_release(&set, f3);
 	current_is(2, 200, 20);
 	cfs_epoch_releasedir(&set, ep);
 	cfs_epoch_forget(&set, ep, 1);
@@ -383,8 +384,8 @@ END_TEST
 
 /*
  * A file hidden by a directory of the same name is in no listing: not in
- * the count, not in the index; a retired file in a subdirectory says which
- * directory held its entry.
+ * the count, not in the index; a retired file in a subdirectory leaves its
+ * directory.
  */
 START_TEST(hidden_and_nested_files_in_listing_and_count)
 {
@@ -423,11 +424,10 @@ START_TEST(hidden_and_nested_files_in_listing_and_count)
 	ck_assert_int_eq(cfs_efile_open(&set, d.f), 0);
 	bool end = false;
 	cfs_efile_account(&set, d.f, 0, 30, true, &end, cfs_epochs_current1(&set));
-	const void *parent = NULL;
-	char name[CFS_NAME_MAX + 1] = "";
-	ck_assert(cfs_efile_release_retired(&set, d.f, &parent, name, sizeof(name)));
-	ck_assert_ptr_eq(parent, b.d);
-	ck_assert_str_eq(name, "d");
+	ck_assert(cfs_efile_may_retire(&set, d.f));
+	cfs_efile_release(&set, d.f);
+	struct cfs_dent gone;
+	ck_assert_int_eq(cfs_edir_lookup(&set, b.d, "d", &gone), -ENOENT);
 	current_is(2, 20 + 40, 2);
 	/* an epoch that left the view cannot be held */
 	ck_assert_int_eq(publish(2, NULL, 0), 0);
