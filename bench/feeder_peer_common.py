@@ -7,7 +7,7 @@
   would only make the peers slower; the native feeder is measured both with
   and without its CRC check).
 - the schema subset the benchmarks use: name:dtype[d0,d1,...] (fixed shapes).
-- the figures, printed like `rollcache bench feeder`.
+- the figures, printed like `rollcache-bench feeder`.
 """
 import gzip
 import os

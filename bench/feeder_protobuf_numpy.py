@@ -7,7 +7,7 @@ usage: feeder_protobuf_numpy.py PATH --schema SPEC --batch N
 
 The consumer "computes" for --step-ms per batch; the wait per batch is the
 time spent producing it (the loop has no prefetch).  Compare with
-`rollcache bench feeder` on the same files (docs/bench-feeder.md).
+`rollcache-bench feeder` on the same files (docs/bench-feeder.md).
 """
 import argparse
 import time
