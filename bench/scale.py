@@ -67,7 +67,8 @@ Usage (from the source tree, after a build):
   /usr/bin/python3 bench/scale.py [--build build] [--raw 100000,1000000]
       [--records 100000,1000000] [--limit 64M] [--object-size 4096]
       [--record-size 256] [--per-object 1000] [--boundaries 3]
-      [--csv FILE] [--work DIR] [--keep]
+      [--listing auto|manifest|autoindex] [--folder 100000]
+      [--retire boundary|read] [--read] [--csv FILE] [--work DIR] [--keep]
   /usr/bin/python3 bench/scale.py --check [--objects 2000]
 """
 import argparse
@@ -180,7 +181,7 @@ class Case:
             store_args = ["--objects", self.objects, "--format", "tfrecord",
                           "--records", a.per_object, "--record-size", a.record_size]
             self.mode = ["--strategy", "records", "--retire", a.retire]
-        self.store = Store(store_args + ["--listing", a.listing])
+        self.store = Store(store_args + ["--listing", a.listing, "--folder", a.folder])
         self.pids = []
         self.row = {"case": kind, "n": n, "objects": self.objects, "limit": limit,
                     "listing": self.store.listing, "load_start": loadavg()}
@@ -533,7 +534,9 @@ def main():
     p.add_argument("--object-size", type=int, default=4096)
     p.add_argument("--record-size", type=int, default=256)
     p.add_argument("--per-object", type=int, default=1000, help="records per TFRecord object")
-    p.add_argument("--listing", choices=("auto", "manifest", "autoindex"), default="auto")
+    p.add_argument("--listing", choices=("auto", "manifest", "autoindex"), default="auto",
+                   help="the store's listing (auto: MANIFEST up to the sampler's 64 MiB cap)")
+    p.add_argument("--folder", type=int, default=100000, help="objects per folder of the store")
     p.add_argument("--boundaries", type=int, default=3)
     p.add_argument("--retire", choices=("boundary", "read"), default="boundary")
     p.add_argument("--read", action="store_true",
