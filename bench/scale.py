@@ -231,8 +231,15 @@ class Case:
         return dt, st["pid"]
 
     def umount(self, pid):
-        self.rc("umount", self.mnt, timeout=600)
-        self.wait(lambda: not pid_alive(pid), "the daemon's exit after umount", 120)
+        """rollcache umount, then waits for the daemon's exit: `umount` gives up
+        after 30 s (said in the notes) while a large daemon may still be
+        closing its catalog."""
+        t0 = time.monotonic()
+        p = self.rc("umount", self.mnt, timeout=600, check=False)
+        if p.returncode:
+            self.notes.append("umount exit %d: %s" % (p.returncode, p.stderr.strip()[-300:]))
+        self.wait(lambda: not pid_alive(pid), "the daemon's exit after umount", self.a.timeout)
+        self.row.setdefault("umount_s", []).append(time.monotonic() - t0)
 
     def listing_done(self, k):
         """Waits for the store's listing k (0-based) to be sent and then
@@ -594,7 +601,9 @@ def main():
                 check_row(r, fails)
         except Failed as e:
             fails.append("%s N=%d: %s" % (kind, n, e))
-            print("  FAILED: %s" % e, flush=True)
+            print("  FAILED: %s\n  measured before: %s" % (e, json.dumps(c.row)), flush=True)
+            for note in c.notes:
+                print("  note: " + note, flush=True)
         finally:
             c.close()
     print()
