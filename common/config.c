@@ -389,7 +389,7 @@ static const struct key_def epoch_keys[] = {
      .names = policy_names,
      EPOCH(policy),
      GIVEN(struct cmn_epoch_section, has_policy),
-     .def = CMN_POLICY_FIFO,
+     .def_text = "fifo",
      .help = "eviction policy"},
     {.sec = SEC_EPOCH,
      .ini = "min_uses",
@@ -398,7 +398,7 @@ static const struct key_def epoch_keys[] = {
      .max = UINT32_MAX,
      EPOCH(min_uses),
      GIVEN(struct cmn_epoch_section, has_min_uses),
-     .def = 0,
+     .def_text = "0",
      .example = "a read count such as 2",
      .help = "never evict a shard read fewer times than this"},
     {.sec = SEC_EPOCH,
@@ -408,7 +408,7 @@ static const struct key_def epoch_keys[] = {
      .max = UINT64_MAX,
      EPOCH(seed),
      GIVEN(struct cmn_epoch_section, has_seed),
-     .def = 0,
+     .def_text = "0",
      .example = "an integer such as 42",
      .help = "seed of the random policy"},
 };
@@ -813,15 +813,6 @@ void cmn_config_init(struct cmn_config *c)
 	for (size_t i = 0; i < N_KEYS; i++)
 		if (!is_string(keys[i].type))
 			put_number(&keys[i], (unsigned char *)c + keys[i].off, keys[i].def);
-}
-
-void cmn_epoch_defaults(struct cmn_epoch_section *s)
-{
-	memset(s, 0, sizeof(*s));
-	for (size_t i = 0; i < N_EPOCH_KEYS; i++)
-		if (!epoch_keys[i].def_text) /* limit and admit come from the cache limit */
-			put_number(&epoch_keys[i], (unsigned char *)s + epoch_keys[i].off,
-				   epoch_keys[i].def);
 }
 
 void cmn_config_free(struct cmn_config *c)

@@ -124,13 +124,6 @@ struct cmn_config {
 void cmn_config_init(struct cmn_config *c);
 
 /*
- * Fills s with the defaults of the table's [epoch] keys that do not depend
- * on the cache (policy, min_uses, seed); limit and admit, which do, are
- * left 0 and no has_* is set.  The schedule's default entry starts here.
- */
-void cmn_epoch_defaults(struct cmn_epoch_section *s);
-
-/*
  * Loads an INI file over the values in c (inih).  Unknown sections or keys,
  * bad values, unreadable files: returns -EINVAL/-errno with a one-line message
  * naming file:line; c may hold the values read before the bad line.

@@ -105,19 +105,16 @@ static int check_ranges(const struct cmn_epoch_section *const *v, size_t n, cons
 	return 0;
 }
 
-/* The entry of epochs no [epoch] section names: the key table's defaults. */
 static void default_entry(struct evc_entry *e, uint64_t cache_limit)
 {
-	struct cmn_epoch_section d;
-	cmn_epoch_defaults(&d);
 	e->first = 0;
 	e->last = CMN_EPOCH_OPEN;
 	e->line = 0;
-	e->limit = cache_limit;	    /* the table shows "the cache limit" */
-	e->admit = cache_limit / 2; /* and "limit/2 (first entry)" */
-	e->policy = d.policy;
-	e->min_uses = d.min_uses;
-	e->seed = d.seed;
+	e->limit = cache_limit;
+	e->admit = cache_limit / 2;
+	e->policy = CMN_POLICY_FIFO;
+	e->min_uses = 0;
+	e->seed = 0;
 }
 
 int evc_schedule_build(const struct cmn_epoch_section *secs, size_t n, uint64_t cache_limit,
