@@ -509,12 +509,18 @@ int cfs_catalog_shard_corrupt(struct cfs_catalog *c, int64_t id, uint32_t epoch)
 	return cfs__txn_end(c, rc);
 }
 
-/* Deletes the contents of each file, then runs sid (GONE or delete) on it. */
+/*
+ * Deletes the contents of each file, then runs sid (GONE or delete) on it,
+ * in one transaction.
+ */
 static int each_id(struct cfs_catalog *c, enum stmt_id sid, const int64_t *ids, size_t n)
 {
 	const char *what = sid == S_SHARD_GONE ? "file gone" : "file drop";
-	int rc = 0;
-
+	if (n == 0)
+		return 0;
+	int rc = cfs__txn_begin(c);
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		rc = delete_contents(c, ids[i]);
 		if (rc == 0)
@@ -522,29 +528,15 @@ static int each_id(struct cfs_catalog *c, enum stmt_id sid, const int64_t *ids, 
 	}
 	if (rc == 0)
 		assert_c1(c, ids, n);
-	return rc;
+	return cfs__txn_end(c, rc);
 }
 
 int cfs_catalog_shards_gone(struct cfs_catalog *c, const int64_t *ids, size_t n)
 {
-	int rc;
-
-	if (n == 0)
-		return 0;
-	rc = cfs__txn_begin(c);
-	if (rc < 0)
-		return rc;
-	return cfs__txn_end(c, each_id(c, S_SHARD_GONE, ids, n));
+	return each_id(c, S_SHARD_GONE, ids, n);
 }
 
 int cfs_catalog_shards_drop(struct cfs_catalog *c, const int64_t *ids, size_t n)
 {
-	int rc;
-
-	if (n == 0)
-		return 0;
-	rc = cfs__txn_begin(c);
-	if (rc < 0)
-		return rc;
-	return cfs__txn_end(c, each_id(c, S_SHARD_DEL, ids, n));
+	return each_id(c, S_SHARD_DEL, ids, n);
 }

@@ -297,21 +297,36 @@ static int row_plan_object(sqlite3_stmt *st, void *el)
 	return 0;
 }
 
+/* The rows of statement sid whose ?1 is key, each read by `row` (cfs__collect_rows). */
+static int rows_of(struct cfs_catalog *c, enum stmt_id sid, int64_t key, size_t elem,
+		   cfs__row_fn row, cfs__rows_free_fn drop, const char *what, void **out, size_t *n)
+{
+	cfs__lock(c);
+	sqlite3_stmt *st = cfs__stmt(c, sid);
+	if (st)
+		sqlite3_bind_int64(st, 1, key);
+	int rc = st ? cfs__collect_rows(c, st, elem, row, drop, what, out, n) : -EIO;
+	cfs__unlock(c);
+	return rc;
+}
+
+/* As rows_of(), of column 0 as int64 (ids, units, offsets: cfs__collect_ids). */
+static int ids_of(struct cfs_catalog *c, enum stmt_id sid, int64_t key, int64_t **out, size_t *n)
+{
+	cfs__lock(c);
+	sqlite3_stmt *st = cfs__stmt(c, sid);
+	if (st)
+		sqlite3_bind_int64(st, 1, key);
+	int rc = st ? cfs__collect_ids(c, st, out, n) : -EIO;
+	cfs__unlock(c);
+	return rc;
+}
+
 int cfs_catalog_plan_objects(struct cfs_catalog *c, int64_t plan_id, struct cfs_plan_object **out,
 			     size_t *n)
 {
-	sqlite3_stmt *st;
-	int rc;
-
-	cfs__lock(c);
-	st = cfs__stmt(c, S_POBJ_LIST);
-	if (st)
-		sqlite3_bind_int64(st, 1, plan_id);
-	rc = st ? cfs__collect_rows(c, st, sizeof(**out), row_plan_object, plan_objects_drop,
-				    "plan objects", (void **)out, n)
-		: -EIO;
-	cfs__unlock(c);
-	return rc;
+	return rows_of(c, S_POBJ_LIST, plan_id, sizeof(**out), row_plan_object, plan_objects_drop,
+		       "plan objects", (void **)out, n);
 }
 
 int cfs_catalog_plan_objects_add(struct cfs_catalog *c, int64_t plan_id,
@@ -350,20 +365,6 @@ int cfs_catalog_plan_objects_add(struct cfs_catalog *c, int64_t plan_id,
 /* ---- residency: partial and cut objects -------------------------------- */
 
 /* Column 0 of the rows of statement sid, bound ?1 = key, as ids (cfs__collect_ids). */
-static int ids_of(struct cfs_catalog *c, enum stmt_id sid, int64_t key, int64_t **out, size_t *n)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	cfs__lock(c);
-	st = cfs__stmt(c, sid);
-	if (st)
-		sqlite3_bind_int64(st, 1, key);
-	rc = st ? cfs__collect_ids(c, st, out, n) : -EIO;
-	cfs__unlock(c);
-	return rc;
-}
-
 int cfs_catalog_plan_resident_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out,
 				      size_t *n)
 {
@@ -431,18 +432,8 @@ static int row_partial(sqlite3_stmt *st, void *el)
 int cfs_catalog_plan_partial_objects(struct cfs_catalog *c, int64_t plan_id,
 				     struct cfs_partial **out, size_t *n)
 {
-	sqlite3_stmt *st;
-	int rc;
-
-	cfs__lock(c);
-	st = cfs__stmt(c, S_RES_PARTIAL);
-	if (st)
-		sqlite3_bind_int64(st, 1, plan_id);
-	rc = st ? cfs__collect_rows(c, st, sizeof(**out), row_partial, NULL, "partial objects",
-				    (void **)out, n)
-		: -EIO;
-	cfs__unlock(c);
-	return rc;
+	return rows_of(c, S_RES_PARTIAL, plan_id, sizeof(**out), row_partial, NULL,
+		       "partial objects", (void **)out, n);
 }
 
 int cfs_catalog_plan_partial_low(struct cfs_catalog *c, int64_t plan_id, const uint64_t *units,
@@ -473,16 +464,6 @@ static int row_sample_ref(sqlite3_stmt *st, void *el)
 int cfs_catalog_plan_resident_samples(struct cfs_catalog *c, int64_t plan_id,
 				      struct cfs_sample_ref **out, size_t *n)
 {
-	sqlite3_stmt *st;
-	int rc;
-
-	cfs__lock(c);
-	st = cfs__stmt(c, S_RES_SAMPLES);
-	if (st)
-		sqlite3_bind_int64(st, 1, plan_id);
-	rc = st ? cfs__collect_rows(c, st, sizeof(**out), row_sample_ref, NULL, "resident samples",
-				    (void **)out, n)
-		: -EIO;
-	cfs__unlock(c);
-	return rc;
+	return rows_of(c, S_RES_SAMPLES, plan_id, sizeof(**out), row_sample_ref, NULL,
+		       "resident samples", (void **)out, n);
 }
