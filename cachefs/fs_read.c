@@ -47,6 +47,7 @@
 #include "cachefs/names.h"
 #include "cachefs/verify.h"
 #include "common/log.h"
+#include "common/thread_buf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -370,30 +371,14 @@ void cfs__fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * freed at thread exit): a malloc/free of 1 MiB per read would fault its
  * pages in again on every request.  NULL when out of memory.
  */
-static pthread_key_t read_buf_key;
-static pthread_once_t read_buf_once = PTHREAD_ONCE_INIT;
-
-static void read_buf_key_init(void)
-{
-	if (pthread_key_create(&read_buf_key, free) != 0)
-		abort(); /* only at the first read; no way to serve reads without it */
-}
+static struct cmn_thread_buf read_buf = CMN_THREAD_BUF_INIT;
 
 static char *read_buffer(struct cfs_fs *fs, size_t len)
 {
 	size_t cap = fs->opts.max_io ? fs->opts.max_io : (1u << 20);
 	if (len > cap)
 		return NULL; /* the kernel never asks for more than max_read */
-	pthread_once(&read_buf_once, read_buf_key_init);
-	char *buf = pthread_getspecific(read_buf_key);
-	if (!buf) {
-		buf = malloc(cap);
-		if (buf && pthread_setspecific(read_buf_key, buf) != 0) {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	return buf;
+	return cmn_thread_buf(&read_buf, cap);
 }
 
 /*

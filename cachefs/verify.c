@@ -38,6 +38,7 @@
 #include "common/events.h"
 #include "common/log.h"
 #include "common/tfrecord.h"
+#include "common/thread_buf.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -368,28 +369,12 @@ struct cfs_verifier {
 	_Atomic uint64_t bytes, files, corrupt, dropped, rechecks;
 };
 
-static pthread_key_t rbuf_key;
-static pthread_once_t rbuf_once = PTHREAD_ONCE_INIT;
-
-static void rbuf_key_init(void)
-{
-	if (pthread_key_create(&rbuf_key, free) != 0)
-		abort(); /* at the first check only; reads cannot be checked without it */
-}
+static struct cmn_thread_buf rbuf_tls = CMN_THREAD_BUF_INIT;
 
 /* The calling thread's scratch buffer (freed at thread exit), or NULL. */
 static uint8_t *rbuf(void)
 {
-	pthread_once(&rbuf_once, rbuf_key_init);
-	uint8_t *b = pthread_getspecific(rbuf_key);
-	if (!b) {
-		b = malloc(RBUF_SIZE);
-		if (b && pthread_setspecific(rbuf_key, b) != 0) {
-			free(b);
-			b = NULL;
-		}
-	}
-	return b;
+	return cmn_thread_buf(&rbuf_tls, RBUF_SIZE);
 }
 
 int cfs_verifier_new(struct cfs_verifier **out, struct cmn_events *events, uint32_t bit)
