@@ -76,8 +76,8 @@
  * touched, one indexed COUNT each), and C3 at every counter add
  * (catalog_epochs.c: the new value is an integer no smaller than the
  * delta, and the delta is not negative).  C2 is the unique index.  C4 is
- * asserted at every read of the resident totals (a scan of the SEALED rows,
- * in these builds only).
+ * asserted at every read of the resident totals while at most 4096 files
+ * are resident (a scan of the file rows: not in a large cache's `status`).
  *
  * Locking.  c->mu (recursive) protects the sqlite3 handle, c->stmt[],
  * c->depth and c->explicit_txn.  It is held for a whole call, or from

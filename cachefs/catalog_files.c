@@ -83,10 +83,16 @@ static void assert_c1(struct cfs_catalog *c, const int64_t *ids, size_t n)
 
 /*
  * Asserts C4: the resident row (kept by triggers) equals the totals of the
- * SEALED rows, by a scan of them all (debug builds only).
+ * SEALED rows, by a scan of the file rows.  Builds without NDEBUG only, and
+ * only while C4_CHECK_MAX files are resident: the default build keeps its
+ * asserts, and `status` must not scan a large cache (the test caches are
+ * far smaller).
  */
+#define C4_CHECK_MAX 4096
 static void assert_c4(struct cfs_catalog *c, const struct cfs_resident *r)
 {
+	if (r->files > C4_CHECK_MAX)
+		return;
 	sqlite3_stmt *st = cfs__stmt(c, S_C4_SCAN);
 	if (!st)
 		return;
