@@ -254,7 +254,7 @@ static void one_case(uint64_t seed)
 		s[i].last_use = below(100);
 		s[i].pins = below(5) == 0 ? (uint32_t)(1 + below(2)) : 0;
 		s[i].fresh = below(6) == 0; /* never in a view: not a soft victim */
-		s[i].stale = false; /* phase 0: the crafted case stale-first */
+		s[i].stale = false;	    /* phase 0: the crafted case stale-first */
 		total += s[i].bytes;
 	}
 	struct evc_entry e;
