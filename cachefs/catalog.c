@@ -363,15 +363,6 @@ int cfs__run(struct cfs_catalog *c, sqlite3_stmt *st, const char *what)
 	return 0;
 }
 
-int cfs__run_id(struct cfs_catalog *c, enum stmt_id sid, int64_t id, const char *what)
-{
-	sqlite3_stmt *st = cfs__stmt(c, sid);
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, id);
-	return cfs__run(c, st, what);
-}
-
 int cfs__exec(struct cfs_catalog *c, const char *sql)
 {
 	char *msg = NULL;

@@ -459,16 +459,6 @@ int cfs_catalog_plan_partial_low(struct cfs_catalog *c, int64_t plan_id, const u
  */
 int cfs_catalog_plan_cut_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out, size_t *n);
 
-/*
- * Files ids[0..n), EVICTING, left for a reason of their own (they held
- * records of an object that changed): the current objects whose records
- * they held besides are fetched again.  Each becomes partial at low 0 in
- * every plan that has it whole (its resident records are skipped when it
- * is fetched, docs/catalog.md) and is no longer cut.  One transaction;
- * before the files are GONE (their shard_objects rows name the objects).
- */
-int cfs_catalog_plan_refetch(struct cfs_catalog *c, const int64_t *ids, size_t n);
-
 /* The offsets in the object of its samples in files not GONE, ascending; *out malloc'd. */
 int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_t **out, size_t *n);
 

@@ -480,13 +480,24 @@ int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n
 	return cfs__txn_end(c, rc);
 }
 
+/* Runs statement sid (bound to ?1 = id only) as `what`.  In a transaction. */
+static int run_id(struct cfs_catalog *c, enum stmt_id sid, int64_t id, const char *what)
+{
+	sqlite3_stmt *st = cfs__stmt(c, sid);
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, id);
+	return cfs__run(c, st, what);
+}
+
 /* Deletes the SAMPLE and FILE OBJECTS rows of file id.  In a transaction. */
 static int delete_contents(struct cfs_catalog *c, int64_t id)
 {
-	int rc = cfs__run_id(c, S_SAMPLES_DEL, id, "samples delete");
+	int rc = run_id(c, S_SAMPLES_DEL, id, "samples delete");
 
 	if (rc == 0)
-		rc = cfs__run_id(c, S_SHOBJ_DEL, id, "file objects delete");
+		rc = run_id(c, S_SHOBJ_DEL, id, "file objects delete");
 	return rc;
 }
 
@@ -519,7 +530,7 @@ static int each_id(struct cfs_catalog *c, enum stmt_id sid, const int64_t *ids, 
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		rc = delete_contents(c, ids[i]);
 		if (rc == 0)
-			rc = cfs__run_id(c, sid, ids[i], what);
+			rc = run_id(c, sid, ids[i], what);
 	}
 	if (rc == 0)
 		assert_c1(c, ids, n);

@@ -105,8 +105,6 @@ enum stmt_id {
 	S_PARTIAL_LOW,
 	S_CUT_DEL,
 	S_CUT_LIST,
-	S_REFETCH_PARTIAL,
-	S_REFETCH_UNCUT,
 	S_RES_PARTIAL,
 	S_OBJ_OFFSETS,
 	S__COUNT
@@ -148,9 +146,6 @@ sqlite3_stmt *cfs__stmt(struct cfs_catalog *c, enum stmt_id id);
  * logged, any other error is logged as `what`.
  */
 int cfs__run(struct cfs_catalog *c, sqlite3_stmt *st, const char *what);
-
-/* cfs__run() of statement sid with ?1 bound to id.  Caller holds the lock. */
-int cfs__run_id(struct cfs_catalog *c, enum stmt_id sid, int64_t id, const char *what);
 
 /* Runs literal SQL (pragmas, transaction control); 0 or -errno, logged. */
 int cfs__exec(struct cfs_catalog *c, const char *sql);

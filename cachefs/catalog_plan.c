@@ -53,16 +53,6 @@ const char *const cfs__sql_plan[S__COUNT] = {
     [S_PARTIAL_LOW] = "UPDATE plan_partial SET low = ?3 WHERE plan_id = ?1 AND unit = ?2",
     [S_CUT_DEL] = "DELETE FROM plan_cut WHERE plan_id = ?1 AND object_id = ?2",
     [S_CUT_LIST] = "SELECT object_id FROM plan_cut WHERE plan_id = ?1",
-    /* the whole objects of file ?1 that are current (not STALE): partial at 0 */
-    [S_REFETCH_PARTIAL] = "INSERT OR IGNORE INTO plan_partial(plan_id, unit, object_id, low) "
-			  "SELECT po.plan_id, po.first_unit, po.object_id, 0 "
-			  "FROM shard_objects so "
-			  "JOIN objects o ON o.id = so.object_id AND o.state != " SQL_OBJ_STALE
-			  " JOIN plan_objects po ON po.object_id = so.object_id AND po.idx IS NULL "
-			  "WHERE so.shard_id = ?1",
-    [S_REFETCH_UNCUT] = "DELETE FROM plan_cut WHERE object_id IN (SELECT so.object_id "
-			"FROM shard_objects so JOIN objects o ON o.id = so.object_id "
-			"AND o.state != " SQL_OBJ_STALE " WHERE so.shard_id = ?1)",
     [S_RES_PARTIAL] = "SELECT object_id, low FROM plan_partial WHERE plan_id = ?1",
     [S_OBJ_OFFSETS] = "SELECT s.object_offset FROM shard_objects so "
 		      "JOIN samples s ON s.shard_id = so.shard_id AND s.object_id = ?1 "
@@ -423,19 +413,6 @@ int cfs_catalog_plan_partial_begin(struct cfs_catalog *c, int64_t plan_id, uint6
 	if (rc == 0)
 		cmn_fault("plan_partial"); /* the transfer is recorded, none of its bytes fetched */
 	return rc;
-}
-
-int cfs_catalog_plan_refetch(struct cfs_catalog *c, const int64_t *ids, size_t n)
-{
-	int rc = cfs__txn_begin(c);
-	if (rc < 0)
-		return rc;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		rc = cfs__run_id(c, S_REFETCH_PARTIAL, ids[i], "plan refetch");
-		if (rc == 0)
-			rc = cfs__run_id(c, S_REFETCH_UNCUT, ids[i], "plan refetch");
-	}
-	return cfs__txn_end(c, rc);
 }
 
 int cfs_catalog_plan_cut_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out, size_t *n)

@@ -378,31 +378,6 @@ static int commit_eviction(struct dmn_boundary *b, const struct cfs_evict_item *
 }
 
 /*
- * A stale victim (phase 0 of the plan) may hold records of current objects
- * too (a shard mixes objects): those objects are fetched again, their
- * resident records skipped, since they did not leave by the policy.
- * Before the reap (the files' shard_objects rows name the objects).  A
- * failure leaves those records out while the rest of their objects is
- * resident.
- */
-static void refetch_beside_stale(struct dmn_boundary *b, const struct evc_shard *sh,
-				 const size_t *victims, const struct evc_plan *plan)
-{
-	if (plan->n_stale == 0)
-		return;
-	int64_t *ids = malloc(plan->n_stale * sizeof(*ids));
-	size_t k = 0;
-	for (size_t i = 0; ids && i < plan->n_victims; i++)
-		if (sh[victims[i]].stale)
-			ids[k++] = sh[victims[i]].id;
-	int rc = ids ? cfs_catalog_plan_refetch(cfs_store_catalog(b->store), ids, k) : -ENOMEM;
-	free(ids);
-	if (rc != 0)
-		cmn_log(CMN_LOG_WARN, "records beside changed objects not fetched again: %s",
-			strerror(-rc));
-}
-
-/*
  * Victims no handle holds are deleted now, after the boundary committed:
  * a crash in between leaves EVICTING rows, which reconciliation finishes.
  * Compacts `items` to those (the order of the others does not matter).
@@ -479,7 +454,6 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 		snprintf(err, errlen, "boundary %" PRIu32 ": catalog: %s", next, strerror(-rc));
 		goto out;
 	}
-	refetch_beside_stale(b, sh, victims, plan);
 	reap_unheld(b, next, items, plan->n_victims);
 	/* Held victims are deleted on their last release (invariant 3). */
 	cfs_epochs_evict(b->set, ids, plan->n_victims);
