@@ -31,8 +31,7 @@
  *                used <= S.limit unless pinned + other bytes alone exceed it
  *                (reason over_limit; they drain on release).
  *   E3           a shard used fewer than S.min_uses times is a victim only to
- *                honour a limit that shrank (reason limit_forced), or when
- *                its object changed at the source (stale).
+ *                honour a limit that shrank (reason limit_forced).
  *   E4           a boundary is atomic: the victims, the new epoch row and
  *                its budget are committed in one catalog transaction, or
  *                nothing is.
@@ -320,22 +319,43 @@ static uint64_t draining_held(struct dmn_boundary *b)
 }
 
 /*
- * Marks stale the shards holding records of a STALE object (its ETag or
- * size changed at a relist: the new version is a new object); the plan
- * evicts them first (eviction/plan.c, phase 0).  A failed query marks
- * none: the next boundary asks again.
+ * Files holding records of a STALE object (its ETag or size changed at a
+ * relist: a new version is a new object) join the plan's victims, unless a
+ * handle pins them (invariant 3: a later boundary takes them).  The room
+ * they free is not admitted in this epoch (plan->admit stays), so E2 holds.
  */
-static void mark_stale(struct dmn_boundary *b, struct evc_shard *sh)
+static void add_stale_victims(struct dmn_boundary *b, const struct evc_shard *sh, size_t *victims,
+			      struct evc_plan *plan, uint32_t next)
 {
 	int64_t *stale = NULL;
-	size_t ns = 0;
-	if (cfs_catalog_shards_with_stale_objects(cfs_store_catalog(b->store), &stale, &ns) == 0)
-		/* both ordered by id (load_sealed, the catalog's query): one merge */
-		for (size_t i = 0, k = 0; i < b->nsnap && k < ns; i++) {
-			while (k < ns && stale[k] < b->snap[i].id)
-				k++;
-			sh[i].stale = k < ns && stale[k] == b->snap[i].id;
-		}
+	size_t ns = 0, added = 0;
+	if (cfs_catalog_shards_with_stale_objects(cfs_store_catalog(b->store), &stale, &ns) != 0 ||
+	    ns == 0) {
+		free(stale);
+		return;
+	}
+	char *taken = calloc(b->nsnap ? b->nsnap : 1, 1);
+	if (!taken) {
+		free(stale);
+		return; /* the next boundary tries again */
+	}
+	for (size_t i = 0; i < plan->n_victims; i++)
+		taken[victims[i]] = 1;
+	/* both ordered by id (load_sealed, the catalog's query): one merge */
+	for (size_t i = 0, k = 0; i < b->nsnap && k < ns; i++) {
+		while (k < ns && stale[k] < b->snap[i].id)
+			k++;
+		if (k == ns || stale[k] != b->snap[i].id || taken[i] || sh[i].pins)
+			continue;
+		victims[plan->n_victims++] = i;
+		plan->evict_bytes += sh[i].bytes;
+		plan->used_after -= sh[i].bytes;
+		added++;
+	}
+	if (added)
+		cmn_log(CMN_LOG_INFO, "epoch %" PRIu32 ": %zu files of changed objects retired",
+			next, added);
+	free(taken);
 	free(stale);
 }
 
@@ -422,12 +442,12 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 	}
 	uint64_t resident_bytes, resident_records;
 	snapshot_shards(b, sh, rows, nrows, &resident_bytes, &resident_records);
-	mark_stale(b, sh);
 	rc = evc_plan_boundary(entry, next, sh, n, draining_held(b), victims, plan);
 	if (rc != 0) {
 		snprintf(err, errlen, "boundary %" PRIu32 ": plan: %s", next, strerror(-rc));
 		goto out;
 	}
+	add_stale_victims(b, sh, victims, plan, next);
 	if (startup) {
 		/* planned with admit 0 (evict only above the limit); now the real budget */
 		uint64_t room =
@@ -460,9 +480,8 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 	if (plan->reason != EVC_REASON_OK)
 		cmn_log(CMN_LOG_WARN, "epoch %" PRIu32 ": %s", next, plan->why);
 	cmn_log(CMN_LOG_INFO,
-		"epoch %" PRIu32 ": evicted %zu files (%" PRIu64 " bytes; %zu of changed objects), "
-		"admit %" PRIu64,
-		next, plan->n_victims, plan->evict_bytes, plan->n_stale, plan->admit);
+		"epoch %" PRIu32 ": evicted %zu files (%" PRIu64 " bytes), admit %" PRIu64, next,
+		plan->n_victims, plan->evict_bytes, plan->admit);
 out:
 	free(sh);
 	free(victims);

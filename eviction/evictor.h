@@ -12,8 +12,6 @@
  * Arithmetic of a boundary (all in bytes):
  *   used     = sum(sealed resident shards) + other   (other: draining + being written)
  *   target   = S.limit - S.admit                      (room for the fresh data)
- *   0. stale: every unpinned stale shard (its object changed at the source)
- *             goes, whatever the policy, min_uses or the limit.
  *   1. soft:  evict by S.policy (evc_order: never pinned, never below
  *             S.min_uses, never a fresh file: one that has not been in any
  *             view yet, so evicting it would throw away a download nobody
@@ -66,7 +64,6 @@ struct evc_plan {
 	uint64_t held_pinned;	/* bytes of pinned shards + other */
 	uint64_t held_fresh;	/* bytes of fresh files kept (never in a view yet) */
 	size_t n_forced;	/* victims below min_uses (hard phase) */
-	size_t n_stale;		/* victims holding records of a changed object (phase 0) */
 	enum evc_reason reason;
 	char why[320]; /* one line for stats/status; "" when reason is OK */
 };

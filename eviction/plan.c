@@ -7,7 +7,7 @@
  * (policy.c does).  Cites DESIGN invariants 3 (pinned files are never
  * victims) and 4 (used_after + admit <= limit).  Debug builds assert the
  * boundary's E1 (no pinned victim) and E3 (a shard read fewer than
- * min_uses times is a victim only in the hard phase, or stale) here, where the plan
+ * min_uses times is a victim only in the hard phase) here, where the plan
  * makes them true (daemon/boundary.c numbers them).
  */
 #include "eviction/evictor.h"
@@ -111,33 +111,22 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 	out->used_before = used;
 	out->target = sub0(s->limit, s->admit);
 
-	/* 0. stale shards: their objects changed at the source */
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (shards[i].stale && shards[i].pins == 0) {
-			victims[k++] = i;
-			used = sub0(used, shards[i].bytes);
-		}
-	}
-	out->n_stale = k;
-
 	/*
 	 * 1. soft phase: the policy down to limit - admit, over the shards that
 	 * have been in a view (fresh ones are held like pinned ones here).
 	 */
+	size_t k = 0;
 	if (s->policy != CMN_POLICY_NONE) {
 		struct evc_shard *soft = malloc((n ? n : 1) * sizeof(*soft));
 		if (!soft)
 			return -ENOMEM;
 		for (size_t i = 0; i < n; i++) {
 			soft[i] = shards[i];
-			if (shards[i].fresh || shards[i].stale) /* stale: phase 0 took them */
+			if (shards[i].fresh)
 				soft[i].pins = 1;
 		}
-		size_t taken;
 		int rc = evc_select(s->policy, seed, s->min_uses, soft, n, used, out->target,
-				    victims + k, &taken, &used);
-		k += taken;
+				    victims, &k, &used);
 		free(soft);
 		if (rc < 0)
 			return rc;
@@ -184,8 +173,7 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 		victim[victims[i]] = 1;
 		/* E1 (DESIGN 3): a pinned shard is never a victim */
 		assert(shards[victims[i]].pins == 0);
-		below_min_uses +=
-		    !shards[victims[i]].stale && shards[victims[i]].full_reads < s->min_uses;
+		below_min_uses += shards[victims[i]].full_reads < s->min_uses;
 	}
 	/* E3: a shard read fewer than min_uses times goes only in the hard phase */
 	assert(below_min_uses == out->n_forced);

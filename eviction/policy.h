@@ -43,8 +43,6 @@ struct evc_shard {
 	uint32_t pins;	     /* open handles + live epochs holding it; > 0: never a victim */
 	bool fresh;	     /* never in a view yet (admitted after the ending epoch's snapshot):
 			      * never a victim of the soft phase (evc_plan_boundary) */
-	bool stale;	     /* holds records of an object whose new version replaced it at
-			      * the source: a victim of the first phase, unless pinned */
 };
 
 /*

@@ -1,8 +1,7 @@
 /*
  * test_plan.c - the epoch boundary plan (eviction/plan.c): crafted cases
  * for each outcome (full budget, a limit that shrank, min_uses and pins
- * leaving no room without deadlock, none's freeze, over the limit, shards
- * of changed objects evicted first), and a
+ * leaving no room without deadlock, none's freeze, over the limit), and a
  * property test over thousands of random statistics and entries, seeded
  * and reproducible (RC_PROPERTY_SEED, RC_PROPERTY_CASES).
  *
@@ -98,34 +97,6 @@ START_TEST(shrunk_limit_overrides_min_uses)
 	ck_assert_int_eq(p.reason, EVC_REASON_LIMIT_FORCED);
 	ck_assert_str_eq(p.why, "limit 10.0 GiB: evicted 2 shards read fewer than min_uses=2 "
 				"times to stay within it");
-}
-END_TEST
-
-START_TEST(stale_first)
-{
-	/*
-	 * Shards of changed objects go first, whatever the policy (none too),
-	 * min_uses or room; a pinned one stays.  Cache 20G of limit 40G, admit
-	 * 5G: nothing else would go, and their room adds to the admit.
-	 */
-	struct evc_shard s[] = {SH(1, 5 * G, 0, 0, 0, 0), SH(2, 5 * G, 1, 3, 0, 0),
-				SH(3, 5 * G, 2, 0, 0, 1), SH(4, 5 * G, 3, 0, 0, 0)};
-	s[0].stale = s[2].stale = s[3].stale = true;
-	const enum cmn_policy pol[] = {CMN_POLICY_FIFO, CMN_POLICY_NONE, CMN_POLICY_USES};
-	for (size_t j = 0; j < sizeof(pol) / sizeof(pol[0]); j++) {
-		struct evc_entry e = entry(40 * G, 5 * G, pol[j], 2);
-		struct evc_plan p;
-		size_t v[4];
-		ck_assert_int_eq(evc_plan_boundary(&e, 4, s, 4, 0, v, &p), 0);
-		ck_assert_uint_eq(p.n_victims, 2);
-		ck_assert_uint_eq(p.n_stale, 2);
-		ck_assert_uint_eq(v[0], 0); /* shard 3 is pinned: not a victim */
-		ck_assert_uint_eq(v[1], 3);
-		ck_assert_uint_eq(p.n_forced, 0); /* below min_uses, but stale */
-		ck_assert_uint_eq(p.used_after, 10 * G);
-		ck_assert_uint_eq(p.admit, 5 * G);
-		ck_assert_int_eq(p.reason, EVC_REASON_OK);
-	}
 }
 END_TEST
 
@@ -254,7 +225,6 @@ static void one_case(uint64_t seed)
 		s[i].last_use = below(100);
 		s[i].pins = below(5) == 0 ? (uint32_t)(1 + below(2)) : 0;
 		s[i].fresh = below(6) == 0; /* never in a view: not a soft victim */
-		s[i].stale = false;	    /* phase 0: the crafted case stale-first */
 		total += s[i].bytes;
 	}
 	struct evc_entry e;
@@ -408,7 +378,6 @@ static Suite *plan_suite(void)
 	    {"shrunk-limit", shrunk_limit_honoured},
 	    {"shrunk-limit-min-uses", shrunk_limit_overrides_min_uses},
 	    {"min-uses-no-deadlock", min_uses_no_deadlock},
-	    {"stale-first", stale_first},
 	    {"pins-draining", pins_and_draining},
 	    {"none-freezes", none_freezes},
 	    {"property", property_random_statistics},
