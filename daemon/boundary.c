@@ -318,47 +318,6 @@ static uint64_t draining_held(struct dmn_boundary *b)
 	return bs.draining > es.draining_unheld_bytes ? bs.draining - es.draining_unheld_bytes : 0;
 }
 
-/*
- * Files holding records of a STALE object (its ETag or size changed at a
- * relist: a new version is a new object) join the plan's victims, unless a
- * handle pins them (invariant 3: a later boundary takes them).  The room
- * they free is not admitted in this epoch (plan->admit stays), so E2 holds.
- */
-static void add_stale_victims(struct dmn_boundary *b, const struct evc_shard *sh, size_t *victims,
-			      struct evc_plan *plan, uint32_t next)
-{
-	int64_t *stale = NULL;
-	size_t ns = 0, added = 0;
-	if (cfs_catalog_shards_with_stale_objects(cfs_store_catalog(b->store), &stale, &ns) != 0 ||
-	    ns == 0) {
-		free(stale);
-		return;
-	}
-	char *taken = calloc(b->nsnap ? b->nsnap : 1, 1);
-	if (!taken) {
-		free(stale);
-		return; /* the next boundary tries again */
-	}
-	for (size_t i = 0; i < plan->n_victims; i++)
-		taken[victims[i]] = 1;
-	/* both ordered by id (load_sealed, the catalog's query): one merge */
-	for (size_t i = 0, k = 0; i < b->nsnap && k < ns; i++) {
-		while (k < ns && stale[k] < b->snap[i].id)
-			k++;
-		if (k == ns || stale[k] != b->snap[i].id || taken[i] || sh[i].pins)
-			continue;
-		victims[plan->n_victims++] = i;
-		plan->evict_bytes += sh[i].bytes;
-		plan->used_after -= sh[i].bytes;
-		added++;
-	}
-	if (added)
-		cmn_log(CMN_LOG_INFO, "epoch %" PRIu32 ": %zu files of changed objects retired",
-			next, added);
-	free(taken);
-	free(stale);
-}
-
 /* The plan's victims as the store's eviction items; returns their records. */
 static uint64_t victim_items(struct dmn_boundary *b, const struct evc_shard *sh,
 			     const size_t *victims, const struct evc_plan *plan,
@@ -447,7 +406,6 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 		snprintf(err, errlen, "boundary %" PRIu32 ": plan: %s", next, strerror(-rc));
 		goto out;
 	}
-	add_stale_victims(b, sh, victims, plan, next);
 	if (startup) {
 		/* planned with admit 0 (evict only above the limit); now the real budget */
 		uint64_t room =
