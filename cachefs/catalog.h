@@ -304,7 +304,8 @@ int cfs_catalog_shards_gone(struct cfs_catalog *c, const int64_t *ids, size_t n)
 
 /*
  * Ids of SEALED files holding a sample of a STALE object (the sampler saw a
- * new ETag): the evictor retires them at the next boundary.  *out malloc'd.
+ * new ETag).  Nothing in the daemon calls it yet (docs/TODO.md, sampler).
+ * *out malloc'd.
  */
 int cfs_catalog_shards_with_stale_objects(struct cfs_catalog *c, int64_t **out, size_t *n);
 
