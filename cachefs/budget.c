@@ -7,7 +7,8 @@
  * Invariants kept here (asserted in debug builds):
  *   B1. a reservation is granted only when, afterwards,
  *       reserved + sealed + draining <= limit      (DESIGN 4)
- *       and admit_used <= admit;
+ *       and, unless it is a copy of resident records
+ *       (cfs_budget_try_reserve_copy), admit_used <= admit;
  *   B2. admit_used >= reserved (in-flight bytes count against the epoch
  *       they will be sealed in);
  *   B3. no counter goes below zero (callers give back only what they hold).
@@ -83,12 +84,15 @@ static uint64_t held(const struct cfs_budget *b)
 	return b->reserved + b->sealed + b->draining;
 }
 
-/* 0: fits now; 1: wait for limit room; 2: wait for the next epoch. */
-static int room_for(const struct cfs_budget *b, uint64_t bytes)
+/*
+ * 0: fits now; 1: wait for limit room; 2: wait for the next epoch (never
+ * for a copy: it admits nothing new).
+ */
+static int room_for(const struct cfs_budget *b, uint64_t bytes, bool copy)
 {
 	if (held(b) > b->limit || b->limit - held(b) < bytes)
 		return 1;
-	if (b->admit != CFS_BUDGET_UNLIMITED &&
+	if (!copy && b->admit != CFS_BUDGET_UNLIMITED &&
 	    (b->admit_used > b->admit || b->admit - b->admit_used < bytes))
 		return 2;
 	return 0;
@@ -110,7 +114,7 @@ static void deadline_after(struct timespec *ts, uint64_t ms)
 	}
 }
 
-int cfs_budget_reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms)
+static int reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms, bool copy)
 {
 	struct timespec deadline;
 	int rc = 0, why;
@@ -132,7 +136,7 @@ int cfs_budget_reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms
 			rc = -EFBIG;
 			break;
 		}
-		why = room_for(b, bytes);
+		why = room_for(b, bytes, copy);
 		if (why == 0)
 			break;
 		if (timeout_ms == 0) {
@@ -148,7 +152,7 @@ int cfs_budget_reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms
 			b->waiting_limit--;
 		else
 			b->waiting_admit--;
-		if (w == ETIMEDOUT && room_for(b, bytes) != 0 && !b->cancelled) {
+		if (w == ETIMEDOUT && room_for(b, bytes, copy) != 0 && !b->cancelled) {
 			rc = -ETIMEDOUT;
 			break;
 		}
@@ -164,9 +168,19 @@ int cfs_budget_reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms
 	return rc;
 }
 
+int cfs_budget_reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms)
+{
+	return reserve(b, bytes, timeout_ms, false);
+}
+
 int cfs_budget_try_reserve(struct cfs_budget *b, uint64_t bytes)
 {
-	return cfs_budget_reserve(b, bytes, 0);
+	return reserve(b, bytes, 0, false);
+}
+
+int cfs_budget_try_reserve_copy(struct cfs_budget *b, uint64_t bytes)
+{
+	return reserve(b, bytes, 0, true);
 }
 
 /* Gives back `bytes` of reservation; b->mu held. */

@@ -81,6 +81,14 @@ int cfs_budget_reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms
 int cfs_budget_try_reserve(struct cfs_budget *b, uint64_t bytes);
 
 /*
+ * As cfs_budget_try_reserve(), for a copy of records already resident
+ * (cachefs/stale.h): room under the limit only, not under the epoch's
+ * admit, since it brings nothing new in; the bytes still count in
+ * admit_used, as every reservation does.
+ */
+int cfs_budget_try_reserve_copy(struct cfs_budget *b, uint64_t bytes);
+
+/*
  * Gives back `bytes` of reservation (an aborted write, or the unused tail of
  * a reservation).  Wakes waiters.  bytes must not exceed what the caller
  * holds (asserted).

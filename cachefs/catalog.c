@@ -50,7 +50,7 @@
  *           v
  *        SEALED --------------------------.
  *           |  cfs_catalog_shards_evict     |  cfs_catalog_shards_drop
- *           |  cfs_catalog_shard_corrupt    |
+ *           |  cfs_catalog_shard_withdraw   |
  *           v                               |  (reconcile: file missing
  *        EVICTING -------------------------|   or wrong size; row deleted)
  *           |  cfs_catalog_shards_gone      |
@@ -251,6 +251,12 @@ static const char *const migrations[] = {
     "+ (CASE WHEN NEW.state = " SQL_SEALED " THEN NEW.bytes ELSE 0 END), "
     "records = records - (CASE WHEN OLD.state = " SQL_SEALED " THEN OLD.records ELSE 0 END) "
     "+ (CASE WHEN NEW.state = " SQL_SEALED " THEN NEW.records ELSE 0 END); END;\n",
+    /*
+     * 5 -> 6: the STALE objects, few among many, found without a scan of
+     * `objects` (cfs_catalog_shards_with_stale_objects runs after each
+     * listing that changed an object)
+     */
+    "CREATE INDEX objects_stale ON objects(id) WHERE state = " SQL_OBJ_STALE ";\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");

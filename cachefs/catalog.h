@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 5 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 6 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 
@@ -240,7 +240,7 @@ struct cfs_shard_info {
 	uint64_t full_reads;   /* times read to the end */
 	int64_t object_id;     /* RAW: its object; else 0 */
 	char *name;	       /* RAW: display name; else NULL; owned by the array */
-	int64_t evicted_epoch; /* -1 unless EVICTING/GONE */
+	int64_t evicted_epoch; /* -1 unless EVICTING/GONE; CFS_EVICTED_WITHDRAWN: withdrawn */
 	uint32_t crc;	       /* RAW: CRC-32C of the whole object (checked on reads); else 0 */
 };
 
@@ -286,15 +286,28 @@ int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_s
  */
 int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n, uint32_t epoch);
 
+/* Why a sealed file leaves the cache between boundaries (cfs_catalog_shard_withdraw). */
+enum cfs_withdraw {
+	CFS_WITHDRAW_CORRUPT, /* a record failed its CRC (cachefs/verify.h) */
+	CFS_WITHDRAW_STALE,   /* it holds records of a STALE object (cachefs/stale.h) */
+};
+
+/* evicted_epoch of a withdrawn file: no view shows it again (not even retire = read's) */
+#define CFS_EVICTED_WITHDRAWN (-2)
+
 /*
- * A sealed file was found corrupt (cachefs/verify.h): marks it EVICTING in
- * `epoch` (so no later snapshot lists it and it is deleted on its last
- * release, like a victim) WITHOUT adding to the epoch's evicted counters,
- * and deletes its samples and file objects at once, so the sampling plan
- * no longer counts its units resident (they may be fetched again).  One
- * transaction.  -ENOENT when it is not SEALED (nothing changed).
+ * Withdraws SEALED file `id` between boundaries: marks it EVICTING with
+ * evicted_epoch CFS_EVICTED_WITHDRAWN (no later snapshot lists it, start-up
+ * reconciliation never keeps it to retire, and it is deleted on its last
+ * release, like a victim) WITHOUT adding to any epoch's evicted counters,
+ * and deletes its samples and file objects at once.  CORRUPT: its records
+ * are resident no more, and the sampling plan may fetch them again.  STALE:
+ * the caller copied the records of current objects into another file in
+ * the same transaction (cfs_shard_writer_replaces), so only the stale
+ * objects' records leave.  One transaction (a savepoint inside the
+ * caller's).  -ENOENT when it is not SEALED (nothing changed).
  */
-int cfs_catalog_shard_corrupt(struct cfs_catalog *c, int64_t id, uint32_t epoch);
+int cfs_catalog_shard_withdraw(struct cfs_catalog *c, int64_t id, enum cfs_withdraw why);
 
 /*
  * Marks n files GONE (their files were deleted) and deletes their samples,
@@ -303,14 +316,25 @@ int cfs_catalog_shard_corrupt(struct cfs_catalog *c, int64_t id, uint32_t epoch)
 int cfs_catalog_shards_gone(struct cfs_catalog *c, const int64_t *ids, size_t n);
 
 /*
- * Ids of SEALED files holding a sample of a STALE object (the sampler saw a
- * new ETag).  Nothing in the daemon calls it yet (docs/TODO.md, sampler).
- * *out malloc'd.
+ * Ids of SEALED files holding a sample of a STALE object (a relist saw a
+ * new ETag or size), ordered by id; the daemon withdraws them
+ * (cachefs/stale.h).  *out malloc'd.
  */
 int cfs_catalog_shards_with_stale_objects(struct cfs_catalog *c, int64_t **out, size_t *n);
 
+/*
+ * How many listings so far marked an object STALE (cfs_catalog_objects_sync
+ * with changed > 0) through this handle: a reader that saw the same number
+ * before has no new stale object to look for.  Any thread, no lock.
+ */
+uint64_t cfs_catalog_stale_generation(struct cfs_catalog *c);
+
 /* The samples of file `id`, ordered by offset; *out malloc'd (free()). */
 int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample **out, size_t *n);
+
+/* Those of its samples whose object is not STALE (object 0 included), ordered by offset. */
+int cfs_catalog_samples_current(struct cfs_catalog *c, int64_t id, struct cfs_sample **out,
+				size_t *n);
 
 /* Totals over SEALED files: count, bytes, records. */
 struct cfs_resident {

@@ -5,7 +5,7 @@
  * statistics and the records served.
  *
  * Keeps DESIGN 2 (a FILE row and all its SAMPLE rows in one transaction)
- * and C1 (shards_gone, shards_drop and shard_corrupt delete the SAMPLE and
+ * and C1 (shards_gone, shards_drop and shard_withdraw delete the SAMPLE and
  * FILE OBJECTS rows in the transaction that changes the FILE row; builds
  * without NDEBUG assert it after shards_gone and shards_drop for the FILEs
  * just touched).  The epochs
@@ -34,6 +34,10 @@ const char *const cfs__sql_files[S__COUNT] = {
 		     "object_offset, admitted_epoch) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [S_SHOBJ_ADD] = "INSERT OR IGNORE INTO shard_objects(shard_id, object_id) VALUES(?1, ?2)",
     [S_SHOBJ_DEL] = "DELETE FROM shard_objects WHERE shard_id = ?1",
+    /* a withdrawn file's objects whose records were copied into another file */
+    [S_SHOBJ_DEL_CURRENT] = "DELETE FROM shard_objects WHERE shard_id = ?1 AND NOT EXISTS "
+			    "(SELECT 1 FROM objects o WHERE o.id = shard_objects.object_id "
+			    "AND o.state = " SQL_OBJ_STALE ")",
     [S_SHARD_LIST] = "SELECT " SHARD_COLUMNS " FROM shards "
 		     "WHERE ((1 << state) & ?1) != 0 ORDER BY id",
     [S_SHARD_GET] = "SELECT " SHARD_COLUMNS " FROM shards WHERE id = ?1",
@@ -46,6 +50,11 @@ const char *const cfs__sql_files[S__COUNT] = {
     [S_SHARD_DEL] = "DELETE FROM shards WHERE id = ?1",
     [S_SAMPLES_OF] = "SELECT offset, length, crc, object_id, object_offset FROM samples "
 		     "WHERE shard_id = ?1 ORDER BY offset",
+    /* records of objects not STALE (object 0: not known to be stale) */
+    [S_SAMPLES_CURRENT] = "SELECT s.offset, s.length, s.crc, s.object_id, s.object_offset "
+			  "FROM samples s LEFT JOIN objects o ON o.id = s.object_id "
+			  "WHERE s.shard_id = ?1 AND (o.id IS NULL OR o.state != " SQL_OBJ_STALE
+			  ") ORDER BY s.offset",
     /* O(1): one row kept by triggers (catalog.c, migration 4 -> 5) */
     [S_RESIDENT] = "SELECT files, bytes, records FROM resident",
     /* C4: what the resident row must equal (debug builds) */
@@ -314,13 +323,15 @@ static int row_sample(sqlite3_stmt *st, void *el)
 	return 0;
 }
 
-int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample **out, size_t *n)
+/* The rows of statement sid (bound ?1 = file id) as samples. */
+static int samples_by(struct cfs_catalog *c, enum stmt_id sid, int64_t id, struct cfs_sample **out,
+		      size_t *n)
 {
 	sqlite3_stmt *st;
 	int rc;
 
 	cfs__lock(c);
-	st = cfs__stmt(c, S_SAMPLES_OF);
+	st = cfs__stmt(c, sid);
 	if (st)
 		sqlite3_bind_int64(st, 1, id);
 	rc = st ? cfs__collect_rows(c, st, sizeof(**out), row_sample, NULL, "samples of file",
@@ -328,6 +339,17 @@ int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample 
 		: -EIO;
 	cfs__unlock(c);
 	return rc;
+}
+
+int cfs_catalog_samples_of(struct cfs_catalog *c, int64_t id, struct cfs_sample **out, size_t *n)
+{
+	return samples_by(c, S_SAMPLES_OF, id, out, n);
+}
+
+int cfs_catalog_samples_current(struct cfs_catalog *c, int64_t id, struct cfs_sample **out,
+				size_t *n)
+{
+	return samples_by(c, S_SAMPLES_CURRENT, id, out, n);
 }
 
 int cfs_catalog_resident(struct cfs_catalog *c, struct cfs_resident *out)
@@ -436,7 +458,7 @@ int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_s
  * *records.  -ENOENT when it is not SEALED (nothing changes).  In a
  * transaction.
  */
-static int evict_one(struct cfs_catalog *c, int64_t id, uint32_t epoch, uint64_t *bytes,
+static int evict_one(struct cfs_catalog *c, int64_t id, int64_t epoch, uint64_t *bytes,
 		     uint64_t *records, const char *what)
 {
 	sqlite3_stmt *st = cfs__stmt(c, S_SHARD_EVICT);
@@ -501,15 +523,22 @@ static int delete_contents(struct cfs_catalog *c, int64_t id)
 	return rc;
 }
 
-int cfs_catalog_shard_corrupt(struct cfs_catalog *c, int64_t id, uint32_t epoch)
+int cfs_catalog_shard_withdraw(struct cfs_catalog *c, int64_t id, enum cfs_withdraw why)
 {
-	uint64_t bytes = 0, records = 0; /* not counted: a corrupt file is not a victim */
+	uint64_t bytes = 0, records = 0; /* not counted: a withdrawn file is not a victim */
 	int rc = cfs__txn_begin(c);
 
 	if (rc < 0)
 		return rc;
-	/* its records are resident no more: the sampling plan may fetch them again */
-	rc = evict_one(c, id, epoch, &bytes, &records, "file corrupt");
+	/*
+	 * STALE: the records of current objects were copied into another file
+	 * in this transaction; only the stale objects' records leave, so only
+	 * those objects may be cut (evict_one) and their units fetched again.
+	 */
+	if (why == CFS_WITHDRAW_STALE)
+		rc = run_id(c, S_SHOBJ_DEL_CURRENT, id, "file objects of current objects");
+	if (rc == 0)
+		rc = evict_one(c, id, CFS_EVICTED_WITHDRAWN, &bytes, &records, "file withdraw");
 	if (rc == 0)
 		rc = delete_contents(c, id);
 	return cfs__txn_end(c, rc);

@@ -67,6 +67,7 @@ enum stmt_id {
 	S_SAMPLE_ADD,
 	S_SHOBJ_ADD,
 	S_SHOBJ_DEL,
+	S_SHOBJ_DEL_CURRENT,
 	S_SHARD_LIST,
 	S_SHARD_GET,
 	S_SHARD_STATS,
@@ -75,6 +76,7 @@ enum stmt_id {
 	S_SAMPLES_DEL,
 	S_SHARD_DEL,
 	S_SAMPLES_OF,
+	S_SAMPLES_CURRENT,
 	S_RESIDENT,
 	S_C4_SCAN,
 	S_SERVED_ADD,
@@ -127,6 +129,7 @@ struct cfs_catalog {
 	int found_version;	      /* set at open */
 	char *path;		      /* set at open */
 	_Atomic int64_t next_id;      /* atomic */
+	_Atomic uint64_t stale_gen;   /* atomic: listings that marked an object STALE */
 };
 
 /* ---- catalog.c: connection helpers ------------------------------------- */

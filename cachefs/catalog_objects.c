@@ -11,6 +11,7 @@
 #include "cachefs/catalog_i.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,6 +303,8 @@ int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
 	rc = cfs__txn_end(c, rc);
 	cur_free(cur, ncur);
 	free(refs);
+	if (rc == 0 && r.changed)
+		atomic_fetch_add_explicit(&c->stale_gen, 1, memory_order_release);
 	if (rc == 0 && res)
 		*res = r;
 	return rc;
@@ -379,6 +382,11 @@ int cfs_catalog_object_fetched(struct cfs_catalog *c, int64_t id, uint32_t epoch
 		rc = -ENOENT;
 	cfs__unlock(c);
 	return rc;
+}
+
+uint64_t cfs_catalog_stale_generation(struct cfs_catalog *c)
+{
+	return atomic_load_explicit(&c->stale_gen, memory_order_acquire);
 }
 
 int cfs_catalog_shards_with_stale_objects(struct cfs_catalog *c, int64_t **out, size_t *n)

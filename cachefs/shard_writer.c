@@ -62,6 +62,7 @@ struct cfs_shard_writer {
 	size_t nmarks, marks_cap;
 	uint64_t *low_units, *lows; /* [nlows]: partial objects' lows (set_lows) */
 	size_t nlows;
+	int64_t replaces; /* a file whose current records this one holds (0: none) */
 };
 
 static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum cfs_kind kind,
@@ -280,6 +281,11 @@ void cfs_shard_writer_mark_fetched(struct cfs_shard_writer *w)
 	w->fetched = true;
 }
 
+void cfs_shard_writer_replaces(struct cfs_shard_writer *w, int64_t id)
+{
+	w->replaces = id;
+}
+
 int64_t cfs_shard_writer_id(const struct cfs_shard_writer *w)
 {
 	return w->id;
@@ -411,6 +417,8 @@ static int insert_one(struct cfs_shard_writer *w)
 	} else {
 		rc = cfs_catalog_shard_insert(w->s->cat, &sh, w->samples, w->nsamples);
 	}
+	if (rc == 0 && w->replaces)
+		rc = cfs_catalog_shard_withdraw(w->s->cat, w->replaces, CFS_WITHDRAW_STALE);
 	if (rc == 0 && w->fetched) {
 		/*
 		 * A counter only: its failure must not fail a file whose row is

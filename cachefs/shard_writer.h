@@ -144,6 +144,16 @@ int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs
  */
 void cfs_shard_writer_mark_fetched(struct cfs_shard_writer *w);
 
+/*
+ * The file's commit also withdraws SEALED file `id` (cachefs/stale.h:
+ * this file holds the records of current objects copied from it):
+ * cfs_catalog_shard_withdraw(CFS_WITHDRAW_STALE) in the same transaction,
+ * so each record is resident in exactly one file before and after.  When
+ * `id` is not SEALED any more the seal fails (-ENOENT) and nothing is
+ * visible.  The caller then moves `id`'s bytes in the budget.
+ */
+void cfs_shard_writer_replaces(struct cfs_shard_writer *w, int64_t id);
+
 /* Discards the tmp file, releases the whole reservation, frees w.  NULL ok. */
 void cfs_shard_writer_abort(struct cfs_shard_writer *w);
 

@@ -72,6 +72,8 @@ static void view_store(struct dmn *d, struct dmn_stats_view *v)
 	v->verified_bytes = ss.read_bytes;
 	v->verified_files = ss.read_files;
 	v->rechecked_files = ss.rechecked_files;
+	v->stale_files = ss.stale_files;
+	v->stale_moved = ss.stale_moved;
 }
 
 int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)

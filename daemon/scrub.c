@@ -1,7 +1,8 @@
 /*
  * scrub.c - the daemon's integrity thread.
  *
- * Owns two jobs that end the same way, by dropping a corrupt sealed file:
+ * Owns three jobs that end the same way, by withdrawing a sealed file
+ * whose bytes are no longer true, between boundaries:
  *   - the files the FUSE read path found corrupt during a first pass
  *     (cachefs/verify.c queues their ids and posts SCRUB_EV_CORRUPT);
  *   - the scrubber: one pass after another over the SEALED TFRecord files,
@@ -9,21 +10,28 @@
  *     rows (cfs_vcheck_step), at most `scrub_rate` bytes/s (0: no
  *     scrubbing; reported corrupt files are still dropped).  It is what
  *     finds a file corrupted after the daemon served it once, whose reads
- *     the kernel then passes through without the daemon seeing them.
+ *     the kernel then passes through without the daemon seeing them;
+ *   - the files of changed objects (cachefs/stale.h): after a listing
+ *     marked an object STALE (cfs_catalog_stale_generation moved), and
+ *     every STALE_POLL_MS, each SEALED file holding a record of a STALE
+ *     object is replaced by a new shard holding its current objects'
+ *     records, or withdrawn alone when it has none (replace_stale).
  * Does not serve reads, choose victims or speak SQL (catalog.c does).
  *
- * Dropping a file (drop_corrupt): reads reaching the bad record already
- * get EIO (verify.c V1); the catalog moves it SEALED -> EVICTING without
- * counting it as evicted and forgets its samples, so no later snapshot
- * lists it and the sampling plan no longer counts its units resident
- * (cfs_catalog_shard_corrupt); then, exactly as a boundary's victim
- * (daemon/boundary.c), a file still held by a snapshot or a handle moves to
- * the budget's draining bytes and is deleted on its last release
- * (cfs_epochs_evict, DESIGN 3), and any other is deleted now.  Every drop
- * is counted once in errors.corrupt.  A drop never runs inside a boundary
+ * Dropping a corrupt file (drop_corrupt): reads reaching the bad record
+ * already get EIO (verify.c V1); the catalog withdraws it
+ * (cfs_catalog_shard_withdraw: SEALED -> EVICTING without counting it as
+ * evicted, its samples forgotten, so no later snapshot lists it and the
+ * sampling plan no longer counts its units resident); then
+ * release_withdrawn(): exactly as a boundary's victim (daemon/boundary.c),
+ * a file still held by a snapshot or a handle moves to the budget's
+ * draining bytes and is deleted on its last release (cfs_epochs_evict,
+ * DESIGN 3), and any other is deleted now.  Every drop is counted once in
+ * errors.corrupt.  A withdrawal never runs inside a boundary
  * (d->boundary_mu, trylock): a boundary lists, evicts and publishes sealed
- * files in steps, and a file leaving SEALED between them would fail it;
- * the drop is put off and retried every PENDING_WAIT_MS instead.
+ * files in steps, and a file leaving SEALED between them would fail it; a
+ * drop is put off and retried every PENDING_WAIT_MS instead, a stale file
+ * waits up to STALE_LOCK_MS and is otherwise tried again at the next poll.
  *
  * Pacing: after a step that read B bytes the next step waits until B/rate
  * seconds after the previous deadline, so the long-run rate is at most
@@ -34,12 +42,13 @@
  *
  * Threads: the scrub thread owns the pass state; the counters are relaxed
  * atomics read by the control thread.  Locks: none of its own beyond the
- * events object; d->boundary_mu only by trylock, around a drop; the
+ * events object; d->boundary_mu only by trylock, around a withdrawal; the
  * catalog, the budget and the epoch set lock themselves (never called
  * with d->mu held).
  */
 #include "daemon/scrub.h"
 
+#include "cachefs/stale.h"
 #include "cachefs/verify.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -61,11 +70,13 @@
 #define SCRUB_BUF	((size_t)1 << 20) /* the scrubber's read buffer */
 #define STEP_MIN	((uint64_t)64 << 10)
 #define STEP_MAX	((uint64_t)4 << 20)
-#define IDLE_WAIT_MS	1000u  /* nothing to scrub, or a pass ended: wait this long */
-#define OFF_WAIT_MS	60000u /* scrub_rate = 0: only corrupt reports wake it */
+#define IDLE_WAIT_MS	1000u /* nothing to scrub, or a pass ended: wait this long */
 #define TAKE_BATCH	64
 #define PENDING_MAX	64 /* drops waiting for a boundary to end */
 #define PENDING_WAIT_MS 100u
+#define STALE_CHECK_MS	1000u  /* how often a listing's new STALE objects are looked for */
+#define STALE_POLL_MS	10000u /* ... and stale files looked for anyway (a late seal) */
+#define STALE_LOCK_MS	2000u  /* wait for a boundary to end before a replacement commits */
 
 struct dmn_scrub {
 	struct dmn *d;
@@ -98,8 +109,12 @@ struct dmn_scrub {
 	} pending[PENDING_MAX];
 	size_t npending;
 
+	/* the files of changed objects (scrub thread only) */
+	uint64_t stale_gen;	/* cfs_catalog_stale_generation() at the last look */
+	uint64_t stale_next_ms; /* the next look regardless */
+
 	/* counters (struct dmn_scrub_stats), relaxed atomics */
-	_Atomic uint64_t passes, bytes, files, last_pass_ms, corrupt;
+	_Atomic uint64_t passes, bytes, files, last_pass_ms, corrupt, stale_files, stale_moved;
 };
 
 int dmn__scrub_new(struct dmn_scrub **out, struct dmn *d, uint64_t rate)
@@ -183,6 +198,36 @@ static void retry_pending(struct dmn_scrub *sc)
 	pthread_mutex_unlock(&sc->d->boundary_mu);
 }
 
+/*
+ * File `id` was just withdrawn (catalog EVICTING): as a boundary's victim,
+ * a file held by a snapshot or a handle drains and is deleted on its last
+ * release (DESIGN 3); any other is deleted now.
+ */
+static void release_withdrawn(struct dmn *d, enum cfs_kind kind, int64_t id, uint64_t bytes,
+			      const char *path)
+{
+	if (cfs_epochs_held(&d->set, id)) {
+		cfs_budget_sealed_to_draining(d->budget, bytes);
+		cfs_epochs_evict(&d->set, &id, 1);
+		return;
+	}
+	char abs[4096];
+	bool gone = cfs_store_file_path(d->store, kind, id, true, abs, sizeof(abs)) == 0 &&
+		    (unlink(abs) == 0 || errno == ENOENT);
+	if (!gone) {
+		/* still on disk: draining until start-up reconciliation deletes it */
+		cfs_budget_sealed_to_draining(d->budget, bytes);
+		return;
+	}
+	cfs_budget_sealed_removed(d->budget, bytes);
+	int rc = cfs_catalog_shards_gone(d->cat, &id, 1);
+	if (rc)
+		cmn_log(
+		    CMN_LOG_WARN,
+		    "%s deleted; its row stays EVICTING (%s): start-up reconciliation finishes it",
+		    path, strerror(-rc));
+}
+
 /* The drop itself, outside any boundary (d->boundary_mu held). */
 static void drop_now(struct dmn_scrub *sc, int64_t id, const char *why)
 {
@@ -200,8 +245,7 @@ static void drop_now(struct dmn_scrub *sc, int64_t id, const char *why)
 	if (si.state != CFS_SHARD_SEALED)
 		return; /* already leaving (a victim, or dropped before) */
 	cfs_store_file_path(d->store, si.kind, id, false, path, sizeof(path));
-	uint32_t epoch = cfs_epochs_current_number(&d->set, NULL);
-	rc = cfs_catalog_shard_corrupt(d->cat, id, epoch);
+	rc = cfs_catalog_shard_withdraw(d->cat, id, CFS_WITHDRAW_CORRUPT);
 	if (rc == -ENOENT)
 		return;
 	if (rc) {
@@ -212,31 +256,113 @@ static void drop_now(struct dmn_scrub *sc, int64_t id, const char *why)
 		return;
 	}
 	atomic_fetch_add_explicit(&sc->corrupt, 1, memory_order_relaxed);
-	if (cfs_epochs_held(&d->set, id)) {
-		/* as a boundary's held victim: deleted on its last release (DESIGN 3) */
-		cfs_budget_sealed_to_draining(d->budget, si.bytes);
-		cfs_epochs_evict(&d->set, &id, 1);
-	} else {
-		char abs[4096];
-		bool gone =
-		    cfs_store_file_path(d->store, si.kind, id, true, abs, sizeof(abs)) == 0 &&
-		    (unlink(abs) == 0 || errno == ENOENT);
-		if (gone) {
-			cfs_budget_sealed_removed(d->budget, si.bytes);
-			rc = cfs_catalog_shards_gone(d->cat, &id, 1);
-			if (rc)
-				cmn_log(CMN_LOG_WARN,
-					"%s deleted; its row stays EVICTING (%s): "
-					"start-up reconciliation finishes it",
-					path, strerror(-rc));
-		} else {
-			/* still on disk: draining until start-up reconciliation deletes it */
-			cfs_budget_sealed_to_draining(d->budget, si.bytes);
-		}
-	}
+	release_withdrawn(d, si.kind, id, si.bytes, path);
 	cmn_log(CMN_LOG_ERROR,
 		"%s is corrupt (%s): dropped from the cache; its records may be fetched again",
 		path, why);
+}
+
+/* ---- the files of changed objects (cachefs/stale.h) ----------------------- */
+
+/* Takes d->boundary_mu, waiting up to STALE_LOCK_MS for a boundary to end. */
+static bool lock_between_boundaries(struct dmn_scrub *sc)
+{
+	for (uint32_t waited = 0;; waited += 20) {
+		if (pthread_mutex_trylock(&sc->d->boundary_mu) == 0)
+			return true;
+		if (waited >= STALE_LOCK_MS || atomic_load(&sc->stop))
+			return false;
+		usleep(20 * 1000);
+	}
+}
+
+/*
+ * Replaces stale file `id`: its current records copied into a new shard
+ * whose commit withdraws it, or withdrawn alone.  0, or -errno (logged at
+ * debug level when it is worth another try later).  Scrub thread only.
+ */
+static int replace_stale(struct dmn_scrub *sc, int64_t id)
+{
+	struct dmn *d = sc->d;
+	struct cfs_shard_info si;
+	struct cfs_shard_writer *w = NULL;
+	uint64_t moved = 0;
+	int64_t new_id = 0;
+	char err[256], path[64];
+
+	int rc = cfs_catalog_shard_get(d->cat, id, &si);
+	if (rc)
+		return rc;
+	free(si.name);
+	if (si.state != CFS_SHARD_SEALED)
+		return 0;
+	cfs_store_file_path(d->store, si.kind, id, false, path, sizeof(path));
+	uint32_t epoch = cfs_epochs_current_number(&d->set, NULL);
+	rc = cfs_stale_copy(d->store, id, epoch, &w, &moved, err, sizeof(err));
+	if (rc == -EBADMSG) {
+		drop_corrupt(sc, id, UINT64_MAX, err);
+		return 0;
+	}
+	if (rc) {
+		cmn_log(CMN_LOG_DEBUG, "%s holds records of a changed object: %s (tried again)",
+			path, err);
+		return rc;
+	}
+	if (!lock_between_boundaries(sc)) {
+		cfs_shard_writer_abort(w);
+		return -EBUSY;
+	}
+	if (w)
+		rc = cfs_shard_writer_seal(w, &new_id, err, sizeof(err));
+	else
+		rc = cfs_catalog_shard_withdraw(d->cat, id, CFS_WITHDRAW_STALE);
+	if (rc == 0)
+		release_withdrawn(d, si.kind, id, si.bytes, path);
+	pthread_mutex_unlock(&d->boundary_mu);
+	if (rc) {
+		if (rc != -ENOENT) /* -ENOENT: it left meanwhile (a victim) */
+			cmn_log(CMN_LOG_WARN,
+				"%s holds records of a changed object: %s (tried again)", path,
+				w ? err : strerror(-rc));
+		return rc == -ENOENT ? 0 : rc;
+	}
+	atomic_fetch_add_explicit(&sc->stale_files, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sc->stale_moved, moved, memory_order_relaxed);
+	if (new_id)
+		cmn_log(CMN_LOG_INFO,
+			"%s holds records of a changed object: withdrawn at the next boundary; its "
+			"%" PRIu64 " records of current objects are in file %" PRId64
+			" from then on",
+			path, moved, new_id);
+	else
+		cmn_log(CMN_LOG_INFO,
+			"%s holds only records of changed objects: withdrawn at the next boundary",
+			path);
+	return 0;
+}
+
+/*
+ * Looks for stale files when a listing marked an object STALE since the
+ * last look, when the last look left one behind, or every STALE_POLL_MS.
+ * Scrub thread only.
+ */
+static void stale_round(struct dmn_scrub *sc)
+{
+	struct cfs_catalog *cat = sc->d->cat;
+	uint64_t gen = cfs_catalog_stale_generation(cat), now = cmn_mono_ms();
+	if (gen == sc->stale_gen && now < sc->stale_next_ms)
+		return;
+	int64_t *ids = NULL;
+	size_t n = 0;
+	bool again = false;
+	if (cfs_catalog_shards_with_stale_objects(cat, &ids, &n) != 0)
+		again = true;
+	for (size_t i = 0; i < n && !atomic_load(&sc->stop); i++)
+		if (replace_stale(sc, ids[i]) != 0)
+			again = true;
+	free(ids);
+	sc->stale_gen = again ? gen - 1 : gen; /* left one behind: look again soon */
+	sc->stale_next_ms = cmn_mono_ms() + STALE_POLL_MS;
 }
 
 /* Drops every file the read path queued. */
@@ -395,7 +521,8 @@ static void *scrub_main(void *arg)
 			break;
 		retry_pending(sc);
 		drain_reports(sc);
-		uint32_t most = sc->npending ? PENDING_WAIT_MS : OFF_WAIT_MS;
+		stale_round(sc);
+		uint32_t most = sc->npending ? PENDING_WAIT_MS : STALE_CHECK_MS;
 		if (sc->rate == 0 || !sc->buf) {
 			wait_ms = most;
 			continue;
@@ -418,8 +545,8 @@ static void *scrub_main(void *arg)
 		}
 		now = cmn_mono_ms();
 		wait_ms = next_ms > now ? (uint32_t)(next_ms - now) : 0;
-		if (sc->npending && wait_ms > PENDING_WAIT_MS)
-			wait_ms = PENDING_WAIT_MS;
+		if (wait_ms > most)
+			wait_ms = most;
 	}
 	file_close(sc);
 	return NULL;
@@ -472,6 +599,8 @@ void dmn__scrub_stats(struct dmn_scrub *sc, struct dmn_scrub_stats *st)
 	st->files = atomic_load_explicit(&sc->files, memory_order_relaxed);
 	st->last_pass_ms = atomic_load_explicit(&sc->last_pass_ms, memory_order_relaxed);
 	st->corrupt = atomic_load_explicit(&sc->corrupt, memory_order_relaxed);
+	st->stale_files = atomic_load_explicit(&sc->stale_files, memory_order_relaxed);
+	st->stale_moved = atomic_load_explicit(&sc->stale_moved, memory_order_relaxed);
 	struct cfs_verifier_stat vs;
 	cfs_verifier_stat(sc->verifier, &vs);
 	st->read_bytes = vs.bytes;

@@ -1,7 +1,8 @@
 /*
  * scrub.h - the daemon's integrity thread (daemon/scrub.c): drops the files
- * the read path found corrupt, and re-verifies resident files against the
- * catalog's record CRCs at `scrub_rate` bytes/s.  Private to daemon/.
+ * the read path found corrupt, re-verifies resident files against the
+ * catalog's record CRCs at `scrub_rate` bytes/s, and withdraws the files
+ * holding records of changed objects.  Private to daemon/.
  */
 #ifndef RC_DAEMON_SCRUB_H
 #define RC_DAEMON_SCRUB_H
@@ -24,6 +25,8 @@ struct dmn_scrub_stats {
 	uint64_t read_bytes;	  /* file bytes checked by the read path (first passes) */
 	uint64_t read_files;	  /* files whose first pass checked every record */
 	uint64_t rechecked_files; /* files checked again: changed on disk after a check */
+	uint64_t stale_files;	  /* files withdrawn: they held records of a changed object */
+	uint64_t stale_moved;	  /* records of current objects copied out of those files */
 };
 
 /*

@@ -94,6 +94,8 @@ struct dmn_stats_view {
 	uint64_t verified_bytes;     /* file bytes checked by first-pass reads */
 	uint64_t verified_files;     /* files whose first pass checked every record */
 	uint64_t rechecked_files;    /* files checked again: their ctime changed after a check */
+	uint64_t stale_files;	     /* files withdrawn: they held records of a changed object */
+	uint64_t stale_moved;	     /* records of current objects copied out of those files */
 	double uptime_s;
 };
 

@@ -112,6 +112,7 @@ START_TEST(migrates_version_2)
 	int64_t id = add_shard(c, 4, 3, 100); /* 3 records of 100 bytes: 348 with framing */
 	cfs_catalog_close(c);
 	raw_sql(
+	    "DROP INDEX objects_stale; DELETE FROM migrations WHERE version = 6; "
 	    "DROP TRIGGER resident_insert; DROP TRIGGER resident_delete; "
 	    "DROP TRIGGER resident_update; DROP TABLE resident; "
 	    "DELETE FROM migrations WHERE version = 5; "
@@ -144,6 +145,9 @@ START_TEST(migrates_version_2)
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM plan_cut"), 0);
 	/* the 4 -> 5 step: the resident totals of the rows found */
 	ck_assert_int_eq(raw_int("SELECT files FROM resident"), 1);
+	/* the 5 -> 6 step */
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM sqlite_master WHERE name = 'objects_stale'"),
+			 1);
 	ck_assert_int_eq(raw_int("SELECT bytes FROM resident"), 348);
 	ck_assert_int_eq(raw_int("SELECT records FROM resident"), 3);
 }
@@ -285,7 +289,7 @@ START_TEST(resident_row_follows_changes)
 	expect_resident(c, 3, 12);
 	ck_assert_int_eq(cfs_catalog_shards_gone(c, &a, 1), 0);
 	expect_resident(c, 3, 12);
-	ck_assert_int_eq(cfs_catalog_shard_corrupt(c, b, 1), 0);
+	ck_assert_int_eq(cfs_catalog_shard_withdraw(c, b, CFS_WITHDRAW_CORRUPT), 0);
 	expect_resident(c, 2, 9);
 	ck_assert_int_eq(cfs_catalog_shards_drop(c, &d, 1), 0);
 	expect_resident(c, 1, 5);
@@ -506,15 +510,53 @@ START_TEST(stale_objects_name_their_shards)
 	sh.id = cfs_catalog_alloc_id(c);
 	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, &s, 1), 0);
 
+	/* a file mixing both objects: x's record at 0, y's at 16 */
+	struct cfs_sample mix[2] = {{0, 4, 0, ids[0], 0}, {16, 4, 0, ids[1], 0}};
+	sh.id = cfs_catalog_alloc_id(c);
+	sh.bytes = 32;
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, mix, 2), 0);
+	int64_t mixed = sh.id;
+
 	ck_assert_int_eq(cfs_catalog_shards_with_stale_objects(c, &out, &n), 0);
 	ck_assert_uint_eq(n, 0);
 	free(out);
+	uint64_t gen = cfs_catalog_stale_generation(c);
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l1, 2, 1, NULL, NULL), 0);
+	ck_assert_uint_eq(cfs_catalog_stale_generation(c), gen); /* nothing changed */
 	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l2, 2, 1, NULL, NULL), 0);
+	ck_assert_uint_eq(cfs_catalog_stale_generation(c), gen + 1);
 	ck_assert_int_eq(cfs_catalog_shards_with_stale_objects(c, &out, &n), 0);
-	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(out[0], with_x);
+	ck_assert_int_eq(out[1], mixed);
+	free(out);
+
+	/* the mixed file's current records: y's only */
+	struct cfs_sample *cur;
+	ck_assert_int_eq(cfs_catalog_samples_current(c, mixed, &cur, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(cur[0].object_id, ids[1]);
+	ck_assert_uint_eq(cur[0].offset, 16);
+	free(cur);
+	ck_assert_int_eq(cfs_catalog_samples_current(c, with_x, &cur, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	free(cur);
+
+	/* withdrawn: EVICTING, never shown again, nothing of it left in the index */
+	ck_assert_int_eq(cfs_catalog_shard_withdraw(c, mixed, CFS_WITHDRAW_STALE), 0);
+	ck_assert_int_eq(cfs_catalog_shard_withdraw(c, with_x, CFS_WITHDRAW_STALE), 0);
+	ck_assert_int_eq(cfs_catalog_shard_withdraw(c, with_x, CFS_WITHDRAW_STALE), -ENOENT);
+	struct cfs_shard_info one;
+	ck_assert_int_eq(cfs_catalog_shard_get(c, mixed, &one), 0);
+	ck_assert_int_eq(one.state, CFS_SHARD_EVICTING);
+	ck_assert_int_eq(one.evicted_epoch, CFS_EVICTED_WITHDRAWN);
+	ck_assert_int_eq(cfs_catalog_shards_with_stale_objects(c, &out, &n), 0);
+	ck_assert_uint_eq(n, 0);
 	free(out);
 	cfs_catalog_close(c);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shard_objects WHERE shard_id IN (SELECT id "
+				 "FROM shards WHERE state != 0)"),
+			 0);
 }
 END_TEST
 
@@ -777,13 +819,13 @@ START_TEST(corrupt_and_drop_delete_contents)
 	struct cfs_sample *smp;
 	size_t n;
 
-	ck_assert_int_eq(cfs_catalog_shard_corrupt(c, a, 4), 0);
+	ck_assert_int_eq(cfs_catalog_shard_withdraw(c, a, CFS_WITHDRAW_CORRUPT), 0);
 	ck_assert_int_eq(cfs_catalog_shard_get(c, a, &one), 0);
 	ck_assert_int_eq(one.state, CFS_SHARD_EVICTING);
 	ck_assert_int_eq(cfs_catalog_samples_of(c, a, &smp, &n), 0);
 	ck_assert_uint_eq(n, 0);
 	free(smp);
-	ck_assert_int_eq(cfs_catalog_shard_corrupt(c, a, 4), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_shard_withdraw(c, a, CFS_WITHDRAW_CORRUPT), -ENOENT);
 	ck_assert_int_eq(cfs_catalog_shards_drop(c, &b, 1), 0);
 	ck_assert_int_eq(cfs_catalog_shard_get(c, b, &one), -ENOENT);
 	cfs_catalog_close(c);
