@@ -127,6 +127,8 @@ void cmn_config_init(struct cmn_config *c);
  * Loads an INI file over the values in c (inih).  Unknown sections or keys,
  * bad values, unreadable files: returns -EINVAL/-errno with a one-line message
  * naming file:line; c may hold the values read before the bad line.
+ * Built only with inih (common/config_ini.c), which the feeder-only build
+ * lacks; the rest of this header is built everywhere (common/config.c).
  */
 int cmn_config_load_file(struct cmn_config *c, const char *path, char *err, size_t errlen);
 
