@@ -65,9 +65,10 @@ static const char *const bool_names[] = {"false", "true", NULL};
  * --help` and the man page (cmn_config_key()) all read it, so the three
  * spellings and their documentation cannot drift apart.  A row also owns
  * its key's field (by offset), type, range and default:
- * cmn_config_init() writes each default through the offset, store()
- * writes each parsed value the same way, cmn_config_free() frees the
- * string fields, and the default shown in help is made from the value.
+ * cmn_config_init() and cmn_epoch_defaults() write each default through
+ * the offset, store() writes each parsed value the same way,
+ * cmn_config_free() frees the string fields, and the default shown in
+ * help is made from the value.
  *
  * Fields by type: V_STR, V_URL, V_ENDPOINT, V_LISTEN are a malloc'd
  * `char *` (default NULL: the value used then is computed elsewhere and
@@ -91,6 +92,7 @@ struct key_def {
 	size_t width;		  /* sizeof the field */
 	size_t given;		  /* offsetof a bool set when the key is given, + 1; 0: none */
 	uint64_t def;		  /* the default of a number, or the index of an enum's */
+	uint64_t def_limit_div;	  /* [epoch] sizes: the default is the entry's limit / this */
 	const char *def_text;	  /* the default shown when it is not def (computed, or none) */
 	const char *metavar;	  /* help's name of a string value (DIR, NAME, ...) */
 	const char *example;	  /* what is expected, for messages */
@@ -345,8 +347,10 @@ static const struct key_def keys[] = {
 
 /*
  * flat: the command-line name, which applies the key to every [epoch]
- * entry.  The defaults of an entry are applied by eviction/schedule.c
- * (which also knows the cache limit they follow); def_text shows them.
+ * entry.  The defaults are those of the first entry (eviction/schedule.c
+ * starts it from cmn_epoch_defaults(); a later entry inherits from the one
+ * before).  limit and admit follow the entry's limit, the cache's unless
+ * the entry sets its own: def_limit_div divides it, and def_text says so.
  */
 static const struct key_def epoch_keys[] = {
     {.sec = CMN__SEC_EPOCH,
@@ -356,6 +360,7 @@ static const struct key_def epoch_keys[] = {
      .max = UINT64_MAX,
      EPOCH(limit),
      GIVEN(struct cmn_epoch_section, has_limit),
+     .def_limit_div = 1,
      .def_text = "the cache limit",
      .example = "a size such as 20G",
      .help = "bytes the cache may hold during these epochs"},
@@ -366,6 +371,7 @@ static const struct key_def epoch_keys[] = {
      .max = UINT64_MAX,
      EPOCH(admit),
      GIVEN(struct cmn_epoch_section, has_admit),
+     .def_limit_div = 2,
      .def_text = "limit/2 (first entry)",
      .example = "a size such as 5G",
      .help = "fresh bytes admitted per epoch"},
@@ -376,7 +382,7 @@ static const struct key_def epoch_keys[] = {
      .names = policy_names,
      EPOCH(policy),
      GIVEN(struct cmn_epoch_section, has_policy),
-     .def_text = "fifo",
+     .def = CMN_POLICY_FIFO,
      .help = "eviction policy"},
     {.sec = CMN__SEC_EPOCH,
      .ini = "min_uses",
@@ -385,7 +391,7 @@ static const struct key_def epoch_keys[] = {
      .max = UINT32_MAX,
      EPOCH(min_uses),
      GIVEN(struct cmn_epoch_section, has_min_uses),
-     .def_text = "0",
+     .def = 0,
      .example = "a read count such as 2",
      .help = "never evict a shard read fewer times than this"},
     {.sec = CMN__SEC_EPOCH,
@@ -395,7 +401,7 @@ static const struct key_def epoch_keys[] = {
      .max = UINT64_MAX,
      EPOCH(seed),
      GIVEN(struct cmn_epoch_section, has_seed),
-     .def_text = "0",
+     .def = 0,
      .example = "an integer such as 42",
      .help = "seed of the random policy"},
 };
@@ -425,7 +431,9 @@ static const struct key_def *find_key(enum cmn__section sec, const char *ini)
 
 /*
  * Asserts (debug builds) that every row names a field of its type, as the
- * table's comment lists them, and an enum default among its names.
+ * table's comment lists them, an enum default among its names, and one
+ * kind of default: def, or def_limit_div (an [epoch] size) shown by its
+ * def_text; every other [epoch] key has a typed def.
  */
 static void check_table(void)
 {
@@ -435,6 +443,9 @@ static void check_table(void)
 							      : sizeof(struct cmn_config);
 
 		assert(d->off + d->width <= size && d->given <= size);
+		assert(!d->def_limit_div || (d->sec == CMN__SEC_EPOCH && d->type == V_SIZE &&
+					     d->def == 0 && d->def_text));
+		assert(d->sec != CMN__SEC_EPOCH || d->def_limit_div || !d->def_text);
 		switch (d->type) {
 		case V_STR:
 		case V_URL:
@@ -840,6 +851,18 @@ void cmn_config_init(struct cmn_config *c)
 	for (size_t i = 0; i < N_KEYS; i++)
 		if (!is_string(keys[i].type))
 			put_number(&keys[i], (unsigned char *)c + keys[i].off, keys[i].def);
+}
+
+void cmn_epoch_defaults(struct cmn_epoch_section *s, uint64_t limit)
+{
+	check_table();
+	memset(s, 0, sizeof(*s));
+	s->last = CMN_EPOCH_OPEN;
+	for (size_t i = 0; i < N_EPOCH_KEYS; i++) {
+		const struct key_def *d = &epoch_keys[i];
+		put_number(d, (unsigned char *)s + d->off,
+			   d->def_limit_div ? limit / d->def_limit_div : d->def);
+	}
 }
 
 void cmn_config_free(struct cmn_config *c)

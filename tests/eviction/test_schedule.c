@@ -50,6 +50,7 @@ START_TEST(no_sections_one_default_entry)
 	ck_assert_uint_eq(e->admit, 10 * G);
 	ck_assert_int_eq(e->policy, CMN_POLICY_FIFO);
 	ck_assert_uint_eq(e->min_uses, 0);
+	ck_assert_uint_eq(e->seed, 0);
 	evc_schedule_free(&sch);
 }
 END_TEST
