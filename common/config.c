@@ -1,48 +1,34 @@
 /*
- * config.c - rollcache configuration: INI file (inih), --key flags, -o k=v.
+ * config.c - rollcache configuration: the key table, --key flags, -o k=v.
  *
  * Owns the table of keys (section, INI name, flat name, value type, field,
- * range, default), the checks of single values, and cmn_config_finish()'s
- * checks of the whole.
- * Does not decide what the values mean at run time, and does not turn
- * [epoch ...] sections into a schedule (eviction/schedule.c does, including
- * overlap and gap checks).
+ * range, default), the checks of single values, the defaults of a config
+ * and of an [epoch] entry, and cmn_config_finish()'s checks of the whole.
+ * Needs no library: the feeder-only build (no inih) has it too, and
+ * eviction/ takes the [epoch] defaults from it.
+ * Does not read INI files (config_ini.c does, through inih, and hands each
+ * key = value line to cmn__config_ini_key()), does not decide what the
+ * values mean at run time, and does not turn [epoch ...] sections into a
+ * schedule (eviction/schedule.c does, including overlap and gap checks).
  *
- * Line numbers: Debian's libinih is built without INI_HANDLER_LINENO, so the
- * handler is not told the line.  We parse with ini_parse_stream() and our own
- * reader, which hands inih one line per call and counts them; when inih calls
- * the handler, the reader's count is the line being handled.  The reader also
- * sees section headers first, so it checks section names itself (inih only
- * calls the handler for key = value lines, so an empty misspelt section
- * would otherwise pass) and records each [epoch ...] header with its line.
- * Leading blanks are stripped before inih sees a line, which turns off
- * inih's multi-line values (an indented line is just another key).
- *
- * Errors: the first one wins and parsing stops; c may hold values read
- * before it.  Messages never repeat a URL's user:password part.
+ * Errors: a message names the key, the value and what is expected, never
+ * a URL's user:password part.
  * No shared state, no locking: a config is built by one thread.
  */
 #include "common/config.h"
-#include "common/file.h"
-
+#include "common/config_i.h"
 #include "common/units.h"
 
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ini.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#define CONFIG_FILE_MAX ((size_t)1 << 20)
-#define MSG_MAX		512
+#define MSG_MAX 512
 
 /* ---- key table ----------------------------------------------------------- */
 
@@ -59,10 +45,11 @@ enum vtype {
 	V_RATE, /* a size per second: "50M/s" or "50M"; 0 allowed */
 };
 
-enum section_id { SEC_NONE, SEC_CACHE, SEC_SOURCE, SEC_SAMPLER, SEC_MOUNT, SEC_EPOCH, SEC_BAD };
-
+/* by enum cmn__section (config_i.h) */
 static const char *const section_names[] = {"",	     "cache",	"source", "sampler",
 					    "mount", "epoch N", ""};
+_Static_assert(sizeof(section_names) / sizeof(section_names[0]) == CMN__SEC_BAD + 1,
+	       "one name per enum cmn__section");
 
 static const char *const advance_names[] = {"manual", "auto", NULL};
 static const char *const retire_names[] = {"boundary", "read", NULL};
@@ -78,9 +65,10 @@ static const char *const bool_names[] = {"false", "true", NULL};
  * --help` and the man page (cmn_config_key()) all read it, so the three
  * spellings and their documentation cannot drift apart.  A row also owns
  * its key's field (by offset), type, range and default:
- * cmn_config_init() writes each default through the offset, store()
- * writes each parsed value the same way, cmn_config_free() frees the
- * string fields, and the default shown in help is made from the value.
+ * cmn_config_init() and cmn_epoch_defaults() write each default through
+ * the offset, store() writes each parsed value the same way,
+ * cmn_config_free() frees the string fields, and the default shown in
+ * help is made from the value.
  *
  * Fields by type: V_STR, V_URL, V_ENDPOINT, V_LISTEN are a malloc'd
  * `char *` (default NULL: the value used then is computed elsewhere and
@@ -94,7 +82,7 @@ static const char *const bool_names[] = {"false", "true", NULL};
  * cmn_config.cli_epoch for the same key given on the command line.
  */
 struct key_def {
-	enum section_id sec;
+	enum cmn__section sec;
 	const char *ini;  /* name in its section */
 	const char *flat; /* --flag / -o name; NULL: INI only */
 	enum vtype type;
@@ -104,6 +92,7 @@ struct key_def {
 	size_t width;		  /* sizeof the field */
 	size_t given;		  /* offsetof a bool set when the key is given, + 1; 0: none */
 	uint64_t def;		  /* the default of a number, or the index of an enum's */
+	uint64_t def_limit_div;	  /* [epoch] sizes: the default is the entry's limit / this */
 	const char *def_text;	  /* the default shown when it is not def (computed, or none) */
 	const char *metavar;	  /* help's name of a string value (DIR, NAME, ...) */
 	const char *example;	  /* what is expected, for messages */
@@ -116,7 +105,7 @@ struct key_def {
 #define GIVEN(type, f)	  .given = offsetof(type, f) + 1
 
 static const struct key_def keys[] = {
-    {.sec = SEC_CACHE,
+    {.sec = CMN__SEC_CACHE,
      .ini = "dir",
      .flat = "cache_dir",
      .type = V_STR,
@@ -125,7 +114,7 @@ static const struct key_def keys[] = {
      .metavar = "DIR",
      .example = "a directory path",
      .help = "the cache directory"},
-    {.sec = SEC_CACHE,
+    {.sec = CMN__SEC_CACHE,
      .ini = "limit",
      .flat = "limit",
      .type = V_SIZE,
@@ -136,7 +125,7 @@ static const struct key_def keys[] = {
      .def_text = "(required)",
      .example = "a size such as 200G",
      .help = "hard bound on bytes on disk"},
-    {.sec = SEC_CACHE,
+    {.sec = CMN__SEC_CACHE,
      .ini = "advance",
      .flat = "advance",
      .type = V_ENUM,
@@ -144,7 +133,7 @@ static const struct key_def keys[] = {
      CFG(advance),
      .def = CMN_ADVANCE_MANUAL,
      .help = "advance on request, or once every file was read"},
-    {.sec = SEC_CACHE,
+    {.sec = CMN__SEC_CACHE,
      .ini = "min_records",
      .flat = "min_records",
      .type = V_U64,
@@ -153,7 +142,7 @@ static const struct key_def keys[] = {
      .def = 1000,
      .example = "a record count such as 1000",
      .help = "records `epoch next --wait` waits for"},
-    {.sec = SEC_CACHE,
+    {.sec = CMN__SEC_CACHE,
      .ini = "retire",
      .flat = "retire",
      .type = V_ENUM,
@@ -161,7 +150,7 @@ static const struct key_def keys[] = {
      CFG(retire),
      .def = CMN_RETIRE_READ,
      .help = "victims leave at the boundary, or stay in the view until read"},
-    {.sec = SEC_CACHE,
+    {.sec = CMN__SEC_CACHE,
      .ini = "wait_timeout",
      .flat = "wait_timeout",
      .type = V_DURATION,
@@ -171,7 +160,7 @@ static const struct key_def keys[] = {
      .def = 10 * 60 * 1000,
      .example = "a duration such as 10m",
      .help = "bound of `epoch next --wait`"},
-    {.sec = SEC_CACHE,
+    {.sec = CMN__SEC_CACHE,
      .ini = "first_epoch",
      .flat = "first_epoch",
      .type = V_SIZE,
@@ -180,21 +169,21 @@ static const struct key_def keys[] = {
      .def = (uint64_t)1 << 20,
      .example = "a size such as 1M (0: off)",
      .help = "a new cache's first shard, at most this size, is its first epoch at once"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "url",
      .flat = "url",
      .type = V_URL,
      CFG(url),
      .def_text = "(the SOURCE argument)",
      .help = "file:///dir/, http(s)://host/prefix/ or s3://bucket/prefix/"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "endpoint",
      .flat = "endpoint",
      .type = V_ENDPOINT,
      CFG(endpoint),
      .def_text = "AWS_ENDPOINT_URL, ~/.aws/config, AWS",
      .help = "URL of an S3-compatible store"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "region",
      .flat = "region",
      .type = V_STR,
@@ -203,7 +192,7 @@ static const struct key_def keys[] = {
      .metavar = "NAME",
      .example = "a region such as us-east-1",
      .help = "SigV4 signing region"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "profile",
      .flat = "profile",
      .type = V_STR,
@@ -212,7 +201,7 @@ static const struct key_def keys[] = {
      .metavar = "NAME",
      .example = "a profile name of ~/.aws/config",
      .help = "profile of ~/.aws/credentials and ~/.aws/config"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "s3_addressing",
      .flat = "s3_addressing",
      .type = V_ENUM,
@@ -220,7 +209,7 @@ static const struct key_def keys[] = {
      CFG(s3_addressing),
      .def = CMN_S3_ADDRESSING_AUTO,
      .help = "bucket in the host name (virtual) or in the path"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "format",
      .flat = "format",
      .type = V_ENUM,
@@ -228,7 +217,7 @@ static const struct key_def keys[] = {
      CFG(format),
      .def = CMN_FORMAT_TFRECORD,
      .help = "records sampled into shards, or one object = one sample"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "compression",
      .flat = "compression",
      .type = V_ENUM,
@@ -236,7 +225,7 @@ static const struct key_def keys[] = {
      CFG(compression),
      .def = CMN_COMPRESSION_AUTO,
      .help = "TFRecord compression (auto: told by the first bytes of each object)"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "rank",
      .flat = "rank",
      .type = V_U32,
@@ -245,7 +234,7 @@ static const struct key_def keys[] = {
      .def = 0,
      .example = "a node index such as 0",
      .help = "this node's part of the dataset"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "world_size",
      .flat = "world_size",
      .type = V_U32,
@@ -255,7 +244,7 @@ static const struct key_def keys[] = {
      .def = 1,
      .example = "a node count of at least 1",
      .help = "objects are split by hash(key) % world_size"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "relist",
      .flat = "relist",
      .type = V_U32,
@@ -264,7 +253,7 @@ static const struct key_def keys[] = {
      .def = 1,
      .example = "an epoch count such as 1 (0: never re-list)",
      .help = "re-list the source every N epochs"},
-    {.sec = SEC_SOURCE,
+    {.sec = CMN__SEC_SOURCE,
      .ini = "allow_empty",
      .flat = "allow_empty",
      .type = V_ENUM,
@@ -272,7 +261,7 @@ static const struct key_def keys[] = {
      CFG(allow_empty),
      .def = false,
      .help = "start when the first listing holds no object (else mount and ingest exit 1)"},
-    {.sec = SEC_SAMPLER,
+    {.sec = CMN__SEC_SAMPLER,
      .ini = "connections",
      .flat = "connections",
      .type = V_U32,
@@ -282,7 +271,7 @@ static const struct key_def keys[] = {
      .def = 8,
      .example = "a number of parallel transfers from 1 to 1024",
      .help = "parallel transfers"},
-    {.sec = SEC_SAMPLER,
+    {.sec = CMN__SEC_SAMPLER,
      .ini = "strategy",
      .flat = "strategy",
      .type = V_ENUM,
@@ -290,7 +279,7 @@ static const struct key_def keys[] = {
      CFG(strategy),
      .def = CMN_STRATEGY_OBJECTS,
      .help = "whole objects, or random records via .idx sidecars"},
-    {.sec = SEC_SAMPLER,
+    {.sec = CMN__SEC_SAMPLER,
      .ini = "shard_size",
      .flat = "shard_size",
      .type = V_SIZE,
@@ -301,7 +290,7 @@ static const struct key_def keys[] = {
      .def_text = "limit/16, 64K to 64M",
      .example = "a size such as 64M",
      .help = "target size of local shards"},
-    {.sec = SEC_SAMPLER,
+    {.sec = CMN__SEC_SAMPLER,
      .ini = "retries",
      .flat = "retries",
      .type = V_U32,
@@ -310,7 +299,7 @@ static const struct key_def keys[] = {
      .def = 5,
      .example = "a retry count from 0 to 1000",
      .help = "retries of a failed transfer"},
-    {.sec = SEC_SAMPLER,
+    {.sec = CMN__SEC_SAMPLER,
      .ini = "timeout",
      .flat = "timeout",
      .type = V_DURATION,
@@ -320,14 +309,14 @@ static const struct key_def keys[] = {
      .def = 30 * 1000,
      .example = "a duration such as 30s",
      .help = "per-transfer stall timeout"},
-    {.sec = SEC_MOUNT,
+    {.sec = CMN__SEC_MOUNT,
      .ini = "metrics_listen",
      .flat = "metrics_listen",
      .type = V_LISTEN,
      CFG(metrics_listen),
      .def_text = "(off)",
      .help = "serve Prometheus metrics over HTTP on ADDR:PORT"},
-    {.sec = SEC_MOUNT,
+    {.sec = CMN__SEC_MOUNT,
      .ini = "log_file",
      .flat = "log_file",
      .type = V_STR,
@@ -336,7 +325,7 @@ static const struct key_def keys[] = {
      .metavar = "PATH",
      .example = "a file path",
      .help = "append the daemon's log to this file"},
-    {.sec = SEC_CACHE,
+    {.sec = CMN__SEC_CACHE,
      .ini = "scrub_rate",
      .flat = "scrub_rate",
      .type = V_RATE,
@@ -346,7 +335,7 @@ static const struct key_def keys[] = {
      .example = "a rate such as 50M/s (0: off)",
      .help = "re-verify resident files' record CRCs at this many bytes/s (0: off, "
 	     "with unverified_reads = true)"},
-    {.sec = SEC_CACHE,
+    {.sec = CMN__SEC_CACHE,
      .ini = "unverified_reads",
      .flat = "unverified_reads",
      .type = V_ENUM,
@@ -358,57 +347,61 @@ static const struct key_def keys[] = {
 
 /*
  * flat: the command-line name, which applies the key to every [epoch]
- * entry.  The defaults of an entry are applied by eviction/schedule.c
- * (which also knows the cache limit they follow); def_text shows them.
+ * entry.  The defaults are those of the first entry (eviction/schedule.c
+ * starts it from cmn_epoch_defaults(); a later entry inherits from the one
+ * before).  limit and admit follow the entry's limit, the cache's unless
+ * the entry sets its own: def_limit_div divides it, and def_text says so.
  */
 static const struct key_def epoch_keys[] = {
-    {.sec = SEC_EPOCH,
+    {.sec = CMN__SEC_EPOCH,
      .ini = "limit",
      .type = V_SIZE,
      .min = 1,
      .max = UINT64_MAX,
      EPOCH(limit),
      GIVEN(struct cmn_epoch_section, has_limit),
+     .def_limit_div = 1,
      .def_text = "the cache limit",
      .example = "a size such as 20G",
      .help = "bytes the cache may hold during these epochs"},
-    {.sec = SEC_EPOCH,
+    {.sec = CMN__SEC_EPOCH,
      .ini = "admit",
      .flat = "admit",
      .type = V_SIZE,
      .max = UINT64_MAX,
      EPOCH(admit),
      GIVEN(struct cmn_epoch_section, has_admit),
+     .def_limit_div = 2,
      .def_text = "limit/2 (first entry)",
      .example = "a size such as 5G",
      .help = "fresh bytes admitted per epoch"},
-    {.sec = SEC_EPOCH,
+    {.sec = CMN__SEC_EPOCH,
      .ini = "policy",
      .flat = "policy",
      .type = V_ENUM,
      .names = policy_names,
      EPOCH(policy),
      GIVEN(struct cmn_epoch_section, has_policy),
-     .def_text = "fifo",
+     .def = CMN_POLICY_FIFO,
      .help = "eviction policy"},
-    {.sec = SEC_EPOCH,
+    {.sec = CMN__SEC_EPOCH,
      .ini = "min_uses",
      .flat = "min_uses",
      .type = V_U32,
      .max = UINT32_MAX,
      EPOCH(min_uses),
      GIVEN(struct cmn_epoch_section, has_min_uses),
-     .def_text = "0",
+     .def = 0,
      .example = "a read count such as 2",
      .help = "never evict a shard read fewer times than this"},
-    {.sec = SEC_EPOCH,
+    {.sec = CMN__SEC_EPOCH,
      .ini = "seed",
      .flat = "seed",
      .type = V_U64,
      .max = UINT64_MAX,
      EPOCH(seed),
      GIVEN(struct cmn_epoch_section, has_seed),
-     .def_text = "0",
+     .def = 0,
      .example = "an integer such as 42",
      .help = "seed of the random policy"},
 };
@@ -428,7 +421,7 @@ static bool is_string(enum vtype t)
 }
 
 /* The row of [sec] ini, or NULL. */
-static const struct key_def *find_key(enum section_id sec, const char *ini)
+static const struct key_def *find_key(enum cmn__section sec, const char *ini)
 {
 	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++)
 		if (row(i)->sec == sec && strcmp(row(i)->ini, ini) == 0)
@@ -438,16 +431,21 @@ static const struct key_def *find_key(enum section_id sec, const char *ini)
 
 /*
  * Asserts (debug builds) that every row names a field of its type, as the
- * table's comment lists them, and an enum default among its names.
+ * table's comment lists them, an enum default among its names, and one
+ * kind of default: def, or def_limit_div (an [epoch] size) shown by its
+ * def_text; every other [epoch] key has a typed def.
  */
 static void check_table(void)
 {
 	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
 		const struct key_def *d = row(i);
-		size_t n = 0, size = d->sec == SEC_EPOCH ? sizeof(struct cmn_epoch_section)
-							 : sizeof(struct cmn_config);
+		size_t n = 0, size = d->sec == CMN__SEC_EPOCH ? sizeof(struct cmn_epoch_section)
+							      : sizeof(struct cmn_config);
 
 		assert(d->off + d->width <= size && d->given <= size);
+		assert(!d->def_limit_div || (d->sec == CMN__SEC_EPOCH && d->type == V_SIZE &&
+					     d->def == 0 && d->def_text));
+		assert(d->sec != CMN__SEC_EPOCH || d->def_limit_div || !d->def_text);
 		switch (d->type) {
 		case V_STR:
 		case V_URL:
@@ -519,7 +517,7 @@ static bool has_prefix(const char *s, const char *p)
 	return strncmp(s, p, strlen(p)) == 0;
 }
 
-static int parse_uint(const char *s, uint64_t *out)
+int cmn__config_parse_uint(const char *s, uint64_t *out)
 {
 	uint64_t v = 0;
 
@@ -610,7 +608,7 @@ static int parse_value(const struct key_def *d, const char *s, struct value *v, 
 	case V_LISTEN: {
 		const char *colon = strrchr(s, ':');
 		uint64_t port = 0;
-		if (!colon || colon == s || parse_uint(colon + 1, &port) || port < 1 ||
+		if (!colon || colon == s || cmn__config_parse_uint(colon + 1, &port) || port < 1 ||
 		    port > 65535 || (size_t)(colon - s) > 255) {
 			snprintf(msg, msglen,
 				 "%s: expected ADDRESS:PORT such as 127.0.0.1:9109 or [::1]:9109",
@@ -655,7 +653,7 @@ static int parse_value(const struct key_def *d, const char *s, struct value *v, 
 		return 0;
 	case V_U32:
 	case V_U64:
-		rc = parse_uint(s, &v->u);
+		rc = cmn__config_parse_uint(s, &v->u);
 		if (rc || v->u < d->min || v->u > d->max) {
 			snprintf(msg, msglen, "%s: expected %s", *s ? s : "(empty)", d->example);
 			return -EINVAL;
@@ -715,16 +713,16 @@ static bool normalize_key(const char *key, char *out, size_t outlen)
 	return true;
 }
 
-static void key_list(enum section_id sec, char *buf, size_t len)
+static void key_list(enum cmn__section sec, char *buf, size_t len)
 {
 	size_t used = 0;
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
 		const struct key_def *d = row(i);
-		const char *name = sec == SEC_NONE ? d->flat : d->ini;
+		const char *name = sec == CMN__SEC_NONE ? d->flat : d->ini;
 		int k;
-		if ((sec != SEC_NONE && d->sec != sec) || !name)
+		if ((sec != CMN__SEC_NONE && d->sec != sec) || !name)
 			continue;
 		k = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", name);
 		if (k < 0 || (size_t)k >= len - used)
@@ -766,23 +764,23 @@ static size_t edit_distance(const char *a, const char *b)
 }
 
 /*
- * The key of section sec (SEC_NONE: the flat names of the command line)
+ * The key of section sec (CMN__SEC_NONE: the flat names of the command line)
  * nearest to the unknown, normalized name, or NULL when none is near: at
  * most 1 edit for names of up to 5 characters, 2 up to 9, else 3.  On the
  * command line an INI-only spelling of a key with a flag (dir for
  * cache_dir) names that flag.  Returns a name of the table.
  */
-static const char *nearest_key(enum section_id sec, const char *name)
+static const char *nearest_key(enum cmn__section sec, const char *name)
 {
 	size_t len = strlen(name), best_d = len <= 5 ? 1 : len <= 9 ? 2 : 3;
 	const char *best = NULL;
 
 	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
 		const struct key_def *d = row(i);
-		const char *cand = sec == SEC_NONE ? d->flat : d->ini;
-		if (!cand || (sec != SEC_NONE && d->sec != sec))
+		const char *cand = sec == CMN__SEC_NONE ? d->flat : d->ini;
+		if (!cand || (sec != CMN__SEC_NONE && d->sec != sec))
 			continue;
-		if (sec == SEC_NONE && strcmp(d->ini, name) == 0)
+		if (sec == CMN__SEC_NONE && strcmp(d->ini, name) == 0)
 			return cand;
 		size_t dist = edit_distance(name, cand);
 		if (dist < best_d || (dist == best_d && !best)) {
@@ -793,15 +791,55 @@ static const char *nearest_key(enum section_id sec, const char *name)
 	return best;
 }
 
-/* The section other than sec that has an INI key of this name, or SEC_NONE. */
-static enum section_id key_section(enum section_id sec, const char *name)
+/* The section other than sec that has an INI key of this name, or CMN__SEC_NONE. */
+static enum cmn__section key_section(enum cmn__section sec, const char *name)
 {
 	for (size_t i = 0; i < N_KEYS + N_EPOCH_KEYS; i++) {
 		const struct key_def *d = row(i);
 		if (d->sec != sec && strcmp(d->ini, name) == 0)
 			return d->sec;
 	}
-	return SEC_NONE;
+	return CMN__SEC_NONE;
+}
+
+/* ---- a key of an INI file (config_ini.c reads the file) ------------------- */
+
+int cmn__config_ini_key(struct cmn_config *c, enum cmn__section sec, size_t epoch_idx,
+			const char *name, const char *value, char *msg, size_t msglen)
+{
+	const struct key_def *tab = sec == CMN__SEC_EPOCH ? epoch_keys : keys;
+	size_t n = sec == CMN__SEC_EPOCH ? N_EPOCH_KEYS : N_KEYS;
+	char key[64], tmp[MSG_MAX], list[MSG_MAX];
+	struct value v;
+	int rc;
+
+	if (!normalize_key(name, key, sizeof(key)))
+		key[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (tab[i].sec != sec || strcmp(tab[i].ini, key) != 0)
+			continue;
+		rc = parse_value(&tab[i], value, &v, tmp, sizeof(tmp));
+		if (rc) {
+			snprintf(msg, msglen, "%s = %s", name, tmp);
+			return rc;
+		}
+		store(sec == CMN__SEC_EPOCH ? (void *)&c->epochs[epoch_idx] : (void *)c, &tab[i],
+		      &v);
+		free(v.s);
+		return 0;
+	}
+	const char *near = key[0] ? nearest_key(sec, key) : NULL;
+	enum cmn__section other = key[0] ? key_section(sec, key) : CMN__SEC_NONE;
+	if (other != CMN__SEC_NONE) {
+		snprintf(msg, msglen, "unknown key '%s': it belongs in [%s]", name,
+			 section_names[other]);
+	} else if (near) {
+		snprintf(msg, msglen, "unknown key '%s': did you mean '%s'?", name, near);
+	} else {
+		key_list(sec, list, sizeof(list));
+		snprintf(msg, msglen, "unknown key '%s': expected one of %s", name, list);
+	}
+	return -EINVAL;
 }
 
 /* ---- defaults, set, -o ---------------------------------------------------- */
@@ -813,6 +851,18 @@ void cmn_config_init(struct cmn_config *c)
 	for (size_t i = 0; i < N_KEYS; i++)
 		if (!is_string(keys[i].type))
 			put_number(&keys[i], (unsigned char *)c + keys[i].off, keys[i].def);
+}
+
+void cmn_epoch_defaults(struct cmn_epoch_section *s, uint64_t limit)
+{
+	check_table();
+	memset(s, 0, sizeof(*s));
+	s->last = CMN_EPOCH_OPEN;
+	for (size_t i = 0; i < N_EPOCH_KEYS; i++) {
+		const struct key_def *d = &epoch_keys[i];
+		put_number(d, (unsigned char *)s + d->off,
+			   d->def_limit_div ? limit / d->def_limit_div : d->def);
+	}
 }
 
 void cmn_config_free(struct cmn_config *c)
@@ -847,12 +897,12 @@ int cmn_config_set(struct cmn_config *c, const char *key, const char *value, con
 			return rc;
 		}
 		/* an [epoch] key is stored as a command-line override */
-		store(d->sec == SEC_EPOCH ? (void *)&c->cli_epoch : (void *)c, d, &v);
+		store(d->sec == CMN__SEC_EPOCH ? (void *)&c->cli_epoch : (void *)c, d, &v);
 		free(v.s);
 		return 0;
 	}
 	/* one short line: the nearest key, or where the keys are listed */
-	const char *near = name[0] ? nearest_key(SEC_NONE, name) : NULL;
+	const char *near = name[0] ? nearest_key(CMN__SEC_NONE, name) : NULL;
 	if (near && has_prefix(origin, "--")) {
 		char flag[64];
 		snprintf(flag, sizeof(flag), "%s", near);
@@ -897,308 +947,6 @@ int cmn_config_parse_o(struct cmn_config *c, const char *opts, char *err, size_t
 	}
 	free(copy);
 	return rc;
-}
-
-/* ---- INI file ------------------------------------------------------------ */
-
-struct ini_ctx {
-	struct cmn_config *c;
-	const char *path;
-	const char *text;
-	size_t pos, len;
-	int line;	     /* lines handed to inih so far */
-	enum section_id sec; /* section of the current line */
-	char sec_text[64];   /* as written, for messages */
-	size_t epoch_idx;    /* c->epochs index when sec == SEC_EPOCH */
-	int rc;		     /* first error, 0 if none */
-	int rc_line;
-	char *err;
-	size_t errlen;
-};
-
-static void ini_fail(struct ini_ctx *x, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void ini_fail(struct ini_ctx *x, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (x->rc)
-		return;
-	x->rc = rc;
-	x->rc_line = x->line;
-	n = snprintf(x->err, x->errlen, "%s:%d: ", x->path, x->line);
-	if (n < 0 || (size_t)n >= x->errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(x->err + n, x->errlen - (size_t)n, fmt, ap);
-	va_end(ap);
-}
-
-/* "N", "N-M" or "N-" after "epoch"; returns 0 or -EINVAL. */
-static int parse_epoch_range(const char *s, uint32_t *first, uint32_t *last)
-{
-	char a[24], b[24];
-	const char *dash;
-	uint64_t f, l;
-	size_t n;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	dash = strchr(s, '-');
-	n = dash ? (size_t)(dash - s) : strlen(s);
-	while (n && isspace((unsigned char)s[n - 1]))
-		n--;
-	if (n == 0 || n >= sizeof(a))
-		return -EINVAL;
-	memcpy(a, s, n);
-	a[n] = '\0';
-	if (parse_uint(a, &f) || f >= CMN_EPOCH_OPEN)
-		return -EINVAL;
-	*first = (uint32_t)f;
-	if (!dash) {
-		*last = (uint32_t)f;
-		return 0;
-	}
-	s = dash + 1;
-	while (isspace((unsigned char)*s))
-		s++;
-	if (!*s) {
-		*last = CMN_EPOCH_OPEN;
-		return 0;
-	}
-	n = strlen(s);
-	if (n >= sizeof(b))
-		return -EINVAL;
-	memcpy(b, s, n + 1);
-	if (parse_uint(b, &l) || l >= CMN_EPOCH_OPEN || l < f)
-		return -EINVAL;
-	*last = (uint32_t)l;
-	return 0;
-}
-
-/* A "[...]" line: checks the name and makes it the current section. */
-static void ini_section(struct ini_ctx *x, const char *line)
-{
-	const char *close = strchr(line, ']');
-	char name[64];
-	size_t n;
-
-	x->sec = SEC_BAD; /* keys of a bad section are not checked again */
-	if (!close)
-		return; /* inih reports the syntax error */
-	n = (size_t)(close - line - 1);
-	while (n && isspace((unsigned char)line[1 + n - 1]))
-		n--;
-	line++;
-	while (n && isspace((unsigned char)*line)) {
-		line++;
-		n--;
-	}
-	if (n >= sizeof(name)) {
-		ini_fail(x, -EINVAL,
-			 "unknown section [%.40s...]: expected [cache], [source], "
-			 "[sampler], [mount] or [epoch N], [epoch N-M], [epoch N-]",
-			 line);
-		return;
-	}
-	memcpy(name, line, n);
-	name[n] = '\0';
-	snprintf(x->sec_text, sizeof(x->sec_text), "%s", name);
-	if (strcmp(name, "cache") == 0) {
-		x->sec = SEC_CACHE;
-	} else if (strcmp(name, "source") == 0) {
-		x->sec = SEC_SOURCE;
-	} else if (strcmp(name, "sampler") == 0) {
-		x->sec = SEC_SAMPLER;
-	} else if (strcmp(name, "mount") == 0) {
-		x->sec = SEC_MOUNT;
-	} else if (has_prefix(name, "epoch") && (name[5] == ' ' || name[5] == '\t')) {
-		struct cmn_epoch_section e = {0}, *grown;
-		if (parse_epoch_range(name + 5, &e.first, &e.last)) {
-			ini_fail(x, -EINVAL,
-				 "[%s]: expected an epoch section such as [epoch 0], [epoch 1-4] "
-				 "or [epoch 5-] (first <= last)",
-				 name);
-			return;
-		}
-		e.line = x->line;
-		grown = realloc(x->c->epochs, (x->c->n_epochs + 1) * sizeof(*grown));
-		if (!grown) {
-			ini_fail(x, -ENOMEM, "out of memory");
-			return;
-		}
-		x->c->epochs = grown;
-		x->c->epochs[x->c->n_epochs] = e;
-		x->epoch_idx = x->c->n_epochs++;
-		x->sec = SEC_EPOCH;
-	} else {
-		ini_fail(x, -EINVAL,
-			 "unknown section [%s]: expected [cache], [source], [sampler], "
-			 "[mount] or [epoch N], [epoch N-M], [epoch N-]",
-			 name);
-	}
-}
-
-/*
- * inih's reader: copies the next line (without leading blanks) into str.
- * Returns NULL at the end, or to stop after the first error.
- */
-static char *read_line(char *str, int num, void *stream)
-{
-	struct ini_ctx *x = stream;
-	const char *p, *nl;
-	size_t n;
-
-	if (x->rc || x->pos >= x->len)
-		return NULL;
-	p = x->text + x->pos;
-	nl = memchr(p, '\n', x->len - x->pos);
-	n = nl ? (size_t)(nl - p) + 1 : x->len - x->pos;
-	x->pos += n;
-	x->line++;
-	if (x->line == 1 && n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) {
-		p += 3;
-		n -= 3;
-	}
-	while (n && (*p == ' ' || *p == '\t')) {
-		p++;
-		n--;
-	}
-	if (memchr(p, '\0', n)) {
-		ini_fail(x, -EINVAL, "NUL byte in line: not a text file?");
-		return NULL;
-	}
-	/* inih needs room for "\r\n\0" after the longest line */
-	if (num < 4 || n + 1 > (size_t)num) {
-		ini_fail(x, -EINVAL, "line longer than %d characters: shorten it", num - 3);
-		return NULL;
-	}
-	memcpy(str, p, n);
-	str[n] = '\0';
-	if (*p == '[')
-		ini_section(x, str);
-	return x->rc ? NULL : str;
-}
-
-static int handle_key(void *user, const char *section, const char *name, const char *value)
-{
-	struct ini_ctx *x = user;
-	char key[64], msg[MSG_MAX], list[MSG_MAX];
-	const struct key_def *tab;
-	size_t n;
-	struct value v;
-
-	(void)section; /* the reader tracked it, with epoch instances told apart */
-	if (x->rc || x->sec == SEC_BAD)
-		return 1;
-	if (x->sec == SEC_NONE) {
-		ini_fail(x, -EINVAL,
-			 "%s = %s: key outside a section: put it under [cache], [source], "
-			 "[sampler] or [epoch N]",
-			 name, value);
-		return 0;
-	}
-	tab = x->sec == SEC_EPOCH ? epoch_keys : keys;
-	n = x->sec == SEC_EPOCH ? N_EPOCH_KEYS : N_KEYS;
-	if (!normalize_key(name, key, sizeof(key)))
-		key[0] = '\0';
-	for (size_t i = 0; i < n; i++) {
-		if (tab[i].sec != x->sec || strcmp(tab[i].ini, key) != 0)
-			continue;
-		if (parse_value(&tab[i], value, &v, msg, sizeof(msg))) {
-			ini_fail(x, -EINVAL, "[%s] %s = %s", x->sec_text, name, msg);
-			return 0;
-		}
-		store(x->sec == SEC_EPOCH ? (void *)&x->c->epochs[x->epoch_idx] : (void *)x->c,
-		      &tab[i], &v);
-		free(v.s);
-		return 1;
-	}
-	const char *near = key[0] ? nearest_key(x->sec, key) : NULL;
-	enum section_id other = key[0] ? key_section(x->sec, key) : SEC_NONE;
-	if (other != SEC_NONE) {
-		ini_fail(x, -EINVAL, "[%s] unknown key '%s': it belongs in [%s]", x->sec_text, name,
-			 section_names[other]);
-	} else if (near) {
-		ini_fail(x, -EINVAL, "[%s] unknown key '%s': did you mean '%s'?", x->sec_text, name,
-			 near);
-	} else {
-		key_list(x->sec, list, sizeof(list));
-		ini_fail(x, -EINVAL, "[%s] unknown key '%s': expected one of %s", x->sec_text, name,
-			 list);
-	}
-	return 0;
-}
-
-/* Reads a whole (small) config file.  Returns 0 and a malloc'd NUL-terminated text, or -errno. */
-static int slurp(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
-{
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int rc;
-
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: cannot open the config file: %s", path, strerror(errno));
-		return rc;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file: expected an INI config file", path);
-		rc = -EINVAL;
-		goto out;
-	}
-	rc = cmn_read_fd_capped(fd, CONFIG_FILE_MAX, out, outlen);
-	if (rc == -EFBIG)
-		snprintf(err, errlen, "%s: too big for a config file (max 1 MiB)", path);
-	else if (rc != 0)
-		snprintf(err, errlen, "%s: read failed: %s", path, strerror(-rc));
-out:
-	close(fd);
-	return rc;
-}
-
-int cmn_config_load_file(struct cmn_config *c, const char *path, char *err, size_t errlen)
-{
-	struct ini_ctx x = {0};
-	char *text = NULL;
-	char *path_copy;
-	size_t len = 0;
-	int rc, bad_line;
-
-	rc = slurp(path, &text, &len, err, errlen);
-	if (rc)
-		return rc;
-	path_copy = strdup(path);
-	if (!path_copy) {
-		free(text);
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	free(c->path);
-	c->path = path_copy;
-
-	x.c = c;
-	x.path = path;
-	x.text = text;
-	x.len = len;
-	x.err = err;
-	x.errlen = errlen;
-	bad_line = ini_parse_stream(read_line, &x, handle_key, &x);
-	free(text);
-	/* inih's own syntax errors do not reach the handler: the first one by line wins */
-	if (bad_line > 0 && (!x.rc || bad_line < x.rc_line)) {
-		snprintf(err, errlen,
-			 "%s:%d: syntax error: expected `key = value`, `[section]` or a ; comment",
-			 path, bad_line);
-		return -EINVAL;
-	}
-	if (bad_line < 0 && !x.rc) {
-		snprintf(err, errlen, "%s: inih failed (%d)", path, bad_line);
-		return -ENOMEM;
-	}
-	return x.rc;
 }
 
 /* ---- the whole ------------------------------------------------------------ */
@@ -1291,7 +1039,8 @@ int cmn_config_finish(struct cmn_config *c, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (c->url) {
-		if (parse_value(find_key(SEC_SOURCE, "url"), c->url, &v, tmp, sizeof(tmp)) != 0) {
+		if (parse_value(find_key(CMN__SEC_SOURCE, "url"), c->url, &v, tmp, sizeof(tmp)) !=
+		    0) {
 			snprintf(err, errlen, "url = %s", tmp);
 			return -EINVAL;
 		}

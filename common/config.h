@@ -124,9 +124,19 @@ struct cmn_config {
 void cmn_config_init(struct cmn_config *c);
 
 /*
+ * Fills *s with the first [epoch] entry before its keys apply: [epoch 0-],
+ * line 0, no has_* set, and every key at its default in config.c's
+ * epoch_keys[] (what --help shows); limit and admit follow `limit`, the
+ * cache's, or the entry's own when it sets one.  Never fails.
+ */
+void cmn_epoch_defaults(struct cmn_epoch_section *s, uint64_t limit);
+
+/*
  * Loads an INI file over the values in c (inih).  Unknown sections or keys,
  * bad values, unreadable files: returns -EINVAL/-errno with a one-line message
  * naming file:line; c may hold the values read before the bad line.
+ * Built only with inih (common/config_ini.c), which the feeder-only build
+ * lacks; the rest of this header is built everywhere (common/config.c).
  */
 int cmn_config_load_file(struct cmn_config *c, const char *path, char *err, size_t errlen);
 

@@ -2,8 +2,10 @@
  * schedule.c - [epoch ...] sections -> a checked, gap-free schedule.
  *
  * Owns the rules of schedule.h: coverage of every epoch exactly once,
- * inheritance of missing keys, defaults of the first entry.  Does not parse
- * INI text (common/config.c does, and gives each section its header line).
+ * inheritance of missing keys, the first entry started from the defaults.
+ * Does not own the defaults' values (common/config.c's key table does:
+ * cmn_epoch_defaults()) and does not parse INI text (common/config_ini.c
+ * does, and gives each section its header line).
  * Pure; the built schedule is immutable, so readers need no lock.
  */
 #include "eviction/schedule.h"
@@ -105,16 +107,23 @@ static int check_ranges(const struct cmn_epoch_section *const *v, size_t n, cons
 	return 0;
 }
 
-static void default_entry(struct evc_entry *e, uint64_t cache_limit)
+/*
+ * The first entry before its section's keys apply: [epoch 0-] with the
+ * defaults of common/config.c's key table for an entry of this limit.
+ */
+static void default_entry(struct evc_entry *e, uint64_t limit)
 {
-	e->first = 0;
-	e->last = CMN_EPOCH_OPEN;
-	e->line = 0;
-	e->limit = cache_limit;
-	e->admit = cache_limit / 2;
-	e->policy = CMN_POLICY_FIFO;
-	e->min_uses = 0;
-	e->seed = 0;
+	struct cmn_epoch_section d;
+
+	cmn_epoch_defaults(&d, limit);
+	e->first = d.first;
+	e->last = d.last;
+	e->line = d.line;
+	e->limit = d.limit;
+	e->admit = d.admit;
+	e->policy = d.policy;
+	e->min_uses = d.min_uses;
+	e->seed = d.seed;
 }
 
 int evc_schedule_build(const struct cmn_epoch_section *secs, size_t n, uint64_t cache_limit,
@@ -152,19 +161,16 @@ int evc_schedule_build(const struct cmn_epoch_section *secs, size_t n, uint64_t 
 	for (size_t i = 0; i < n; i++) {
 		const struct cmn_epoch_section *s = v[i];
 		struct evc_entry *x = &e[i];
+		/* the first entry's defaults follow its own limit (admit, unless given) */
 		if (i == 0)
-			default_entry(x, cache_limit);
+			default_entry(x, s->has_limit ? s->limit : cache_limit);
 		else
 			*x = e[i - 1];
 		x->first = s->first;
 		x->last = s->last;
 		x->line = s->line;
-		if (s->has_limit) {
+		if (s->has_limit)
 			x->limit = s->limit;
-			/* The first entry's admit follows its own limit unless given. */
-			if (i == 0 && !s->has_admit)
-				x->admit = s->limit / 2;
-		}
 		if (s->has_admit)
 			x->admit = s->admit;
 		if (s->has_policy)

@@ -1,8 +1,9 @@
 /*
  * fuzz_config.c - libFuzzer target for the configuration parsers:
- * common/config.c (INI files through inih, `-o k=v,...` strings, one
- * --key value) and, when FUZZ_MOUNT_OPTS is defined, cli/mount_opts.c
- * (mount(8)'s -o string through fuse_opt, the fstab path).
+ * common/config_ini.c (INI files through inih), common/config.c (`-o
+ * k=v,...` strings, one --key value) and, when FUZZ_MOUNT_OPTS is
+ * defined, cli/mount_opts.c (mount(8)'s -o string through fuse_opt, the
+ * fstab path).
  *
  * The first input byte picks the parser; the rest is its text:
  *   0..95     an INI file (written to a memfd, loaded by path as

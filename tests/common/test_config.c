@@ -133,15 +133,16 @@ END_TEST
 
 /*
  * The default that --help and the man page show for a key is the value
- * cmn_config_init() sets: given back as that key's value, it changes
- * nothing.  limit and shard_size show how their default is found instead
- * (required; derived from the limit), strings where theirs is computed,
- * and [epoch] keys the defaults eviction/schedule.c applies.
+ * cmn_config_init() sets, or for an [epoch] key the value
+ * cmn_epoch_defaults() sets: given back as that key's value, it changes
+ * nothing.  limit, shard_size and admit show how their default is found
+ * instead (required; derived from the limit: test_epoch_defaults), strings
+ * where theirs is computed.
  */
 START_TEST(test_defaults_shown_are_the_values)
 {
 	struct cmn_config_key_info k;
-	size_t checked = 0;
+	size_t checked = 0, epoch_checked = 0;
 
 	for (size_t i = 0; cmn_config_key(i, &k); i++) {
 		struct cmn_config init, set;
@@ -149,24 +150,77 @@ START_TEST(test_defaults_shown_are_the_values)
 		bool number = k.values || strcmp(k.metavar, "SIZE") == 0 ||
 			      strcmp(k.metavar, "TIME") == 0 || strcmp(k.metavar, "RATE") == 0 ||
 			      strcmp(k.metavar, "N") == 0;
+		bool epoch = strcmp(k.section, "epoch N") == 0;
 
-		if (!number || !k.flat || strcmp(k.section, "epoch N") == 0 ||
-		    strcmp(k.ini, "limit") == 0 || strcmp(k.ini, "shard_size") == 0)
+		if (!number || !k.flat || strcmp(k.ini, "limit") == 0 ||
+		    strcmp(k.ini, "shard_size") == 0 || strcmp(k.ini, "admit") == 0)
 			continue;
 		cmn_config_init(&init);
 		cmn_config_init(&set);
+		/* an [epoch] flag is stored in cli_epoch: compare it with an entry's defaults */
+		if (epoch) {
+			cmn_epoch_defaults(&init.cli_epoch, 0);
+			memcpy(&set.cli_epoch, &init.cli_epoch, sizeof(set.cli_epoch));
+		}
 		ck_assert_msg(
 		    cmn_config_set(&set, k.flat, k.def, "--default", err, sizeof(err)) == 0,
 		    "%s: the default shown, '%s', does not parse: %s", k.flat, k.def, err);
-		ck_assert_msg(
-		    memcmp(&init, &set, sizeof(init)) == 0,
-		    "%s: the default shown, '%s', is not the value cmn_config_init() sets", k.flat,
-		    k.def);
+		if (epoch) {
+			ck_assert(set.cli_epoch.has_policy || set.cli_epoch.has_min_uses ||
+				  set.cli_epoch.has_seed);
+			set.cli_epoch.has_policy = false;
+			set.cli_epoch.has_min_uses = false;
+			set.cli_epoch.has_seed = false;
+			epoch_checked++;
+		}
+		ck_assert_msg(memcmp(&init, &set, sizeof(init)) == 0,
+			      "%s: the default shown, '%s', is not the value %s sets", k.flat,
+			      k.def, epoch ? "cmn_epoch_defaults()" : "cmn_config_init()");
 		cmn_config_free(&init);
 		cmn_config_free(&set);
 		checked++;
 	}
-	ck_assert_uint_ge(checked, 15);
+	ck_assert_uint_ge(checked, 18);
+	ck_assert_uint_eq(epoch_checked, 3); /* policy, min_uses, seed */
+}
+END_TEST
+
+/*
+ * An [epoch] entry's defaults: [epoch 0-] with no key given, limit the one
+ * passed (the cache's, or the entry's own) and admit half of it, as the
+ * text --help shows for them says.
+ */
+START_TEST(test_epoch_defaults)
+{
+	struct cmn_config_key_info k;
+	struct cmn_epoch_section d;
+	size_t shown = 0;
+
+	cmn_epoch_defaults(&d, 20ull << 30);
+	ck_assert_uint_eq(d.first, 0);
+	ck_assert_uint_eq(d.last, CMN_EPOCH_OPEN);
+	ck_assert_int_eq(d.line, 0);
+	ck_assert(!d.has_limit && !d.has_admit && !d.has_policy && !d.has_min_uses && !d.has_seed);
+	ck_assert_uint_eq(d.limit, 20ull << 30);
+	ck_assert_uint_eq(d.admit, 10ull << 30);
+	ck_assert_int_eq(d.policy, CMN_POLICY_FIFO);
+	ck_assert_uint_eq(d.min_uses, 0);
+	ck_assert_uint_eq(d.seed, 0);
+	cmn_epoch_defaults(&d, 3);
+	ck_assert_uint_eq(d.limit, 3);
+	ck_assert_uint_eq(d.admit, 1);
+	for (size_t i = 0; cmn_config_key(i, &k); i++) {
+		if (strcmp(k.section, "epoch N") != 0)
+			continue;
+		if (strcmp(k.ini, "limit") == 0) {
+			ck_assert_str_eq(k.def, "the cache limit");
+			shown++;
+		} else if (strcmp(k.ini, "admit") == 0) {
+			ck_assert_str_eq(k.def, "limit/2 (first entry)");
+			shown++;
+		}
+	}
+	ck_assert_uint_eq(shown, 2);
 }
 END_TEST
 
@@ -617,6 +671,9 @@ static Suite *config_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config_defaults_shown_are_the_values");
 	tcase_add_test(tc, test_defaults_shown_are_the_values);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("config_epoch_defaults");
+	tcase_add_test(tc, test_epoch_defaults);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config_scrub_rate_0_needs_unverified_reads");
 	tcase_add_test(tc, test_unverified_reads);

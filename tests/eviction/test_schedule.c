@@ -2,7 +2,7 @@
  * test_schedule.c - [epoch ...] sections -> schedule (eviction/schedule.c):
  * defaults and inheritance, the entry in force, and errors that name the
  * line (overlap, gap, bad range, open start or end, limits); plus the same
- * through a real INI file read by common/config.c.
+ * through a real INI file read by common/config_ini.c.
  */
 #include "eviction/schedule.h"
 
@@ -50,6 +50,7 @@ START_TEST(no_sections_one_default_entry)
 	ck_assert_uint_eq(e->admit, 10 * G);
 	ck_assert_int_eq(e->policy, CMN_POLICY_FIFO);
 	ck_assert_uint_eq(e->min_uses, 0);
+	ck_assert_uint_eq(e->seed, 0);
 	evc_schedule_free(&sch);
 }
 END_TEST
@@ -174,8 +175,8 @@ START_TEST(limits_checked_with_line)
 }
 END_TEST
 
-#if EVC_TEST_HAVE_CONFIG
-/* The same rules through a real file read by common/config.c. */
+#if EVC_TEST_HAVE_INI
+/* The same rules through a real file read by common/config_ini.c. */
 START_TEST(from_ini_file)
 {
 	char path[] = "/tmp/rc-schedule-XXXXXX";
@@ -227,7 +228,7 @@ static Suite *schedule_suite(void)
 		{"gap", gap_names_the_line},
 		{"bad-range", bad_ranges_name_the_line},
 		{"limits", limits_checked_with_line},
-#if EVC_TEST_HAVE_CONFIG
+#if EVC_TEST_HAVE_INI
 		{"ini-file", from_ini_file},
 #endif
 	};
