@@ -86,15 +86,6 @@ int evc__sort(enum cmn_policy p, uint64_t seed, const struct evc_shard *shards, 
 	return 0;
 }
 
-static const char *const policy_names[] = {"fifo", "lru", "uses", "random", "none"};
-
-const char *evc__policy_name(enum cmn_policy p)
-{
-	if ((unsigned)p < sizeof(policy_names) / sizeof(policy_names[0]))
-		return policy_names[p];
-	return "?";
-}
-
 static int policy_known(enum cmn_policy p)
 {
 	switch (p) {

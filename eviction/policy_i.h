@@ -17,11 +17,4 @@ int evc__sort(enum cmn_policy p, uint64_t seed, const struct evc_shard *shards, 
 /* splitmix64's finaliser: the `random` policy's key and the simulator's PRNG. */
 uint64_t evc__mix64(uint64_t x);
 
-/*
- * The policy's name ("fifo", ...; "?" if unknown) and the reverse (0 or
- * -EINVAL).  Same spelling as cmn_policy_name()/cmn_policy_parse() of
- * common/config.h; kept here so that eviction/ links without config.c.
- */
-const char *evc__policy_name(enum cmn_policy p);
-
 #endif

@@ -238,8 +238,8 @@ char *evc_entry_describe(const struct evc_entry *e, char *buf, size_t len)
 	snprintf(buf, len, "%s limit %s, admit %s, policy %s, min_uses %u, seed %llu",
 		 range_str(e->first, e->last, r, sizeof(r)),
 		 cmn_format_size(e->limit, b1, sizeof(b1)),
-		 cmn_format_size(e->admit, b2, sizeof(b2)), evc__policy_name(e->policy),
-		 e->min_uses, (unsigned long long)e->seed);
+		 cmn_format_size(e->admit, b2, sizeof(b2)), cmn_policy_name(e->policy), e->min_uses,
+		 (unsigned long long)e->seed);
 	return buf;
 }
 
