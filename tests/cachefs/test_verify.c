@@ -1,31 +1,22 @@
 /*
  * test_verify.c - cachefs/verify.c: record checks after admission.
  *
- Inputs: two files framed here (three short records, and 40 records of
- * 0-600 random bytes, empty ones included) and, when $RC_TESTDATA
- * (../shared/testdata) is there, the uncompressed TFRecord files TensorFlow
- * wrote; their records found by this test's own framing parse (for the
- * real files the oracle is TensorFlow's stored CRCs).
- * Behaviours, one TCase each:
- *   all_pass       every record of every input passes, against the
- *                  catalog's rows and on the read path;
- *   every_flip     every single-bit flip anywhere in the inputs (every bit
- *                  of a byte below 1 KiB of file, one bit of each byte above) is found,
- *                  at the record that holds it, by both checks; the read path
- *                  answers EIO for ranges reaching it, serves the records
- *                  before it, queues the file once (verify.c V1, V2, V4);
- *   catalog        (the three-record file: TensorFlow's when $RC_TESTDATA
- *                  is there, else the same records framed here)
- *                  a record rewritten with valid framing but other bytes
- *                  passes the framing (the read path's limit, documented)
- *                  and fails against the catalog; records must tile the file;
- *                  a truncated file fails;
- *   threads        4 threads reading random ranges of a 2000-record file
- *                  check it once, all of it, and all pass;
+ * Inputs: two files framed here (three short records, and 40 records of
+ * 0-600 random bytes, empty ones included) and the uncompressed TFRecord
+ * files TensorFlow wrote ($RC_TESTDATA: ../shared/testdata, or its copy in
+ * tests/data/tensorflow; the test fails without them); their records found by this test's own
+ * framing parse (for the real files the oracle is TensorFlow's stored CRCs). Behaviours, one TCase
+ * each: all_pass       every record of every input passes, against the catalog's rows and on the
+ * read path; every_flip     every single-bit flip anywhere in the inputs (every bit of a byte below
+ * 1 KiB of file, one bit of each byte above) is found, at the record that holds it, by both checks;
+ * the read path answers EIO for ranges reaching it, serves the records before it, queues the file
+ * once (verify.c V1, V2, V4); catalog        (TensorFlow's three-record file) a record rewritten
+ * with valid framing but other bytes passes the framing (the read path's limit, documented) and
+ * fails against the catalog; records must tile the file; a truncated file fails; threads        4
+ * threads reading random ranges of a 2000-record file check it once, all of it, and all pass;
  *   raw_object     a raw object is checked whole (CRC-32C against the
  *                  catalog's) at its first read: a flipped byte anywhere
  *                  makes every read EIO and queues the file once.
- * Without $RC_TESTDATA the framed inputs still run every case.
  */
 #include "tests/cachefs/cfs_test.h"
 
@@ -288,14 +279,8 @@ START_TEST(test_catalog)
 	size_t len;
 	struct cfs_sample s[16];
 	cfs_test_mkscratch(dir, sizeof(dir));
-	uint8_t *d;
-	if (testdata) {
-		snprintf(path, sizeof(path), "%s/raw__magenta__tfrecord_iterator_test.tfrecord",
-			 testdata);
-		d = slurp(path, &len);
-	} else {
-		d = three_records(&len);
-	}
+	snprintf(path, sizeof(path), "%s/raw__magenta__tfrecord_iterator_test.tfrecord", testdata);
+	uint8_t *d = slurp(path, &len);
 	size_t n = parse(d, len, s, 16);
 	ck_assert_uint_eq(n, 3); /* "hello world", "12345", "success" */
 
@@ -507,9 +492,9 @@ int main(void)
 			add_input(real_files[k], d, len);
 		}
 	} else {
-		printf("RC_TESTDATA (%s) is not a directory: the framed inputs only\n",
+		printf("FAIL: RC_TESTDATA (%s) is not a directory of real TFRecord files\n",
 		       testdata ? testdata : "unset");
-		testdata = NULL;
+		return 1;
 	}
 	cmn_log_set_sink(count_sink, NULL);
 	Suite *s = suite_create("cachefs-verify");

@@ -477,7 +477,8 @@ def main():
                 ok = ok and compare(name, recs, run_dump(["iter", p]), want)
                 print("%s: %d records agree" % (name, len(recs)) if ok else name)
         elif ok:
-            print("note: $RC_TESTDATA missing, real files not compared")
+            print("FAIL: $RC_TESTDATA (%s) is not a directory of real files" % testdata)
+            ok = False
         if not ok:
             return 1
         print("OK: the C decoder agrees with python3-protobuf")

@@ -246,7 +246,8 @@ def main():
             ok = orr.compare("real seqex", recs, orr.run_dump(["schema", spec, p]), w)
             print("%s: %d records agree" % (os.path.basename(real), len(recs)) if ok else real)
         elif ok:
-            print("note: $RC_TESTDATA missing, the real file not compared")
+            print("FAIL: $RC_TESTDATA has no %s" % os.path.basename(real))
+            ok = False
         if not ok:
             return 1
         print("OK: the C SequenceExample decoder agrees with python3-protobuf")

@@ -3,7 +3,7 @@
  * TensorFlow in public projects) decode to the values their README documents.
  * Framing is read with common/tfrecord.h (the .gz file through its GZIP
  * path); records are decoded with cmn_ex_decode() and walked with the
- * iterator.  Exits 77 when $RC_TESTDATA is missing.
+ * iterator.  Fails when $RC_TESTDATA is missing.
  */
 #include "common/example.h"
 #include "common/tfrecord.h"
@@ -402,10 +402,10 @@ int main(void)
 	char probe[4096];
 	snprintf(probe, sizeof(probe), "%s/README.md", testdata ? testdata : "");
 	if (!testdata || access(probe, R_OK) != 0) {
-		printf("SKIP: $RC_TESTDATA (%s) has no README.md: the real TFRecord files are "
-		       "missing\n",
+		printf("FAIL: $RC_TESTDATA (%s) has no README.md: the real TFRecord files are "
+		       "missing (tests/data/tensorflow holds them)\n",
 		       testdata ? testdata : "unset");
-		return 77;
+		return 1;
 	}
 	Suite *s = suite_create("example_testdata");
 	TCase *tc = tcase_create("pytorch_example_tfrecord");

@@ -303,9 +303,10 @@ int main(void)
 
 	testdata = getenv("RC_TESTDATA");
 	if (!testdata || stat(testdata, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		printf("skip: RC_TESTDATA (%s) is not a directory of real TFRecord files\n",
+		printf("FAIL: RC_TESTDATA (%s) is not a directory of real TFRecord files "
+		       "(tests/data/tensorflow holds them)\n",
 		       testdata ? testdata : "unset");
-		return 77;
+		return 1;
 	}
 	sr = srunner_create(testdata_suite());
 	srunner_run_all(sr, CK_NORMAL);

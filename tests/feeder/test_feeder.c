@@ -1620,8 +1620,8 @@ START_TEST(test_vanished_file_message)
 END_TEST
 
 /*
- * The suite; with `testdata`, only the case that reads ../shared/testdata
- * (test `feeder-testdata`, which skips where those files are missing).
+ * The suite; with `testdata`, only the case that reads $RC_TESTDATA
+ * (test `feeder-testdata`, which fails where those files are missing).
  */
 static Suite *feeder_suite(const char *mode)
 {
@@ -1706,10 +1706,10 @@ int main(int argc, char **argv)
 		char probe[4096];
 		snprintf(probe, sizeof(probe), "%s/README.md", td ? td : "");
 		if (!td || access(probe, R_OK) != 0) {
-			printf("SKIP: $RC_TESTDATA (%s) has no README.md: the real TFRecord files "
-			       "are missing\n",
+			printf("FAIL: $RC_TESTDATA (%s) has no README.md: the real TFRecord files "
+			       "are missing (tests/data/tensorflow holds them)\n",
 			       td ? td : "unset");
-			return 77;
+			return EXIT_FAILURE;
 		}
 	}
 	SRunner *sr = srunner_create(feeder_suite(mode));

@@ -451,8 +451,8 @@ class FeederPython(unittest.TestCase):
         td = os.environ.get("RC_TESTDATA", "")
         seqex = os.path.join(td, "seqex__pytorch_data__sequence_example.tfrecord")
         magenta = os.path.join(td, "raw__magenta__tfrecord_iterator_test.tfrecord")
-        if not os.path.isfile(seqex) or not os.path.isfile(magenta):
-            self.skipTest("RC_TESTDATA has no real TFRecord files")
+        self.assertTrue(os.path.isfile(seqex) and os.path.isfile(magenta),
+                        "RC_TESTDATA (%s) has no real TFRecord files" % td)
         # feature_lists: values [steps, 10], offsets count steps (row splits)
         spec = ("x_int:int64[10], sequence x_int_seq:int64[10], "
                 "sequence x_float_seq:float32[10], sequence x_byte_seq:uint8[8]")
