@@ -21,8 +21,11 @@
  *   control  serves the view's request queue: stats texts, control
  *            commands (an advance is handed to the epoch thread);
  *   sampler  one long-lived sampler that follows the catalog's plan;
- *   scrub    drops files found corrupt, re-verifies resident files at
- *            scrub_rate (scrub.c).
+ *   scrub    withdraws files found corrupt and the files of objects changed
+ *            at the source, re-verifies resident files at scrub_rate
+ *            (scrub.c);
+ *   metrics  with metrics_listen: the Prometheus text over HTTP
+ *            (metrics_http.c).
  * Lock order: d->boundary_mu (held for a whole boundary; the scrub thread
  * only trylocks it), d->mu, then the request queue's mu (cachefs/requests.c);
  * the catalog, the budget and set->mu lock themselves and are never

@@ -6,8 +6,9 @@
  * (daemon/boundary.c does) and does not choose the order of victims
  * (policy.c does).  Cites DESIGN invariants 3 (pinned files are never
  * victims) and 4 (used_after + admit <= limit).  Debug builds assert the
- * boundary's E1 (no pinned victim) and E3 (a shard read fewer than
- * min_uses times is a victim only in the hard phase) here, where the plan
+ * boundary's E1 (no pinned victim), E3 (a shard read fewer than min_uses
+ * times is a victim only in the hard phase) and E5 (the admit is what
+ * fits, never a wait; a shortfall has its reason) here, where the plan
  * makes them true (daemon/boundary.c numbers them).
  */
 #include "eviction/evictor.h"
@@ -218,6 +219,8 @@ int evc_plan_boundary(const struct evc_entry *s, uint32_t epoch, const struct ev
 		out->reason = EVC_REASON_MIN_USES;
 	else
 		out->reason = EVC_REASON_PINNED;
+	/* E5: never waits for room: grants what fits, and names why when it is less */
+	assert(out->admit <= s->admit && (out->admit == s->admit || out->reason != EVC_REASON_OK));
 	explain(s, out);
 	return 0;
 }
