@@ -76,6 +76,7 @@ def body(s, peer, mode):
         shutil.rmtree(tmp)
     if peer == "s3rver":  # the new version replaces the key's object (a new ETag)
         s3_upload(srv, s.src)
+    fetched0 = s.stats()["sampler"]["bytes_fetched"]
     want = sorted(new + [r for n in names[1:] for r in old[n]])
     # a relist (at the start of an epoch's sampling), the boundary after it,
     # and the new version's fetch and seal: a few epochs, more on a loaded
@@ -97,6 +98,21 @@ def body(s, peer, mode):
         t.fail("%d records of the old version of %s are still in the view" %
                (len(stale), names[0]))
     t.eq(got, want, "the view after the change: the new version, the others unchanged")
+    # the other objects' records that shared the old version's files were
+    # copied locally, not downloaded again: only the new version was fetched
+    # (bytes_fetched counts the listings' bytes too: a few KiB a relist)
+    st = s.stats()
+    delta = st["sampler"]["bytes_fetched"] - fetched0
+    size_new = os.path.getsize(os.path.join(s.src, names[0]))
+    size_old = min(os.path.getsize(os.path.join(s.src, n)) for n in names[1:])
+    if not size_new <= delta < size_new + size_old // 2:
+        t.fail("%d bytes fetched after the change; the new version has %d, another object "
+               "%d: something besides the new version was downloaded" % (delta, size_new,
+                                                                         size_old))
+    t.eq(st["integrity"]["stale_files"] >= 1, True, "integrity.stale_files counts the withdrawn")
+    # shards of 64K mix the 40K objects: some current records had to be copied
+    t.eq(st["integrity"]["stale_moved_records"] >= 1, True,
+         "integrity.stale_moved_records: records of current objects copied")
     rows = s.catalog("SELECT COUNT(*) FROM objects WHERE state = 2")
     t.eq(rows[0][0] >= 1, True, "the old version is a STALE object row")
     s.umount()
