@@ -400,11 +400,9 @@ static void retry_or_fail(struct smp_fetch *f, struct xfer *x, int rc, const cha
 	f->queued++;
 }
 
-static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
+/* Takes the finished transfer x off its connection; its easy handle goes idle or away. */
+static void detach_easy(struct smp_fetch *f, struct xfer *x, CURL *e)
 {
-	struct xfer *x = NULL;
-	char why[640];
-	curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
 	count_received(x);
 	curl_multi_remove_handle(f->multi, e);
 	for (unsigned i = 0; i < f->conns; i++)
@@ -418,6 +416,34 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 	else
 		curl_easy_cleanup(e);
 	x->easy = NULL;
+}
+
+/* A transfer answered with a status outside 2xx: retried, or the object fails. */
+static void failed_status(struct smp_fetch *f, struct xfer *x, long status)
+{
+	char why[640];
+	smp__count_failure(f->stats, CURLE_OK, status);
+	snprintf(why, sizeof(why), "HTTP %ld%s%.200s", status, x->errbody_len ? ": " : "",
+		 x->errbody);
+	for (char *c = why; *c; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
+	if (smp__status_retryable(status)) {
+		retry_or_fail(f, x, -EIO, why);
+		return;
+	}
+	char msg[768];
+	snprintf(msg, sizeof(msg), "%s: %s (not retried)", x->key, why);
+	SMP_STAT_ADD(f->stats, failed_objects, 1);
+	finish(x, status == 404 ? -ENOENT : (status == 401 || status == 403) ? -EACCES : -EIO, msg);
+}
+
+static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
+{
+	struct xfer *x = NULL;
+	char why[640];
+	curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
+	detach_easy(f, x, e);
 
 	long status = x->status;
 	if (!x->status_seen) {
@@ -451,24 +477,7 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 		return;
 	}
 	if (status < 200 || status >= 300) {
-		smp__count_failure(f->stats, CURLE_OK, status);
-		snprintf(why, sizeof(why), "HTTP %ld%s%.200s", status, x->errbody_len ? ": " : "",
-			 x->errbody);
-		for (char *c = why; *c; c++)
-			if (*c == '\n' || *c == '\r')
-				*c = ' ';
-		if (smp__status_retryable(status)) {
-			retry_or_fail(f, x, -EIO, why);
-		} else {
-			char msg[768];
-			snprintf(msg, sizeof(msg), "%s: %s (not retried)", x->key, why);
-			SMP_STAT_ADD(f->stats, failed_objects, 1);
-			finish(x,
-			       status == 404			  ? -ENOENT
-			       : (status == 401 || status == 403) ? -EACCES
-								  : -EIO,
-			       msg);
-		}
+		failed_status(f, x, status);
 		return;
 	}
 	uint64_t want_end = x->end ? x->end : x->size;
