@@ -61,16 +61,10 @@ void cmn_tfr_put_footer(uint8_t ftr[CMN_TFR_FOOTER_SIZE], uint32_t crc)
 
 int cmn_tfr_get_header(const uint8_t hdr[CMN_TFR_HEADER_SIZE], size_t max_record, uint64_t *len)
 {
-	uint32_t stored = cmn_crc32c_unmask(tfr__le32(hdr + 8));
-	uint64_t l;
-
-	if (cmn_crc32c(0, hdr, 8) != stored)
+	*len = tfr__le64(hdr);
+	if (cmn_crc32c(0, hdr, 8) != cmn_crc32c_unmask(tfr__le32(hdr + 8)))
 		return -EILSEQ;
-	l = tfr__le64(hdr);
-	if (l > (uint64_t)max_record)
-		return -EMSGSIZE;
-	*len = l;
-	return 0;
+	return *len > (uint64_t)max_record ? -EMSGSIZE : 0;
 }
 
 uint32_t cmn_tfr_get_footer(const uint8_t ftr[CMN_TFR_FOOTER_SIZE])
@@ -84,20 +78,16 @@ int cmn_tfr_walk_next(struct cmn_tfr_walk *w, struct cmn_tfr_frame *fr)
 {
 	size_t avail = w->pos < w->len ? w->len - w->pos : 0;
 	size_t cap = w->max_record ? w->max_record : CMN_TFR_DEFAULT_MAX_RECORD;
-	const uint8_t *p;
 	int rc;
 
 	*fr = (struct cmn_tfr_frame){.offset = w->base + w->pos, .need = CMN_TFR_HEADER_SIZE};
 	if (avail < CMN_TFR_HEADER_SIZE)
 		return 0;
-	p = w->buf + w->pos;
-	/* 16 + len must not wrap */
-	rc = cmn_tfr_get_header(
-	    p, cap < SIZE_MAX - CMN_TFR_OVERHEAD ? cap : SIZE_MAX - CMN_TFR_OVERHEAD, &fr->len);
-	if (rc) {
-		fr->len = tfr__le64(p);
+	if (cap > SIZE_MAX - CMN_TFR_OVERHEAD) /* 16 + len must not wrap */
+		cap = SIZE_MAX - CMN_TFR_OVERHEAD;
+	rc = cmn_tfr_get_header(w->buf + w->pos, cap, &fr->len);
+	if (rc)
 		return rc;
-	}
 	fr->need = (size_t)fr->len + CMN_TFR_OVERHEAD;
 	if (w->headers_only) {
 		w->pos += fr->need;
@@ -105,7 +95,7 @@ int cmn_tfr_walk_next(struct cmn_tfr_walk *w, struct cmn_tfr_frame *fr)
 	}
 	if (avail < fr->need)
 		return 0;
-	fr->data = p + CMN_TFR_HEADER_SIZE;
+	fr->data = w->buf + w->pos + CMN_TFR_HEADER_SIZE;
 	fr->crc = cmn_tfr_get_footer(fr->data + fr->len);
 	w->pos += fr->need;
 	if (w->check_crc && cmn_crc32c(0, fr->data, (size_t)fr->len) != fr->crc)
@@ -135,13 +125,25 @@ void tfr__core_free(struct tfr__core *c)
 	c->name = NULL;
 }
 
-/* Sets c->msg for a header the walker rejected (rc -EILSEQ or -EMSGSIZE); returns rc. */
-static int header_error(struct tfr__core *c, const uint8_t *p, size_t avail, uint64_t off, int rc,
-			uint64_t len)
+int tfr__step(struct tfr__core *c, const uint8_t *p, size_t avail, uint64_t off,
+	      struct cmn_tfr_record *rec, size_t *need)
 {
+	struct cmn_tfr_walk w = {.buf = p,
+				 .len = avail,
+				 .base = off,
+				 .max_record = c->max_record,
+				 .check_crc = !c->skip_crc};
+	struct cmn_tfr_frame fr;
+	int rc = cmn_tfr_walk_next(&w, &fr);
 	enum cmn_tfr_compression looks =
 	    rc == -EILSEQ && off == 0 && !c->mid_stream ? cmn_tfr_detect(p, avail) : CMN_TFR_NONE;
 
+	*need = fr.need;
+	if (fr.data) /* a whole record: rc 1 or -EBADMSG */
+		*rec = (struct cmn_tfr_record){
+		    .data = fr.data, .len = (size_t)fr.len, .offset = off, .crc = fr.crc};
+	c->records += rc == 1;
+	c->bad += rc == -EBADMSG;
 	if (looks == CMN_TFR_GZIP || looks == CMN_TFR_ZLIB)
 		/* read as plain (compression = none) but compressed: say so */
 		snprintf(c->msg, sizeof(c->msg),
@@ -158,42 +160,17 @@ static int header_error(struct tfr__core *c, const uint8_t *p, size_t avail, uin
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset %" PRIu64 ": length crc mismatch (length field %" PRIu64
 			 "): framing lost, the file is corrupt or not TFRecord",
-			 c->name, off, len);
-	else
+			 c->name, off, fr.len);
+	else if (rc == -EMSGSIZE)
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset %" PRIu64 ": record length %" PRIu64
 			 " exceeds the cap of %zu bytes (raise max_record if records are that big)",
-			 c->name, off, len, c->max_record);
-	return rc;
-}
-
-int tfr__step(struct tfr__core *c, const uint8_t *p, size_t avail, uint64_t off,
-	      struct cmn_tfr_record *rec, size_t *need)
-{
-	struct cmn_tfr_walk w = {.buf = p,
-				 .len = avail,
-				 .base = off,
-				 .max_record = c->max_record,
-				 .check_crc = !c->skip_crc};
-	struct cmn_tfr_frame fr;
-	int rc = cmn_tfr_walk_next(&w, &fr);
-
-	*need = fr.need;
-	if (rc == -EILSEQ || rc == -EMSGSIZE)
-		return header_error(c, p, avail, off, rc, fr.len);
-	if (rc == 0)
-		return 0;
-	*rec = (struct cmn_tfr_record){
-	    .data = fr.data, .len = (size_t)fr.len, .offset = off, .crc = fr.crc};
-	if (rc == -EBADMSG) {
-		c->bad++;
+			 c->name, off, fr.len, c->max_record);
+	else if (rc == -EBADMSG)
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset %" PRIu64 ": payload crc mismatch (record of %zu bytes)",
 			 c->name, off, rec->len);
-		return rc;
-	}
-	c->records++;
-	return 1;
+	return rc;
 }
 
 void tfr__truncated(struct tfr__core *c, uint64_t off, size_t have, size_t need)

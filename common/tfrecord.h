@@ -110,8 +110,9 @@ void cmn_tfr_put_header(uint8_t hdr[CMN_TFR_HEADER_SIZE], uint64_t len);
 void cmn_tfr_put_footer(uint8_t ftr[CMN_TFR_FOOTER_SIZE], uint32_t crc);
 
 /*
- * Checks a 12-byte header; returns 0 and the length, -EILSEQ on a length CRC
- * mismatch, -EMSGSIZE if the length exceeds max_record.
+ * Checks a 12-byte header; returns 0, -EILSEQ on a length CRC mismatch, or
+ * -EMSGSIZE if the length exceeds max_record.  *len gets the length field
+ * in every case (not to be trusted on failure).
  */
 int cmn_tfr_get_header(const uint8_t hdr[CMN_TFR_HEADER_SIZE], size_t max_record, uint64_t *len);
 
