@@ -142,6 +142,23 @@ static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return (ssize_t)got;
 }
 
+/*
+ * Reads up to len bytes of the lane's file at off into dst (fewer only at its
+ * end), counted in bytes_read.  Returns the bytes read, or -errno with a
+ * message naming the file and offset.
+ */
+static ssize_t lane_read(struct rc_feeder *f, struct fdr_lane *l, void *dst, size_t len,
+			 uint64_t off, char *err, size_t errlen)
+{
+	ssize_t n = pread_full(l->fd, dst, len, off);
+	if (n < 0)
+		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s",
+			 f->ep.lst.files[l->cur_file], off, strerror((int)-n));
+	else
+		__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
+	return n;
+}
+
 void fdr__lane_reset(struct fdr_lane *l)
 {
 	if (l->tfr)
@@ -266,10 +283,8 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 	const char *name = f->ep.lst.files[l->cur_file];
 	size_t skew = (size_t)(l->off & (FDR_PAGE - 1));
 	size_t want = f->cfg.read_size;
-	struct cmn_tfr_walk w = {.base = l->off - skew,
-				 .pos = skew,
-				 .max_record = CMN_TFR_DEFAULT_MAX_RECORD,
-				 .check_crc = f->cfg.o.verify_crc};
+	struct cmn_tfr_walk w = {
+	    .base = l->off - skew, .pos = skew, .check_crc = f->cfg.o.verify_crc};
 	struct cmn_tfr_frame fr;
 	ssize_t n;
 	int rc;
@@ -279,13 +294,9 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 	rc = fdr__chunk_reserve(f, c, FDR_CHUNK_CAP(f), 0); /* >= skew + want */
 	if (rc)
 		goto nomem;
-	n = pread_full(l->fd, c->buf + skew, want, l->off);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s", name, l->off,
-			 strerror((int)-n));
+	n = lane_read(f, l, c->buf + skew, want, l->off, err, errlen);
+	if (n < 0)
 		return (int)n;
-	}
-	__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
 	bool eof = (size_t)n < want;
 	w.buf = c->buf;
 	w.len = skew + (size_t)n;
@@ -296,20 +307,14 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 			if (eof || fr.need == CMN_TFR_HEADER_SIZE ||
 			    (w.pos > skew && w.pos + fr.need > c->cap))
 				break;
-			if (w.pos + fr.need > c->cap) {
-				rc = fdr__chunk_reserve(f, c, w.pos + fr.need, w.len);
-				if (rc)
-					goto nomem;
-				w.buf = c->buf;
-			}
-			n = pread_full(l->fd, c->buf + w.len, w.pos + fr.need - w.len,
-				       w.base + w.len);
-			if (n < 0) {
-				snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s", name,
-					 w.base + w.len, strerror((int)-n));
+			rc = fdr__chunk_reserve(f, c, w.pos + fr.need, w.len);
+			if (rc)
+				goto nomem;
+			w.buf = c->buf; /* grown when the record is the only one */
+			n = lane_read(f, l, c->buf + w.len, w.pos + fr.need - w.len, w.base + w.len,
+				      err, errlen);
+			if (n < 0)
 				return (int)n;
-			}
-			__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
 			w.len += (size_t)n;
 			eof = w.pos + fr.need > w.len;
 			continue;
@@ -409,13 +414,9 @@ static int fill_raw(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c
 			 f->ep.lst.files[l->cur_file]);
 		return rc;
 	}
-	ssize_t n = pread_full(l->fd, c->buf, want, l->off);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s",
-			 f->ep.lst.files[l->cur_file], l->off, strerror((int)-n));
+	ssize_t n = lane_read(f, l, c->buf, want, l->off, err, errlen);
+	if (n < 0)
 		return (int)n;
-	}
-	__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
 	size_t recs = (size_t)n / f->cfg.raw_size;
 	for (size_t i = 0; i < recs; i++) {
 		rc = chunk_add(f, c, i * f->cfg.raw_size, f->cfg.raw_size, l->rec_index++);

@@ -106,17 +106,16 @@ void fdr__counts_free(struct rc_feeder *f)
 static int walk_headers(int fd, const char *name, uint64_t size, uint64_t stop, uint64_t *count,
 			uint64_t *off, char *err, size_t errlen)
 {
-	struct cmn_tfr_walk w = {.max_record = CMN_TFR_DEFAULT_MAX_RECORD, .headers_only = true};
+	uint8_t *buf = malloc(WALK_BLOCK);
+	struct cmn_tfr_walk w = {.buf = buf, .headers_only = true}; /* the default cap */
 	struct cmn_tfr_frame fr;
 	uint64_t n = 0, last = 0;
 	int rc = 0;
-	uint8_t *buf = malloc(WALK_BLOCK);
 
 	if (!buf) {
 		snprintf(err, errlen, "%s: out of memory counting records", name);
 		return -ENOMEM;
 	}
-	w.buf = buf;
 	while (n < stop && w.base + w.pos < size) {
 		int step = cmn_tfr_walk_next(&w, &fr);
 		if (step == 0) {
