@@ -89,16 +89,14 @@ int cmn_tfr_walk_next(struct cmn_tfr_walk *w, struct cmn_tfr_frame *fr)
 	if (rc)
 		return rc;
 	fr->need = (size_t)fr->len + CMN_TFR_OVERHEAD;
-	if (w->headers_only) {
-		w->pos += fr->need;
-		return 1;
+	if (!w->headers_only) {
+		if (avail < fr->need)
+			return 0;
+		fr->data = w->buf + w->pos + CMN_TFR_HEADER_SIZE;
+		fr->crc = cmn_tfr_get_footer(fr->data + fr->len);
 	}
-	if (avail < fr->need)
-		return 0;
-	fr->data = w->buf + w->pos + CMN_TFR_HEADER_SIZE;
-	fr->crc = cmn_tfr_get_footer(fr->data + fr->len);
 	w->pos += fr->need;
-	if (w->check_crc && cmn_crc32c(0, fr->data, (size_t)fr->len) != fr->crc)
+	if (fr->data && w->check_crc && cmn_crc32c(0, fr->data, (size_t)fr->len) != fr->crc)
 		return -EBADMSG;
 	return 1;
 }
