@@ -12,7 +12,7 @@
  * compression_type writes (its ZlibOutputBuffer deflates with zlib's default
  * window bits, i.e. with the zlib wrapper).
  *
- * One framing state machine serves three front ends:
+ * One frame walker (cmn_tfr_walk_next, below) serves three front ends:
  *   - a pull reader over a memory buffer (zero copy: payload pointers point
  *     into the caller's buffer);
  *   - a pull reader over a file descriptor (large reads into an internal
@@ -136,7 +136,7 @@ struct cmn_tfr_walk {
 	size_t len;
 	uint64_t base;
 	size_t pos;	   /* the next frame's header is at buf[pos]; may pass len (headers_only) */
-	size_t max_record; /* payload cap; 0: CMN_TFR_DEFAULT_MAX_RECORD */
+	size_t max_record; /* payload cap (at most SIZE_MAX - 16); 0: CMN_TFR_DEFAULT_MAX_RECORD */
 	bool check_crc;	   /* check each payload against its footer */
 	bool headers_only; /* a frame is whole once its header is in buf: payloads are skipped */
 };
