@@ -119,15 +119,17 @@ static int win_get(struct win *w, uint64_t off, size_t n, const uint8_t **p)
 }
 
 /*
- * Checks the record at pos: framing, payload CRC against the footer and,
- * with want, length and CRC against the catalog.  Returns 0 with *next,
- * -EBADMSG with why, or -errno with why.
+ * Checks the record at pos: framing (the frame walker, headers only), payload
+ * CRC against the footer and, with want, length and CRC against the
+ * catalog.  The payload's CRC is taken through the window in pieces, so a
+ * record larger than the caller's buffer is checked too.  Returns 0 with
+ * *next, -EBADMSG with why, or -errno with why.
  */
 static int check_record(struct win *w, uint64_t pos, const struct cfs_sample *want, uint64_t *next,
 			char *why, size_t whylen)
 {
+	struct cmn_tfr_frame fr;
 	const uint8_t *p;
-	uint64_t len;
 	int rc;
 
 	if (w->size - pos < CMN_TFR_OVERHEAD) {
@@ -139,37 +141,38 @@ static int check_record(struct win *w, uint64_t pos, const struct cfs_sample *wa
 	rc = win_get(w, pos, CMN_TFR_HEADER_SIZE, &p);
 	if (rc)
 		goto io;
-	if (cmn_tfr_get_header(p, SIZE_MAX, &len) != 0) {
+	struct cmn_tfr_walk hw = {.buf = p,
+				  .len = CMN_TFR_HEADER_SIZE,
+				  .base = pos,
+				  .max_record = SIZE_MAX,
+				  .headers_only = true};
+	if (cmn_tfr_walk_next(&hw, &fr) == -EILSEQ) {
 		snprintf(why, whylen, "record at %" PRIu64 ": length crc mismatch", pos);
 		return -EBADMSG;
 	}
-	if (len > w->size - pos - CMN_TFR_OVERHEAD) {
+	/* also a length above the walker's cap (-EMSGSIZE): it exceeds any file */
+	if (fr.len > w->size - pos - CMN_TFR_OVERHEAD) {
 		snprintf(why, whylen,
 			 "record at %" PRIu64 ": length %" PRIu64 " runs past the end (%" PRIu64
 			 " bytes)",
-			 pos, len, w->size);
+			 pos, fr.len, w->size);
 		return -EBADMSG;
 	}
-	if (want && want->length != len) {
+	if (want && want->length != fr.len) {
 		snprintf(why, whylen,
 			 "record at %" PRIu64 ": length %" PRIu64 ", the catalog says %" PRIu64,
-			 pos, len, want->length);
+			 pos, fr.len, want->length);
 		return -EBADMSG;
 	}
 	uint32_t crc = 0;
-	uint64_t at = pos + CMN_TFR_HEADER_SIZE, left = len;
+	uint64_t at = pos + CMN_TFR_HEADER_SIZE, left = fr.len;
 	while (left) {
-		size_t n;
-		if (at >= w->off && at < w->off + w->len) { /* what the window holds first */
-			n = w->off + w->len - at < left ? (size_t)(w->off + w->len - at)
-							: (size_t)left;
-			p = w->buf + (at - w->off);
-		} else {
-			n = left < w->cap ? (size_t)left : w->cap;
-			rc = win_get(w, at, n, &p);
-			if (rc)
-				goto io;
-		}
+		size_t n = left < w->cap ? (size_t)left : w->cap;
+		if (at >= w->off && at < w->off + w->len && w->off + w->len - at < n)
+			n = (size_t)(w->off + w->len - at); /* what the window holds first */
+		rc = win_get(w, at, n, &p);
+		if (rc)
+			goto io;
 		crc = cmn_crc32c(crc, p, n);
 		at += n;
 		left -= n;
@@ -177,8 +180,7 @@ static int check_record(struct win *w, uint64_t pos, const struct cfs_sample *wa
 	rc = win_get(w, at, CMN_TFR_FOOTER_SIZE, &p);
 	if (rc)
 		goto io;
-	uint32_t stored = cmn_crc32c_unmask((uint32_t)p[0] | (uint32_t)p[1] << 8 |
-					    (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+	uint32_t stored = cmn_tfr_get_footer(p);
 	if (crc != stored) {
 		snprintf(why, whylen,
 			 "record at %" PRIu64 ": payload crc 0x%08" PRIx32 ", stored 0x%08" PRIx32,
@@ -192,7 +194,7 @@ static int check_record(struct win *w, uint64_t pos, const struct cfs_sample *wa
 			 pos, crc, want->crc);
 		return -EBADMSG;
 	}
-	*next = at + CMN_TFR_FOOTER_SIZE;
+	*next = fr.offset + fr.need;
 	return 0;
 io:
 	if (rc == -EBADMSG)

@@ -1,11 +1,14 @@
 /*
- * tfrecord.c - TFRecord framing step and the pull readers (buffer, fd).
+ * tfrecord.c - TFRecord frame walker, framing step and the pull readers
+ * (buffer, fd).
  *
- * Owns the one framing state machine, tfr__step(): given contiguous bytes
- * that start a record, it either returns the whole record, says how many
- * bytes it needs first (12 for the header, then 16 + length), or rejects the
- * record.  The pull readers below and the push decoder (tfrecord_push.c)
- * only differ in where the bytes come from:
+ * Owns the one frame walker, cmn_tfr_walk_next(): given bytes in memory, it
+ * reports the frame at a position whole, says how many bytes it needs first
+ * (12 for the header, then 16 + length), or rejects it; every reader of
+ * TFRecord framing in the project steps with it.  tfr__step() is one step
+ * of it with the readers' messages and counters.  The pull readers below
+ * and the push decoder (tfrecord_push.c) only differ in where the bytes
+ * come from:
  *
  *   buffer, uncompressed:  the window is the caller's buffer; zero copy.
  *   fd, uncompressed:      the window is r->buf, refilled with read(2) of
@@ -58,16 +61,44 @@ void cmn_tfr_put_footer(uint8_t ftr[CMN_TFR_FOOTER_SIZE], uint32_t crc)
 
 int cmn_tfr_get_header(const uint8_t hdr[CMN_TFR_HEADER_SIZE], size_t max_record, uint64_t *len)
 {
-	uint32_t stored = cmn_crc32c_unmask(tfr__le32(hdr + 8));
-	uint64_t l;
-
-	if (cmn_crc32c(0, hdr, 8) != stored)
+	*len = tfr__le64(hdr);
+	if (cmn_crc32c(0, hdr, 8) != cmn_crc32c_unmask(tfr__le32(hdr + 8)))
 		return -EILSEQ;
-	l = tfr__le64(hdr);
-	if (l > (uint64_t)max_record)
-		return -EMSGSIZE;
-	*len = l;
-	return 0;
+	return *len > (uint64_t)max_record ? -EMSGSIZE : 0;
+}
+
+uint32_t cmn_tfr_get_footer(const uint8_t ftr[CMN_TFR_FOOTER_SIZE])
+{
+	return cmn_crc32c_unmask(tfr__le32(ftr));
+}
+
+/* ---- the frame walker ------------------------------------------------ */
+
+int cmn_tfr_walk_next(struct cmn_tfr_walk *w, struct cmn_tfr_frame *fr)
+{
+	size_t avail = w->pos < w->len ? w->len - w->pos : 0;
+	size_t cap = w->max_record ? w->max_record : CMN_TFR_DEFAULT_MAX_RECORD;
+	int rc;
+
+	*fr = (struct cmn_tfr_frame){.offset = w->base + w->pos, .need = CMN_TFR_HEADER_SIZE};
+	if (avail < CMN_TFR_HEADER_SIZE)
+		return 0;
+	if (cap > SIZE_MAX - CMN_TFR_OVERHEAD) /* 16 + len must not wrap */
+		cap = SIZE_MAX - CMN_TFR_OVERHEAD;
+	rc = cmn_tfr_get_header(w->buf + w->pos, cap, &fr->len);
+	if (rc)
+		return rc;
+	fr->need = (size_t)fr->len + CMN_TFR_OVERHEAD;
+	if (!w->headers_only) {
+		if (avail < fr->need)
+			return 0;
+		fr->data = w->buf + w->pos + CMN_TFR_HEADER_SIZE;
+		fr->crc = cmn_tfr_get_footer(fr->data + fr->len);
+	}
+	w->pos += fr->need;
+	if (fr->data && w->check_crc && cmn_crc32c(0, fr->data, (size_t)fr->len) != fr->crc)
+		return -EBADMSG;
+	return 1;
 }
 
 /* ---- the framing step ------------------------------------------------ */
@@ -95,66 +126,49 @@ void tfr__core_free(struct tfr__core *c)
 int tfr__step(struct tfr__core *c, const uint8_t *p, size_t avail, uint64_t off,
 	      struct cmn_tfr_record *rec, size_t *need)
 {
-	uint64_t len;
-	size_t total;
-	uint32_t stored;
-	int rc;
-
-	if (avail < CMN_TFR_HEADER_SIZE) {
-		*need = CMN_TFR_HEADER_SIZE;
-		return 0;
-	}
-	rc = cmn_tfr_get_header(p, c->max_record, &len);
+	struct cmn_tfr_walk w = {.buf = p,
+				 .len = avail,
+				 .base = off,
+				 .max_record = c->max_record,
+				 .check_crc = !c->skip_crc};
+	struct cmn_tfr_frame fr;
+	int rc = cmn_tfr_walk_next(&w, &fr);
 	enum cmn_tfr_compression looks =
 	    rc == -EILSEQ && off == 0 && !c->mid_stream ? cmn_tfr_detect(p, avail) : CMN_TFR_NONE;
-	if (looks == CMN_TFR_GZIP || looks == CMN_TFR_ZLIB) {
+
+	*need = fr.need;
+	if (fr.data) /* a whole record: rc 1 or -EBADMSG */
+		*rec = (struct cmn_tfr_record){
+		    .data = fr.data, .len = (size_t)fr.len, .offset = off, .crc = fr.crc};
+	c->records += rc == 1;
+	c->bad += rc == -EBADMSG;
+	if (looks == CMN_TFR_GZIP || looks == CMN_TFR_ZLIB)
 		/* read as plain (compression = none) but compressed: say so */
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset 0: no TFRecord header, and the file looks %s-compressed: set "
 			 "compression = %s (or auto)",
 			 c->name, looks == CMN_TFR_GZIP ? "GZIP" : "ZLIB",
 			 cmn_tfr_compression_name(looks));
-		return rc;
-	}
-	if (rc == -EILSEQ && off == 0 && !c->mid_stream) {
+	else if (rc == -EILSEQ && off == 0 && !c->mid_stream)
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset 0: no TFRecord header (length crc mismatch) and no gzip or "
 			 "zlib header: not a TFRecord file, or corrupt from its first byte",
 			 c->name);
-		return rc;
-	}
-	if (rc == -EILSEQ) {
+	else if (rc == -EILSEQ)
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset %" PRIu64 ": length crc mismatch (length field %" PRIu64
 			 "): framing lost, the file is corrupt or not TFRecord",
-			 c->name, off, tfr__le64(p));
-		return rc;
-	}
-	if (rc == -EMSGSIZE) {
+			 c->name, off, fr.len);
+	else if (rc == -EMSGSIZE)
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset %" PRIu64 ": record length %" PRIu64
 			 " exceeds the cap of %zu bytes (raise max_record if records are that big)",
-			 c->name, off, tfr__le64(p), c->max_record);
-		return rc;
-	}
-	total = (size_t)len + CMN_TFR_OVERHEAD;
-	*need = total;
-	if (avail < total)
-		return 0;
-	stored = cmn_crc32c_unmask(tfr__le32(p + CMN_TFR_HEADER_SIZE + len));
-	rec->data = p + CMN_TFR_HEADER_SIZE;
-	rec->len = (size_t)len;
-	rec->offset = off;
-	rec->crc = stored;
-	if (!c->skip_crc && cmn_crc32c(0, rec->data, rec->len) != stored) {
-		c->bad++;
+			 c->name, off, fr.len, c->max_record);
+	else if (rc == -EBADMSG)
 		snprintf(c->msg, sizeof(c->msg),
 			 "%s: offset %" PRIu64 ": payload crc mismatch (record of %zu bytes)",
 			 c->name, off, rec->len);
-		return -EBADMSG;
-	}
-	c->records++;
-	return 1;
+	return rc;
 }
 
 void tfr__truncated(struct tfr__core *c, uint64_t off, size_t have, size_t need)

@@ -12,7 +12,7 @@
  * compression_type writes (its ZlibOutputBuffer deflates with zlib's default
  * window bits, i.e. with the zlib wrapper).
  *
- * One framing state machine serves three front ends:
+ * One frame walker (cmn_tfr_walk_next, below) serves three front ends:
  *   - a pull reader over a memory buffer (zero copy: payload pointers point
  *     into the caller's buffer);
  *   - a pull reader over a file descriptor (large reads into an internal
@@ -110,10 +110,63 @@ void cmn_tfr_put_header(uint8_t hdr[CMN_TFR_HEADER_SIZE], uint64_t len);
 void cmn_tfr_put_footer(uint8_t ftr[CMN_TFR_FOOTER_SIZE], uint32_t crc);
 
 /*
- * Checks a 12-byte header; returns 0 and the length, -EILSEQ on a length CRC
- * mismatch, -EMSGSIZE if the length exceeds max_record.
+ * Checks a 12-byte header; returns 0, -EILSEQ on a length CRC mismatch, or
+ * -EMSGSIZE if the length exceeds max_record.  *len gets the length field
+ * in every case (not to be trusted on failure).
  */
 int cmn_tfr_get_header(const uint8_t hdr[CMN_TFR_HEADER_SIZE], size_t max_record, uint64_t *len);
+
+/* The unmasked crc32c of the payload that a 4-byte footer stores. */
+uint32_t cmn_tfr_get_footer(const uint8_t ftr[CMN_TFR_FOOTER_SIZE]);
+
+/* ---- frame walker ---------------------------------------------------- */
+
+/*
+ * The one walk over TFRecord frames in memory.  Every reader of framing
+ * steps with it: the pull and push readers (through tfr__step), the
+ * feeder's chunks (feeder/reader.c), the feeder's record count
+ * (feeder/split.c) and the cache's checker (cachefs/verify.c), so all of
+ * them accept and reject the same bytes.  The walker reads only buf; where
+ * the bytes come from, and what to do with a frame cut by the end of buf,
+ * is the caller's: it refills by setting buf, len, base and pos again (pos
+ * at the same frame) and steps again.
+ */
+struct cmn_tfr_walk {
+	const uint8_t *buf; /* bytes [0, len), the caller's; buf[0] is at stream offset base */
+	size_t len;
+	uint64_t base;
+	size_t pos;	   /* the next frame's header is at buf[pos]; may pass len (headers_only) */
+	size_t max_record; /* payload cap (at most SIZE_MAX - 16); 0: CMN_TFR_DEFAULT_MAX_RECORD */
+	bool check_crc;	   /* check each payload against its footer */
+	bool headers_only; /* a frame is whole once its header is in buf: payloads are skipped */
+};
+
+/* One frame as cmn_tfr_walk_next() reports it. */
+struct cmn_tfr_frame {
+	uint64_t offset; /* stream offset of its header */
+	size_t need;	 /* its framed bytes from offset, 16 + len; 12 while the header is cut */
+	uint64_t len;	 /* payload bytes: the header's length field (untrusted on -EILSEQ) */
+	const uint8_t *data; /* payload, in buf; NULL with headers_only or a cut frame */
+	uint32_t crc;	     /* unmasked crc32c its footer stores (when data is set) */
+};
+
+/*
+ * Steps over the frame at buf[pos].  Returns
+ *   1          a whole frame in *fr (with headers_only: a whole header);
+ *              pos moves past the frame
+ *   0          the frame is cut by the end of buf: fr->offset and fr->need
+ *              say where it starts and how many bytes from there it needs
+ *              (12 while its header is cut, then 16 + len); pos stays
+ *   -EBADMSG   a whole frame whose payload does not match its footer
+ *              (check_crc); *fr filled and pos moves past it, so the
+ *              caller may skip it or stop
+ *   -EILSEQ    the length CRC of the header does not match: framing is lost
+ *   -EMSGSIZE  the length is above max_record: framing is lost
+ * After -EILSEQ and -EMSGSIZE fr->offset and fr->len say where and what,
+ * and pos stays.  Never reads outside buf[0, len); changes only w->pos and
+ * *fr.
+ */
+int cmn_tfr_walk_next(struct cmn_tfr_walk *w, struct cmn_tfr_frame *fr);
 
 /* ---- pull reader ----------------------------------------------------- */
 

@@ -1,9 +1,10 @@
 /*
  * tfrecord_i.h - internals shared by the TFRecord front ends.
  *
- * tfrecord.c owns the framing step (tfr__step) and the pull readers;
- * tfrecord_push.c the push decoder; tfrecord_gzip.c the inflate loop both
- * use; tfrecord_write.c the writer.  Not installed, not for other modules.
+ * tfrecord.c owns the frame walker, the framing step (tfr__step) and the
+ * pull readers; tfrecord_push.c the push decoder; tfrecord_gzip.c the
+ * inflate loop both use; tfrecord_write.c the writer.  Not installed, not
+ * for other modules.
  */
 #ifndef RC_COMMON_TFRECORD_I_H
 #define RC_COMMON_TFRECORD_I_H
@@ -30,8 +31,9 @@ int tfr__core_init(struct tfr__core *c, const struct cmn_tfr_opts *o);
 void tfr__core_free(struct tfr__core *c);
 
 /*
- * The framing state machine's one step over `avail` contiguous bytes at p,
- * which start a record at stream offset `off`:
+ * One step of the frame walker (cmn_tfr_walk_next) over `avail` contiguous
+ * bytes at p, which start a record at stream offset `off`, with the
+ * readers' messages and counters:
  *   1         a whole record; *rec filled (data points into p); *need = its size
  *   0         incomplete: *need = bytes needed before the step can decide
  *             (12 for the header, then 16 + length)

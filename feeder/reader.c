@@ -3,8 +3,9 @@
  *
  * Owns a lane's open file and the framing of what it reads.  Plain TFRecord
  * files are read with pread(2) of read_size bytes into the chunk; records are
- * framed in place (cmn_tfr_get_header, payload CRC32C) and the payloads stay
- * where they were read: decoders read them from the chunk (no copy).  A
+ * framed in place by the frame walker (cmn_tfr_walk_next: header, cap,
+ * payload CRC32C) and the payloads stay where they were read: decoders read
+ * them from the chunk (no copy).  A
  * record cut by the end of the read is completed with one more pread when
  * it fits the chunk's capacity (1.25 * read_size, or the largest record
  * seen); otherwise the next chunk starts at it, so at most the cut part of
@@ -24,7 +25,6 @@
 
 #include "feeder/cuda_i.h"
 
-#include "common/crc32c.h"
 #include "common/log.h"
 #include "common/tfrecord.h"
 
@@ -142,6 +142,23 @@ static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return (ssize_t)got;
 }
 
+/*
+ * Reads up to len bytes of the lane's file at off into dst (fewer only at its
+ * end), counted in bytes_read.  Returns the bytes read, or -errno with a
+ * message naming the file and offset.
+ */
+static ssize_t lane_read(struct rc_feeder *f, struct fdr_lane *l, void *dst, size_t len,
+			 uint64_t off, char *err, size_t errlen)
+{
+	ssize_t n = pread_full(l->fd, dst, len, off);
+	if (n < 0)
+		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s",
+			 f->ep.lst.files[l->cur_file], off, strerror((int)-n));
+	else
+		__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
+	return n;
+}
+
 void fdr__lane_reset(struct fdr_lane *l)
 {
 	if (l->tfr)
@@ -257,15 +274,18 @@ static void lane_took(struct fdr_lane *l)
  * The read lands at c->buf + skew, skew = the file offset modulo 4 KiB, so
  * that the kernel copies each page-cache page to a page-aligned place: with
  * source and destination at different offsets within a page, the copy (rep
- * movsb) ran markedly slower.  pos and have count from c->buf, the file
- * offset of c->buf + pos is l->off + pos - skew.
+ * movsb) ran markedly slower.  The walker walks c->buf: its pos and len count
+ * from c->buf, and its base, the file offset of c->buf, is l->off - skew.
  */
 static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c, char *err,
 		      size_t errlen)
 {
 	const char *name = f->ep.lst.files[l->cur_file];
 	size_t skew = (size_t)(l->off & (FDR_PAGE - 1));
-	size_t want = f->cfg.read_size, pos = skew;
+	size_t want = f->cfg.read_size;
+	struct cmn_tfr_walk w = {
+	    .base = l->off - skew, .pos = skew, .check_crc = f->cfg.o.verify_crc};
+	struct cmn_tfr_frame fr;
 	ssize_t n;
 	int rc;
 
@@ -274,76 +294,58 @@ static int fill_plain(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk 
 	rc = fdr__chunk_reserve(f, c, FDR_CHUNK_CAP(f), 0); /* >= skew + want */
 	if (rc)
 		goto nomem;
-	n = pread_full(l->fd, c->buf + skew, want, l->off);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s", name, l->off,
-			 strerror((int)-n));
+	n = lane_read(f, l, c->buf + skew, want, l->off, err, errlen);
+	if (n < 0)
 		return (int)n;
-	}
-	__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
 	bool eof = (size_t)n < want;
-	size_t have = skew + (size_t)n;
-	while (l->left && pos + CMN_TFR_HEADER_SIZE <= have) {
-		uint64_t len;
-		rc = cmn_tfr_get_header(c->buf + pos, CMN_TFR_DEFAULT_MAX_RECORD, &len);
-		if (rc) {
+	w.buf = c->buf;
+	w.len = skew + (size_t)n;
+	while (l->left) {
+		rc = cmn_tfr_walk_next(&w, &fr);
+		if (rc == 0) {
+			/* complete a cut record when it fits (or is the only one) */
+			if (eof || fr.need == CMN_TFR_HEADER_SIZE ||
+			    (w.pos > skew && w.pos + fr.need > c->cap))
+				break;
+			rc = fdr__chunk_reserve(f, c, w.pos + fr.need, w.len);
+			if (rc)
+				goto nomem;
+			w.buf = c->buf; /* grown when the record is the only one */
+			n = lane_read(f, l, c->buf + w.len, w.pos + fr.need - w.len, w.base + w.len,
+				      err, errlen);
+			if (n < 0)
+				return (int)n;
+			w.len += (size_t)n;
+			eof = w.pos + fr.need > w.len;
+			continue;
+		}
+		if (rc == -EBADMSG) {
+			snprintf(err, errlen,
+				 "%s: record %" PRIu64 " (offset %" PRIu64
+				 "): payload crc mismatch (corrupt record of %" PRIu64 " bytes)",
+				 name, l->rec_index, fr.offset, fr.len);
+			return rc;
+		}
+		if (rc < 0) {
 			snprintf(err, errlen, "%s: record %" PRIu64 " (offset %" PRIu64 "): %s",
-				 name, l->rec_index, l->off + pos - skew,
+				 name, l->rec_index, fr.offset,
 				 rc == -EMSGSIZE ? "length above the 256 MiB cap"
 						 : "length crc mismatch (corrupt framing)");
 			return rc;
 		}
-		size_t need = CMN_TFR_OVERHEAD + (size_t)len;
-		if (pos + need > have) {
-			/* complete the cut record when it fits (or is the only one) */
-			if (eof || (pos > skew && pos + need > c->cap))
-				break;
-			if (pos + need > c->cap) {
-				rc = fdr__chunk_reserve(f, c, pos + need, have);
-				if (rc)
-					goto nomem;
-			}
-			n = pread_full(l->fd, c->buf + have, pos + need - have,
-				       l->off + have - skew);
-			if (n < 0) {
-				snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s", name,
-					 l->off + have - skew, strerror((int)-n));
-				return (int)n;
-			}
-			__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
-			have += (size_t)n;
-			if (pos + need > have) {
-				eof = true;
-				break;
-			}
-		}
-		const uint8_t *payload = c->buf + pos + CMN_TFR_HEADER_SIZE;
-		if (f->cfg.o.verify_crc) {
-			uint32_t stored;
-			memcpy(&stored, payload + len, 4); /* little-endian host (see example.h) */
-			if (cmn_crc32c_unmask(stored) != cmn_crc32c(0, payload, (size_t)len)) {
-				snprintf(err, errlen,
-					 "%s: record %" PRIu64 " (offset %" PRIu64
-					 "): payload crc mismatch (corrupt record of %" PRIu64
-					 " bytes)",
-					 name, l->rec_index, l->off + pos - skew, len);
-				return -EBADMSG;
-			}
-		}
-		rc = chunk_add(f, c, pos + CMN_TFR_HEADER_SIZE, len, l->rec_index++);
+		rc = chunk_add(f, c, (uint64_t)(fr.data - c->buf), fr.len, l->rec_index++);
 		if (rc)
 			goto nomem;
 		lane_took(l);
-		pos += need;
 	}
-	if (eof && pos < have && l->left) {
+	if (eof && w.pos < w.len && l->left) {
 		snprintf(err, errlen,
 			 "%s: record %" PRIu64 " (offset %" PRIu64
 			 "): file ends inside the record (truncated)",
-			 name, l->rec_index, l->off + pos - skew);
+			 name, l->rec_index, w.base + w.pos);
 		return -EPROTO;
 	}
-	l->off += pos - skew;
+	l->off = w.base + w.pos;
 	return c->nrec > 0 ? 1 : 0;
 nomem:
 	snprintf(err, errlen, "%s: out of memory for a read chunk", name);
@@ -412,13 +414,9 @@ static int fill_raw(struct rc_feeder *f, struct fdr_lane *l, struct fdr_chunk *c
 			 f->ep.lst.files[l->cur_file]);
 		return rc;
 	}
-	ssize_t n = pread_full(l->fd, c->buf, want, l->off);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: read at offset %" PRIu64 ": %s",
-			 f->ep.lst.files[l->cur_file], l->off, strerror((int)-n));
+	ssize_t n = lane_read(f, l, c->buf, want, l->off, err, errlen);
+	if (n < 0)
 		return (int)n;
-	}
-	__atomic_add_fetch(&f->st.bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
 	size_t recs = (size_t)n / f->cfg.raw_size;
 	for (size_t i = 0; i < recs; i++) {
 		rc = chunk_add(f, c, i * f->cfg.raw_size, f->cfg.raw_size, l->rec_index++);

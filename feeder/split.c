@@ -21,10 +21,11 @@
  * counting never retires a file under `retire = read` and each file is
  * read once per epoch, by the lane that reads its records.  Without the
  * xattr (ENODATA, or a filesystem without xattrs) the file is counted by
- * reading it.  A TFRecord file is counted by walking its framing: one pread
- * of up to 64 KiB yields every header inside it, and a record longer than
- * that costs one small pread for its header, skipping the payload (the
- * length's CRC is checked, the payload's is not).  GZIP files are inflated
+ * reading it.  A TFRecord file is counted by walking its headers with the
+ * frame walker (cmn_tfr_walk_next, headers_only): one pread of up to 64 KiB
+ * yields every header inside it, and a record longer than that costs one
+ * small pread for its header, skipping the payload (the length's CRC is
+ * checked, the payload's is not).  GZIP files are inflated
  * to count them; raw files are size / record size.  Counts are cached by
  * (device, inode, size, mtime): a rollcache mount's files are immutable
  * (DESIGN invariant 1) and keep their inode across epochs, so each shard is
@@ -105,58 +106,60 @@ void fdr__counts_free(struct rc_feeder *f)
 static int walk_headers(int fd, const char *name, uint64_t size, uint64_t stop, uint64_t *count,
 			uint64_t *off, char *err, size_t errlen)
 {
-	uint64_t pos = 0, n = 0, boff = 0, blen = 0, last = 0;
-	int rc = 0;
 	uint8_t *buf = malloc(WALK_BLOCK);
+	struct cmn_tfr_walk w = {.buf = buf, .headers_only = true}; /* the default cap */
+	struct cmn_tfr_frame fr;
+	uint64_t n = 0, last = 0;
+	int rc = 0;
 
 	if (!buf) {
 		snprintf(err, errlen, "%s: out of memory counting records", name);
 		return -ENOMEM;
 	}
-
-	while (n < stop && pos < size) {
-		if (pos < boff || pos + CMN_TFR_HEADER_SIZE > boff + blen) {
-			/* after a long record only its header is wanted */
+	while (n < stop && w.base + w.pos < size) {
+		int step = cmn_tfr_walk_next(&w, &fr);
+		if (step == 0) {
+			/* the header is not in buf: read from it; after a long record only it */
 			size_t want = last > WALK_BLOCK / 2 ? 4096 : WALK_BLOCK;
 			ssize_t r;
 			do
-				r = pread(fd, buf, want, (off_t)pos);
+				r = pread(fd, buf, want, (off_t)fr.offset);
 			while (r < 0 && errno == EINTR);
 			if (r < 0) {
 				rc = -errno;
 				snprintf(err, errlen,
-					 "%s: counting records: read at %" PRIu64 ": %s", name, pos,
-					 strerror(-rc));
+					 "%s: counting records: read at %" PRIu64 ": %s", name,
+					 fr.offset, strerror(-rc));
 				goto out;
 			}
-			boff = pos;
-			blen = (uint64_t)r;
-			if (blen < CMN_TFR_HEADER_SIZE)
+			if ((size_t)r < CMN_TFR_HEADER_SIZE)
 				goto truncated;
+			w.base = fr.offset;
+			w.len = (size_t)r;
+			w.pos = 0;
+			continue;
 		}
-		uint64_t len;
-		if (cmn_tfr_get_header(buf + (pos - boff), CMN_TFR_DEFAULT_MAX_RECORD, &len)) {
+		if (step < 0) {
 			snprintf(err, errlen,
 				 "%s: record %" PRIu64 " (offset %" PRIu64
 				 "): corrupt framing (length crc or size)",
-				 name, n, pos);
+				 name, n, fr.offset);
 			rc = -EBADMSG;
 			goto out;
 		}
-		last = CMN_TFR_OVERHEAD + len;
-		if (pos + last > size)
+		if (fr.offset + fr.need > size)
 			goto truncated;
-		pos += last;
+		last = fr.need;
 		n++;
 	}
 	*count = n;
-	*off = pos;
+	*off = w.base + w.pos;
 	goto out;
 truncated:
 	snprintf(err, errlen,
 		 "%s: record %" PRIu64 " (offset %" PRIu64
 		 "): file ends inside the record (truncated)",
-		 name, n, pos);
+		 name, n, fr.offset);
 	rc = -EPROTO;
 out:
 	free(buf);

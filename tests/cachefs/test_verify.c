@@ -325,6 +325,63 @@ START_TEST(test_catalog)
 }
 END_TEST
 
+/*
+ * A record larger than the checker's buffer (64 KiB here): its CRC is taken
+ * in pieces; a flipped bit in its payload or footer, a flipped length bit
+ * and a length past the end are each named at that record.
+ */
+START_TEST(test_big_record)
+{
+	char dir[256];
+	size_t len, lens[3] = {100, 150000, 50};
+	uint8_t *recs[3];
+	for (int i = 0; i < 3; i++) {
+		recs[i] = malloc(lens[i]);
+		for (size_t j = 0; j < lens[i]; j++)
+			recs[i][j] = (uint8_t)(j * 7 + (size_t)i);
+	}
+	uint8_t *d = frame((const uint8_t *const *)recs, lens, 3, &len);
+	struct cfs_sample s[3];
+	ck_assert_uint_eq(parse(d, len, s, 3), 3);
+	cfs_test_mkscratch(dir, sizeof(dir));
+	int fd = write_tmp(dir, "f", d, len);
+	struct cfs_vcheck v;
+	ck_assert_msg(vcheck_all(fd, len, s, 3, UINT64_MAX, &v) == 0, "%s", v.why);
+	ck_assert_uint_eq(v.bytes_read, len); /* every byte read once */
+
+	static const struct {
+		size_t at; /* byte flipped, from record 1's header */
+		const char *why;
+	} flips[] = {
+	    {12 + 70000, "payload crc 0x"},
+	    {12 + 150000 + 1, "payload crc 0x"},
+	    {2, "length crc mismatch"},
+	};
+	for (size_t k = 0; k < sizeof(flips) / sizeof(flips[0]); k++) {
+		uint8_t b = d[s[1].offset + flips[k].at] ^ 0x10;
+		ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)(s[1].offset + flips[k].at)), 1);
+		ck_assert_int_eq(vcheck_all(fd, len, s, 3, UINT64_MAX, &v), -EBADMSG);
+		ck_assert_uint_eq(v.bad_off, s[1].offset);
+		ck_assert_msg(strstr(v.why, flips[k].why), "flip %zu: %s", k, v.why);
+		ck_assert_int_eq(pwrite(fd, &d[s[1].offset + flips[k].at], 1,
+					(off_t)(s[1].offset + flips[k].at)),
+				 1);
+	}
+	/* a valid header whose length runs past the end of the file */
+	uint8_t hdr[CMN_TFR_HEADER_SIZE];
+	cmn_tfr_put_header(hdr, 1ull << 40);
+	ck_assert_int_eq(pwrite(fd, hdr, sizeof(hdr), (off_t)s[1].offset), (ssize_t)sizeof(hdr));
+	ck_assert_int_eq(vcheck_all(fd, len, s, 3, UINT64_MAX, &v), -EBADMSG);
+	ck_assert_uint_eq(v.bad_off, s[1].offset);
+	ck_assert_msg(strstr(v.why, "runs past the end"), "%s", v.why);
+	close(fd);
+	for (int i = 0; i < 3; i++)
+		free(recs[i]);
+	free(d);
+	cfs_test_rmrf(dir);
+}
+END_TEST
+
 /* ---- threads -------------------------------------------------------------- */
 
 struct reader_arg {
@@ -502,8 +559,9 @@ int main(void)
 		const char *name;
 		const TTest *t;
 	} cases[] = {
-	    {"all_pass", test_all_pass}, {"every_flip", test_every_flip}, {"catalog", test_catalog},
-	    {"threads", test_threads},	 {"raw_object", test_raw_object},
+	    {"all_pass", test_all_pass},     {"every_flip", test_every_flip},
+	    {"catalog", test_catalog},	     {"threads", test_threads},
+	    {"raw_object", test_raw_object}, {"big_record", test_big_record},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

@@ -1,13 +1,14 @@
 /*
  * fuzz_tfrecord.c - libFuzzer target for the TFRecord framing readers
  * (common/tfrecord.h): the buffer reader, the fd reader and the push
- * decoder, each with automatic GZIP detection.
+ * decoder, each with automatic GZIP detection, and the frame walker they
+ * share (whole frames, and headers only over refilled windows).
  *
  * The first input byte sets the chunk size for the push decoder and the
  * read size of the fd reader (small sizes exercise refills and records
  * split across chunks), and whether the fd reader runs (one input in four:
- * it costs a memfd); the rest is the stream.  The three front ends must
- * agree on how many records they return.  A small max_record keeps huge
+ * it costs a memfd); the rest is the stream.  The three front ends and the
+ * walker must agree on how many records they return.  A small max_record keeps huge
  * declared lengths cheap.  Built with -fsanitize=fuzzer,address,undefined.
  */
 #include "common/tfrecord.h"
@@ -131,6 +132,52 @@ static uint64_t run_push(const uint8_t *buf, size_t len, size_t chunk)
 	return n;
 }
 
+/*
+ * The frame walker on its own.  Whole frames over the buffer, CRCs checked:
+ * returns the good ones (the buffer reader's count on uncompressed input).
+ * The headers-only walk over windows of `chunk` bytes, each in its own
+ * exact allocation and read where the walker asks (as feeder/split.c
+ * reads), must find the same frames.
+ */
+static uint64_t run_walk(const uint8_t *buf, size_t len, size_t chunk)
+{
+	struct cmn_tfr_walk w = {
+	    .buf = buf, .len = len, .max_record = MAX_RECORD, .check_crc = true};
+	struct cmn_tfr_walk h = {.max_record = MAX_RECORD, .headers_only = true};
+	struct cmn_tfr_frame fr;
+	uint64_t good = 0, frames = 0, heads = 0;
+	uint8_t *win = NULL;
+	int rc;
+
+	while ((rc = cmn_tfr_walk_next(&w, &fr)) == 1 || rc == -EBADMSG) {
+		good += rc == 1;
+		frames++;
+	}
+	for (int guard = 0; guard < 1000000; guard++) {
+		rc = cmn_tfr_walk_next(&h, &fr);
+		if (rc == 1) {
+			heads += fr.offset + fr.need <= len; /* a payload past the end is cut */
+			continue;
+		}
+		size_t k = fr.offset < len ? len - fr.offset : 0;
+		if (rc < 0 || k < CMN_TFR_HEADER_SIZE)
+			break;
+		k = k < chunk + CMN_TFR_HEADER_SIZE ? k : chunk + CMN_TFR_HEADER_SIZE;
+		free(win);
+		win = malloc(k);
+		memcpy(win, buf + fr.offset, k);
+		h = (struct cmn_tfr_walk){.buf = win,
+					  .len = k,
+					  .base = fr.offset,
+					  .max_record = MAX_RECORD,
+					  .headers_only = true};
+	}
+	free(win);
+	if (heads != frames)
+		abort();
+	return good;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
@@ -142,13 +189,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The fd reader costs a memfd per input: one input in four. */
 	uint64_t b = (data[0] & 3) == 0 ? run_fd(buf, size - 1, chunk * 13) : a;
 	uint64_t c = run_push(buf, size - 1, chunk);
+	uint64_t d = run_walk(buf, size - 1, chunk);
 	/*
 	 * Valid records before the first fatal error are delivered by all
 	 * three; they stop at the same record for uncompressed input (as
 	 * cmn_tfr_detect tells it: not GZIP, not ZLIB).
 	 */
 	size_t head = size - 1 < CMN_TFR_DETECT_BYTES ? size - 1 : CMN_TFR_DETECT_BYTES;
-	if (cmn_tfr_detect(buf, head) == CMN_TFR_NONE && (a != b || a != c))
+	if (cmn_tfr_detect(buf, head) == CMN_TFR_NONE && (a != b || a != c || a != d))
 		abort();
 	if (size >= 13) {
 		uint64_t len;

@@ -377,6 +377,147 @@ START_TEST(test_payload_crc_flip)
 }
 END_TEST
 
+/* ---- the frame walker ---- */
+
+/* Every frame whole, at its offset; cut at every byte: 0 at the cut frame, then whole after a
+ * refill. */
+START_TEST(test_walk_frames_and_cuts)
+{
+	struct stream s;
+	struct cmn_tfr_frame fr;
+	const uint64_t base = 1000;
+
+	build(&s, mixed_sizes, sizeof(mixed_sizes) / sizeof(mixed_sizes[0]), 0);
+	for (size_t cut = 0; cut <= s.len; cut += cut < 600 || s.len - cut < 600 ? 1 : 997) {
+		struct cmn_tfr_walk w = {
+		    .buf = s.data, .len = cut, .base = base, .check_crc = true};
+		size_t i = 0;
+		int rc;
+		while ((rc = cmn_tfr_walk_next(&w, &fr)) == 1) {
+			ck_assert_uint_lt(i, s.n);
+			ck_assert_uint_eq(fr.offset, base + s.off[i]);
+			ck_assert_uint_eq(fr.len, s.rlen[i]);
+			ck_assert_uint_eq(fr.need, s.rlen[i] + CMN_TFR_OVERHEAD);
+			ck_assert_uint_eq(fnv1a(fr.data, (size_t)fr.len), s.hash[i]);
+			ck_assert_uint_eq(fr.crc, cmn_crc32c(0, fr.data, (size_t)fr.len));
+			i++;
+		}
+		ck_assert_int_eq(rc, 0);
+		/* stopped at the cut frame (or the end), which starts at pos */
+		uint64_t at = i < s.n ? s.off[i] : s.len;
+		ck_assert_uint_eq(fr.offset, base + at);
+		ck_assert_uint_eq(w.pos, at);
+		if (cut - at < CMN_TFR_HEADER_SIZE)
+			ck_assert_uint_eq(fr.need, CMN_TFR_HEADER_SIZE);
+		else
+			ck_assert_uint_eq(fr.need, s.rlen[i] + CMN_TFR_OVERHEAD);
+		ck_assert_ptr_null(fr.data);
+		/* the same answer again, and the frame after a refill */
+		ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 0);
+		ck_assert_uint_eq(w.pos, at);
+		w.len = s.len;
+		if (i < s.n) {
+			ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+			ck_assert_uint_eq(fr.offset, base + at);
+			ck_assert_uint_eq(fr.len, s.rlen[i]);
+		}
+	}
+	free(s.data);
+}
+END_TEST
+
+/* Each reason a walk stops: length CRC, cap, payload CRC (skippable; not checked without
+ * check_crc). */
+START_TEST(test_walk_errors)
+{
+	static const size_t sizes[] = {40, 41, 42};
+	struct stream s;
+	struct cmn_tfr_frame fr;
+
+	build(&s, sizes, 3, 0);
+	/* length crc: -EILSEQ at that frame, pos stays */
+	s.data[s.off[1] + 2] ^= 0x04;
+	struct cmn_tfr_walk w = {.buf = s.data, .len = s.len, .base = 7, .check_crc = true};
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), -EILSEQ);
+	ck_assert_uint_eq(fr.offset, 7 + s.off[1]);
+	ck_assert_uint_eq(fr.len, 41 ^ (0x04ull << 16));
+	ck_assert_uint_eq(w.pos, s.off[1]);
+	s.data[s.off[1] + 2] ^= 0x04;
+
+	/* the cap: -EMSGSIZE with the length; a cap of exactly the length passes */
+	w = (struct cmn_tfr_walk){.buf = s.data, .len = s.len, .max_record = 40};
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), -EMSGSIZE);
+	ck_assert_uint_eq(fr.offset, s.off[1]);
+	ck_assert_uint_eq(fr.len, 41);
+	ck_assert_uint_eq(w.pos, s.off[1]);
+	w.max_record = 41;
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+
+	/* a payload bit: -EBADMSG with the frame, and the walk goes on after it */
+	s.data[s.off[1] + CMN_TFR_HEADER_SIZE + 5] ^= 0x80;
+	w = (struct cmn_tfr_walk){.buf = s.data, .len = s.len, .check_crc = true};
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), -EBADMSG);
+	ck_assert_uint_eq(fr.offset, s.off[1]);
+	ck_assert_uint_eq(fr.len, 41);
+	ck_assert_ptr_eq(fr.data, s.data + s.off[1] + CMN_TFR_HEADER_SIZE);
+	ck_assert_uint_eq(w.pos, s.off[2]);
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+	ck_assert_uint_eq(fr.offset, s.off[2]);
+	/* without check_crc the frame is whole; fr.crc is the footer's */
+	w = (struct cmn_tfr_walk){.buf = s.data, .len = s.len, .pos = s.off[1]};
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+	ck_assert_uint_ne(fr.crc, cmn_crc32c(0, fr.data, (size_t)fr.len));
+	ck_assert_uint_eq(fr.crc, cmn_tfr_get_footer(s.data + s.off[2] - CMN_TFR_FOOTER_SIZE));
+	free(s.data);
+}
+END_TEST
+
+/* headers_only: frames end at their header; pos passes payloads that buf does not hold. */
+START_TEST(test_walk_headers_only)
+{
+	static const size_t sizes[] = {100, 5000, 3, 70000, 0};
+	struct stream s;
+	struct cmn_tfr_frame fr;
+
+	build(&s, sizes, 5, 0);
+	/* the whole stream: every frame, no payload looked at */
+	s.data[s.off[1] + CMN_TFR_HEADER_SIZE] ^= 1;
+	struct cmn_tfr_walk w = {
+	    .buf = s.data, .len = s.len, .check_crc = true, .headers_only = true};
+	for (size_t i = 0; i < s.n; i++) {
+		ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+		ck_assert_uint_eq(fr.offset, s.off[i]);
+		ck_assert_uint_eq(fr.len, s.rlen[i]);
+		ck_assert_ptr_null(fr.data);
+	}
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 0);
+	ck_assert_uint_eq(fr.offset, s.len);
+	/* a buffer of the first 200 bytes: frame 1's payload runs past it, frame 2 is outside */
+	w = (struct cmn_tfr_walk){.buf = s.data, .len = 200, .headers_only = true};
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+	ck_assert_uint_eq(w.pos, s.off[2]);
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 0);
+	ck_assert_uint_eq(fr.offset, s.off[2]);
+	ck_assert_uint_eq(fr.need, CMN_TFR_HEADER_SIZE);
+	/* the caller's refill: a new window that starts at that frame */
+	w.buf = s.data + s.off[2];
+	w.len = 64;
+	w.base = s.off[2];
+	w.pos = 0;
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+	ck_assert_uint_eq(fr.offset, s.off[2]);
+	ck_assert_uint_eq(fr.len, 3);
+	ck_assert_int_eq(cmn_tfr_walk_next(&w, &fr), 1);
+	ck_assert_uint_eq(fr.len, 70000);
+	ck_assert_uint_eq(w.base + w.pos, s.off[4]);
+	free(s.data);
+}
+END_TEST
+
 /* ---- GZIP ---- */
 
 START_TEST(test_gzip_round_trip)
@@ -719,6 +860,9 @@ static Suite *tfr_suite(void)
 	ADD("tfrecord_oversized_length", test_oversized);
 	ADD("tfrecord_length_crc_flip", test_length_crc_flip);
 	ADD("tfrecord_payload_crc_flip_skipped", test_payload_crc_flip);
+	ADD("tfrecord_walk_frames_and_cuts", test_walk_frames_and_cuts);
+	ADD("tfrecord_walk_errors", test_walk_errors);
+	ADD("tfrecord_walk_headers_only", test_walk_headers_only);
 	ADD("tfrecord_gzip_round_trip_multi_member", test_gzip_round_trip);
 	ADD("tfrecord_gzip_errors", test_gzip_errors);
 	ADD("tfrecord_random_damage_front_ends_agree", test_random_damage_front_ends_agree);

@@ -964,6 +964,56 @@ START_TEST(test_err_corrupt)
 }
 END_TEST
 
+/* ---- counting by the framing: records longer than a walk block, a truncated file, a bad header
+ * ---- */
+START_TEST(test_count_framing)
+{
+	/* 80 KB records: each costs the count one small read of its header */
+	const char *big = "y:int64,x:float32[20000]";
+	char *p = make_data("count-big", big, 2, 9, 0, 0, -1, 0);
+	struct rc_feeder *f = open_f(p, big, 1, NULL, NULL);
+	uint64_t n;
+	ck_assert_msg(rc_feeder_batches(f, &n) == 0, "%s", rc_feeder_error(f));
+	ck_assert_uint_eq(n, 18);
+	rc_feeder_close(f);
+
+	char file[4400];
+	struct stat sb;
+	p = make_data("count-trunc", SPEC, 1, NREC, 0, 0, -1, 0);
+	snprintf(file, sizeof file, "%s/part-00000.tfrecord", p);
+	ck_assert_int_eq(stat(file, &sb), 0);
+	ck_assert_int_eq(truncate(file, sb.st_size - 3), 0);
+	f = open_f(p, SPEC, 1, NULL, NULL);
+	ck_assert_int_eq(rc_feeder_batches(f, &n), -EPROTO);
+	char msg[64];
+	snprintf(msg, sizeof msg, "record %d (offset ", NREC - 1);
+	ck_assert_msg(strstr(rc_feeder_error(f), msg) && strstr(rc_feeder_error(f), "(truncated)"),
+		      "%s", rc_feeder_error(f));
+	rc_feeder_close(f);
+
+	/* a flipped length bit in the second record's header */
+	p = make_data("count-header", SPEC, 1, NREC, 0, 0, -1, 0);
+	snprintf(file, sizeof file, "%s/part-00000.tfrecord", p);
+	FILE *fp = fopen(file, "r+b");
+	ck_assert_ptr_nonnull(fp);
+	unsigned char hdr[CMN_TFR_HEADER_SIZE];
+	ck_assert_uint_eq(fread(hdr, 1, sizeof hdr, fp), sizeof hdr);
+	uint64_t len = 0;
+	ck_assert_int_eq(cmn_tfr_get_header(hdr, CMN_TFR_DEFAULT_MAX_RECORD, &len), 0);
+	long second = (long)(len + CMN_TFR_OVERHEAD);
+	fseek(fp, second + 1, SEEK_SET);
+	int c = fgetc(fp);
+	fseek(fp, second + 1, SEEK_SET);
+	fputc(c ^ 0x01, fp);
+	fclose(fp);
+	f = open_f(p, SPEC, 1, NULL, NULL);
+	ck_assert_int_eq(rc_feeder_batches(f, &n), -EBADMSG);
+	snprintf(msg, sizeof msg, "record 1 (offset %ld): corrupt framing", second);
+	ck_assert_msg(strstr(rc_feeder_error(f), msg), "%s", rc_feeder_error(f));
+	rc_feeder_close(f);
+}
+END_TEST
+
 /* ---- open-time errors: bad schema, no files, bad options ---- */
 START_TEST(test_err_open)
 {
@@ -1648,6 +1698,7 @@ static Suite *feeder_suite(const char *mode)
 	    {"err_missing_feature", test_err_missing_feature, ""},
 	    {"err_wrong_type", test_err_wrong_type, ""},
 	    {"err_corrupt", test_err_corrupt, ""},
+	    {"count_framing", test_count_framing, ""},
 	    {"err_open", test_err_open, ""},
 	    {"threads_release", test_threads_release, ""},
 	    {"epoch_abort_and_busy", test_epoch_abort_and_busy, ""},
