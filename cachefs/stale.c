@@ -1,13 +1,14 @@
 /*
  * stale.c - copying the current records out of a file of a changed object
  * (see stale.h).  Reads the old file through the store (pread, no page of
- * it is written), checks each record against its catalog row, appends it
- * to a new shard writer.  Speaks no SQL: the rows come from the catalog's
+ * it is written), walks each record's frame (cmn_tfr_walk_next: the CRCs
+ * of its header and payload), checks it against its catalog row (length
+ * and CRC, so a record rewritten with valid framing is refused), appends
+ * it to a new shard writer.  Speaks no SQL: the rows come from the catalog's
  * functions.
  */
 #include "cachefs/stale.h"
 
-#include "common/crc32c.h"
 #include "common/tfrecord.h"
 
 #include <errno.h>
@@ -38,9 +39,11 @@ static int read_record(int fd, const struct cfs_sample *r, uint8_t **buf, size_t
 		snprintf(err, errlen, "read at offset %" PRIu64 ": %s", r->offset, strerror(e));
 		return -e;
 	}
-	uint64_t len = 0;
-	if ((size_t)got != need || cmn_tfr_get_header(*buf, SIZE_MAX, &len) != 0 ||
-	    len != r->length || cmn_crc32c(0, *buf + CMN_TFR_HEADER_SIZE, (size_t)len) != r->crc) {
+	/* the frame as every reader walks it, then its CRC against the catalog's */
+	struct cmn_tfr_walk w = {
+	    .buf = *buf, .len = (size_t)got, .max_record = SIZE_MAX - 16, .check_crc = true};
+	struct cmn_tfr_frame fr;
+	if (cmn_tfr_walk_next(&w, &fr) != 1 || fr.len != r->length || fr.crc != r->crc) {
 		snprintf(err, errlen, "the record at offset %" PRIu64 " does not match its row",
 			 r->offset);
 		return -EBADMSG;
