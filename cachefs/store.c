@@ -334,9 +334,14 @@ int cfs_store_evict(struct cfs_store *s, const struct cfs_evict_item *items, siz
 	free(ids);
 	if (rc < 0)
 		return rc;
+	cfs_store_evicted(s, items, n);
+	return 0;
+}
+
+void cfs_store_evicted(struct cfs_store *s, const struct cfs_evict_item *items, size_t n)
+{
 	for (size_t i = 0; i < n; i++)
 		cfs_budget_sealed_to_draining(s->budget, items[i].bytes);
-	return 0;
 }
 
 int cfs_store_reap(struct cfs_store *s, const struct cfs_evict_item *items, size_t n)

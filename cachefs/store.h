@@ -117,15 +117,20 @@ struct cfs_evict_item {
 
 /*
  * Evicts n SEALED files in `epoch`: marks them EVICTING in one catalog
- * transaction (joining the caller's open transaction if any) and moves
- * their bytes to the budget's draining bytes (invariant 4 counts them until
- * they are deleted).  Deletes nothing: the caller reaps them (below) after
- * its transaction committed, those without a handle at once, the others on
- * their last release (invariant 3).  Returns 0 or -errno; on failure
- * nothing changed.
+ * transaction of its own (cfs_catalog_shards_evict) and then moves their
+ * bytes to the budget's draining bytes (cfs_store_evicted: invariant 4
+ * counts them until they are deleted).  Deletes nothing: the caller reaps
+ * them (below), those without a handle at once, the others on their last
+ * release (invariant 3).  Returns 0 or -errno; on failure nothing changed.
+ * A caller that evicts inside a larger transaction calls
+ * cfs_catalog_shards_evict() in it and cfs_store_evicted() once it has
+ * committed, so that a rollback leaves the budget as it was.
  */
 int cfs_store_evict(struct cfs_store *s, const struct cfs_evict_item *items, size_t n,
 		    uint32_t epoch);
+
+/* The budget's part of an eviction committed: each item's bytes sealed -> draining. */
+void cfs_store_evicted(struct cfs_store *s, const struct cfs_evict_item *items, size_t n);
 
 /*
  * Deletes n EVICTING files (their `open` is ignored: the caller knows no

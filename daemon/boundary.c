@@ -340,19 +340,26 @@ static uint64_t victim_items(struct dmn_boundary *b, const struct evc_shard *sh,
 	return records;
 }
 
-/* The victims marked EVICTING and the epoch's row, in one transaction. */
+/*
+ * The victims marked EVICTING and the epoch's row, in one transaction (E4);
+ * the budget counts the victims' bytes as draining once it committed.
+ */
 static int commit_eviction(struct dmn_boundary *b, const struct cfs_evict_item *items,
-			   size_t n_victims, const struct cfs_epoch_row *row)
+			   const int64_t *ids, size_t n_victims, const struct cfs_epoch_row *row)
 {
 	struct cfs_catalog *cat = cfs_store_catalog(b->store);
 	int rc = cfs_catalog_begin(cat);
 	if (rc == 0 && n_victims)
-		rc = cfs_store_evict(b->store, items, n_victims, row->number);
+		rc = cfs_catalog_shards_evict(cat, ids, n_victims, row->number);
 	if (rc == 0)
 		rc = cfs_catalog_epoch_begin(cat, row);
+	if (rc != 0) {
+		cfs_catalog_rollback(cat);
+		return rc;
+	}
+	rc = cfs_catalog_commit(cat);
 	if (rc == 0)
-		return cfs_catalog_commit(cat);
-	cfs_catalog_rollback(cat);
+		cfs_store_evicted(b->store, items, n_victims);
 	return rc;
 }
 
@@ -427,7 +434,7 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 	};
 	snprintf(row.policy, sizeof(row.policy), "%s", cmn_policy_name(entry->policy));
 	b->row = row; /* publish() rewrites started_ms and resident_* at the snapshot */
-	rc = commit_eviction(b, items, plan->n_victims, &row);
+	rc = commit_eviction(b, items, ids, plan->n_victims, &row);
 	if (rc != 0) {
 		snprintf(err, errlen, "boundary %" PRIu32 ": catalog: %s", next, strerror(-rc));
 		goto out;

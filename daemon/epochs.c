@@ -257,8 +257,8 @@ static void take_plan(struct dmn *d, const struct evc_entry *entry, const struct
  * go on into the new epoch without draining their shuffle buffer.
  * *deferred collects event bits that arrive meanwhile.
  */
-static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, uint32_t first,
-			   uint32_t *deferred, char *err, size_t errlen)
+static int boundary_steps(struct dmn *d, bool wait, bool light, bool startup, uint32_t first,
+			  uint32_t *deferred, char *err, size_t errlen)
 {
 	bool have;
 	uint32_t cur = cfs_epochs_current_number(&d->set, &have);
@@ -348,6 +348,16 @@ fail:
 	return rc;
 }
 
+/* boundary_steps() under d->boundary_mu: no file is withdrawn meanwhile (scrub.c). */
+static int run_boundary_as(struct dmn *d, bool wait, bool light, bool startup, uint32_t first,
+			   uint32_t *deferred, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&d->boundary_mu);
+	int rc = boundary_steps(d, wait, light, startup, first, deferred, err, errlen);
+	pthread_mutex_unlock(&d->boundary_mu);
+	return rc;
+}
+
 static int run_boundary(struct dmn *d, bool wait, bool startup, uint32_t first, uint32_t *deferred,
 			char *err, size_t errlen)
 {
@@ -357,9 +367,7 @@ static int run_boundary(struct dmn *d, bool wait, bool startup, uint32_t first, 
 int dmn__boundary(struct dmn *d, bool wait, bool startup, uint32_t first, char *err, size_t errlen)
 {
 	uint32_t deferred = 0;
-	pthread_mutex_lock(&d->boundary_mu); /* no corrupt file dropped meanwhile (scrub.c) */
 	int rc = run_boundary(d, wait, startup, first, &deferred, err, errlen);
-	pthread_mutex_unlock(&d->boundary_mu);
 	if (deferred)
 		cmn_events_post(&d->ev, deferred); /* for the epoch thread's loop */
 	return rc;
