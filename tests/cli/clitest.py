@@ -1,7 +1,12 @@
 """clitest.py - what the tests of tests/cli share: the rollcache under test
 (RC, $RC_BIN), failures collected instead of stopping at the first, the
-run of a command, a free port, whether a path is mounted, and the end of a
-test (every failure printed, exit 1; else "ok")."""
+run of a command, a peer started from tests/servers, a free port, whether a
+path is mounted, and the end of a test (every failure printed, exit 1; else
+"ok").
+
+A test skips (exit 77, skip()) only for a device or privilege the machine
+lacks (/dev/fuse, root); a package scripts/deps.sh installs, or a part
+meson builds, that is missing fails it at once with one line (missing())."""
 import os
 import socket
 import subprocess
@@ -16,8 +21,31 @@ failures = []
 
 
 def skip(reason):
+    """Exit 77 (meson's SKIP): only for a device or privilege this machine
+    lacks."""
     print("SKIP: " + reason)
     sys.exit(77)
+
+
+def missing(what, fix):
+    """A package scripts/deps.sh installs or a part meson builds is absent:
+    the machine or the build is broken, so the test fails (exit 1) with one
+    line, "FAIL: WHAT: FIX".  A finally: around it still cleans up."""
+    print("FAIL: " + " ".join(("%s: %s" % (what, fix)).split()))
+    sys.exit(1)
+
+
+def start_peer(script, args, env=None):
+    """tests/servers/SCRIPT start ARGS...: its URL (the last line it prints).
+    A launcher that fails (its program missing: one line on stderr) ends the
+    test with exit 1 and that line."""
+    p = subprocess.run([os.path.join(SERVERS, script), "start", *args], capture_output=True,
+                       text=True, timeout=60, env=env)
+    if p.returncode != 0:
+        print("FAIL: %s start exited %d: %s" % (script, p.returncode,
+                                               (p.stdout + p.stderr).strip()))
+        sys.exit(1)
+    return p.stdout.strip().splitlines()[-1]
 
 
 def check(cond, what):

@@ -6,7 +6,8 @@ README (the .gz through gzip), and a ZLIB copy of the Example file through
 zlib; a copy with one flipped bit (in a length, in a length CRC, in a payload,
 in a payload CRC, in a gzip or zlib trailer) or cut short is
 rejected with exit code 1 and a message naming FILE: offset N of the first
-bad record; usage errors exit 2.  Skips (77) without RC_BIN or RC_TESTDATA.
+bad record; usage errors exit 2.  Fails with one line when RC_BIN,
+RC_TESTDATA or the check command is missing (meson test sets both).
 """
 import os
 import re
@@ -14,6 +15,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clitest import missing  # noqa: E402
 
 RC_BIN = os.environ.get("RC_BIN")
 TESTDATA = os.environ.get("RC_TESTDATA")
@@ -54,15 +58,15 @@ def flipped_copy(tmp, name, pos, mask=0x01, out=None):
 
 def main():
     if not RC_BIN or not os.access(RC_BIN, os.X_OK):
-        print("skip: RC_BIN (%s) is not an executable rollcache" % RC_BIN)
-        return 77
+        missing("RC_BIN (%s) is not the rollcache executable" % RC_BIN,
+                "run the test through meson test, which sets it")
     if not TESTDATA or not os.path.isdir(TESTDATA):
-        print("skip: RC_TESTDATA (%s) is not a directory" % TESTDATA)
-        return 77
+        missing("RC_TESTDATA (%s) is not a directory" % TESTDATA,
+                "run the test through meson test (tests/data/tensorflow holds the real "
+                "TFRecord files)")
     rc, out, err = run("--help")
     if rc != 0 and "not built" in err:
-        print("skip: this rollcache has no check command")
-        return 77
+        missing("rollcache check is not built", err.strip())
 
     # every real file, with the README's count
     for name, count in COUNTS.items():

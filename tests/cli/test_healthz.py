@@ -26,7 +26,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clitest import SERVERS, skip, check, eq, run, free_port, is_mounted, finish  # noqa: E402
+from clitest import (SERVERS, skip, missing, check, eq, run, free_port, is_mounted,  # noqa: E402
+                     finish, start_peer)
 
 
 def stats(mp):
@@ -73,8 +74,8 @@ def main():
     try:
         import prometheus_client.parser  # noqa: F401
     except ImportError:
-        print("FAIL: python3-prometheus-client is missing (scripts/deps.sh)")
-        sys.exit(1)
+        missing("python3-prometheus-client is not installed",
+                "run scripts/deps.sh (apt-get install python3-prometheus-client)")
     root = tempfile.mkdtemp(prefix="rc-healthz-")
     state = os.path.join(root, "nginx")
     nginx = faults = None
@@ -86,14 +87,7 @@ def main():
         p = run("synth", os.path.join(www, "data"), "--records", 1024, "--record-size", "4K",
                 "--shards", 16)
         eq(p.returncode, 0, "synth (%s)" % p.stderr)
-        p = subprocess.run([os.path.join(SERVERS, "nginx.sh"), "start", www, state],
-                           capture_output=True, text=True, timeout=60)
-        if p.returncode == 77:
-            skip(p.stdout.strip() or p.stderr.strip())
-        eq(p.returncode, 0, "nginx start (%s)" % p.stderr)
-        if p.returncode != 0:
-            return
-        nginx = p.stdout.strip().splitlines()[-1]
+        nginx = start_peer("nginx.sh", [www, state])
         src = nginx + "data/"
         mp = os.path.join(root, "mnt-nginx")
         os.makedirs(mp)

@@ -23,7 +23,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clitest import RC, skip, check, eq, run, free_port, is_mounted, finish  # noqa: E402
+from clitest import RC, skip, missing, check, eq, run, free_port, is_mounted, finish  # noqa: E402
 
 
 def umount(mp):
@@ -37,8 +37,8 @@ def main():
     try:
         from prometheus_client.parser import text_string_to_metric_families
     except ImportError:
-        print("FAIL: python3-prometheus-client is missing (scripts/deps.sh)")
-        sys.exit(1)
+        missing("python3-prometheus-client is not installed",
+                "run scripts/deps.sh (apt-get install python3-prometheus-client)")
     root = tempfile.mkdtemp(prefix="rc-mount-cli-")
     mounts = []
     try:

@@ -48,18 +48,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clitest import (RC, SERVERS, SRCDIR, skip, check, eq, run, free_port, is_mounted,  # noqa: E402
-                     finish, wait_for)
-
-
-def start(script, args):
-    p = subprocess.run([os.path.join(SERVERS, script), "start", *args], capture_output=True,
-                       text=True, timeout=60)
-    if p.returncode == 77:
-        skip(p.stdout.strip() or p.stderr.strip())
-    if p.returncode != 0:
-        print("FAIL: %s start: %s%s" % (script, p.stdout, p.stderr))
-        sys.exit(1)
-    return p.stdout.strip().splitlines()[-1]
+                     finish, wait_for, start_peer as start)
 
 
 def stats(mp):

@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clitest import RC, failures, check, eq, run, fits  # noqa: E402
+from clitest import RC, failures, missing, check, eq, run, fits  # noqa: E402
 
 
 listing = run("--help")
@@ -137,19 +137,20 @@ if man.returncode == 0:
     check(heads and len(heads) == len(set(heads)), "man page sections: %r" % heads)
     check("ioctl" in man.stdout and "write next" not in man.stdout,
           "man page: control commands are an ioctl")
-    if shutil.which("man"):
-        tmp = tempfile.mkdtemp(prefix="rc-usage-")
-        try:
-            page = os.path.join(tmp, "rollcache.1")
-            with open(page, "w") as f:
-                f.write(man.stdout)
-            r = subprocess.run(["man", "-l", page], capture_output=True, text=True,
-                               timeout=60, env=dict(os.environ, MANWIDTH="80",
-                                                    MANPAGER="cat", PAGER="cat"))
-            if r.returncode == 0:
-                fits("man rollcache (80 columns)", r.stdout)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    if not shutil.which("man"):
+        missing("man is not installed", "run scripts/deps.sh (apt-get install man-db)")
+    tmp = tempfile.mkdtemp(prefix="rc-usage-")
+    try:
+        page = os.path.join(tmp, "rollcache.1")
+        with open(page, "w") as f:
+            f.write(man.stdout)
+        r = subprocess.run(["man", "-l", page], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, MANWIDTH="80",
+                                                MANPAGER="cat", PAGER="cat"))
+        if r.returncode == 0:
+            fits("man rollcache (80 columns)", r.stdout)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 # simulate: small real runs, every line within 80 columns unless --wide
 ex = os.path.join(os.environ["RC_SRCDIR"], "docs", "examples")

@@ -21,8 +21,11 @@ temporary directory and uses Debian's python3-protobuf as the oracle.
 3. Does the same for the Example files of $RC_TESTDATA (the .gz one through
    Python's gzip module), so real TensorFlow-written files are covered too.
 
-Exits 0 when all agree, 1 at the first difference (with the record's bytes),
-77 when protoc or python3-protobuf is missing.
+Exits 0 when all agree, 1 at the first difference (with the record's bytes)
+or with one line when protoc, python3-protobuf or $RC_EXAMPLE_DUMP is
+missing (scripts/deps.sh installs the packages, meson test sets the
+variable): never 77.  missing() and need_protobuf() serve the other
+oracles too.
 """
 import argparse
 import gzip
@@ -35,9 +38,31 @@ import sys
 import tempfile
 
 
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
+def missing(what, fix):
+    """A package scripts/deps.sh installs or a part meson builds is absent:
+    the machine or the build is broken, so the test fails (exit 1) with one
+    line, "FAIL: WHAT: FIX"."""
+    print("FAIL: " + " ".join(("%s: %s" % (what, fix)).split()))
+    sys.exit(1)
+
+
+def need_protobuf():
+    """protoc and python3-protobuf, the oracle, or a one-line failure."""
+    if not shutil.which("protoc"):
+        missing("protoc is not installed",
+                "run scripts/deps.sh (apt-get install protobuf-compiler)")
+    try:
+        import google.protobuf  # noqa: F401
+    except ImportError:
+        missing("python3-protobuf is not installed",
+                "run scripts/deps.sh (apt-get install python3-protobuf)")
+
+
+def need_example_dump():
+    """$RC_EXAMPLE_DUMP, the C side (meson test sets it), or a one-line failure."""
+    if "RC_EXAMPLE_DUMP" not in os.environ:
+        missing("RC_EXAMPLE_DUMP (the example_dump program) is not set",
+                "run the test through meson test, which sets it")
 
 
 # ---- wire helpers ---------------------------------------------------------
@@ -422,14 +447,8 @@ def main():
     ap.add_argument("--seed", type=int, default=20261122)
     args = ap.parse_args()
 
-    if not shutil.which("protoc"):
-        skip("protoc not found (Debian package protobuf-compiler)")
-    try:
-        import google.protobuf  # noqa: F401
-    except ImportError:
-        skip("python3-protobuf is not installed")
-    if "RC_EXAMPLE_DUMP" not in os.environ:
-        skip("RC_EXAMPLE_DUMP is not set (run through meson test)")
+    need_protobuf()
+    need_example_dump()
     proto_dir = os.path.join(os.environ.get("RC_PROTO_DIR", os.path.dirname(__file__)), "proto")
 
     tmp = tempfile.mkdtemp(prefix="rc-oracle-")

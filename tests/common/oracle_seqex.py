@@ -19,8 +19,8 @@ failing feature in schema order; within a sequence feature every step's
 kind and count are checked before any value's range).  Then the real
 SequenceExample file of $RC_TESTDATA the same way.
 
-Exits 0 when all agree, 1 at the first difference, 77 when protoc or
-python3-protobuf is missing.
+Exits 0 when all agree, 1 at the first difference or with one line when
+protoc, python3-protobuf or $RC_EXAMPLE_DUMP is missing (never 77).
 """
 import argparse
 import os
@@ -184,14 +184,8 @@ def main():
     ap.add_argument("--count", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=20261125)
     args = ap.parse_args()
-    if not shutil.which("protoc"):
-        orr.skip("protoc not found (Debian package protobuf-compiler)")
-    try:
-        import google.protobuf  # noqa: F401
-    except ImportError:
-        orr.skip("python3-protobuf is not installed")
-    if "RC_EXAMPLE_DUMP" not in os.environ:
-        orr.skip("RC_EXAMPLE_DUMP is not set (run through meson test)")
+    orr.need_protobuf()
+    orr.need_example_dump()
     proto_dir = os.path.join(os.environ.get("RC_PROTO_DIR", os.path.dirname(__file__)), "proto")
     tmp = tempfile.mkdtemp(prefix="rc-oracle-seqex-")
     try:

@@ -18,8 +18,9 @@ independent of the C code.  Checks, each as a named step:
              one label per record, in 8 files
   errors     bad arguments exit 2 with a one-line message
 
-Exits 0, 1 on the first disagreement, 77 when protoc, python3-protobuf or
-numpy is missing.
+Exits 0, or 1 on the first disagreement or with one line when protoc,
+python3-protobuf, python3-numpy or $RC_BIN is missing (scripts/deps.sh
+installs the packages, meson test sets the variable): never 77.
 """
 import gzip
 import os
@@ -30,26 +31,20 @@ import subprocess
 import sys
 import tempfile
 
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_random as orr  # noqa: E402
 
 try:
     import numpy as np
 except ImportError:
-    skip("python3-numpy is not installed")
-if not shutil.which("protoc"):
-    skip("protoc not found (Debian package protobuf-compiler)")
-try:
-    import google.protobuf  # noqa: F401
-except ImportError:
-    skip("python3-protobuf is not installed")
+    orr.missing("python3-numpy is not installed",
+                "run scripts/deps.sh (apt-get install python3-numpy)")
+orr.need_protobuf()
 
 RC_BIN = os.environ.get("RC_BIN")
 if not RC_BIN or not os.access(RC_BIN, os.X_OK):
-    skip("RC_BIN (the rollcache executable) is not set or not built")
+    orr.missing("RC_BIN (%s) is not the rollcache executable" % RC_BIN,
+                "run the test through meson test, which sets it")
 
 M64 = (1 << 64) - 1
 

@@ -3,7 +3,7 @@
  *
  * The files of $RC_TESTDATA (../shared/testdata) were written by
  * TensorFlow's own writers in public projects; their README gives the record
- * counts checked here.  Exits 77 (skip) when the folder is missing.
+ * counts checked here.  Fails (one line) when the folder is missing.
  */
 #include "tests/common/tfr_util.h"
 

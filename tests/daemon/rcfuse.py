@@ -3,7 +3,10 @@
 Every test builds its own scratch directory, mounts with the real
 `rollcache mount`, and always unmounts and stops the daemon in a finally
 block (and on SIGTERM from meson), even when an assertion failed.  A test
-whose prerequisite is missing exits 77 with the reason (only /dev/fuse).
+skips (exit 77, skip()) only for a device, kernel feature or privilege the
+machine lacks (/dev/fuse, passthrough, root); a package scripts/deps.sh
+installs (fuse3, nginx, python3-torch) missing fails it with one line
+(missing()).
 """
 import errno
 import json
@@ -22,16 +25,25 @@ SRCDIR = os.environ.get("RC_SRCDIR", os.path.join(os.path.dirname(__file__), "..
 
 
 def skip(reason):
+    """Exit 77 (meson's SKIP): only for a device, kernel feature or privilege
+    this machine lacks."""
     print("SKIP: " + reason)
     sys.exit(77)
+
+
+def missing(what, fix):
+    """A package scripts/deps.sh installs is absent: the machine is broken, so
+    the test fails (exit 1) with one line, "FAIL: WHAT: FIX".  Safe at import
+    time and inside main()'s body (the scratch tree is still cleaned up)."""
+    print("FAIL: " + " ".join(("%s: %s" % (what, fix)).split()))
+    sys.exit(1)
 
 
 def need_fuse():
     if not os.path.exists("/dev/fuse"):
         skip("/dev/fuse is missing: these tests need a real FUSE mount")
     if shutil.which("fusermount3") is None:
-        print("FAIL: fusermount3 is missing (apt-get install fuse3)")
-        sys.exit(1)
+        missing("fusermount3 is not installed", "run scripts/deps.sh (apt-get install fuse3)")
 
 
 def fail(msg):
@@ -247,10 +259,8 @@ def start_nginx(s, access_log=False):
     env = dict(os.environ, NGINX_ACCESS_LOG="1" if access_log else "0")
     p = subprocess.run([nginx, "start", s.src, state], capture_output=True, text=True,
                        timeout=60, env=env)
-    if p.returncode == 77:
-        fail("nginx: %s (scripts/deps.sh installs nginx-light)" % p.stdout.strip())
-    if p.returncode != 0:
-        fail("nginx.sh start: %s %s" % (p.stdout, p.stderr))
+    if p.returncode != 0:  # nginx missing: its one line
+        fail("nginx.sh start exited %d: %s" % (p.returncode, (p.stdout + p.stderr).strip()))
     s.cleanups.append(lambda: subprocess.run([nginx, "stop", state], capture_output=True))
     return p.stdout.strip().splitlines()[-1], state
 

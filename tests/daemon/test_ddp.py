@@ -23,7 +23,8 @@ differ: FeederDataset's all-reduce MIN); the nodes' records are disjoint,
 in the first epoch each node's ranks read the node's share (with the
 padding), or full batches up to the other node's count; each mount advanced
 once per epoch.
-Exits 77 when torch is missing (as for /dev/fuse).
+Fails when python3-torch is missing (scripts/deps.sh installs it); exits
+77 only when /dev/fuse is.
 """
 import collections
 import json
@@ -49,7 +50,8 @@ import rcfuse as t  # noqa: E402
 try:
     import torch
 except ImportError:
-    t.skip("python3-torch is not installed: the DDP example needs it")
+    t.missing("python3-torch is not installed (the DDP example needs it)",
+              "run scripts/deps.sh (apt-get install python3-torch)")
 
 EXAMPLE = os.path.join(t.SRCDIR, "docs", "examples", "ddp.py")
 SCHEMA = "x:float32[8],y:int64[1]"

@@ -113,7 +113,8 @@ def fstab(s):
     prefill(s)
     helper = "/sbin/mount.fuse3"
     if not os.path.exists(helper):
-        t.fail("/sbin/mount.fuse3 is missing (apt-get install fuse3)")
+        t.missing("/sbin/mount.fuse3 is not installed",
+                  "run scripts/deps.sh (apt-get install fuse3)")
     # mount.fuse3 runs `rollcache SOURCE MOUNTPOINT -o OPTS` through $PATH:
     # put the binary under test first in $PATH under its plain name, so
     # main()'s source-first dispatch is what runs.

@@ -28,7 +28,7 @@ LIMIT = 3 << 20
 def sqlite(db, sql):
     sq = shutil.which("sqlite3")
     if not sq:
-        t.fail("the sqlite3 CLI is missing (apt-get install sqlite3; scripts/deps.sh)")
+        t.missing("the sqlite3 CLI is not installed", "run scripts/deps.sh (apt-get install sqlite3)")
     p = subprocess.run([sq, "-readonly", "-json", db, sql], capture_output=True, text=True,
                        timeout=30)
     if p.returncode != 0:

@@ -13,7 +13,7 @@ the batches equal len() taken before the loop and at least one (but in
 the first epoch of the new cache, its first small shard), and no
 record arrives twice in an epoch (records told apart by the first values
 of x, which synth draws at random per record).
-Exits 77 when torch is missing.
+Fails when python3-torch is missing (scripts/deps.sh installs it).
 """
 import os
 import sys
@@ -23,7 +23,8 @@ import rcfuse as t
 try:
     import torch
 except ImportError:
-    t.skip("python3-torch is not installed: the one-process loop needs it")
+    t.missing("python3-torch is not installed (the one-process loop needs it)",
+              "run scripts/deps.sh (apt-get install python3-torch)")
 
 sys.path.insert(0, os.path.join(t.SRCDIR, "python"))
 import rollcache  # noqa: E402

@@ -240,7 +240,9 @@ finally:
 
 def body_userns(s):
     ns = ["unshare", "-Urm", "--propagation", "private"]
-    if shutil.which("unshare") is None or subprocess.run(ns + ["true"]).returncode != 0:
+    if shutil.which("unshare") is None:
+        t.missing("unshare is not installed", "apt-get install util-linux")
+    if subprocess.run(ns + ["true"]).returncode != 0:
         t.skip("user namespaces are not available here (unshare -Urm failed)")
     s.synth(records=24, size="64K", shards=3)
     cfg = s.config("[cache]\nlimit = 8M\n[source]\nallow_empty = true\n"

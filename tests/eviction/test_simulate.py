@@ -17,8 +17,9 @@ import xml.etree.ElementTree as ET
 
 RC = os.environ.get("RC_BIN")
 if not RC or not os.access(RC, os.X_OK):
-    print("skip: RC_BIN is not an executable rollcache")
-    sys.exit(77)
+    print("FAIL: RC_BIN (%s) is not the rollcache executable: run the test through "
+          "meson test, which sets it" % RC)
+    sys.exit(1)
 
 failures = 0
 

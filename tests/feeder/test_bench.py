@@ -3,6 +3,9 @@
 read (no timing is asserted).
 
 usage: test_bench.py FDR_GEN ROLLCACHE_BENCH
+
+The protobuf+numpy peer needs protoc and python3-protobuf (scripts/deps.sh
+installs them): without them the test fails with one line.
 """
 import os
 import re
@@ -38,13 +41,15 @@ def main():
         assert bad.returncode == 2, bad
         print("ok: rollcache-bench feeder")
         if shutil.which("protoc") is None:
-            print("skip peers: protoc missing")
-            return 0
+            print("FAIL: protoc is not installed: run scripts/deps.sh "
+                  "(apt-get install protobuf-compiler)")
+            return 1
         try:
             import google.protobuf  # noqa: F401
         except ImportError:
-            print("skip peers: python3-protobuf missing")
-            return 0
+            print("FAIL: python3-protobuf is not installed: run scripts/deps.sh "
+                  "(apt-get install python3-protobuf)")
+            return 1
         peer = os.path.join(src, "bench", "feeder_protobuf_numpy.py")
         out = subprocess.run([sys.executable, peer, d, "--schema", SPEC, "--batch", "16"],
                              check=True, capture_output=True, text=True).stdout

@@ -14,10 +14,11 @@
    namespace (/usr/local a tmpfs, /etc an overlay: nothing outside is
    touched); a C program built with `pkg-config --cflags --libs rollcache`
    runs with only PATH set (the install ran ldconfig).  Not root: this part
-   is skipped and says so.
+   is skipped and says so (the rest still runs and must pass).
 
 usage: test_install.py FDR_GEN BUILD_DIR
-Exits 77 when meson, venv/ensurepip or setuptools are missing.
+Fails with one line when meson, venv/ensurepip, setuptools, wheel, unshare
+or pkg-config is missing (scripts/deps.sh installs them).
 """
 import os
 import shutil
@@ -41,9 +42,11 @@ print(" ".join(map(str, ys)))
 """ % SPEC
 
 
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
+def missing(what, fix):
+    """A package scripts/deps.sh installs is absent: the machine is broken,
+    so the test fails (exit 1) with one line, "FAIL: WHAT: FIX"."""
+    print("FAIL: " + " ".join(("%s: %s" % (what, fix)).split()))
+    sys.exit(1)
 
 
 def run(cmd, **kw):
@@ -116,9 +119,10 @@ def system_install(build, data, tmp):
     if os.geteuid() != 0:
         print("skip part 3: not root (the system install needs it)")
         return
-    if shutil.which("unshare") is None or shutil.which("pkg-config") is None:
-        print("skip part 3: unshare or pkg-config missing")
-        return
+    if shutil.which("unshare") is None:
+        missing("unshare is not installed", "apt-get install util-linux")
+    if shutil.which("pkg-config") is None:
+        missing("pkg-config is not installed", "run scripts/deps.sh (apt-get install pkg-config)")
     with open(os.path.join(tmp, "prog.c"), "w") as f:
         f.write(C_PROG)
     env = dict(os.environ, TMP=tmp, BUILD=build, DATA=data)
@@ -132,13 +136,15 @@ def system_install(build, data, tmp):
 def main():
     fdr_gen, build = sys.argv[1], sys.argv[2]
     if shutil.which("meson") is None:
-        skip("meson is not on PATH: pip builds librollcache with it")
+        missing("meson is not installed (pip builds librollcache with it)",
+                "run scripts/deps.sh (apt-get install meson)")
     probe = subprocess.run(["/usr/bin/python3", "-c", "import ensurepip, venv, setuptools, wheel"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if probe.returncode != 0:
-        skip("/usr/bin/python3 lacks venv/ensurepip, setuptools or wheel "
-             "(python3-venv, python3-setuptools, python3-wheel): %s"
-             % probe.stdout.decode().strip().splitlines()[-1])
+        missing("/usr/bin/python3 lacks venv/ensurepip, setuptools or wheel (%s)"
+                % probe.stdout.decode().strip().splitlines()[-1],
+                "run scripts/deps.sh (apt-get install python3-venv python3-setuptools "
+                "python3-wheel)")
     tmp = tempfile.mkdtemp(prefix="rc-install-")
     try:
         data = os.path.join(tmp, "data")

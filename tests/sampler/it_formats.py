@@ -39,7 +39,9 @@ def main():
     rcsamp.rc_bin()
     td = os.environ.get("RC_TESTDATA", "")
     if not os.path.isfile(os.path.join(td, GZ)):
-        rcsamp.skip("RC_TESTDATA (%r) has no %s: the real TFRecord files are missing" % (td, GZ))
+        rcsamp.missing("RC_TESTDATA (%r) has no %s" % (td, GZ),
+                       "run the test through meson test (tests/data/tensorflow holds the "
+                       "real TFRecord files)")
     root = rcsamp.tmpdir("formats")
     try:
         # 1. GZIP, default settings

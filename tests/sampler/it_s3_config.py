@@ -43,8 +43,7 @@ def log_of(stderr):
 def main():
     rcsamp.rc_bin()
     if shutil.which("aws") is None:
-        print("FAIL: the AWS CLI is missing (apt-get install awscli: scripts/deps.sh)")
-        sys.exit(1)
+        rcsamp.missing("the AWS CLI is not installed", "run scripts/deps.sh (apt-get install awscli)")
     work = rcsamp.tmpdir("s3cfg")
     srv = None
     try:

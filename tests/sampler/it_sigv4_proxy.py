@@ -26,7 +26,7 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rcsamp  # noqa: E402
 sys.path.insert(0, rcsamp.SERVERS)
-import s3put  # noqa: E402  (exits 77 without botocore)
+import s3put  # noqa: E402  (fails, one line, without botocore)
 
 AK, SECRET, TOKEN = "ROLL+CACHE=KEY", "wJal+rXUtn/FEMI=K7MDENG/bPxRfiCY+EXAMPLEKEY==", \
     "FQoGZXIvYXdzE+/=IJ/tok+en/with==padding"

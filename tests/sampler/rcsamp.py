@@ -4,6 +4,10 @@ Test data: TFRecord files written here (CRC-32C in pure Python, so tests need
 nothing outside Debian's python3) or by `rollcache synth` when that command is
 built.  The oracle reads the cache's sealed shards with its own framing
 parser and compares payloads with the source records as multisets.
+
+A test skips (exit 77, skip()) only for a privilege it lacks (mounting a
+tmpfs needs root).  What scripts/deps.sh installs or meson builds is never
+a reason to skip: missing() and fail() make the test fail with one line.
 """
 import collections
 import gzip
@@ -19,15 +23,16 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.environ.get("RC_SRCDIR", os.path.abspath(os.path.join(HERE, "..", "..")))
 SERVERS = os.path.join(SRCDIR, "tests", "servers")
 
 
 def skip(why):
+    """Exit 77 (meson's SKIP): only for a device, kernel feature or privilege
+    this machine lacks."""
     print("SKIP: " + why)
-    sys.exit(SKIP)
+    sys.exit(77)
 
 
 def fail(why):
@@ -35,13 +40,22 @@ def fail(why):
     sys.exit(1)
 
 
+def missing(what, fix):
+    """A package scripts/deps.sh installs or a part meson builds is absent:
+    the machine or the build is broken, so the test fails (exit 1) with one
+    line, "FAIL: WHAT: FIX" ("nginx is not installed: run scripts/deps.sh")."""
+    print("FAIL: " + " ".join(("%s: %s" % (what, fix)).split()))
+    sys.exit(1)
+
+
 def rc_bin():
     b = os.environ.get("RC_BIN")
     if not b or not os.access(b, os.X_OK):
-        skip("RC_BIN is not set to the rollcache executable (run through meson test)")
+        missing("RC_BIN (%s) is not the rollcache executable" % b,
+                "run the test through meson test, which sets it")
     out = subprocess.run([b, "ingest", "--help"], capture_output=True, text=True)
     if out.returncode != 0:
-        skip("this rollcache has no ingest command: " + out.stderr.strip())
+        missing("rollcache ingest is not built", out.stderr.strip())
     return b
 
 
@@ -118,7 +132,7 @@ def make_dataset(root, objects, records, min_size=64, max_size=2048, seed=1, gz=
 
 def synth_dataset(root, records, size, shards, seed=1, gz=False, subdir=""):
     """A `rollcache synth` dataset in root/subdir; returns {key: [payloads]}
-    (keys relative to root).  Skips (77) when synth is not built."""
+    (keys relative to root).  Fails when synth is not built."""
     d = os.path.join(root, subdir) if subdir else root
     os.makedirs(os.path.dirname(d.rstrip("/")), exist_ok=True)
     args = [rc_bin(), "synth", d, "--records", str(records), "--record-size", str(size),
@@ -128,7 +142,7 @@ def synth_dataset(root, records, size, shards, seed=1, gz=False, subdir=""):
     p = subprocess.run(args, capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         if "not built" in p.stderr or "unknown" in p.stderr:
-            skip("rollcache synth is not built: " + p.stderr.strip())
+            missing("rollcache synth is not built", p.stderr.strip())
         fail("synth failed: " + p.stderr)
     out = {}
     for name in sorted(os.listdir(d)):
@@ -194,17 +208,17 @@ def ingest(source, cache_dir, limit="1G", extra=(), env=None, timeout=90, check=
 # ---- servers ---------------------------------------------------------------
 
 class Server:
-    """A peer started through tests/servers/<name> start ...; stopped at exit."""
+    """A peer started through tests/servers/<name> start ...; stopped at exit.
+    A launcher that fails (its program missing: one line) fails the test."""
 
     def __init__(self, script, args, state):
         self.script = os.path.join(SERVERS, script)
         self.state = state
         p = subprocess.run([self.script, "start"] + list(args) + [state], capture_output=True,
                            text=True, timeout=60)
-        if p.returncode == SKIP:
-            skip(p.stdout.strip() or p.stderr.strip())
         if p.returncode != 0:
-            fail("%s start failed:\n%s%s" % (script, p.stdout, p.stderr))
+            fail("%s start exited %d: %s" % (script, p.returncode,
+                                            (p.stdout + p.stderr).strip()))
         self.url = p.stdout.strip().splitlines()[-1]
 
     def stop(self):

@@ -10,12 +10,20 @@
 # NGINX_ACCESS_LOG=1 writes STATE/access.log: "STATUS BODY_BYTES BYTES_SENT REQUEST MSEC"
 # per request, MSEC the wall-clock time (s.ms) it ended (bench/sampling.py
 # counts bytes downloaded, and when, from it).
-# Exit 77 when nginx is not installed (tests skip).  Ranges, keepalive and
-# sendfile are nginx defaults; `autoindex_format json` is what rollcache's
-# http:// lister reads.
+# Exits 1 with one line on stderr when nginx is not installed ($NGINX, by
+# default /usr/sbin/nginx): scripts/deps.sh installs it, so a test that
+# needs it fails rather than skips.  Ranges, keepalive and sendfile are
+# nginx defaults; `autoindex_format json` is what rollcache's http:// lister
+# reads.
 set -euo pipefail
 
 NGINX=${NGINX:-/usr/sbin/nginx}
+
+# missing WHAT FIX: a program the tests need is absent; one line, exit 1.
+missing() {
+  echo "$1: $2" >&2
+  exit 1
+}
 
 free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -23,7 +31,7 @@ free_port() {
 
 start() {
   local root=$1 state=$2
-  [ -x "$NGINX" ] || { echo "nginx is not installed (apt-get install nginx-light)"; exit 77; }
+  [ -x "$NGINX" ] || missing "nginx ($NGINX) is not installed" "run scripts/deps.sh (apt-get install nginx-light)"
   root=$(cd "$root" && pwd)
   mkdir -p "$state"
   state=$(cd "$state" && pwd)

@@ -12,6 +12,8 @@ percent-encoded here).  Requests are signed with botocore's SigV4 signer
 S3RVER/S3RVER; the proxy checks the signature.  Loopback only.
 
 signed_headers() is also what tests use to send hand-made requests.
+Without botocore (scripts/deps.sh installs python3-botocore) it exits 1
+with one line, imported or run.
 """
 import http.client
 import os
@@ -23,8 +25,8 @@ try:
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 except ImportError:
-    print("python3-botocore is not installed (apt-get install python3-botocore: scripts/deps.sh)")
-    sys.exit(77)
+    sys.exit("python3-botocore is not installed: run scripts/deps.sh "
+             "(apt-get install python3-botocore)")
 
 
 def signed_headers(method, url, body=b"", headers=None, access_key="S3RVER", secret="S3RVER",

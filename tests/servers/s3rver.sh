@@ -16,15 +16,22 @@
 # Credentials the proxy accepts: $SIGV4_PROXY_ACCOUNTS (AK:SECRET[:TOKEN] ...),
 # by default AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER.
 # S3_PROXY=0 starts s3rver alone (no signature is checked then) and prints
-# its URL.  Upload objects with tests/servers/s3put.py.  Exit 77 when node,
-# the npm package or python3-botocore is missing (run scripts/deps.sh).
+# its URL.  Upload objects with tests/servers/s3put.py.  Exits 1 with one
+# line on stderr when node, the npm package or python3-botocore is missing:
+# scripts/deps.sh installs them, so a test that needs them fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
+# missing WHAT FIX: a program the tests need is absent; one line, exit 1.
+missing() {
+  echo "$1: $2" >&2
+  exit 1
+}
+
 start() {
   local bucket=$1 state=$2
-  command -v node >/dev/null || { echo "node is not installed (apt-get install nodejs)"; exit 77; }
-  [ -d "$here/../node_modules/s3rver" ] || { echo "s3rver is not installed: run scripts/deps.sh (npm ci in tests/)"; exit 77; }
+  command -v node >/dev/null || missing "node is not installed" "run scripts/deps.sh (apt-get install nodejs npm)"
+  [ -d "$here/../node_modules/s3rver" ] || missing "s3rver is not installed in tests/node_modules" "run scripts/deps.sh (npm ci in tests/)"
   mkdir -p "$state/data"
   state=$(cd "$state" && pwd)
   # s3rver makes continuation tokens with DES, which OpenSSL 3 keeps in its
@@ -61,8 +68,7 @@ start() {
       local rc=0
       wait "$(cat "$state/proxy.pid")" || rc=$?
       kill "$(cat "$state/pid")" 2>/dev/null || true
-      # 77: botocore is missing (the proxy says so on stdout)
-      [ "$rc" = 77 ] && { cat "$state/url" "$state/proxy.err"; exit 77; }
+      # the proxy's one line (python3-botocore missing) or its traceback
       cat "$state/proxy.err" >&2
       exit 1
     fi

@@ -45,7 +45,8 @@ refused (400 NotImplemented).  GET /__sigv4_proxy/stats answers
 bucket name starts with '_').  Each refusal is one line in STATE/proxy.log
 (no secret: the canonical request and string to sign are public parts of the
 request).  Bodies are capped at 256 MiB; aws-chunked uploads are refused.
-Exit 77 when botocore is missing (apt-get install python3-botocore).
+Exits 1 with one line on stderr when botocore is missing (scripts/deps.sh
+installs python3-botocore).
 """
 import datetime
 import hashlib
@@ -66,8 +67,8 @@ try:
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 except ImportError:
-    print("python3-botocore is not installed (apt-get install python3-botocore: scripts/deps.sh)")
-    sys.exit(77)
+    sys.exit("python3-botocore is not installed: run scripts/deps.sh "
+             "(apt-get install python3-botocore)")
 
 BODY_CAP = 256 << 20
 SKEW_S = 15 * 60
