@@ -162,7 +162,8 @@ static int reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms, bo
 		b->admit_used += bytes;
 		if (held(b) > b->peak)
 			b->peak = held(b);
-		assert(held(b) <= b->limit); /* B1 */
+		assert(held(b) <= b->limit);	  /* B1 */
+		assert(b->admit_used >= b->reserved); /* B2 */
 	}
 	pthread_mutex_unlock(&b->mu);
 	return rc;
@@ -191,6 +192,7 @@ static void unreserve(struct cfs_budget *b, uint64_t bytes)
 		bytes = b->reserved;
 	b->reserved -= bytes;
 	b->admit_used = b->admit_used >= bytes ? b->admit_used - bytes : 0;
+	assert(b->admit_used >= b->reserved); /* B2 */
 }
 
 void cfs_budget_release(struct cfs_budget *b, uint64_t bytes)

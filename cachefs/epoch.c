@@ -4,15 +4,15 @@
  * Owns the list of live epochs, the files they show, and the counts that pin
  * those files (open handles, snapshots, kernel lookups).  Does not choose
  * victims (eviction/ does), does not touch SQL (catalog.c does, called by
- * daemon/) and does not unlink by itself: each evicted file whose last pin
- * went away goes to cfs_store_release_evicted() (store.c), on the thread
- * that dropped the pin.  It never calls up into the daemon: what the daemon
+ * daemon/) and does not unlink by itself: the evicted files whose last pin
+ * went away join the gone chain, which the thread that dropped the pin
+ * hands to cfs_store_reap() (store.c) in one batch (delete_gone).  It never calls up into the daemon: what the daemon
  * must act on is posted as CFS_EV_* bits to its events object.  A
  * snapshot's directory tree is built by epoch_tree.c (epoch_i.h).
  *
  * Invariants: DESIGN 3 (a file in a live epoch is never deleted while the
  * epoch is current or a handle to it is open), DESIGN 4 (evicted-but-open
- * bytes are counted as draining until the callback deleted them).
+ * bytes are counted as draining until delete_gone() deleted them).
  * Locking: s->mu protects the list, the hash and every count marked so in
  * epoch.h; it is a leaf lock: never held while calling the store, posting
  * events, the catalog or libfuse.  The read path takes no lock at all.
@@ -45,22 +45,22 @@
  *   the struct stays only while the kernel holds lookups on its inode.
  *   cfs_epochs_publish() moves CURRENT -> OLD or straight to UNLISTED;
  *   epoch_maybe_retire() (from publish, releasedir and the last release of
- *   an evicted file) moves OLD -> UNLISTED and reports the number through
- *   the `retired` callback so the owner can drop the kernel's cached entry;
+ *   an evicted file) moves OLD -> UNLISTED and queues its number and posts
+ *   CFS_EV_RETIRED, so the owner can drop the kernel's cached entry;
  *   cfs_epoch_forget() frees an UNLISTED epoch.  Shared inodes mean the
  *   kernel's lookup counts cannot say which epoch a handle came through,
  *   hence the definition of "held" above.
  *
  * States of a file.
  *
- *     LIVE --evict--> EVICTED --last pin--> DELETING --callback--> (freed when
+ *     LIVE --evict--> EVICTED --last pin--> DELETING --delete_gone--> (freed when
  *                                                                 no lookups)
  *
  *   LIVE: listed by some snapshot, catalog SEALED.  EVICTED: the evictor
  *   chose it (catalog EVICTING, cfs_epochs_evict()); it stays readable, its
  *   bytes count as draining (invariant 4).  DELETING: the current epoch does
- *   not list it and no handle is open (efile_maybe_gone()); the gone
- *   callback unlinks the backing file.  An old epoch still listed (held by
+ *   not list it and no handle is open (efile_maybe_gone()); delete_gone()
+ *   unlinks the backing file.  An old epoch still listed (held by
  *   another open file) keeps it in its snapshot but lists it no more, and
  *   opening it (a name the kernel cached) gets ENOENT: invariant 3 protects
  *   a file while its epoch is current or a handle to it is open, and
@@ -187,7 +187,7 @@ void cfs_epochs_destroy(struct cfs_epochs *s)
 
 /*
  * Under mu: moves f on along its states (design note).  A file whose last
- * pin went away while evicted joins the gone chain (run by run_gone()); a
+ * pin went away while evicted joins the gone chain (run by unlock_and_run_gone()); a
  * file nobody refers to any more is freed.
  */
 static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)

@@ -76,7 +76,7 @@ struct cfs_efile {
 	bool evicted;		 /* catalog says EVICTING: delete when unpinned */
 	bool in_current;	 /* listed by the current epoch (never deleted then) */
 	bool deleted;		 /* handed to `gone`: its backing file is being unlinked */
-	bool gone_busy;		 /* in the gone chain: not freed until the callback ran */
+	bool gone_busy;		 /* in the gone chain: not freed until delete_gone() ran */
 	struct cfs_efile *hnext; /* hash chain by id */
 	struct cfs_efile *gnext; /* gone chain */
 
@@ -231,8 +231,8 @@ uint32_t cfs_epochs_current1(struct cfs_epochs *s);
 void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f, uint32_t epoch1);
 
 /*
- * Initialises an empty set.  `store` (borrowed, may be NULL) deletes each
- * evicted file once its last pin goes (cfs_store_release_evicted, on the
+ * Initialises an empty set.  `store` (borrowed, may be NULL) deletes the
+ * evicted files whose last pin went (cfs_store_reap in one batch, on the
  * thread that dropped the pin); `events` (borrowed, may be NULL) receives
  * the CFS_EV_* bits.  Returns 0 or -ENOMEM.
  */
@@ -263,7 +263,7 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 		       size_t n, uint64_t started_ms, uint32_t *held);
 
 /*
- * Marks the files of `ids` evicted.  Each is deleted (the gone callback)
+ * Marks the files of `ids` evicted.  Each is deleted (cfs_store_reap)
  * once no snapshot lists it and no handle is open on it.  Unknown ids are
  * ignored.  Returns the bytes that became draining.
  */
@@ -281,7 +281,7 @@ bool cfs_epochs_pinned(struct cfs_epochs *s, int64_t id);
  */
 bool cfs_epochs_held(struct cfs_epochs *s, int64_t id);
 
-/* ---- used by the FUSE view; all take set->mu internally ------------ */
+/* ---- used by the FUSE view and the daemon; set->mu taken inside where needed ---- */
 
 /* The current epoch with a lookup taken, or NULL.  Drop with cfs_epoch_forget(). */
 struct cfs_epoch *cfs_epochs_lookup_current(struct cfs_epochs *s);

@@ -448,11 +448,6 @@ int cfs_fs_loop(struct cfs_fs *fs)
 	return rc < 0 ? rc : 0;
 }
 
-void cfs_fs_exit(struct cfs_fs *fs)
-{
-	fuse_session_exit(fs->se);
-}
-
 bool cfs_fs_exited(struct cfs_fs *fs)
 {
 	return fuse_session_exited(fs->se) != 0;

@@ -68,10 +68,7 @@ struct cfs_requests *cfs_fs_requests(struct cfs_fs *fs);
  */
 int cfs_fs_loop(struct cfs_fs *fs);
 
-/* Asks the loop to end (from any thread). */
-void cfs_fs_exit(struct cfs_fs *fs);
-
-/* Whether the loop was asked to end (signal, unmount, cfs_fs_exit). */
+/* Whether the loop was asked to end (signal, unmount). */
 bool cfs_fs_exited(struct cfs_fs *fs);
 
 /* FUSE passthrough as it went (fs_read.c io_mode_enter()). */

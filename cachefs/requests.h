@@ -24,7 +24,7 @@
 enum cfs_req_kind {
 	CFS_REQ_STATS_JSON = 0, /* render .rollcache/stats: answer buf (malloc'd) and len */
 	CFS_REQ_METRICS = 1,	/* render .rollcache/metrics: answer buf and len */
-	CFS_REQ_CONTROL = 2,	/* run `cmd` (written to .rollcache/control): answer rc */
+	CFS_REQ_CONTROL = 2,	/* run `cmd` (an ioctl on .rollcache/control): answer rc */
 };
 
 struct cfs_req {

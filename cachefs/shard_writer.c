@@ -359,8 +359,8 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
  *      SW_GROUP_SYNCFS files, ONE syncfs() of the file system (what `sync`
  *      does for `cp -r`; since Linux 5.8 it reports a writeback error of
  *      any file of the file system, which fails the group; starting each
- *      file's writeback first with sync_file_range made it slower); for
- *      smaller groups an fsync() per file, as before;
+ *      file's writeback first with sync_file_range measured slower); for
+ *      smaller groups an fsync() per file;
  *   2. every file renamed from tmp/ into shards/ or objects/;
  *   3. ONE fsync() of each directory that received a file;
  *   4. ONE catalog transaction: a savepoint per file with its row, its

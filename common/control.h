@@ -14,8 +14,9 @@
 /*
  * Sends cmd (shorter than RC_CONTROL_CMD_MAX) to the daemon behind control
  * (MOUNTPOINT/.rollcache/control) and waits for its answer.  Returns 0, or a
- * negative errno: -EINVAL (cmd too long or refused by the daemon),
- * -ETIMEDOUT (a "wait" gave up), or open()/ioctl()/write()'s error.
+ * negative errno: -EINVAL (cmd too long or refused by the daemon), the
+ * daemon's -ERANGE, -ECANCELED or -ENOMEM (include/rollcache/control.h), or
+ * open()/ioctl()'s error.  A "wait" that times out still returns 0.
  */
 int cmn_control_send(const char *control, const char *cmd);
 

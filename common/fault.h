@@ -15,6 +15,8 @@
  *                  evicted file's last release, a retired file): after
  *                  each file unlinked, its GONE not committed
  *   reconcile      cachefs/reconcile.c: before each file it deletes
+ *   plan_partial   cachefs/catalog_plan.c: a whole object's transfer
+ *                  recorded as begun (plan_partial), before its first byte
  *
  * Unset, a call costs one atomic load (acquire) and a branch.
  */

@@ -241,8 +241,9 @@ int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, siz
 	if (b->fs) /* the kernel caches the `current` link: it points elsewhere now */
 		cfs_fs_current_changed(b->fs);
 	/*
-	 * The epoch starts with this snapshot (step 3), after any wait for
-	 * min_records (step 2): its row records what the snapshot holds.
+	 * The epoch starts with this snapshot (DESIGN "Epochs" step 1), after
+	 * the retirement plan (step 2) and any wait for min_records (step 3):
+	 * its row records what the snapshot holds.
 	 */
 	b->row.number = number;
 	b->row.started_ms = started;

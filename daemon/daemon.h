@@ -17,7 +17,8 @@
  *            needs the daemon posts to the view's request queue and waits);
  *   epoch    boundaries (requested or auto), read-statistics flushes every
  *            second, ingest rates, dropping retired epochs from the kernel;
- *            the only thread that publishes snapshots;
+ *            the only thread that publishes snapshots once the mount is
+ *            up (the start-up boundary runs on the main thread before it);
  *   control  serves the view's request queue: stats texts, control
  *            commands (an advance is handed to the epoch thread);
  *   sampler  one long-lived sampler that follows the catalog's plan;

@@ -9,7 +9,8 @@
  * the samplers' pass for the new epoch.  Also: the first epoch of a new
  * cache (first_epoch, see first_epoch_ready()), advance = auto, the stats
  * flush every second, ingest rates, and dropping retired epochs from the
- * kernel's cache.  The only thread that publishes snapshots.
+ * kernel's cache.  The only thread that publishes snapshots once the
+ * mount is up (dmn__boundary runs the start-up one before it starts).
  *
  * Wake-ups come through d->ev (CFS_EV_* posted by the epoch set, DMN_EV_*
  * by the control thread and shutdown); nothing below calls up into here.
@@ -202,13 +203,15 @@ static void raise_cut_admit(struct dmn *d)
 static void take_retire_want(struct dmn *d)
 {
 	pthread_mutex_lock(&d->mu);
-	if (d->retire_want >= 0) {
-		d->retire_read = d->retire_want;
+	int want = d->retire_want;
+	if (want >= 0) {
+		d->retire_read = want;
 		d->retire_want = -1;
 		d->bd.retire_read = d->retire_read;
-		cfs_epochs_set_retire_read(&d->set, d->retire_read);
 	}
 	pthread_mutex_unlock(&d->mu);
+	if (want >= 0) /* set->mu is never taken under d->mu (daemon.h) */
+		cfs_epochs_set_retire_read(&d->set, want != 0);
 }
 
 /*
@@ -274,13 +277,11 @@ static int boundary_steps(struct dmn *d, bool wait, bool light, bool startup, ui
 	 * `next --wait` waits for them first (min_records resident, or the
 	 * samplers blocked on the admit or the limit) and then publishes at once:
 	 * what the epoch admitted is all in the next view, and the next epoch's
-	 * admit all in the one after.  (Waiting after the boundary instead
-	 * published the free room's share of the next admit in its own view and
-	 * left the victims' share for the view after: fresh records per view
-	 * swung between about 5% and 100% of `admit`, bench/sampling.py.)  The
+	 * admit all in the one after (docs/design.md, "Departures", says why a
+	 * wait after the plan would split each admit over two views).  The
 	 * view is everything resident, victims included, so it holds
-	 * min_records as before.  (A `retire read` sent before this boundary
-	 * applies to it.)
+	 * min_records.  (A `retire read` sent before this boundary applies to
+	 * it.)
 	 */
 	pthread_mutex_lock(&d->mu);
 	bool retire_read = dmn__retire_read_next(d);
@@ -482,9 +483,9 @@ static void answer_done(struct dmn *d)
  * boundary reached meanwhile - the first epoch of a new cache, advance =
  * auto, which run without a request - are answered, the others re-counted
  * from the current epoch, and adv_requested lowered to what the pending
- * requests still need.  Without it, a `next 1` counted while the first
- * epoch's boundary was publishing 1 ran one more boundary, to 2, and the
- * epoch 1 its asker was about to read left the listing.
+ * requests still need, so that a `next 1` counted while the first epoch's
+ * boundary was publishing 1 runs no boundary to 2 (epoch 1, which its
+ * asker is about to read, stays listed).
  */
 static void settle_reached(struct dmn *d)
 {

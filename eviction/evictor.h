@@ -23,7 +23,8 @@
  *             preference.  Pinned shards are never victims (invariant 3);
  *             their bytes drain when their last handle closes.
  *   3. admit = min(S.admit, S.limit - used), 0 when used >= S.limit; under
- *      `none`, 0 as soon as used_before >= S.limit (frozen once full).
+ *      `none`, 0 as soon as used_before >= S.limit or the room left is
+ *      smaller than the largest resident file (frozen once full).
  *   Hence used_after + admit <= S.limit always, and used_after <= S.limit
  *   unless pinned + other bytes alone exceed it (EVC_REASON_OVER_LIMIT).
  */

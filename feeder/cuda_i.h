@@ -1,7 +1,7 @@
 /*
  * cuda_i.h - the few CUDA runtime calls the feeder makes, behind dlopen.
  *
- * librollcache never links libcudart: fdr__cuda_load() dlopens it the first
+ * librollcache never links libcudart: cuda.c (load()) dlopens it the first
  * time a feeder asks for a device or pinned memory, so the library and the
  * `rollcache` command run on machines without CUDA, and a CUDA build needs
  * only the toolkit headers (meson option cuda=auto).  Without the headers

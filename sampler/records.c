@@ -1,6 +1,6 @@
 /*
- * records.c - sidecar parsing and range planning for strategy=records (see
- * records.h).  Pure functions over memory: no I/O, no locking.
+ * records.c - sidecar parsing for strategy=records (see records.h).  A
+ * pure function over memory: no I/O, no locking.
  */
 #include "sampler/records.h"
 
@@ -60,91 +60,4 @@ int smp__parse_index(const char *body, size_t len, uint32_t obj, uint64_t obj_si
 		(*v)[(*n)++] = (struct smp_idx_entry){obj, (uint32_t)size, off};
 	}
 	return 0;
-}
-
-static uint64_t mix(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static int cmp_entry(const void *a, const void *b)
-{
-	const struct smp_idx_entry *x = a, *y = b;
-	if (x->obj != y->obj)
-		return x->obj < y->obj ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-int smp__plan_ranges(struct smp_idx_entry *e, size_t n, uint64_t seed, struct smp_plan *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (n == 0)
-		return 0;
-	uint64_t rng = seed ^ 0x6a09e667f3bcc909ull;
-	for (size_t i = n; i > 1; i--) { /* draw the order of every record */
-		size_t j = (size_t)(mix(&rng) % i);
-		struct smp_idx_entry t = e[i - 1];
-		e[i - 1] = e[j];
-		e[j] = t;
-	}
-	out->r = malloc(n * sizeof(*out->r));
-	out->wanted = malloc(n * sizeof(*out->wanted));
-	if (!out->r || !out->wanted) {
-		smp__plan_free(out);
-		return -ENOMEM;
-	}
-	/*
-	 * Batches are a small slice of the draw (1/16th, within [16,
-	 * SMP_PLAN_BATCH]) so that what is admitted first - all of it when the
-	 * budget is small - is spread over the whole dataset, while records that
-	 * happen to be near each other still share a request.
-	 */
-	size_t batch = n / 16;
-	if (batch < 16)
-		batch = 16;
-	if (batch > SMP_PLAN_BATCH)
-		batch = SMP_PLAN_BATCH;
-	for (size_t b = 0; b < n; b += batch) {
-		size_t m = n - b < batch ? n - b : batch;
-		struct smp_idx_entry *x = e + b;
-		qsort(x, m, sizeof(*x), cmp_entry);
-		size_t first_range = out->n;
-		for (size_t i = 0; i < m;) {
-			struct smp_range *r = &out->r[out->n++];
-			r->obj = x[i].obj;
-			r->off = x[i].off;
-			r->wanted = out->wanted + b + i;
-			out->wanted[b + i] = x[i].off;
-			uint64_t end = x[i].off + x[i].size;
-			r->nwanted = 1;
-			size_t k = i + 1;
-			while (k < m && x[k].obj == r->obj && x[k].off <= end + SMP_COALESCE_GAP &&
-			       x[k].off + x[k].size - r->off <= SMP_RANGE_MAX) {
-				out->wanted[b + k] = x[k].off;
-				end = x[k].off + x[k].size;
-				r->nwanted++;
-				k++;
-			}
-			r->len = end - r->off;
-			i = k;
-		}
-		/* the ranges of one batch in a random order */
-		for (size_t i = out->n - first_range; i > 1; i--) {
-			size_t j = first_range + (size_t)(mix(&rng) % i);
-			struct smp_range t = out->r[first_range + i - 1];
-			out->r[first_range + i - 1] = out->r[j];
-			out->r[j] = t;
-		}
-	}
-	return 0;
-}
-
-void smp__plan_free(struct smp_plan *p)
-{
-	free(p->r);
-	free(p->wanted);
-	memset(p, 0, sizeof(*p));
 }

@@ -38,7 +38,7 @@ struct smp_source_opts {
 	int s3_addressing;    /* s3: enum cmn_s3_addressing (auto, path, virtual) */
 	const char
 	    *credentials_file;	 /* s3: NULL: $AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials */
-	uint64_t timeout_ms;	 /* connect timeout and stall limit (no byte for this long) */
+	uint64_t timeout_ms;	 /* connect timeout and stall limit (under 1 KiB/s this long) */
 	uint32_t retries;	 /* extra attempts of a failed listing request */
 	struct smp_stats *stats; /* borrowed; counters updated; may be NULL */
 };

@@ -11,10 +11,14 @@
  *     int rc = ioctl(fd, RC_CONTROL_IOC, &c);    // 0, or -1 with errno
  *     close(fd);
  *
- * Commands (docs/mount.md): "next", "next N", "next wait", "next N wait".
- * The call returns when the daemon has answered: at once for "next", when the
- * epoch exists (or wait_timeout passed: ETIMEDOUT) for "wait".  Errors:
- * EINVAL for an unknown command, ENOTTY for another ioctl or file.
+ * Commands (docs/mount.md): "next", "next N", "next wait", "next N wait",
+ * "retire read", "retire boundary", "retire config".  The call returns
+ * when the daemon has answered: a "next" once its boundary has run (with
+ * "wait", after min_records were resident or wait_timeout passed: the epoch
+ * then advances all the same, and `status` says why in last_boundary.wait).
+ * Errors: EINVAL for an unknown command, ERANGE for an epoch number out of
+ * range, ECANCELED when the mount is going away, ENOMEM, ENOTTY for another
+ * ioctl or file.
  *
  * From a shell: `rollcache epoch MOUNTPOINT next [N] [--wait]`; from Python:
  * `rollcache.control(MOUNTPOINT, "next")`.

@@ -79,7 +79,7 @@ static int64_t add_shard(struct cfs_catalog *c, uint32_t epoch, size_t nrec, uin
 	return sh.id;
 }
 
-START_TEST(new_file_gets_schema_v1)
+START_TEST(new_file_gets_current_schema)
 {
 	struct cfs_catalog *c = open_rw();
 
@@ -900,7 +900,7 @@ int main(void)
 		const char *name;
 		const TTest *fn;
 	} cases[] = {
-	    {"new_file_gets_schema_v1", new_file_gets_schema_v1},
+	    {"new_file_gets_current_schema", new_file_gets_current_schema},
 	    {"migrates_version_2", migrates_version_2},
 	    {"journal_is_wal", journal_is_wal},
 	    {"newer_schema_refused", newer_schema_refused},
