@@ -852,6 +852,9 @@ int cfs_catalog_integrity_check(struct cfs_catalog *c, char *err, size_t errlen)
 		} else {
 			snprintf(err, errlen, "%s: integrity check failed: %s", c->path,
 				 r ? r : "(no result)");
+			for (char *p = err; *p; p++) /* one line */
+				if (*p == '\n')
+					*p = ' ';
 			rc = -EBADMSG;
 		}
 	} else {

@@ -159,6 +159,16 @@ static int check_cache(struct check *c, const char *dir)
 		fprintf(stderr, "rollcache check: %s\n", err);
 		return 2;
 	}
+	/* the catalog's own pages first (SQLite's PRAGMA integrity_check) */
+	rc = cfs_catalog_integrity_check(cat, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr,
+			"rollcache check: %s (the catalog is damaged: move the cache directory "
+			"aside and mount a new one)\n",
+			err);
+		cfs_catalog_close(cat);
+		return 1;
+	}
 	uint8_t *buf = malloc((size_t)1 << 20);
 	rc = buf ? cfs_catalog_shards_list(cat, 1u << CFS_SHARD_SEALED, &arr, &n) : -ENOMEM;
 	if (rc) {

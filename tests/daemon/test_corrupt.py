@@ -41,6 +41,7 @@ check         (e) `rollcache check --cache-dir` offline: exit 0 on a clean
 import errno
 import hashlib
 import os
+import sqlite3
 import re
 import struct
 import sys
@@ -324,6 +325,23 @@ def case_check(s):
     p = t.run("check", "--cache-dir", s.src, check=False)
     t.eq(p.returncode, 2, "(e) exit code for a directory that is not a cache")
     t.eq(len(p.stderr.strip().split("\n")), 1, "(e) one line: %r" % p.stderr)
+    # (e) a damaged catalog: one index page zeroed (the files' checks never
+    # read it; SQLite's integrity check does)
+    db = os.path.join(s.cache, "catalog.db")
+    con = sqlite3.connect(db)
+    page = con.execute("PRAGMA page_size").fetchone()[0]
+    root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = "
+                       "'shard_objects_object'").fetchone()[0]
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    with open(db, "r+b") as f:
+        f.seek((root - 1) * page)
+        f.write(b"\0" * page)
+    p = t.run("check", "--cache-dir", s.cache, check=False)
+    t.eq(p.returncode, 1, "(e) exit code with a damaged catalog")
+    lines = p.stderr.strip().split("\n")
+    if len(lines) != 1 or "integrity check failed" not in lines[0]:
+        t.fail("(e) one line naming the damaged catalog: %r" % p.stderr)
 
 
 def drop_caches():
