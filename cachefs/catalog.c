@@ -257,6 +257,11 @@ static const char *const migrations[] = {
      * listing that changed an object)
      */
     "CREATE INDEX objects_stale ON objects(id) WHERE state = " SQL_OBJ_STALE ";\n",
+    /*
+     * 6 -> 7: the digest of a TFRecord file's record CRCs (cfs_digest_add),
+     * which the read path's first pass checks; NULL for files sealed before
+     */
+    "ALTER TABLE shards ADD COLUMN records_crc INTEGER;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");

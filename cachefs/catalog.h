@@ -36,11 +36,13 @@
 #ifndef RC_CACHEFS_CATALOG_H
 #define RC_CACHEFS_CATALOG_H
 
+#include "common/crc32c.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 6 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 7 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 
@@ -202,7 +204,23 @@ struct cfs_shard_new {
 	const char *name;	/* RAW: sanitized display name (cfs_sanitize_key), else NULL */
 	int64_t object_id;	/* RAW: the object; else 0 */
 	const struct cfs_plan_marks *marks; /* NULL, or plan units completed by this file */
+	bool has_digest;		    /* TFRECORD: `digest` is set (else the row has none) */
+	uint32_t digest; /* TFRECORD: its records' CRCs digested in order (cfs_digest_add) */
 };
+
+/*
+ * The digest of a TFRecord file's records (shards.records_crc): CRC-32C
+ * over each record's payload CRC, 4 bytes little-endian, in file order,
+ * from 0.  The shard writer computes it; the read path's first pass
+ * computes it again and compares (cachefs/verify.c), so a record rewritten
+ * with a valid frame is found without the catalog's rows.
+ */
+static inline uint32_t cfs_digest_add(uint32_t digest, uint32_t crc)
+{
+	uint8_t b[4] = {(uint8_t)crc, (uint8_t)(crc >> 8), (uint8_t)(crc >> 16),
+			(uint8_t)(crc >> 24)};
+	return cmn_crc32c(digest, b, 4);
+}
 
 /*
  * Allocates a fresh file id: greater than every id the catalog has ever
@@ -241,7 +259,8 @@ struct cfs_shard_info {
 	int64_t object_id;     /* RAW: its object; else 0 */
 	char *name;	       /* RAW: display name; else NULL; owned by the array */
 	int64_t evicted_epoch; /* -1 unless EVICTING/GONE; CFS_EVICTED_WITHDRAWN: withdrawn */
-	uint32_t crc;	       /* RAW: CRC-32C of the whole object (checked on reads); else 0 */
+	uint32_t crc;	       /* RAW: CRC-32C of the whole object; TFRECORD: its digest */
+	bool has_crc;	       /* crc is known (a TFRecord row sealed before schema 7 has none) */
 };
 
 /*

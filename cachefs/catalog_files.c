@@ -25,11 +25,13 @@
 	"id, kind, state, bytes, records, created_epoch, reads, last_read_ms, full_reads, "        \
 	"object_id, name, evicted_epoch, "                                                         \
 	"CASE WHEN kind = " SQL_KIND_RAW " THEN (SELECT crc FROM samples "                         \
-	"WHERE shard_id = shards.id AND offset = 0) ELSE 0 END"
+	"WHERE shard_id = shards.id AND offset = 0) ELSE records_crc END, "                        \
+	"kind = " SQL_KIND_RAW " OR records_crc IS NOT NULL"
 
 const char *const cfs__sql_files[S__COUNT] = {
-    [S_SHARD_ADD] = "INSERT INTO shards(id, kind, state, bytes, records, created_epoch, "
-		    "object_id, name) VALUES(?1, ?2, " SQL_SEALED ", ?3, ?4, ?5, ?6, ?7)",
+    [S_SHARD_ADD] =
+	"INSERT INTO shards(id, kind, state, bytes, records, created_epoch, "
+	"object_id, name, records_crc) VALUES(?1, ?2, " SQL_SEALED ", ?3, ?4, ?5, ?6, ?7, ?8)",
     [S_SAMPLE_ADD] = "INSERT INTO samples(shard_id, offset, length, crc, object_id, "
 		     "object_offset, admitted_epoch) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [S_SHOBJ_ADD] = "INSERT OR IGNORE INTO shard_objects(shard_id, object_id) VALUES(?1, ?2)",
@@ -178,6 +180,8 @@ static int add_shard_row(struct cfs_catalog *c, const struct cfs_shard_new *sh, 
 	sqlite3_bind_int64(st, 6, sh->object_id);
 	if (sh->name)
 		sqlite3_bind_text(st, 7, sh->name, -1, SQLITE_STATIC);
+	if (sh->has_digest)
+		sqlite3_bind_int64(st, 8, sh->digest);
 	return cfs__run(c, st, "file insert");
 }
 
@@ -253,6 +257,7 @@ static int read_shard_row(sqlite3_stmt *st, void *el)
 	f->name = cfs__dup_col(st, 10, &oom);
 	f->evicted_epoch = sqlite3_column_int64(st, 11);
 	f->crc = (uint32_t)sqlite3_column_int64(st, 12);
+	f->has_crc = sqlite3_column_int(st, 13) != 0;
 	return oom ? -ENOMEM : 0;
 }
 

@@ -6,8 +6,8 @@
  * victims (eviction/ does), does not touch SQL (catalog.c does, called by
  * daemon/) and does not unlink by itself: the evicted files whose last pin
  * went away join the gone chain, which the thread that dropped the pin
- * hands to cfs_store_reap() (store.c) in one batch (delete_gone).  It never calls up into the daemon: what the daemon
- * must act on is posted as CFS_EV_* bits to its events object.  A
+ * hands to cfs_store_reap() (store.c) in one batch (delete_gone).  It never calls up into the
+ * daemon: what the daemon must act on is posted as CFS_EV_* bits to its events object.  A
  * snapshot's directory tree is built by epoch_tree.c (epoch_i.h).
  *
  * Invariants: DESIGN 3 (a file in a live epoch is never deleted while the
@@ -404,7 +404,8 @@ static struct cfs_efile *efile_new(struct cfs_epochs *s, const struct cfs_efile_
 	f->bytes = in->bytes;
 	f->records = in->records;
 	f->created_epoch = in->created_epoch;
-	f->raw_crc = in->crc;
+	f->crc = in->crc;
+	f->has_crc = in->has_crc;
 	if (in->retiring) { /* a victim a restart kept: it retires in this epoch */
 		f->evicted = true;
 		f->retire_number1 = number + 1;

@@ -67,7 +67,8 @@ struct cfs_efile {
 	uint64_t bytes; /* immutable (invariant 1) */
 	uint64_t records;
 	uint32_t created_epoch;
-	uint32_t raw_crc; /* raw objects: CRC-32C of the whole file, checked by verify.c */
+	uint32_t crc; /* raw: CRC-32C of the whole file; TFRecord: its records' digest */
+	bool has_crc; /* crc known (a TFRecord file sealed before schema 7 has none) */
 
 	/* protected by set->mu */
 	uint64_t nlookup;	 /* kernel lookups not yet forgotten */
@@ -150,7 +151,8 @@ struct cfs_efile_in {
 	const char *relpath; /* copied */
 	uint64_t bytes, records;
 	uint32_t created_epoch;
-	uint32_t crc;  /* raw objects: CRC-32C of the whole file (cfs_shard_info.crc) */
+	uint32_t crc;  /* cfs_shard_info.crc: raw, of the whole file; TFRecord, the digest */
+	bool has_crc;  /* cfs_shard_info.has_crc */
 	bool retiring; /* a victim of this boundary kept in the view (retire = read) */
 };
 

@@ -63,6 +63,7 @@ struct cfs_shard_writer {
 	uint64_t *low_units, *lows; /* [nlows]: partial objects' lows (set_lows) */
 	size_t nlows;
 	int64_t replaces; /* a file whose current records this one holds (0: none) */
+	uint32_t digest;  /* TFRecord: cfs_digest_add over the records appended */
 };
 
 static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum cfs_kind kind,
@@ -192,6 +193,7 @@ int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, siz
 		w->broken = true;
 		return rc;
 	}
+	w->digest = cfs_digest_add(w->digest, crc);
 	w->samples[w->nsamples++] = (struct cfs_sample){
 	    .offset = w->written,
 	    .length = len,
@@ -402,6 +404,8 @@ static int insert_one(struct cfs_shard_writer *w)
 	    .bytes = w->written,
 	    .created_epoch = w->epoch,
 	    .object_id = w->object_id,
+	    .has_digest = w->kind == CFS_KIND_TFRECORD,
+	    .digest = w->digest,
 	};
 	int rc;
 

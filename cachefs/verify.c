@@ -13,8 +13,11 @@
  *       cfs_verify_read() before reading and answers EIO when it fails, so
  *       no byte of a record whose CRC failed is ever returned by the daemon
  *       (DESIGN 5 after admission).
- *   V2  v_ok only grows, always to a record boundary, and only after every
- *       record below it passed; v_bad1, once set, is only lowered.
+ *   V2  v_ok goes from 0 to the file's size at once, on the file's first
+ *       daemon-served read, after every record of it passed its CRC and,
+ *       for a TFRecord file whose row has one, the records' digest matched
+ *       the catalog's (a record rewritten with a valid frame fails it); only
+ *       V5 sets it back to 0; v_bad1, once set, is only lowered.
  *   V3  passthrough needs cfs_verify_done(): the kernel serves a file's
  *       bytes by itself only after the daemon checked all of them.
  *   V4  an id is queued at most once per efile (v_queued), so the daemon
@@ -123,10 +126,11 @@ static int win_get(struct win *w, uint64_t off, size_t n, const uint8_t **p)
  * CRC against the footer and, with want, length and CRC against the
  * catalog.  The payload's CRC is taken through the window in pieces, so a
  * record larger than the caller's buffer is checked too.  Returns 0 with
- * *next, -EBADMSG with why, or -errno with why.
+ * *next and *crc_out (its payload CRC), -EBADMSG with why, or -errno with
+ * why.
  */
 static int check_record(struct win *w, uint64_t pos, const struct cfs_sample *want, uint64_t *next,
-			char *why, size_t whylen)
+			uint32_t *crc_out, char *why, size_t whylen)
 {
 	struct cmn_tfr_frame fr;
 	const uint8_t *p;
@@ -195,6 +199,7 @@ static int check_record(struct win *w, uint64_t pos, const struct cfs_sample *wa
 		return -EBADMSG;
 	}
 	*next = fr.offset + fr.need;
+	*crc_out = crc;
 	return 0;
 io:
 	if (rc == -EBADMSG)
@@ -236,7 +241,8 @@ int cfs_vcheck_step(struct cfs_vcheck *v, uint64_t budget, void *buf, size_t cap
 			break;
 		}
 		uint64_t next;
-		rc = check_record(&w, v->pos, s, &next, v->why, sizeof(v->why));
+		uint32_t crc;
+		rc = check_record(&w, v->pos, s, &next, &crc, v->why, sizeof(v->why));
 		if (rc) {
 			v->bad_off = v->pos;
 			break;
@@ -448,6 +454,16 @@ static void report(struct cfs_verifier *v, struct cfs_efile *f)
 		cmn_events_post(v->events, v->bit);
 }
 
+/* Marks f corrupt from `off`, logs why, queues it (V4); returns -EIO. */
+static int found_corrupt(struct cfs_verifier *v, struct cfs_efile *f, uint64_t off, const char *why)
+{
+	cfs_verify_mark(f, off);
+	cmn_log(CMN_LOG_ERROR, "%s: corrupt: %s: reads get EIO, the file leaves the cache",
+		f->relpath, why);
+	report(v, f);
+	return -EIO;
+}
+
 /*
  * A raw object's first read: its whole CRC-32C against the catalog's, under
  * its stripe's mutex; v_ok goes from 0 to its size at once (V2) or the file
@@ -465,22 +481,77 @@ static int verify_raw(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint6
 	if (atomic_load_explicit(&f->v_bad1, memory_order_acquire)) {
 		rc = -EIO;
 	} else if (atomic_load_explicit(&f->v_ok, memory_order_acquire) < f->bytes) {
-		rc = cfs_verify_raw_fd(fd, f->bytes, f->raw_crc, buf, RBUF_SIZE, bytes_read, why,
+		rc = cfs_verify_raw_fd(fd, f->bytes, f->crc, buf, RBUF_SIZE, bytes_read, why,
 				       sizeof(why));
 		if (rc == 0) {
 			atomic_store_explicit(&f->v_ok, f->bytes, memory_order_release);
 		} else if (rc == -EBADMSG) {
-			cfs_verify_mark(f, 0);
-			cmn_log(CMN_LOG_ERROR,
-				"%s: corrupt: %s: reads get EIO, the file leaves the cache",
-				f->relpath, why);
-			report(v, f);
-			rc = -EIO;
+			rc = found_corrupt(v, f, 0, why);
 		} else {
 			cmn_log(CMN_LOG_ERROR, "%s: cannot check: %s", f->relpath, why);
 		}
 	}
 	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+/*
+ * A TFRecord file's first read: every record's frame and payload CRC, in
+ * order, and their digest against the catalog's (cfs_digest_add; when the
+ * row has one), under its stripe's mutex, before any byte of it is served:
+ * v_ok goes from 0 to its size at once (V2), or the file is marked corrupt
+ * and queued (V4).  A record rewritten with a valid frame passes its own
+ * CRC but not the digest.
+ */
+static int verify_records(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t *bytes_read)
+{
+	char why[CFS_VERIFY_WHY_MAX];
+	uint8_t *buf = rbuf();
+	if (!buf)
+		return -ENOMEM;
+	pthread_mutex_t *mu = &v->stripes[(uint64_t)f->id % STRIPES];
+	pthread_mutex_lock(mu);
+	int rc = 0;
+	struct win w = {.fd = fd, .size = f->bytes, .buf = buf, .cap = RBUF_SIZE, .hint = f->bytes};
+	if (atomic_load_explicit(&f->v_bad1, memory_order_acquire)) {
+		rc = -EIO;
+		goto out;
+	}
+	if (atomic_load_explicit(&f->v_ok, memory_order_acquire) >= f->bytes)
+		goto out; /* another reader checked it meanwhile */
+	uint64_t pos = 0;
+	uint32_t digest = 0, crc;
+	while (pos < f->bytes) {
+		uint64_t bad1 = atomic_load_explicit(&f->v_bad1, memory_order_acquire);
+		if (bad1 && pos >= bad1 - 1) {
+			rc = -EIO; /* the scrubber marked it meanwhile */
+			goto out;
+		}
+		uint64_t next;
+		rc = check_record(&w, pos, NULL, &next, &crc, why, sizeof(why));
+		if (rc == -EBADMSG) {
+			rc = found_corrupt(v, f, pos, why);
+			goto out;
+		}
+		if (rc) {
+			cmn_log(CMN_LOG_ERROR, "%s: cannot check: %s", f->relpath, why);
+			goto out;
+		}
+		digest = cfs_digest_add(digest, crc);
+		pos = next;
+	}
+	if (f->has_crc && digest != f->crc) {
+		snprintf(why, sizeof(why),
+			 "its records' CRCs digest to 0x%08" PRIx32
+			 ", the catalog's to 0x%08" PRIx32 " (a record was rewritten)",
+			 digest, f->crc);
+		rc = found_corrupt(v, f, 0, why);
+		goto out;
+	}
+	atomic_store_explicit(&f->v_ok, f->bytes, memory_order_release); /* V2 */
+out:
+	pthread_mutex_unlock(mu);
+	*bytes_read = w.bytes_read;
 	return rc;
 }
 
@@ -508,9 +579,7 @@ void cfs_verify_open(struct cfs_verifier *v, struct cfs_efile *f, int dirfd)
 
 int cfs_verify_read(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t off, uint64_t len)
 {
-	char why[CFS_VERIFY_WHY_MAX];
 	uint64_t end = off + len;
-	int rc = 0;
 
 	if (!v || !checked_kind(f) || len == 0)
 		return 0; /* a read at the end returns no byte: nothing to check */
@@ -521,54 +590,14 @@ int cfs_verify_read(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_
 		end = f->bytes;
 	if (atomic_load_explicit(&f->v_ok, memory_order_acquire) >= end)
 		return 0;
-	if (f->kind == CFS_KIND_RAW) {
-		uint64_t got = 0;
-		rc = verify_raw(v, f, fd, &got);
-		atomic_fetch_add_explicit(&v->bytes, got, memory_order_relaxed);
-		if (rc == 0 && got)
-			atomic_fetch_add_explicit(&v->files, 1, memory_order_relaxed);
-		return rc;
-	}
-
-	uint8_t *buf = rbuf();
-	if (!buf)
-		return -ENOMEM;
-	pthread_mutex_t *mu = &v->stripes[(uint64_t)f->id % STRIPES];
-	pthread_mutex_lock(mu);
-	uint64_t pos = atomic_load_explicit(&f->v_ok, memory_order_relaxed);
-	/* read ahead no further than the range: the next read checks what follows */
-	struct win w = {.fd = fd, .size = f->bytes, .buf = buf, .cap = RBUF_SIZE, .hint = end};
-	while (pos < end) {
-		bad1 = atomic_load_explicit(&f->v_bad1, memory_order_acquire);
-		if (bad1 && pos >= bad1 - 1) {
-			rc = -EIO; /* the scrubber marked it meanwhile */
-			break;
-		}
-		uint64_t next;
-		rc = check_record(&w, pos, NULL, &next, why, sizeof(why));
-		if (rc == -EBADMSG) {
-			cfs_verify_mark(f, pos);
-			cmn_log(CMN_LOG_ERROR,
-				"%s: corrupt: %s: reads reaching it get EIO, the file "
-				"leaves the cache",
-				f->relpath, why);
-			report(v, f);
-			rc = -EIO;
-			break;
-		}
-		if (rc) {
-			cmn_log(CMN_LOG_ERROR, "%s: cannot check: %s", f->relpath, why);
-			break;
-		}
-		pos = next;
-		atomic_store_explicit(&f->v_ok, pos, memory_order_release); /* V2 */
-	}
-	pthread_mutex_unlock(mu);
+	uint64_t got = 0;
+	int rc =
+	    f->kind == CFS_KIND_RAW ? verify_raw(v, f, fd, &got) : verify_records(v, f, fd, &got);
+	atomic_fetch_add_explicit(&v->bytes, got, memory_order_relaxed);
+	if (rc == 0 && got)
+		atomic_fetch_add_explicit(&v->files, 1, memory_order_relaxed);
 	/* V1: a read allowed through was checked to its end */
 	assert(rc != 0 || atomic_load_explicit(&f->v_ok, memory_order_acquire) >= end);
-	atomic_fetch_add_explicit(&v->bytes, w.bytes_read, memory_order_relaxed);
-	if (rc == 0 && pos >= f->bytes && w.bytes_read)
-		atomic_fetch_add_explicit(&v->files, 1, memory_order_relaxed);
 	return rc;
 }
 

@@ -229,6 +229,7 @@ int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, siz
 		    .records = si->records,
 		    .created_epoch = si->created_epoch,
 		    .crc = si->crc,
+		    .has_crc = si->has_crc,
 		    .retiring = si->state == CFS_SHARD_EVICTING,
 		};
 	}

@@ -112,6 +112,7 @@ START_TEST(migrates_version_2)
 	int64_t id = add_shard(c, 4, 3, 100); /* 3 records of 100 bytes: 348 with framing */
 	cfs_catalog_close(c);
 	raw_sql(
+	    "ALTER TABLE shards DROP COLUMN records_crc; DELETE FROM migrations WHERE version = 7; "
 	    "DROP INDEX objects_stale; DELETE FROM migrations WHERE version = 6; "
 	    "DROP TRIGGER resident_insert; DROP TRIGGER resident_delete; "
 	    "DROP TRIGGER resident_update; DROP TABLE resident; "

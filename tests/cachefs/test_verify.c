@@ -4,16 +4,25 @@
  * Inputs: two files framed here (three short records, and 40 records of
  * 0-600 random bytes, empty ones included) and the uncompressed TFRecord
  * files TensorFlow wrote ($RC_TESTDATA: ../shared/testdata, or its copy in
- * tests/data/tensorflow; the test fails without them); their records found by this test's own
- * framing parse (for the real files the oracle is TensorFlow's stored CRCs). Behaviours, one TCase
- * each: all_pass       every record of every input passes, against the catalog's rows and on the
- * read path; every_flip     every single-bit flip anywhere in the inputs (every bit of a byte below
- * 1 KiB of file, one bit of each byte above) is found, at the record that holds it, by both checks;
- * the read path answers EIO for ranges reaching it, serves the records before it, queues the file
- * once (verify.c V1, V2, V4); catalog        (TensorFlow's three-record file) a record rewritten
- * with valid framing but other bytes passes the framing (the read path's limit, documented) and
- * fails against the catalog; records must tile the file; a truncated file fails; threads        4
- * threads reading random ranges of a 2000-record file check it once, all of it, and all pass;
+ * tests/data/tensorflow; the test fails without them); their records found
+ * by this test's own framing parse (for the real files the oracle is
+ * TensorFlow's stored CRCs).
+ * Behaviours, one TCase each:
+ *   all_pass       every record of every input passes, against the
+ *                  catalog's rows and on the read path;
+ *   every_flip     every single-bit flip anywhere in the inputs (every bit
+ *                  of a byte below 1 KiB of file, one bit of each byte
+ *                  above) is found, at the record that holds it, by the
+ *                  catalog check; the read path checks the whole file at
+ *                  its first read and answers EIO to every range, and
+ *                  queues the file once (verify.c V1, V2, V4);
+ *   catalog        (TensorFlow's three-record file) a record rewritten with
+ *                  valid framing but other bytes passes its own CRC, fails
+ *                  against the catalog's rows, and fails the read path's
+ *                  first read when the snapshot has the records' digest;
+ *                  records must tile the file; a truncated file fails;
+ *   threads        4 threads reading random ranges of a 2000-record file
+ *                  check it once, all of it, and all pass;
  *   raw_object     a raw object is checked whole (CRC-32C against the
  *                  catalog's) at its first read: a flipped byte anywhere
  *                  makes every read EIO and queues the file once.
@@ -243,13 +252,12 @@ START_TEST(test_every_flip)
 				struct cfs_verifier *ver;
 				ck_assert_int_eq(cfs_verifier_new(&ver, NULL, 0), 0);
 				struct cfs_efile *f = efile_new(9, len);
-				if (s[r].offset > 0) /* records before it are served */
-					ck_assert_int_eq(
-					    cfs_verify_read(ver, f, fd, 0, s[r].offset), 0);
-				rc = cfs_verify_read(ver, f, fd, pos, 1);
-				ck_assert_msg(rc == -EIO, "%s: read of flipped byte %zu: %d",
+				/* the first read checks the whole file: even a range
+				 * before the flipped record gets nothing (V2) */
+				rc = cfs_verify_read(ver, f, fd, 0, s[r].offset ? s[r].offset : 1);
+				ck_assert_msg(rc == -EIO, "%s: first read, flip at %zu: %d",
 					      inputs[k].name, pos, rc);
-				ck_assert_uint_eq(atomic_load(&f->v_ok), s[r].offset); /* V2 */
+				ck_assert_uint_eq(atomic_load(&f->v_ok), 0); /* V2 */
 				ck_assert_uint_eq(atomic_load(&f->v_bad1), s[r].offset + 1);
 				ck_assert(cfs_verify_corrupt(f) && !cfs_verify_done(f));
 				/* any later range reaching it: EIO; the file is queued once */
@@ -299,6 +307,28 @@ START_TEST(test_catalog)
 	struct cfs_efile *f = efile_new(3, len);
 	ck_assert_int_eq(cfs_verify_read(ver, f, fd, 0, len), 0); /* framing alone: passes */
 	free(f);
+	/* with the catalog's digest of the records' CRCs (the snapshot has it) the
+	 * first read finds it before serving a byte, even of record 0 */
+	uint32_t digest = 0;
+	for (size_t i = 0; i < n; i++)
+		digest = cfs_digest_add(digest, s[i].crc);
+	f = efile_new(5, len);
+	f->crc = digest;
+	f->has_crc = true;
+	ck_assert_int_eq(cfs_verify_read(ver, f, fd, 0, 1), -EIO);
+	ck_assert(cfs_verify_corrupt(f) && atomic_load(&f->v_ok) == 0);
+	int64_t ids[2];
+	ck_assert_uint_eq(cfs_verifier_take(ver, ids, 2), 1);
+	ck_assert_int_eq(ids[0], 5);
+	free(f);
+	close(fd);
+	fd = write_tmp(dir, "h", d, len); /* the file as written: its digest passes */
+	f = efile_new(6, len);
+	f->crc = digest;
+	f->has_crc = true;
+	ck_assert_int_eq(cfs_verify_read(ver, f, fd, 0, 1), 0);
+	ck_assert(cfs_verify_done(f));
+	free(f);
 	close(fd);
 
 	/* the catalog's rows must tile the file: a row left out is bytes of no record */
@@ -314,7 +344,7 @@ START_TEST(test_catalog)
 	ck_assert_int_eq(vcheck_all(fd, len, s, n, UINT64_MAX, &v), -EBADMSG);
 	ck_assert_uint_eq(v.bad_off, s[2].offset);
 	f = efile_new(4, len);
-	ck_assert_int_eq(cfs_verify_read(ver, f, fd, 0, s[2].offset), 0);
+	ck_assert_int_eq(cfs_verify_read(ver, f, fd, 0, s[2].offset), -EIO); /* whole file first */
 	ck_assert_int_eq(cfs_verify_read(ver, f, fd, s[2].offset, 1), -EIO);
 	free(f);
 	cfs_verifier_free(ver);
@@ -394,7 +424,7 @@ struct reader_arg {
 
 /*
  * A raw object: its first read checks the CRC-32C of the whole file against
- * raw_crc before any byte (v_ok 0 -> size at once); a flipped byte anywhere
+ * crc before any byte (v_ok 0 -> size at once); a flipped byte anywhere
  * answers EIO for every read, queues the file once; cfs_verify_raw_fd says
  * the same offline.
  */
@@ -420,7 +450,8 @@ START_TEST(test_raw_object)
 	ck_assert_int_eq(cfs_verifier_new(&ver, NULL, 0), 0);
 	struct cfs_efile *f = efile_new(21, len);
 	f->kind = CFS_KIND_RAW;
-	f->raw_crc = crc;
+	f->crc = crc;
+	f->has_crc = true;
 	ck_assert(!cfs_verify_done(f));
 	ck_assert_int_eq(cfs_verify_read(ver, f, fd, 100, 10), 0); /* checks it all */
 	ck_assert_uint_eq(atomic_load(&f->v_ok), len);
@@ -436,7 +467,7 @@ START_TEST(test_raw_object)
 		    -EBADMSG);
 		f = efile_new(22, len);
 		f->kind = CFS_KIND_RAW;
-		f->raw_crc = crc;
+		f->crc = crc;
 		/* a read far from the flip fails too: the object is checked whole */
 		uint64_t at = pos < len / 2 ? len - 10 : 0;
 		ck_assert_int_eq(cfs_verify_read(ver, f, fd, at, 10), -EIO);

@@ -423,6 +423,39 @@ def case_raw(s):
     s.umount()
 
 
+def case_rewritten(s):
+    """(h) a record rewritten with a valid frame (other payload, its own CRC,
+    the same length), mounted, before the first read, scrubber off: the
+    frame passes its own CRC, but the first read checks the records' CRCs
+    against the catalog's digest, so no byte of the file is served; counted
+    in errors.corrupt."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "sampler"))
+    import rcsamp
+    cfg, ids, orig = setup(s, records=12, size="16K", shards=2, shard_size="64K")
+    s.mount("file://%s/" % s.empty, "--config", cfg, "-o",
+            "no_passthrough,scrub_rate=0,unverified_reads=true")
+    sid = ids[1]
+    off, length = record_offsets(orig[sid])[1]
+    payload = bytes(b ^ 0x5A for b in orig[sid][off + 12:off + 12 + length])
+    fr = rcsamp.frame(payload)
+    t.eq(len(fr), length + 16, "(h) the rewritten frame has the record's size")
+    with open(shard_path(s, sid), "r+b") as f:
+        f.seek(off)
+        f.write(fr)
+    path = os.path.join(s.mnt, "current", "shard-%d.tfrecord" % sid)
+    got, err = read_until_error(path)
+    t.eq(err, errno.EIO, "(h) first read of a file with a rewritten record")
+    if got:
+        t.fail("(h) %d bytes of a file with a rewritten record were served" % len(got))
+    t.wait_for(lambda: corrupt_count(s) == 1, "errors.corrupt = 1")
+    for i in ids:
+        if i != sid:
+            got, err = read_until_error(os.path.join(s.mnt, "current", "shard-%d.tfrecord" % i))
+            t.eq((err, got == orig[i]), (0, True), "(h) good shard %d read whole" % i)
+    s.umount()
+
+
 CASES = {
     "unmounted": case_unmounted,
     "mounted": case_mounted,
@@ -431,6 +464,7 @@ CASES = {
     "check": case_check,
     "raw": case_raw,
     "reread": case_reread,
+    "rewritten": case_rewritten,
 }
 
 if __name__ == "__main__":
