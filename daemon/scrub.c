@@ -199,33 +199,25 @@ static void retry_pending(struct dmn_scrub *sc)
 }
 
 /*
- * File `id` was just withdrawn (catalog EVICTING): as a boundary's victim,
- * a file held by a snapshot or a handle drains and is deleted on its last
- * release (DESIGN 3); any other is deleted now.
+ * File `id` was just withdrawn (catalog EVICTING): its bytes drain, and as
+ * a boundary's victim it is deleted on its last release when a snapshot or
+ * a handle holds it (DESIGN 3), else now, by the store's reaper
+ * (cfs_store_reap: the `evict` crash point, the GONE commit).
  */
 static void release_withdrawn(struct dmn *d, enum cfs_kind kind, int64_t id, uint64_t bytes,
 			      const char *path)
 {
+	cfs_budget_sealed_to_draining(d->budget, bytes);
 	if (cfs_epochs_held(&d->set, id)) {
-		cfs_budget_sealed_to_draining(d->budget, bytes);
 		cfs_epochs_evict(&d->set, &id, 1);
 		return;
 	}
-	char abs[4096];
-	bool gone = cfs_store_file_path(d->store, kind, id, true, abs, sizeof(abs)) == 0 &&
-		    (unlink(abs) == 0 || errno == ENOENT);
-	if (!gone) {
-		/* still on disk: draining until start-up reconciliation deletes it */
-		cfs_budget_sealed_to_draining(d->budget, bytes);
-		return;
-	}
-	cfs_budget_sealed_removed(d->budget, bytes);
-	int rc = cfs_catalog_shards_gone(d->cat, &id, 1);
+	struct cfs_evict_item it = {.id = id, .kind = kind, .bytes = bytes};
+	int rc = cfs_store_reap(d->store, &it, 1);
 	if (rc)
-		cmn_log(
-		    CMN_LOG_WARN,
-		    "%s deleted; its row stays EVICTING (%s): start-up reconciliation finishes it",
-		    path, strerror(-rc));
+		cmn_log(CMN_LOG_WARN,
+			"%s: not deleted yet (%s): start-up reconciliation finishes it", path,
+			strerror(-rc));
 }
 
 /* The drop itself, outside any boundary (d->boundary_mu held). */
