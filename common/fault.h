@@ -12,8 +12,9 @@
  *   in_commit      cachefs/catalog.c: every statement of a transaction run,
  *                  COMMIT not yet
  *   evict          cachefs/store.c cfs_store_reap (a boundary's victims, an
- *                  evicted file's last release, a retired file): after
- *                  each file unlinked, its GONE not committed
+ *                  evicted file's last release, a retired file, a file
+ *                  withdrawn as corrupt or stale): after each file
+ *                  unlinked, its GONE not committed
  *   reconcile      cachefs/reconcile.c: before each file it deletes
  *   plan_partial   cachefs/catalog_plan.c: a whole object's transfer
  *                  recorded as begun (plan_partial), before its first byte
