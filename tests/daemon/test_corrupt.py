@@ -234,6 +234,8 @@ def case_passthrough(s):
     print("(c) passthrough %s, opens passed through %d" %
           (st["view"]["passthrough"], st["view"]["passthrough_opens"]))
     t.eq(st["integrity"]["scrub_rate"], 1 << 30, "scrub_rate from -o")
+    # 8 MiB at 1 GiB/s: under a second, rounded up, plus the 1 s pause
+    t.eq(st["integrity"]["scrub_period_s"], 2, "integrity.scrub_period_s")
     passes = st["integrity"]["scrub_passes"]
     recs = record_offsets(orig[sid])
     bad_pos = recs[-1][0] + 16 + recs[-1][1] - 1  # last payload byte of the last record
