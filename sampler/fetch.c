@@ -122,7 +122,7 @@ static void count_received(struct xfer *x)
 	}
 }
 
-static void finish(struct xfer *x, int rc, const char *msg)
+static void finish_as(struct xfer *x, int rc, bool gave_up, const char *msg)
 {
 	struct smp_fetch *f = x->f;
 	count_received(x);
@@ -135,9 +135,21 @@ static void finish(struct xfer *x, int rc, const char *msg)
 	}
 	curl_slist_free_all(x->hdrs);
 	x->hdrs = NULL;
-	x->ops->done(x->ctx, rc, msg ? msg : "");
+	x->ops->done(x->ctx, rc, gave_up, msg ? msg : "");
 	free(x->key);
 	free(x);
+}
+
+/* The request is over (done, cancelled, or failed for a reason of the caller's). */
+static void finish(struct xfer *x, int rc, const char *msg)
+{
+	finish_as(x, rc, false, msg);
+}
+
+/* The transport gives the request up: the caller counts its object in failed_objects. */
+static void give_up(struct xfer *x, int rc, const char *msg)
+{
+	finish_as(x, rc, true, msg);
 }
 
 void smp_fetch_cancel_all(struct smp_fetch *f)
@@ -377,8 +389,7 @@ static void retry_or_fail(struct smp_fetch *f, struct xfer *x, int rc, const cha
 	if (x->attempt >= f->retries) {
 		snprintf(msg, sizeof(msg), "%s: gave up after %u attempts: %s", x->key,
 			 x->attempt + 1, why);
-		SMP_STAT_ADD(f->stats, failed_objects, 1);
-		finish(x, rc, msg);
+		give_up(x, rc, msg);
 		return;
 	}
 	x->attempt++;
@@ -434,8 +445,11 @@ static void failed_status(struct smp_fetch *f, struct xfer *x, long status)
 	}
 	char msg[768];
 	snprintf(msg, sizeof(msg), "%s: %s (not retried)", x->key, why);
-	SMP_STAT_ADD(f->stats, failed_objects, 1);
-	finish(x, status == 404 ? -ENOENT : (status == 401 || status == 403) ? -EACCES : -EIO, msg);
+	give_up(x,
+		status == 404			   ? -ENOENT
+		: (status == 401 || status == 403) ? -EACCES
+						   : -EIO,
+		msg);
 }
 
 static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
@@ -471,8 +485,7 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 		} else {
 			char msg[768];
 			snprintf(msg, sizeof(msg), "%s: %s (not retried)", x->key, why);
-			SMP_STAT_ADD(f->stats, failed_objects, 1);
-			finish(x, -EIO, msg);
+			give_up(x, -EIO, msg);
 		}
 		return;
 	}

@@ -38,8 +38,12 @@ struct smp_xfer_ops {
 	 * attempt the retry budget allows.
 	 */
 	uint64_t (*restart)(void *ctx, bool final);
-	/* Called once when the request is over: rc 0, or -errno and a message. */
-	void (*done)(void *ctx, int rc, const char *msg);
+	/*
+	 * Called once when the request is over: rc 0, or -errno and a message;
+	 * gave_up: the transport gave it up (retries exhausted, an answer or an
+	 * error not retried), which the caller counts in failed_objects.
+	 */
+	void (*done)(void *ctx, int rc, bool gave_up, const char *msg);
 	/*
 	 * Optional: the object offset up to which bytes may be asked for now,
 	 * the request standing at cur and wanting up to want_end (> cur);

@@ -279,7 +279,8 @@ static uint64_t idx_restart(void *ctx, bool final)
 	return 0;
 }
 
-static void idx_done(void *ctx, int rc, const char *msg)
+/* A sidecar given up is no object given up: its object is read whole (a warning says why). */
+static void idx_done(void *ctx, int rc, bool gave_up, const char *msg)
 {
 	struct idx_fetch *x = ctx;
 	x->rc = rc;
@@ -791,13 +792,22 @@ void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok)
 	cmn_plan_done(s->plan, u);
 }
 
+void smp__count_failed(struct smp_sampler *s, struct smp__pobj *o)
+{
+	uint64_t at = (cmn_plan_pass(s->plan) << 32 | s->epoch) + 1;
+	if (o->failed_at == at)
+		return;
+	o->failed_at = at;
+	SMP_STAT_ADD(&s->stats, failed_objects, 1);
+}
+
 void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j)
 {
 	if (!j->over || j->refs)
 		return;
 	if (!j->cancelled) {
 		if (j->lost) /* once per object, whoever lost the record (docs/counters.md) */
-			SMP_STAT_ADD(&s->stats, failed_objects, 1);
+			smp__count_failed(s, j->obj);
 		if (!j->obj->idx) { /* a whole object */
 			if (!j->ok && j->written)
 				cmn_plan_set_resident(s->plan, j->unit, true); /* partly in */
@@ -807,9 +817,19 @@ void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j)
 				cfs_catalog_object_fetched(s->cat, j->obj->object_id, s->epoch);
 			}
 		} else {
+			uint64_t missing = 0;
 			for (uint32_t i = 0; i < j->nunits; i++)
-				if (!(j->done_mask >> i & 1))
+				if (!(j->done_mask >> i & 1)) {
 					smp__unit_complete(s, j->unit + i, false);
+					missing++;
+				}
+			/*
+			 * A run given up part-way (retries exhausted, a 4xx, a full
+			 * disk): its records not delivered are lost for this pass;
+			 * those the readers counted already are not counted twice.
+			 */
+			if (!j->ok && missing > j->nlost)
+				SMP_STAT_ADD(&s->stats, records_lost, missing - j->nlost);
 		}
 	}
 	if (j->prev)

@@ -293,11 +293,13 @@ static uint64_t obj_restart(void *ctx, bool final)
  * transfer cancelled because the sampler stops leaves its units unsettled: the plan gives them
  * again after a restart.
  */
-static void obj_done(void *ctx, int rc, const char *msg)
+static void obj_done(void *ctx, int rc, bool gave_up, const char *msg)
 {
 	struct smp__reader *o = ctx;
 	struct smp_sampler *s = o->s;
 	struct smp__job *j = o->job;
+	if (gave_up)
+		smp__count_failed(s, j->obj);
 	s->inflight--;
 	if (o->raw) {
 		if (rc == 0) {
@@ -343,6 +345,7 @@ static void obj_done(void *ctx, int rc, const char *msg)
 		SMP_STAT_ADD(&s->stats, records_lost, o->pending);
 		o->lost += o->pending;
 	}
+	j->nlost += o->lost;
 	/* the objects fetch.c gave up are counted there; these it finished */
 	if (o->lost && (rc == 0 || o->rejected)) {
 		j->lost = true;	  /* counted once in failed_objects when the job ends */

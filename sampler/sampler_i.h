@@ -72,6 +72,8 @@ struct smp__pobj {
 	uint64_t units;	      /* 1: read whole; else one unit per indexed record */
 	struct smp__idx *idx; /* [units] with strategy=records, else NULL */
 	bool live;	      /* in the latest listing of this rank */
+	uint64_t failed_at;   /* (pass << 32 | epoch) + 1 when it last counted in
+				 failed_objects: once per pass and epoch (smp__count_failed) */
 };
 
 /*
@@ -96,6 +98,7 @@ struct smp__job {
 	bool cancelled;	    /* ... because the sampler stopped: units stay unsettled */
 	bool lost;	    /* a record of it was lost (records_lost): the object counts in
 			       failed_objects when the job ends (smp__job_maybe_end) */
+	uint64_t nlost;	    /* runs: its records the readers counted in records_lost */
 	uint64_t *skip;	    /* a partial object fetched again: offsets of its records
 			       that are resident, ascending (never admitted twice) */
 	size_t nskip;
@@ -267,6 +270,11 @@ void smp__job_free(struct smp_sampler *s, struct smp__job *j);
 bool smp__job_skips(const struct smp__job *j, uint64_t object_offset);
 /* Unit u is in a file (or failed: ok false); see plan.c. */
 void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok);
+/*
+ * Object o was given up, or lost a record: counted in failed_objects once
+ * per pass and epoch, however many of its runs failed.
+ */
+void smp__count_failed(struct smp_sampler *s, struct smp__pobj *o);
 /* Ends job j if its transfer is over and none of its records is buffered. */
 void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j);
 /*

@@ -12,7 +12,10 @@ damaged object counts once in failed_objects and at least one record in
 records_lost, none in records_recovered (nothing was recovered); ingest
 exits 1 naming each damaged key.  Then a source of intact files only: exit
 0, records_lost 0, failed_objects 0.  Then with an object larger than the
-whole limit: skipped, named, failed_objects 1, exit 1.
+whole limit: skipped, named, failed_objects 1, exit 1.  Then, with
+strategy = records over the fault server, an object whose bytes always
+answer 404 while its index sidecar is served: every record of it counts in
+records_lost, exit 1.
 """
 import collections
 import os
@@ -27,6 +30,43 @@ def write(path, recs):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(b"".join(recs))
+
+
+def records_given_up(work):
+    """strategy = records over the fault server: one object's bytes always
+    answer 404 while its index sidecar is served.  Its runs are given up:
+    the object counts once in failed_objects, and every record of it - known
+    from the sidecar - counts in records_lost; the other objects are
+    admitted whole."""
+    root = os.path.join(work, "idx")
+    data = rcsamp.make_dataset(root, 3, 40, 64, 400, seed=11)
+    keys = sorted(data)
+    for k in keys:
+        with open(os.path.join(root, k), "rb") as f:
+            blob = f.read()
+        with open(os.path.join(root, k + ".idx"), "w") as f:
+            for off, p in rcsamp.parse(blob, check=False):
+                f.write("%d %d\n" % (off, len(p) + 16))
+    denied = keys[1]
+    srv = rcsamp.Server("faults.py", [root, "--plan", "", "--deny404", denied],
+                        os.path.join(work, "srv"))
+    try:
+        cache = os.path.join(work, "cache-idx")
+        code, st, err = rcsamp.ingest(srv.url, cache, "64M",
+                                      ["--strategy", "records", "--retries", "1"], check=False)
+    finally:
+        srv.stop()
+    want = collections.Counter(p for k in keys if k != denied for p in data[k])
+    rcsamp.expect_equal_sets(rcsamp.cache_payloads(cache), want, "records of served objects")
+    if code != 1 or denied not in err:
+        rcsamp.fail("an object given up: exit %d, not named?\n%s" % (code, err))
+    if st.get("failed_objects") != 1:
+        rcsamp.fail("failed_objects %r, want 1 (one object, however many of its runs "
+                    "failed): %r" % (st.get("failed_objects"), st))
+    if st.get("records_lost") != len(data[denied]):
+        rcsamp.fail("records_lost %r, want %d (the denied object's records, from its "
+                    "sidecar): %r" % (st.get("records_lost"), len(data[denied]), st))
+    print("ok: an indexed object given up: its %d records counted lost" % len(data[denied]))
 
 
 def main():
@@ -95,6 +135,7 @@ def main():
         if code != 1 or "big.tfrecord" not in err or st.get("failed_objects") != 1:
             rcsamp.fail("an object over the limit: exit %d, %r\n%s" % (code, st, err))
         print("ok: %d records kept, %d lost in 3 failed objects" % (sum(want.values()), lost))
+        records_given_up(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
