@@ -465,93 +465,71 @@ static int found_corrupt(struct cfs_verifier *v, struct cfs_efile *f, uint64_t o
 }
 
 /*
- * A raw object's first read: its whole CRC-32C against the catalog's, under
- * its stripe's mutex; v_ok goes from 0 to its size at once (V2) or the file
- * is marked corrupt at 0 and queued (V4).
+ * The checks of a whole file by its kind: a raw object's CRC-32C against
+ * the catalog's; a TFRecord file's records in order, each frame and payload
+ * CRC, and their digest against the catalog's (cfs_digest_add; when the row
+ * has one: a record rewritten with a valid frame passes its own CRC, not
+ * the digest).  0, -EBADMSG with why and *bad_off, or -errno with why.
  */
-static int verify_raw(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t *bytes_read)
+static int check_whole(const struct cfs_efile *f, int fd, uint8_t *buf, uint64_t *bytes_read,
+		       uint64_t *bad_off, char *why, size_t whylen)
 {
-	char why[CFS_VERIFY_WHY_MAX];
-	uint8_t *buf = rbuf();
-	if (!buf)
-		return -ENOMEM;
-	pthread_mutex_t *mu = &v->stripes[(uint64_t)f->id % STRIPES];
-	pthread_mutex_lock(mu);
-	int rc = 0;
-	if (atomic_load_explicit(&f->v_bad1, memory_order_acquire)) {
-		rc = -EIO;
-	} else if (atomic_load_explicit(&f->v_ok, memory_order_acquire) < f->bytes) {
-		rc = cfs_verify_raw_fd(fd, f->bytes, f->crc, buf, RBUF_SIZE, bytes_read, why,
-				       sizeof(why));
-		if (rc == 0) {
-			atomic_store_explicit(&f->v_ok, f->bytes, memory_order_release);
-		} else if (rc == -EBADMSG) {
-			rc = found_corrupt(v, f, 0, why);
-		} else {
-			cmn_log(CMN_LOG_ERROR, "%s: cannot check: %s", f->relpath, why);
-		}
-	}
-	pthread_mutex_unlock(mu);
-	return rc;
-}
-
-/*
- * A TFRecord file's first read: every record's frame and payload CRC, in
- * order, and their digest against the catalog's (cfs_digest_add; when the
- * row has one), under its stripe's mutex, before any byte of it is served:
- * v_ok goes from 0 to its size at once (V2), or the file is marked corrupt
- * and queued (V4).  A record rewritten with a valid frame passes its own
- * CRC but not the digest.
- */
-static int verify_records(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t *bytes_read)
-{
-	char why[CFS_VERIFY_WHY_MAX];
-	uint8_t *buf = rbuf();
-	if (!buf)
-		return -ENOMEM;
-	pthread_mutex_t *mu = &v->stripes[(uint64_t)f->id % STRIPES];
-	pthread_mutex_lock(mu);
-	int rc = 0;
+	*bad_off = 0;
+	if (f->kind == CFS_KIND_RAW)
+		return cfs_verify_raw_fd(fd, f->bytes, f->crc, buf, RBUF_SIZE, bytes_read, why,
+					 whylen);
 	struct win w = {.fd = fd, .size = f->bytes, .buf = buf, .cap = RBUF_SIZE, .hint = f->bytes};
-	if (atomic_load_explicit(&f->v_bad1, memory_order_acquire)) {
-		rc = -EIO;
-		goto out;
-	}
-	if (atomic_load_explicit(&f->v_ok, memory_order_acquire) >= f->bytes)
-		goto out; /* another reader checked it meanwhile */
 	uint64_t pos = 0;
 	uint32_t digest = 0, crc;
+	int rc = 0;
 	while (pos < f->bytes) {
-		uint64_t bad1 = atomic_load_explicit(&f->v_bad1, memory_order_acquire);
-		if (bad1 && pos >= bad1 - 1) {
-			rc = -EIO; /* the scrubber marked it meanwhile */
-			goto out;
-		}
 		uint64_t next;
-		rc = check_record(&w, pos, NULL, &next, &crc, why, sizeof(why));
-		if (rc == -EBADMSG) {
-			rc = found_corrupt(v, f, pos, why);
-			goto out;
-		}
+		rc = check_record(&w, pos, NULL, &next, &crc, why, whylen);
 		if (rc) {
-			cmn_log(CMN_LOG_ERROR, "%s: cannot check: %s", f->relpath, why);
-			goto out;
+			*bad_off = pos;
+			break;
 		}
 		digest = cfs_digest_add(digest, crc);
 		pos = next;
 	}
-	if (f->has_crc && digest != f->crc) {
-		snprintf(why, sizeof(why),
+	*bytes_read = w.bytes_read;
+	if (rc == 0 && f->has_crc && digest != f->crc) {
+		snprintf(why, whylen,
 			 "its records' CRCs digest to 0x%08" PRIx32
 			 ", the catalog's to 0x%08" PRIx32 " (a record was rewritten)",
 			 digest, f->crc);
-		rc = found_corrupt(v, f, 0, why);
-		goto out;
+		rc = -EBADMSG;
 	}
-	atomic_store_explicit(&f->v_ok, f->bytes, memory_order_release); /* V2 */
-out:
+	return rc;
+}
+
+/*
+ * A file's first daemon-served read: check_whole() under its stripe's
+ * mutex, before any byte of it is served; v_ok goes from 0 to its size at
+ * once (V2), or the file is marked corrupt and queued (V4).
+ */
+static int verify_whole(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t *bytes_read)
+{
+	char why[CFS_VERIFY_WHY_MAX];
+	uint8_t *buf = rbuf();
+	if (!buf)
+		return -ENOMEM;
+	pthread_mutex_t *mu = &v->stripes[(uint64_t)f->id % STRIPES];
+	pthread_mutex_lock(mu);
+	int rc = 0;
+	if (atomic_load_explicit(&f->v_bad1, memory_order_acquire)) {
+		rc = -EIO; /* found meanwhile, by another reader or the scrubber */
+	} else if (atomic_load_explicit(&f->v_ok, memory_order_acquire) < f->bytes) {
+		uint64_t bad_off;
+		rc = check_whole(f, fd, buf, bytes_read, &bad_off, why, sizeof(why));
+		if (rc == 0)
+			atomic_store_explicit(&f->v_ok, f->bytes, memory_order_release);
+		else if (rc == -EBADMSG)
+			rc = found_corrupt(v, f, bad_off, why);
+		else
+			cmn_log(CMN_LOG_ERROR, "%s: cannot check: %s", f->relpath, why);
+	}
 	pthread_mutex_unlock(mu);
-	*bytes_read = w.bytes_read;
 	return rc;
 }
 
@@ -591,8 +569,7 @@ int cfs_verify_read(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_
 	if (atomic_load_explicit(&f->v_ok, memory_order_acquire) >= end)
 		return 0;
 	uint64_t got = 0;
-	int rc =
-	    f->kind == CFS_KIND_RAW ? verify_raw(v, f, fd, &got) : verify_records(v, f, fd, &got);
+	int rc = verify_whole(v, f, fd, &got);
 	atomic_fetch_add_explicit(&v->bytes, got, memory_order_relaxed);
 	if (rc == 0 && got)
 		atomic_fetch_add_explicit(&v->files, 1, memory_order_relaxed);
