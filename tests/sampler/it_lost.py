@@ -41,12 +41,7 @@ def records_given_up(work):
     root = os.path.join(work, "idx")
     data = rcsamp.make_dataset(root, 3, 40, 64, 400, seed=11)
     keys = sorted(data)
-    for k in keys:
-        with open(os.path.join(root, k), "rb") as f:
-            blob = f.read()
-        with open(os.path.join(root, k + ".idx"), "w") as f:
-            for off, p in rcsamp.parse(blob, check=False):
-                f.write("%d %d\n" % (off, len(p) + 16))
+    rcsamp.write_sidecars(root, keys)
     denied = keys[1]
     srv = rcsamp.Server("faults.py", [root, "--plan", "", "--deny404", denied],
                         os.path.join(work, "srv"))

@@ -335,12 +335,7 @@ def records_faults_server(work):
     root = os.path.join(work, "www")
     data = rcsamp.make_dataset(root, 6, 100, 300, 700, seed=10)
     keys = sorted(data)
-    for k in keys:
-        with open(os.path.join(root, k), "rb") as f:
-            blob = f.read()
-        with open(os.path.join(root, k + ".idx"), "w") as f:
-            for off, p in rcsamp.parse(blob, check=False):
-                f.write("%d %d\n" % (off, len(p) + 16))
+    rcsamp.write_sidecars(root, keys)
     total = dataset_bytes(root, keys)
     srv = rcsamp.Server("faults.py",
                         [root, "--plan", "ok"], os.path.join(work, "srv"))

@@ -87,6 +87,17 @@ def frame(payload):
             struct.pack("<I", masked(crc32c(payload))))
 
 
+def write_sidecars(root, keys):
+    """Writes KEY.idx beside each uncompressed TFRecord object: one line per
+    record, `offset size` with size the framed record (DALI's tfrecord2idx)."""
+    for k in keys:
+        with open(os.path.join(root, k), "rb") as f:
+            blob = f.read()
+        with open(os.path.join(root, k + ".idx"), "w") as f:
+            for off, p in parse(blob, check=False):
+                f.write("%d %d\n" % (off, len(p) + 16))
+
+
 def parse(data, check=True):
     """Yields (offset, payload) of each record; raises ValueError on bad framing."""
     off = 0
