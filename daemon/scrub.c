@@ -291,8 +291,8 @@ static int replace_stale(struct dmn_scrub *sc, int64_t id)
 	cfs_store_file_path(d->store, si.kind, id, false, path, sizeof(path));
 	uint32_t epoch = cfs_epochs_current_number(&d->set, NULL);
 	rc = cfs_stale_copy(d->store, id, epoch, &w, &moved, err, sizeof(err));
-	if (rc == -EBADMSG) {
-		drop_corrupt(sc, id, UINT64_MAX, err);
+	if (rc == -EBADMSG) { /* reads of it get EIO from now on, as of any corrupt file */
+		drop_corrupt(sc, id, 0, err);
 		return 0;
 	}
 	if (rc) {
@@ -304,7 +304,8 @@ static int replace_stale(struct dmn_scrub *sc, int64_t id)
 		cfs_shard_writer_abort(w);
 		return -EBUSY;
 	}
-	if (w)
+	bool copied = w != NULL;
+	if (copied)
 		rc = cfs_shard_writer_seal(w, &new_id, err, sizeof(err));
 	else
 		rc = cfs_catalog_shard_withdraw(d->cat, id, CFS_WITHDRAW_STALE);
