@@ -316,7 +316,7 @@ static int replace_stale(struct dmn_scrub *sc, int64_t id)
 		if (rc != -ENOENT) /* -ENOENT: it left meanwhile (a victim) */
 			cmn_log(CMN_LOG_WARN,
 				"%s holds records of a changed object: %s (tried again)", path,
-				w ? err : strerror(-rc));
+				copied ? err : strerror(-rc));
 		return rc == -ENOENT ? 0 : rc;
 	}
 	atomic_fetch_add_explicit(&sc->stale_files, 1, memory_order_relaxed);
