@@ -2,9 +2,11 @@
 """test_crash_points.py - named crash points (common/fault.h) and the
 catalog's own ENOSPC, driven through the real `rollcache` command.
 
-  POINT   before_fsync, in_commit, plan_partial, evict or reconcile (one
-          test each; plan_partial: right after a whole object's transfer
-          is recorded as begun, before any of its bytes):
+  POINT   before_fsync, in_commit, plan_partial, evict, evict_running,
+          stale or reconcile (one test each; plan_partial: right after a
+          whole object's transfer is recorded as begun, before any of its
+          bytes; evict_running and stale: in a running mount, functions
+          evict_running_point and stale_point say how):
           >= 20 runs of `rollcache ingest` from a file:// dataset (for
           `evict`, `rollcache mount -f`, whose start-up boundary evicts
           above a lowered limit) with RC_FAULT=point:n, n drawn at random;
@@ -314,6 +316,65 @@ def evict_point(rig):
     return crashes, unlinked
 
 
+def read_and_advance(rig, d, rounds=40):
+    """While daemon d runs: read every file of the mount's view to the end,
+    then `epoch next --wait`, `rounds` times or until d exits."""
+    import glob
+    for _ in range(200):  # the mount is up
+        if d.poll() is not None or os.path.exists(os.path.join(rig.mnt, "current")):
+            break
+        time.sleep(0.05)
+    for _ in range(rounds):
+        if d.poll() is not None:
+            return
+        for f in glob.glob(os.path.join(rig.mnt, "current", "*")):
+            try:
+                with open(f, "rb") as fh:
+                    while fh.read(1 << 16):
+                        pass
+            except OSError:
+                pass  # retired meanwhile, or the daemon died
+        if d.poll() is not None:
+            return
+        try:
+            subprocess.run([rig.bin, "epoch", rig.mnt, "next", "--wait"],
+                           capture_output=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            pass  # the daemon died while it waited: seen by the caller
+
+
+def mount_reading(rig, cache, src, limit, fault=None, rounds=40, until=None):
+    """`rollcache mount -f` of src over cache, read and advanced by
+    read_and_advance() until it exits (a crash point) or, with `until`, until
+    until() is true; then unmounted.  Returns (exit status, stderr)."""
+    env = dict(os.environ)
+    env.pop("RC_FAULT", None)
+    if fault:
+        env["RC_FAULT"] = fault
+    d = subprocess.Popen([rig.bin, "mount", "file://%s/" % src, rig.mnt, "--cache-dir",
+                          cache, "--limit", str(limit), "--shard-size", SHARD,
+                          "--connections", "2", "-f"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        if until is None:
+            read_and_advance(rig, d, rounds)
+        else:
+            for _ in range(rounds):
+                read_and_advance(rig, d, 1)
+                if d.poll() is not None or until():
+                    break
+        try:
+            d.wait(timeout=20 if d.poll() is None and fault else 1)
+        except subprocess.TimeoutExpired:
+            pass
+    finally:
+        if d.poll() is None:  # no crash: stop it
+            subprocess.run(["fusermount3", "-u", rig.mnt], capture_output=True)
+            d.wait(timeout=30)
+        subprocess.run(["fusermount3", "-u", "-z", rig.mnt], capture_output=True)
+    return d.returncode, d.stderr.read()
+
+
 def evict_running_point(rig):
     """A running mount's deletions: `rollcache mount -f` with RC_FAULT=evict:n
     over a dataset larger than its limit; a reader reads every file of the
@@ -321,7 +382,6 @@ def evict_running_point(rig):
     deletes (a boundary's victims read and retired, or released).  Each
     round is a new mount of the same cache; a cache that stops evicting is
     replaced by a fresh one."""
-    import glob
     crashes = attempts = caches = 0
     chk = cache = None
     limit = 160 << 10
@@ -335,50 +395,13 @@ def evict_running_point(rig):
             chk = Checker(cache, rig.source)
         n = rig.rng.randint(1, 3)
         when = "evict (running mount):%d round %d" % (n, crashes)
-        env = dict(os.environ)
-        env["RC_FAULT"] = "evict:%d" % n
-        d = subprocess.Popen([rig.bin, "mount", "file://%s/" % rig.src, rig.mnt, "--cache-dir",
-                              cache, "--limit", str(limit), "--shard-size", SHARD,
-                              "--connections", "2", "-f"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        try:
-            for _ in range(200):  # the mount is up
-                if d.poll() is not None or os.path.exists(os.path.join(rig.mnt, "current")):
-                    break
-                time.sleep(0.05)
-            for _ in range(40):  # read the view, advance, until the crash
-                if d.poll() is not None:
-                    break
-                for f in glob.glob(os.path.join(rig.mnt, "current", "*")):
-                    try:
-                        with open(f, "rb") as fh:
-                            while fh.read(1 << 16):
-                                pass
-                    except OSError:
-                        pass  # retired meanwhile, or the daemon died
-                if d.poll() is not None:
-                    break
-                try:
-                    subprocess.run([rig.bin, "epoch", rig.mnt, "next", "--wait"],
-                                   capture_output=True, timeout=30)
-                except subprocess.TimeoutExpired:
-                    pass  # the daemon died while it waited: seen above
-            try:
-                d.wait(timeout=20 if d.poll() is None else 1)
-            except subprocess.TimeoutExpired:
-                pass
-        finally:
-            if d.poll() is None:  # no crash: stop it, try a fresh cache
-                subprocess.run(["fusermount3", "-u", rig.mnt], capture_output=True)
-                d.wait(timeout=30)
-            subprocess.run(["fusermount3", "-u", "-z", rig.mnt], capture_output=True)
-        err = d.stderr.read()
-        if d.returncode != FAULT_EXIT:
-            chk.check(when + ", no crash (exit %d)" % d.returncode, False)
+        code, err = mount_reading(rig, cache, rig.src, limit, fault="evict:%d" % n)
+        if code != FAULT_EXIT:
+            chk.check(when + ", no crash (exit %d)" % code, False)
             chk = None
             continue
         if "RC_FAULT: crash at evict" not in err:
-            fail("%s: exit %d without the crash line: %s" % (when, d.returncode, err[-400:]))
+            fail("%s: exit %d without the crash line: %s" % (when, code, err[-400:]))
         crashes += 1
         left = chk.check(when + ", as the crash left it", False, unlinked_ok=True)
         if not 1 <= left["unlinked"] <= n:
@@ -386,6 +409,84 @@ def evict_running_point(rig):
                  (when, left["unlinked"], n))
         rig.restart(cache, chk, when)
     return crashes, caches
+
+
+def change_objects(src, rng, k):
+    """Gives k objects of src a new version (other records, one more: another
+    size and mtime, which a listing sees as a change).  Returns the new
+    versions' payloads and the old versions' (Counters)."""
+    new, old = collections.Counter(), collections.Counter()
+    for name in rng.sample(sorted(os.listdir(src)), k):
+        path = os.path.join(src, name)
+        with open(path, "rb") as f:
+            pays = [bytes(p) for _, p in rcsamp.parse(f.read(), check=False)]
+        old.update(pays)
+        fresh = [b"v2:" + p[::-1] for p in pays] + [b"v2:extra:" + name.encode()]
+        new.update(fresh)
+        with open(path + ".tmp", "wb") as f:
+            f.write(b"".join(rcsamp.frame(p) for p in fresh))
+        os.replace(path + ".tmp", path)
+    return new, old
+
+
+def stale_point(rig):
+    """Files of changed objects withdrawn by a running mount (cachefs/stale.h):
+    a cache holding a whole source; then 3 of its objects get a new version,
+    and `rollcache mount -f` with RC_FAULT=evict:n copies the current records
+    out of the stale files and withdraws them; a reader advances the epoch
+    until the daemon dies deleting the n-th of them.  As left and after a
+    restart the invariants hold with either version of a changed record
+    resident (never both copies of a current one); then a mount without a
+    fault finishes the change, and the cache holds exactly the new source:
+    every record once, no record of an old version, none lost."""
+    crashes = attempts = 0
+    limit = 4 << 20
+    while crashes < ROUNDS:
+        attempts += 1
+        if attempts > 3 * ROUNDS:
+            fail("stale: only %d crashes in %d mounts" % (crashes, attempts - 1))
+        src = os.path.join(rig.root, "src-stale-%d" % attempts)
+        shutil.copytree(rig.src, src)
+        cache = os.path.join(rig.root, "cache-stale-%d" % attempts)
+        chk = Checker(cache, rig.source)
+        p = rig.ingest(cache, src=src, limit=limit)
+        if p.returncode != 0:
+            fail("stale: filling the cache failed: " + p.stderr)
+        chk.check("stale: filled", False, limit=limit, complete=True)
+        new, old = change_objects(src, rig.rng, 3)
+        now = rig.source - old + new
+        chk.source = rig.source + new  # both versions may be resident meanwhile
+        n = rig.rng.randint(1, 3)
+        when = "stale:%d round %d" % (n, crashes)
+        code, err = mount_reading(rig, cache, src, limit, fault="evict:%d" % n, rounds=20)
+        if code == FAULT_EXIT:
+            if "RC_FAULT: crash at evict" not in err:
+                fail("%s: exit %d without the crash line: %s" % (when, code, err[-400:]))
+            crashes += 1
+            chk.check(when + ", as the crash left it", False, limit=limit, unlinked_ok=True)
+            p = rig.ingest(cache, src=rig.empty, limit=limit)
+            if p.returncode != 0:
+                fail("%s: the restart failed: %s" % (when, p.stderr))
+            rig.restarts += 1
+            chk.check(when + ", restarted", True, limit=limit)
+
+        def finished():
+            db = sqlite3.connect("file:%s?mode=ro" % os.path.join(cache, "catalog.db"),
+                                 uri=True, timeout=10)
+            try:
+                return db.execute(
+                    "SELECT count(*) FROM shards f JOIN shard_objects so ON so.shard_id = f.id "
+                    "JOIN objects o ON o.id = so.object_id WHERE f.state = 0 AND o.state = 2"
+                ).fetchone()[0] == 0 and db.execute(
+                    "SELECT coalesce(sum(records), 0) FROM shards WHERE state = 0"
+                ).fetchone()[0] == sum(now.values())
+            finally:
+                db.close()
+        code, err = mount_reading(rig, cache, src, limit, rounds=40, until=finished)
+        chk.source = now
+        chk.check(when + ", the change finished by a mount without a fault", False,
+                  limit=limit, complete=True)
+    return crashes
 
 
 def reconcile_point(rig):
@@ -467,10 +568,16 @@ def point_reconcile(rig):
     print("%-14s %d crashes, %d clean restarts" % ("reconcile", c, rig.restarts))
 
 
+def point_stale(rig):
+    c = stale_point(rig)
+    print("%-14s %d crashes while a running mount withdrew the files of changed objects, "
+          "%d clean restarts" % ("evict", c, rig.restarts))
+
+
 POINTS = {"before_fsync": point_before_fsync, "in_commit": point_in_commit,
           "plan_partial": point_plan_partial,
           "evict": point_evict, "evict_running": point_evict_running,
-          "reconcile": point_reconcile}
+          "reconcile": point_reconcile, "stale": point_stale}
 
 
 def enospc(rig):
