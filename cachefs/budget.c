@@ -231,15 +231,6 @@ void cfs_budget_add_sealed(struct cfs_budget *b, uint64_t bytes)
 	pthread_mutex_unlock(&b->mu);
 }
 
-void cfs_budget_sealed_removed(struct cfs_budget *b, uint64_t bytes)
-{
-	pthread_mutex_lock(&b->mu);
-	assert(bytes <= b->sealed);
-	b->sealed -= bytes <= b->sealed ? bytes : b->sealed;
-	pthread_cond_broadcast(&b->cv);
-	pthread_mutex_unlock(&b->mu);
-}
-
 void cfs_budget_sealed_to_draining(struct cfs_budget *b, uint64_t bytes)
 {
 	pthread_mutex_lock(&b->mu);

@@ -6,8 +6,9 @@
  *   reserved  bytes promised to writers (files in tmp/ being written, plus
  *             the room they asked for ahead of writing);
  *   sealed    bytes of sealed files in shards/ and objects/ (state sealed);
- *   draining  bytes of files evicted while a handle is still open: they stay
- *             on disk until their last release (DESIGN invariant 3).
+ *   draining  bytes of evicted or withdrawn files not deleted yet (held by a
+ *             handle or a view until their last release, DESIGN invariant
+ *             3, or about to be reaped): on disk until then.
  *
  * Invariant 4 as this module upholds it: a reservation is granted only if
  * reserved + sealed + draining + request <= limit afterwards.  Writers must
@@ -104,10 +105,7 @@ void cfs_budget_commit(struct cfs_budget *b, uint64_t reserved, uint64_t used);
 /* Adds sealed bytes found on disk (start-up reconciliation only). */
 void cfs_budget_add_sealed(struct cfs_budget *b, uint64_t bytes);
 
-/* A sealed file was evicted and deleted at once: sealed -= bytes. */
-void cfs_budget_sealed_removed(struct cfs_budget *b, uint64_t bytes);
-
-/* A sealed file was evicted while open: sealed -= bytes, draining += bytes. */
+/* A sealed file was evicted or withdrawn: sealed -= bytes, draining += bytes. */
 void cfs_budget_sealed_to_draining(struct cfs_budget *b, uint64_t bytes);
 
 /* The last handle of an evicted file was released and the file deleted. */

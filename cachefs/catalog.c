@@ -84,9 +84,9 @@
  * cfs_catalog_begin() to commit/rollback.  Lock order in cachefs (written
  * once, here): catalog mu, then budget mu.  The budget's mutex is a leaf
  * (budget.c calls nothing while holding it); a caller inside
- * cfs_catalog_begin() may touch the budget (cfs_store_evict does), never
- * the reverse.  No function of the catalog calls the budget.  c->next_id
- * is an atomic and needs no lock.
+ * cfs_catalog_begin() may touch the budget, never the reverse (a boundary
+ * moves its victims' bytes only after its commit: cfs_store_evicted).  No function of the catalog
+ * calls the budget.  c->next_id is an atomic and needs no lock.
  *
  * Files.  The catalog is split by table family behind catalog_i.h:
  *   catalog.c          this note; open/close, schema and migrations,

@@ -26,10 +26,9 @@
  * first pass of a file in a mount's life still crosses the daemon, so the
  * read statistics see it; a passthrough handle is counted as a cached one.
  *
- * Integrity (verify.c): before the daemon serves a byte of a TFRecord file
- * it checks the CRCs of every record the read covers, up to the end of the
- * last one (cfs_verify_read); a read that reaches a corrupt record gets EIO
- * and the file is queued for the daemon to drop.  A file is passed through
+ * Integrity (verify.c): before the daemon serves any byte of a file it
+ * checks the whole file once (cfs_verify_read, V2); a file that fails
+ * answers EIO to every read and is queued for the daemon to drop.  A file is passed through
  * only once all of it passed (cfs_verify_done).
  *
  * Retired files (retire = read): the release that retires a file (epoch.c)

@@ -6,14 +6,13 @@
  * files (shard_writer.c does), does not choose victims (eviction/ does)
  * and does not speak SQL (catalog.c does).
  *
- * Invariants: DESIGN 3 (cfs_store_evict deletes nothing: a file goes in
+ * Invariants: DESIGN 3 (an eviction deletes nothing: a file goes in
  * cfs_store_reap, which its caller runs once no handle holds it), DESIGN 4 (budget moves at every
  * state change), DESIGN 6 (reconciliation before the store is handed out), DESIGN 7 (every path is
  * built by cfs__file_name from a numeric id).
  *
  * Locking: the store's fields are immutable after open.  Lock order: see
- * catalog.c (catalog mu, then budget mu; cfs_store_evict may run inside a
- * caller's cfs_catalog_begin() and then takes the budget's mutex in it).
+ * catalog.c (catalog mu, then budget mu; never the reverse).
  */
 #include "cachefs/store_i.h"
 
@@ -317,24 +316,6 @@ static int unlink_file(struct cfs_store *s, enum cfs_kind kind, int64_t id)
 			strerror(e));
 		return -e;
 	}
-	return 0;
-}
-
-int cfs_store_evict(struct cfs_store *s, const struct cfs_evict_item *items, size_t n,
-		    uint32_t epoch)
-{
-	if (n == 0)
-		return 0;
-	int64_t *ids = malloc(n * sizeof(*ids));
-	if (!ids)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		ids[i] = items[i].id;
-	int rc = cfs_catalog_shards_evict(s->cat, ids, n, epoch);
-	free(ids);
-	if (rc < 0)
-		return rc;
-	cfs_store_evicted(s, items, n);
 	return 0;
 }
 

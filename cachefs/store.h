@@ -12,7 +12,7 @@
  * and builds the byte budget (invariant 4) from what survived.  Every path
  * under CACHE_DIR is derived from a numeric id only (invariant 7).
  *
- * Writers: cachefs/shard_writer.h.  Eviction: cfs_store_evict() and
+ * Writers: cachefs/shard_writer.h.  Eviction: cfs_store_evicted() and
  * cfs_store_reap() below.  Readers (FUSE) open files with
  * cfs_store_open_file().
  *
@@ -107,7 +107,7 @@ int cfs_store_file_path(const struct cfs_store *s, enum cfs_kind kind, int64_t i
  */
 int cfs_store_open_file(struct cfs_store *s, enum cfs_kind kind, int64_t id);
 
-/* One file the evictor chose (cfs_store_evict). */
+/* One file an eviction or a withdrawal chose (cfs_store_evicted, cfs_store_reap). */
 struct cfs_evict_item {
 	int64_t id;
 	enum cfs_kind kind;
@@ -116,20 +116,13 @@ struct cfs_evict_item {
 };
 
 /*
- * Evicts n SEALED files in `epoch`: marks them EVICTING in one catalog
- * transaction of its own (cfs_catalog_shards_evict) and then moves their
- * bytes to the budget's draining bytes (cfs_store_evicted: invariant 4
- * counts them until they are deleted).  Deletes nothing: the caller reaps
- * them (below), those without a handle at once, the others on their last
- * release (invariant 3).  Returns 0 or -errno; on failure nothing changed.
- * A caller that evicts inside a larger transaction calls
- * cfs_catalog_shards_evict() in it and cfs_store_evicted() once it has
- * committed, so that a rollback leaves the budget as it was.
+ * The budget's part of an eviction whose catalog part (EVICTING:
+ * cfs_catalog_shards_evict) committed: each item's bytes sealed ->
+ * draining (invariant 4 counts them until they are deleted).  Deletes
+ * nothing: the caller reaps them (below), those no handle holds at once,
+ * the others on their last release (invariant 3).  Called after the
+ * commit, so that a rollback leaves the budget as it was.
  */
-int cfs_store_evict(struct cfs_store *s, const struct cfs_evict_item *items, size_t n,
-		    uint32_t epoch);
-
-/* The budget's part of an eviction committed: each item's bytes sealed -> draining. */
 void cfs_store_evicted(struct cfs_store *s, const struct cfs_evict_item *items, size_t n);
 
 /*

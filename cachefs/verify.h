@@ -5,11 +5,13 @@
  * module checks it again after that, because bytes at rest can change (a
  * bad disk, a stray write into CACHE_DIR).  Three users:
  *
- *   - the FUSE read path (fs_read.c): a TFRecord file's first pass through the
- *     daemon verifies every record a read covers before any byte of it is
- *     returned (cfs_verify_read), and a raw object's first read checks the
- *     CRC-32C of the whole object; a record that fails makes that read EIO,
- *     marks the file corrupt in memory and queues its id for the daemon.
+ *   - the FUSE read path (fs_read.c): a file's first daemon-served read
+ *     checks the whole file before any byte of it is returned
+ *     (cfs_verify_read): a TFRecord file's records, each frame and payload
+ *     CRC, and their digest against the catalog's (shards.records_crc,
+ *     carried by the snapshot); a raw object's CRC-32C against the
+ *     catalog's; a file that fails answers EIO to every read, is marked
+ *     corrupt in memory and its id queued for the daemon.
  *     Passthrough is allowed only once the whole file passed
  *     (cfs_verify_done), so the kernel never serves unchecked bytes;
  *   - the daemon's scrubber (daemon/scrub.c) and `rollcache check
@@ -110,15 +112,6 @@ int cfs_verifier_new(struct cfs_verifier **out, struct cmn_events *events, uint3
 void cfs_verifier_free(struct cfs_verifier *v); /* NULL is ignored */
 
 /*
- * Before serving [off, off + len) of f from fd (f's backing file): for a
- * TFRecord file whose records up to off + len were not checked yet, checks
- * them (from the end of the checked prefix, in order, under a lock of f's
- * stripe).  Returns 0: every byte of the range lies in records that passed;
- * -EIO: the range reaches a corrupt record (f is marked, its id queued the
- * first time, a line logged); other -errno: reading failed (f not marked).
- * Raw files and ranges already checked cost two atomic loads.  Any thread.
- */
-/*
  * An open of f (before passthrough is chosen): when the backing file's
  * ctime differs from the one seen at f's first open - something wrote to
  * it or its inode - f's checked range goes back to 0, so its bytes are
@@ -127,10 +120,19 @@ void cfs_verifier_free(struct cfs_verifier *v); /* NULL is ignored */
  */
 void cfs_verify_open(struct cfs_verifier *v, struct cfs_efile *f, int dirfd);
 
+/*
+ * Before serving [off, off + len) of f from fd (f's backing file): on f's
+ * first daemon-served read, checks the whole file (verify.c V2: TFRecord
+ * frames, CRCs and digest; a raw object's CRC) under a lock of f's stripe.
+ * Returns 0: the file passed; -EIO: it is corrupt (f is marked, its id
+ * queued the first time, a line logged), for every range; other -errno:
+ * reading failed (f not marked).  Later reads cost two atomic loads.  Any
+ * thread.
+ */
 int cfs_verify_read(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t off,
 		    uint64_t len);
 
-/* Whether every byte of f passed (raw files: always) and nothing was found corrupt. */
+/* Whether every byte of f passed and nothing was found corrupt. */
 bool cfs_verify_done(const struct cfs_efile *f);
 
 /* Whether f was found corrupt (reads reaching the bad record get EIO). */

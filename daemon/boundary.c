@@ -19,7 +19,7 @@
  *   shard      a sealed file of the cache (a TFRecord shard or a raw object).
  *   resident   a shard whose catalog state is SEALED.
  *   pinned     a resident shard with an open handle (DESIGN invariant 3).
- *   draining   bytes of shards marked EVICTING whose file is still open.
+ *   draining   bytes of shards marked EVICTING whose file is not deleted yet.
  *   other      draining + reserved (being written) bytes: on disk or
  *              promised, but not resident.
  *   used       resident bytes + other: what invariant 4 bounds by `limit`.
@@ -43,6 +43,8 @@
  *
  *      (tmp, no row) --cfs_catalog_shard_insert--> SEALED (resident)
  *      SEALED --dmn_boundary_evict() whose plan names it--> EVICTING
+ *      SEALED --cfs_catalog_shard_withdraw (scrub.c: corrupt or stale,
+ *               between boundaries)--> EVICTING
  *      EVICTING --last handle released (cachefs), unlink--> GONE
  *
  *   A victim without open handles passes EVICTING -> GONE right after the

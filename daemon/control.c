@@ -65,7 +65,7 @@ static void view_store(struct dmn *d, struct dmn_stats_view *v)
 	/* files dropped for their size at start-up (reconcile.c) are corrupt files too */
 	v->errors_corrupt = ss.corrupt + cfs_store_reconcile_report(d->store)->size_mismatches;
 	v->scrub_rate = ss.rate;
-	/* a pass reads at most `limit` bytes at `rate`, then pauses 1 s (scrub.c) */
+	/* a pass over a full cache reads `limit` bytes at `rate`, then pauses 1 s (scrub.c) */
 	v->scrub_period_s = ss.rate ? (v->limit + ss.rate - 1) / ss.rate + 1 : 0;
 	v->scrub_passes = ss.passes;
 	v->scrub_bytes = ss.bytes;

@@ -5,12 +5,12 @@
  * whose bytes are no longer true, between boundaries:
  *   - the files the FUSE read path found corrupt during a first pass
  *     (cachefs/verify.c queues their ids and posts SCRUB_EV_CORRUPT);
- *   - the scrubber: one pass after another over the SEALED TFRecord files,
- *     each record checked against the catalog's (offset, length, crc)
- *     rows (cfs_vcheck_step), at most `scrub_rate` bytes/s (0: no
- *     scrubbing; reported corrupt files are still dropped).  It is what
- *     finds a file corrupted after the daemon served it once, whose reads
- *     the kernel then passes through without the daemon seeing them;
+ *   - the scrubber: one pass after another over the SEALED files, each
+ *     TFRecord record checked against the catalog's (offset, length, crc)
+ *     rows (cfs_vcheck_step), each raw object whole against its CRC, at most `scrub_rate` bytes/s
+ * (0: no scrubbing; reported corrupt files are still dropped).  It is what finds a file corrupted
+ * after the daemon served it once, whose reads the kernel then passes through without the daemon
+ * seeing them;
  *   - the files of changed objects (cachefs/stale.h): after a listing
  *     marked an object STALE (cfs_catalog_stale_generation moved), and
  *     every STALE_POLL_MS, each SEALED file holding a record of a STALE
@@ -89,7 +89,7 @@ struct dmn_scrub {
 
 	/* the pass, scrub thread only */
 	uint8_t *buf;
-	int64_t *ids; /* SEALED TFRecord files at the pass's start */
+	int64_t *ids; /* SEALED files at the pass's start */
 	size_t nids, next;
 	bool pass_open; /* a pass over ids is under way */
 	uint64_t pass_t0_ms;
@@ -381,7 +381,7 @@ static void file_close(struct dmn_scrub *sc)
 	sc->in_file = false;
 }
 
-/* Starts a pass: the SEALED TFRecord files now.  0 or -errno. */
+/* Starts a pass: the SEALED files now.  0 or -errno. */
 static int pass_begin(struct dmn_scrub *sc)
 {
 	struct cfs_shard_info *arr = NULL;

@@ -91,7 +91,7 @@ struct dmn_stats_view {
 	uint64_t scrub_bytes;	     /* file bytes the scrubber checked */
 	uint64_t scrub_files;	     /* files the scrubber checked to the end and found good */
 	uint64_t scrub_last_pass_ms; /* duration of the last whole pass; 0: none yet */
-	uint64_t scrub_period_s;     /* the most a pass over a full cache takes: limit/rate, +1 s */
+	uint64_t scrub_period_s;     /* a pass over a full cache at scrub_rate: limit/rate, +1 s */
 	uint64_t verified_bytes;     /* file bytes checked by first-pass reads */
 	uint64_t verified_files;     /* files whose first pass checked every record */
 	uint64_t rechecked_files;    /* files checked again: their ctime changed after a check */

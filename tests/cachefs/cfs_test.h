@@ -9,6 +9,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "cachefs/store.h"
+
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -101,6 +103,21 @@ static inline int cfs_test_count(const char *dir, const char *sub)
 			n++;
 	closedir(d);
 	return n;
+}
+
+/* An eviction as a boundary applies it: the rows EVICTING in `epoch`, then the budget. */
+static inline int cfs_test_evict(struct cfs_store *s, const struct cfs_evict_item *items, size_t n,
+				 uint32_t epoch)
+{
+	int64_t ids[64];
+	if (n > 64)
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++)
+		ids[i] = items[i].id;
+	int rc = n ? cfs_catalog_shards_evict(cfs_store_catalog(s), ids, n, epoch) : 0;
+	if (rc == 0)
+		cfs_store_evicted(s, items, n);
+	return rc;
 }
 
 static inline uint32_t cfs_test_le32(const uint8_t *p)

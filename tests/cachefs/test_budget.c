@@ -100,7 +100,8 @@ START_TEST(draining_counts_until_release)
 	cfs_budget_get(b, &st);
 	ck_assert_uint_eq(st.draining, 0);
 	ck_assert_uint_eq(st.sealed, 600);
-	cfs_budget_sealed_removed(b, 600);
+	cfs_budget_sealed_to_draining(b, 600);
+	cfs_budget_draining_removed(b, 600);
 	ck_assert_int_eq(cfs_budget_try_reserve(b, 600), 0);
 	cfs_budget_release(b, 1000);
 	cfs_budget_free(b);
@@ -114,7 +115,8 @@ START_TEST(shrunk_limit_blocks_until_under)
 	cfs_budget_add_sealed(b, 500);
 	cfs_budget_set_limit(b, 400); /* already above: nothing more admitted */
 	ck_assert_int_eq(cfs_budget_try_reserve(b, 1), -EAGAIN);
-	cfs_budget_sealed_removed(b, 200); /* eviction: 300 held */
+	cfs_budget_sealed_to_draining(b, 200);
+	cfs_budget_draining_removed(b, 200); /* eviction: 300 held */
 	ck_assert_int_eq(cfs_budget_try_reserve(b, 101), -EAGAIN);
 	ck_assert_int_eq(cfs_budget_try_reserve(b, 100), 0);
 	cfs_budget_release(b, 100);
@@ -285,7 +287,8 @@ static void *stress_writer(void *arg)
 			break;
 		case 1:
 			cfs_budget_commit(s->b, want, used);
-			cfs_budget_sealed_removed(s->b, used);
+			cfs_budget_sealed_to_draining(s->b, used);
+			cfs_budget_draining_removed(s->b, used);
 			break;
 		default:
 			cfs_budget_commit(s->b, want, used);

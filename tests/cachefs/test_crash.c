@@ -79,7 +79,7 @@ static void child_loop(int ready_fd, unsigned seed)
 				struct cfs_evict_item it = {arr[0].id, arr[0].kind, arr[0].bytes,
 							    false};
 				cfs_shard_info_free(arr, n);
-				if (cfs_store_evict(s, &it, 1, epoch) != 0 ||
+				if (cfs_test_evict(s, &it, 1, epoch) != 0 ||
 				    cfs_store_reap(s, &it, 1) != 0)
 					_exit(7);
 			}

@@ -501,7 +501,7 @@ START_TEST(evict_closed_now_open_on_release)
 	int fd = cfs_store_open_file(s, CFS_KIND_TFRECORD, b);
 
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(cfs_store_evict(s, items, 2, 1), 0);
+	ck_assert_int_eq(cfs_test_evict(s, items, 2, 1), 0);
 	/* evict deletes nothing: both are EVICTING and draining */
 	shard_name(a, name, sizeof(name));
 	ck_assert(cfs_test_exists(dir, name));
@@ -531,7 +531,7 @@ START_TEST(evict_closed_now_open_on_release)
 	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), b, &one), 0);
 	ck_assert_int_eq(one.state, CFS_SHARD_GONE);
 	/* evicting a GONE file is refused and changes nothing */
-	ck_assert_int_eq(cfs_store_evict(s, items, 1, 1), -ENOENT);
+	ck_assert_int_eq(cfs_test_evict(s, items, 1, 1), -ENOENT);
 	cfs_store_close(s);
 }
 END_TEST
@@ -566,7 +566,7 @@ START_TEST(writer_waits_for_eviction)
 		usleep(1000);
 	}
 	ck_assert_uint_eq(st.waiting_limit, 1);
-	ck_assert_int_eq(cfs_store_evict(s, &it, 1, 1), 0);
+	ck_assert_int_eq(cfs_test_evict(s, &it, 1, 1), 0);
 	ck_assert_int_eq(cfs_store_reap(s, &it, 1), 0); /* the room comes back here */
 	pthread_join(t, NULL);
 	ck_assert_int_eq(b.rc, 0);
@@ -593,7 +593,7 @@ START_TEST(evict_inside_boundary_transaction)
 	uint32_t cur;
 
 	ck_assert_int_eq(cfs_catalog_begin(c), 0);
-	ck_assert_int_eq(cfs_store_evict(s, &it, 1, 1), 0);
+	ck_assert_int_eq(cfs_test_evict(s, &it, 1, 1), 0);
 	ck_assert_int_eq(cfs_catalog_epoch_begin(c, &row), 0);
 	cfs_catalog_rollback(c);
 	ck_assert_int_eq(cfs_catalog_shard_get(c, a, &one), 0);
@@ -605,7 +605,7 @@ START_TEST(evict_inside_boundary_transaction)
 
 	it.id = b;
 	ck_assert_int_eq(cfs_catalog_begin(c), 0);
-	ck_assert_int_eq(cfs_store_evict(s, &it, 1, 1), 0);
+	ck_assert_int_eq(cfs_test_evict(s, &it, 1, 1), 0);
 	ck_assert_int_eq(cfs_catalog_epoch_begin(c, &row), 0);
 	ck_assert_int_eq(cfs_catalog_commit(c), 0);
 	ck_assert_int_eq(cfs_catalog_shard_get(c, b, &one), 0);
