@@ -162,7 +162,8 @@ static int reserve(struct cfs_budget *b, uint64_t bytes, uint64_t timeout_ms, bo
 		b->admit_used += bytes;
 		if (held(b) > b->peak)
 			b->peak = held(b);
-		assert(held(b) <= b->limit);	      /* B1 */
+		assert(held(b) <= b->limit); /* B1 */
+		assert(copy || b->admit == CFS_BUDGET_UNLIMITED || b->admit_used <= b->admit);
 		assert(b->admit_used >= b->reserved); /* B2 */
 	}
 	pthread_mutex_unlock(&b->mu);

@@ -29,9 +29,11 @@
  * documented as "one transaction" run inside the caller's transaction when
  * one is open (as a savepoint) and in their own otherwise.
  *
- * Errors: 0 or -errno.  -EIO for SQLite errors (logged with SQLite's
- * message through cmn_log), -ENOMEM, -EINVAL for bad arguments, -ENOENT
- * for missing rows where documented, -EBUSY when the database stays locked.
+ * Errors: 0 or -errno.  SQLite's errors map to -ENOSPC (disk full),
+ * -EEXIST (a constraint), -EBADMSG (a damaged or foreign file), -EROFS,
+ * -EACCES, -EBUSY (the database stays locked), else -EIO (cfs__sqlerr;
+ * logged with SQLite's message through cmn_log); -ENOMEM, -EINVAL for bad
+ * arguments, -ENOENT for missing rows where documented.
  */
 #ifndef RC_CACHEFS_CATALOG_H
 #define RC_CACHEFS_CATALOG_H

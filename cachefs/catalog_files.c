@@ -1,7 +1,7 @@
 /*
  * catalog_files.c - FILE rows of the catalog with their SAMPLE rows and
  * FILE OBJECTS: sealing's commit (cfs_catalog_shard_insert), the moves of
- * the state diagram (evict, corrupt, gone, drop), file lists, read
+ * the state diagram (evict, withdraw, gone, drop), file lists, read
  * statistics and the records served.
  *
  * Keeps DESIGN 2 (a FILE row and all its SAMPLE rows in one transaction)

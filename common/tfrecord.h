@@ -125,8 +125,9 @@ uint32_t cmn_tfr_get_footer(const uint8_t ftr[CMN_TFR_FOOTER_SIZE]);
  * The one walk over TFRecord frames in memory.  Every reader of framing
  * steps with it: the pull and push readers (through tfr__step), the
  * feeder's chunks (feeder/reader.c), the feeder's record count
- * (feeder/split.c) and the cache's checker (cachefs/verify.c), so all of
- * them accept and reject the same bytes.  The walker reads only buf; where
+ * (feeder/split.c), the cache's checker (cachefs/verify.c) and the copy of
+ * a stale file's records (cachefs/stale.c), so all of them accept and
+ * reject the same bytes.  The walker reads only buf; where
  * the bytes come from, and what to do with a frame cut by the end of buf,
  * is the caller's: it refills by setting buf, len, base and pos again (pos
  * at the same frame) and steps again.
@@ -135,9 +136,10 @@ struct cmn_tfr_walk {
 	const uint8_t *buf; /* bytes [0, len), the caller's; buf[0] is at stream offset base */
 	size_t len;
 	uint64_t base;
-	size_t pos;	   /* the next frame's header is at buf[pos]; may pass len (headers_only) */
-	size_t max_record; /* payload cap (at most SIZE_MAX - 16); 0: CMN_TFR_DEFAULT_MAX_RECORD */
-	bool check_crc;	   /* check each payload against its footer */
+	size_t pos; /* the next frame's header is at buf[pos]; may pass len (headers_only) */
+	size_t
+	    max_record; /* payload cap (above SIZE_MAX - 16: that); 0: CMN_TFR_DEFAULT_MAX_RECORD */
+	bool check_crc; /* check each payload against its footer */
 	bool headers_only; /* a frame is whole once its header is in buf: payloads are skipped */
 };
 

@@ -5,14 +5,15 @@
  *
  * dmn_run() opens the cache directory, publishes the first epoch from what
  * the cache already holds (a re-mount serves it at once), mounts the view,
- * starts the samplers, the epoch thread and the control thread, and serves
+ * starts the samplers, the epoch, control and scrub threads (and the
+ * metrics thread with metrics_listen), and serves
  * until unmounted or signalled (SIGINT/SIGTERM/SIGHUP).  Then it stops the
  * threads, flushes read statistics, unmounts and closes the store, leaving
  * the cache reusable.  With `detach` it forks first and the parent returns
  * once the mount is up (or has failed), so that `mount`'s exit status and
  * message are the daemon's.
  *
- * Threads (daemon.c, epochs.c, control.c, samplers.c):
+ * Threads (daemon.c, epochs.c, control.c, samplers.c, scrub.c, metrics_http.c):
  *   main     the FUSE loop (libfuse workers answer requests; a worker that
  *            needs the daemon posts to the view's request queue and waits);
  *   epoch    boundaries (requested or auto), read-statistics flushes every

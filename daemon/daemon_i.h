@@ -65,8 +65,9 @@ struct dmn {
 	pthread_t epoch_thread, control_thread;
 	bool have_epoch_thread, have_control_thread;
 
-	pthread_mutex_t boundary_mu; /* held for a whole boundary (run_boundary_as); scrub.c drops a
-					corrupt file only outside one (trylock) */
+	pthread_mutex_t boundary_mu; /* held for a whole boundary (run_boundary_as); scrub.c
+					withdraws a file (corrupt or stale) only outside one
+					(trylock) */
 	pthread_mutex_t mu;
 	bool stop;		       /* protected by mu */
 	bool epoch_gone;	       /* protected by mu: the epoch thread ended */

@@ -14,8 +14,10 @@
  *
  * Wake-ups come through d->ev (CFS_EV_* posted by the epoch set, DMN_EV_*
  * by the control thread and shutdown); nothing below calls up into here.
- * Locking: d->mu for the fields marked so in daemon_i.h; never held across
- * a catalog, budget, sampler or FUSE call.
+ * Locking: d->boundary_mu for a whole boundary (run_boundary_as: catalog,
+ * budget and sampler calls inside it; the scrub thread withdraws files only
+ * between boundaries); d->mu for the fields marked so in daemon_i.h, never
+ * held across a catalog, budget, sampler or FUSE call.
  */
 #include "daemon/daemon_i.h"
 

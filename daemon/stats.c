@@ -3,7 +3,8 @@
  * and decides what GET /healthz answers from the samplers' counters
  * (dmn_stats_health(), a pure function of them and the previous probe).
  *
- * Owns only the text formats (docs/mount.md lists every field).  fields[]
+ * Owns only the text formats (docs/counters.md lists every field and what
+ * moves it; docs/mount.md shows `status`).  fields[]
  * names each figure once: where it sits in the JSON, where its value is in
  * struct dmn_stats_view, its metric, help and unit, and whether it is a
  * kind of error.  The JSON writer, the metrics writer (the error series

@@ -23,8 +23,9 @@
  * pending until the record at that place is delivered (records_recovered)
  * or the last attempt gives it up (records_lost); an object that lost a
  * record counts once in failed_objects: marked here (job->lost) when the
- * reader itself ended or finished it, counted when the job ends (fetch.c
- * counts the objects it gives up).
+ * reader itself ended or finished it, counted when the job ends; an object
+ * the transport gave up (fetch.c reports gave_up) is counted in obj_done;
+ * either way through smp__count_failed, once per pass and epoch.
  *
  * Owns struct smp__reader (one per request in flight).  Does not decide
  * what to read (plan.c), queue requests (dispatch.c) or write shards
@@ -346,7 +347,7 @@ static void obj_done(void *ctx, int rc, bool gave_up, const char *msg)
 		o->lost += o->pending;
 	}
 	j->nlost += o->lost;
-	/* the objects fetch.c gave up are counted there; these it finished */
+	/* the transport's give-ups are counted above; these it finished */
 	if (o->lost && (rc == 0 || o->rejected)) {
 		j->lost = true;	  /* counted once in failed_objects when the job ends */
 		if (!o->rejected) /* a rejected object's one line is logged already */

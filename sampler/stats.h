@@ -27,8 +27,10 @@ struct smp_stats {
 	 *   record at that place was then read intact (nothing lost);
 	 * records_lost: never admitted - a record skipped for its CRC on the
 	 *   last attempt, or the rest of an object whose framing was lost on
-	 *   the last attempt (counted 1: how many records it held is unknown).
-	 *   Every lost record also counts its object in failed_objects.
+	 *   the last attempt (counted 1: how many records it held is unknown),
+	 *   a record larger than the whole limit, or, with an index sidecar,
+	 *   each record a given-up run did not deliver.  Every lost record
+	 *   also counts its object in failed_objects (once per pass and epoch).
 	 */
 	_Atomic uint64_t records_recovered;
 	_Atomic uint64_t records_lost;
