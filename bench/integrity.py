@@ -70,7 +70,8 @@ def main():
         run(rc, "synth", src, "--records", records, "--record-size", "64K", "--shards", 8)
         cfg = os.path.join(root, "rc.ini")
         with open(cfg, "w") as f:
-            f.write("[cache]\nlimit = %dM\n[sampler]\nshard_size = 32M\n"
+            f.write("[cache]\nlimit = %dM\n[source]\nallow_empty = true\n"
+                    "[sampler]\nshard_size = 32M\n"
                     "[epoch 0-]\nlimit = %dM\nadmit = %dM\n" % (a.size_mb * 2, a.size_mb * 2,
                                                                 a.size_mb * 2))
         run(rc, "ingest", "file://%s/" % src, "--cache-dir", cache, "--config", cfg)
