@@ -41,6 +41,15 @@
 #define FIRST_FAST_MS 30000u
 #define FIRST_SLOW_MS 100u
 
+/*
+ * While the cache fills for the first time, `next --wait` waits past
+ * min_records for the epoch's admit, so that the first views are large
+ * (wait_records, filling()): while less than FILL_PERCENT of the limit is
+ * resident, for at most FILL_WAIT_MS.
+ */
+#define FILL_PERCENT 90u
+#define FILL_WAIT_MS 30000u
+
 bool dmn__exiting(struct dmn *d)
 {
 	pthread_mutex_lock(&d->mu);
@@ -69,6 +78,24 @@ static void set_wait_why(struct dmn *d, const char *why)
 static void update_rates(struct dmn *d);
 
 /*
+ * Whether `next --wait` goes on waiting once min_records are resident: the
+ * cache is filling for the first time (less than FILL_PERCENT of the
+ * limit resident) and the samplers are bringing bytes in (running, not
+ * blocked on the admit or the limit, a byte received in the last second),
+ * for at most FILL_WAIT_MS.  A reader that reads a view faster than the
+ * samplers fill it then gets the epoch's admit in its next view, not only
+ * what came in while it read (docs/design.md, "Defaults").
+ */
+static bool filling(const struct dmn *d, const struct cfs_resident *r,
+		    const struct dmn_sampler_stats *ws, const struct cfs_budget_stat *bs,
+		    uint64_t waited_ms, uint64_t quiet_ms)
+{
+	return ws->present && !ws->stopped && !ws->waiting && !ws->idle && !bs->waiting_admit &&
+	       !bs->waiting_limit && quiet_ms < 1000 && waited_ms < FILL_WAIT_MS &&
+	       r->bytes < bs->limit / 100 * FILL_PERCENT;
+}
+
+/*
  * Step 2: waits until min_records records are resident, the samplers have
  * nothing more to give, the bound passes, or the daemon stops.  Samplers
  * that wait out a failure that heals (a full disk, a source that cannot be
@@ -79,7 +106,8 @@ static void update_rates(struct dmn *d);
  * no byte received meanwhile (transfers still filling the
  * room they reserved bring records the view should hold); a one-second
  * grace covers the moment right after the boundary when the flags still
- * describe the old pass.
+ * describe the old pass.  Once min_records are resident it goes on while
+ * the cache is filling for the first time (filling()).
  * Event bits that arrive meanwhile are added to *deferred.
  * Returns 0, or -ECANCELED when stopping.
  */
@@ -93,10 +121,7 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 	for (;;) {
 		struct cfs_resident r = {0};
 		uint64_t now = cmn_mono_ms();
-		if (cfs_catalog_resident(d->cat, &r) == 0 && r.records >= d->cfg->min_records) {
-			set_wait_why(d, "");
-			return 0;
-		}
+		bool have = cfs_catalog_resident(d->cat, &r) == 0;
 		if (r.records != last_records) {
 			last_records = r.records;
 			last_change = now;
@@ -111,6 +136,11 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 		}
 		struct cfs_budget_stat bs;
 		cfs_budget_get(d->budget, &bs);
+		if (have && r.records >= d->cfg->min_records &&
+		    !filling(d, &r, &ws, &bs, now - t0, now - last_change)) {
+			set_wait_why(d, "");
+			return 0;
+		}
 		bool blocked = bs.waiting_admit || bs.waiting_limit;
 		if (!blocked)
 			blocked_since = 0;
