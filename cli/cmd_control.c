@@ -220,7 +220,8 @@ static int show_epoch(const char *mp)
  * samplers blocked on the epoch's admit or the limit, idle or stopped: it
  * goes ahead a second after), how far it is, and the admission rate.  Once
  * min_records are resident the call still runs the rest of the boundary
- * (the samplers' pause, the snapshot).
+ * (the samplers' pause, the snapshot), after the first fill of the cache
+ * when one is under way (daemon/epochs.c, filling()).
  */
 static void wait_progress(const json_t *st, char *out, size_t len)
 {
@@ -231,12 +232,20 @@ static void wait_progress(const json_t *st, char *out, size_t len)
 	bool idle = cli_stats_true(st, "sampler.idle");
 	bool no_admit = cli_stats_count(st, "admission.waiting_admit") > 0;
 	bool no_room = cli_stats_count(st, "admission.waiting_limit") > 0;
-	if (have >= want)
+	uint64_t bytes = cli_stats_count(st, "resident.bytes");
+	uint64_t limit = cli_stats_count(st, "limit");
+	bool blocked = no_admit || no_room || idle || stopped;
+	if (have >= want && !blocked && bytes < limit / 100 * 90)
+		snprintf(out, len, "filling the cache: %.1f/%.1f MB, admit %.1f/%.1f MB, %.1f MB/s",
+			 (double)bytes / 1e6, (double)limit / 1e6,
+			 (double)cli_stats_count(st, "admission.admit_used") / 1e6,
+			 (double)cli_stats_count(st, "admission.admit") / 1e6, mbs);
+	else if (have >= want)
 		snprintf(out, len,
 			 "min_records reached (%" PRIu64 "/%" PRIu64
 			 " records): finishing the boundary, %.1f MB/s",
 			 have, want, mbs);
-	else if (no_admit || no_room || idle || stopped)
+	else if (blocked)
 		snprintf(out, len,
 			 "waiting for min_records: %" PRIu64 "/%" PRIu64 " records; %s, %.1f MB/s",
 			 have, want,
