@@ -220,8 +220,8 @@ static int show_epoch(const char *mp)
  * samplers blocked on the epoch's admit or the limit, idle or stopped: it
  * goes ahead a second after), how far it is, and the admission rate.  Once
  * min_records are resident the call still runs the rest of the boundary
- * (the samplers' pause, the snapshot), after the first fill of the cache
- * when one is under way (daemon/epochs.c, filling()).
+ * (the samplers' pause, the snapshot), after the cache filled to 90% of
+ * its limit while the samplers bring bytes in (daemon/epochs.c, filling()).
  */
 static void wait_progress(const json_t *st, char *out, size_t len)
 {

@@ -42,10 +42,11 @@
 #define FIRST_SLOW_MS 100u
 
 /*
- * While the cache fills for the first time, `next --wait` waits past
- * min_records for the epoch's admit, so that the first views are large
- * (wait_records, filling()): while less than FILL_PERCENT of the limit is
- * resident, for at most FILL_WAIT_MS.
+ * While less than FILL_PERCENT of the limit is resident, `next --wait`
+ * waits past min_records for the epoch's admit, for at most FILL_WAIT_MS
+ * (wait_records, filling()): the first fill, and under retire = read the
+ * room of the victims read and deleted during the epoch, refilled before
+ * the next view.
  */
 #define FILL_PERCENT 90u
 #define FILL_WAIT_MS 30000u
@@ -79,12 +80,11 @@ static void update_rates(struct dmn *d);
 
 /*
  * Whether `next --wait` goes on waiting once min_records are resident: the
- * cache is filling for the first time (less than FILL_PERCENT of the
- * limit resident) and the samplers are bringing bytes in (running, not
- * blocked on the admit or the limit, a byte received in the last second),
- * for at most FILL_WAIT_MS.  A reader that reads a view faster than the
- * samplers fill it then gets the epoch's admit in its next view, not only
- * what came in while it read (docs/design.md, "Defaults").
+ * cache is filling (less than FILL_PERCENT of the limit resident) and the
+ * samplers are bringing bytes in (running, not blocked on the admit or the
+ * limit, a byte received in the last second), for at most FILL_WAIT_MS.  A reader that reads a view
+ * faster than the samplers fill it then gets the epoch's admit in its next view, not only what came
+ * in while it read (docs/design.md, "Defaults").
  */
 static bool filling(const struct dmn *d, const struct cfs_resident *r,
 		    const struct dmn_sampler_stats *ws, const struct cfs_budget_stat *bs,
@@ -107,7 +107,7 @@ static bool filling(const struct dmn *d, const struct cfs_resident *r,
  * room they reserved bring records the view should hold); a one-second
  * grace covers the moment right after the boundary when the flags still
  * describe the old pass.  Once min_records are resident it goes on while
- * the cache is filling for the first time (filling()).
+ * the cache is filling (filling()).
  * Event bits that arrive meanwhile are added to *deferred.
  * Returns 0, or -ECANCELED when stopping.
  */
