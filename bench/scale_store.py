@@ -51,8 +51,8 @@ Python standard library only.
 import argparse
 import hashlib
 import json
+import os
 import re
-import struct
 import sys
 import threading
 import time
@@ -63,36 +63,11 @@ MANIFEST_CAP = 64 << 20  # SMP_LIST_BODY_CAP of sampler/listing.h
 MTIME = "Mon, 02 Nov 2026 10:00:00 GMT"
 CHUNK_LINES = 20000
 
-# ---- CRC-32C (Castagnoli), table-driven, and TFRecord's mask ---------------
-
-_POLY = 0x82F63B78
-_TABLE = []
-for _i in range(256):
-    _c = _i
-    for _ in range(8):
-        _c = (_c >> 1) ^ _POLY if _c & 1 else _c >> 1
-    _TABLE.append(_c)
-
-
-def crc32c(data, crc=0):
-    crc ^= 0xFFFFFFFF
-    t = _TABLE
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked(crc):
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-assert crc32c(b"123456789") == 0xE3069283  # the standard check value
-
-
-def tfrecord(payload):
-    n = struct.pack("<Q", len(payload))
-    return (n + struct.pack("<I", masked(crc32c(n))) + payload +
-            struct.pack("<I", masked(crc32c(payload))))
+# TFRecord framing: the tests' own writer (length, masked CRC-32C of it,
+# payload, masked CRC-32C of the payload)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "sampler"))
+from rcsamp import frame as tfrecord  # noqa: E402
 
 
 def fill(seed, n):

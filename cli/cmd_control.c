@@ -17,6 +17,7 @@
 #include "cli/cmd.h"
 #include "cli/stats_read.h"
 #include "cli/util.h"
+#include "common/config.h"
 #include "common/control.h"
 #include "common/units.h"
 
@@ -235,7 +236,7 @@ static void wait_progress(const json_t *st, char *out, size_t len)
 	uint64_t bytes = cli_stats_count(st, "resident.bytes");
 	uint64_t limit = cli_stats_count(st, "limit");
 	bool blocked = no_admit || no_room || idle || stopped;
-	if (have >= want && !blocked && bytes < limit / 100 * 90)
+	if (have >= want && !blocked && bytes < limit / 100 * CMN_FILL_PERCENT)
 		snprintf(out, len, "filling the cache: %.1f/%.1f MB, admit %.1f/%.1f MB, %.1f MB/s",
 			 (double)bytes / 1e6, (double)limit / 1e6,
 			 (double)cli_stats_count(st, "admission.admit_used") / 1e6,

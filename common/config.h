@@ -53,6 +53,13 @@ enum cmn_policy {
 
 #define CMN_EPOCH_OPEN UINT32_MAX /* `last` of an [epoch N-] section */
 
+/*
+ * `epoch next --wait` waits for the epoch's admit while less than this
+ * share of `limit` (percent) is resident (daemon/epochs.c, filling();
+ * the CLI's progress line says so).
+ */
+#define CMN_FILL_PERCENT 90u
+
 /* One [epoch ...] section as written; has_* says which keys it set. */
 struct cmn_epoch_section {
 	uint32_t first, last; /* inclusive; last = CMN_EPOCH_OPEN for "N-" */

@@ -42,13 +42,12 @@
 #define FIRST_SLOW_MS 100u
 
 /*
- * While less than FILL_PERCENT of the limit is resident, `next --wait`
+ * While less than CMN_FILL_PERCENT of the limit is resident, `next --wait`
  * waits past min_records for the epoch's admit, for at most FILL_WAIT_MS
  * (wait_records, filling()): the first fill, and under retire = read the
  * room of the victims read and deleted during the epoch, refilled before
  * the next view.
  */
-#define FILL_PERCENT 90u
 #define FILL_WAIT_MS 30000u
 
 bool dmn__exiting(struct dmn *d)
@@ -80,7 +79,7 @@ static void update_rates(struct dmn *d);
 
 /*
  * Whether `next --wait` goes on waiting once min_records are resident: the
- * cache is filling (less than FILL_PERCENT of the limit resident) and the
+ * cache is filling (less than CMN_FILL_PERCENT of the limit resident) and the
  * samplers are bringing bytes in (running, not blocked on the admit or the
  * limit, a byte received in the last second), for at most FILL_WAIT_MS.  A reader that reads a view
  * faster than the samplers fill it then gets the epoch's admit in its next view, not only what came
@@ -92,7 +91,7 @@ static bool filling(const struct dmn *d, const struct cfs_resident *r,
 {
 	return ws->present && !ws->stopped && !ws->waiting && !ws->idle && !bs->waiting_admit &&
 	       !bs->waiting_limit && quiet_ms < 1000 && waited_ms < FILL_WAIT_MS &&
-	       r->bytes < bs->limit / 100 * FILL_PERCENT;
+	       r->bytes < bs->limit / 100 * CMN_FILL_PERCENT;
 }
 
 /*
