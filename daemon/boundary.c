@@ -412,7 +412,13 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 	}
 	uint64_t resident_bytes, resident_records;
 	snapshot_shards(b, sh, rows, nrows, &resident_bytes, &resident_records);
-	rc = evc_plan_boundary(entry, next, sh, n, draining_held(b), victims, plan);
+	/*
+	 * At start-up nothing holds a file yet: the draining bytes are the
+	 * interrupted epoch's victims a restart kept to retire
+	 * (cfs_store_opts.keep_retiring), and their room is the plan's, as a
+	 * boundary's own victims' is under retire = read.
+	 */
+	rc = evc_plan_boundary(entry, next, sh, n, startup ? 0 : draining_held(b), victims, plan);
 	if (rc != 0) {
 		snprintf(err, errlen, "boundary %" PRIu32 ": plan: %s", next, strerror(-rc));
 		goto out;
