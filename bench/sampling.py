@@ -86,9 +86,13 @@ class Rc:
 
 def payload_hashes(path):
     """sha1 of every record payload of a TFRecord file (framing checked)."""
-    out = []
     with open(path, "rb") as f:
-        data = f.read()
+        return data_hashes(f.read(), path)
+
+
+def data_hashes(data, path):
+    """sha1 of every record payload in data, the bytes of the TFRecord file path."""
+    out = []
     off = 0
     while off < len(data):
         if off + 12 > len(data):
