@@ -24,8 +24,8 @@ one entry per request with its Range, fault, status and body bytes sent):
     honest Content-Length shorter than the range asked for);
   - bytes_fetched == body bytes the server sent (error bodies and the
     MANIFEST included), less what the client never received: the half
-    body a reset sent may be dropped by the client's kernel when the RST
-    comes (Linux purges the receive queue), and the reader stops reading a
+    body a reset sent may never reach curl (the RST can come before curl
+    reads it: seen on Linux as the reset's bytes missing), and the reader stops reading a
     flipped body at the bad record; so sent - (resets' + flips' bytes) <=
     bytes_fetched <= sent;
   - records: a model of the reader (sampler/reader.c) walked over each
@@ -36,7 +36,9 @@ one entry per request with its Range, fault, status and body bytes sent):
     given up (retries exhausted) loses its pending record - must give
     records_recovered, records_lost and failed_objects exactly; objects
     not failed lose no record; objects_done == objects not given up;
-  - every record not delivered is counted: source - admitted ==
+    ingest names every failed object on stderr and exits 1 when there is
+    one;
+  - every record not delivered is accounted for: source - admitted ==
     records_lost + uncounted, where uncounted is only ever records of an
     object given up part-way (retries exhausted) or whose framing a flip
     broke on the last attempt: docs/counters.md says records_lost does not
@@ -200,6 +202,8 @@ def run_seed(work, seed):
         given_up += g
         if not f and missing:
             why("%s: %d records missing although its transfer succeeded" % (k, missing))
+        if f and k not in err:
+            why("%s failed but ingest did not name it:\n%s" % (k, err.strip()[-500:]))
         if f and missing < lo:
             why("%s: %d records missing, %d counted lost" % (k, missing, lo))
         uncounted += missing - lo
