@@ -26,13 +26,28 @@ several objects sees every kind.  Kinds:
 (and is listed in the MANIFEST).  --extra FILE: `key size` lines of virtual
 objects (hostile names) whose bytes are generated.
 
+Storm: --storm P --seed S replaces the per-object plan above: every object
+request (not the MANIFEST) gets a fault with probability P, its kind drawn
+uniformly from --plan (default for the storm: 500,503,429,reset,cut,short,
+flip,stall).  Every decision comes from one random.Random(S) taken under a
+lock, so a seed gives the same sequence of decisions for the same sequence
+of requests (which request comes next depends on the client's timing).
+Keep --stall short in a storm (a few seconds) and the client's timeout
+lower, so a stall is cut by the client.
+
 GET /__stats returns JSON: per key the number of requests, the faults
-served and the (monotonic) time of each request.  Loopback only: binds 127.0.0.1.
+served and the (monotonic) time of each request.  GET /__log returns a
+JSON list with one entry per request served (MANIFEST included, /__stats
+and /__log not), in arrival order: {"key", "range" (the Range header or
+null), "fault" ("ok" or the kind), "status" (the status code sent),
+"sent" (body bytes written to the socket), "flip" (object offset of the
+flipped byte, or null)}.  Loopback only: binds 127.0.0.1.
 """
 import argparse
 import hashlib
 import json
 import os
+import random
 import signal
 import socket
 import struct
@@ -48,14 +63,21 @@ def parse_args(argv):
     p = argparse.ArgumentParser()
     p.add_argument("root")
     p.add_argument("state")
-    p.add_argument("--plan", default="503,500,429,reset,short,flip,stall,cut")
+    p.add_argument("--plan")
+    p.add_argument("--storm", type=float, default=None,
+                   help="fault probability of every object request (storm mode)")
+    p.add_argument("--seed", type=int, default=1, help="storm mode's random seed")
     p.add_argument("--depth", type=int, default=1)
     p.add_argument("--retry-after", type=int, default=1)
     p.add_argument("--stall", type=float, default=20.0)
     p.add_argument("--deny403", action="append", default=[])
     p.add_argument("--deny404", action="append", default=[])
     p.add_argument("--extra")
-    return p.parse_args(argv)
+    a = p.parse_args(argv)
+    if a.plan is None:
+        a.plan = ("500,503,429,reset,cut,short,flip,stall" if a.storm is not None
+                  else "503,500,429,reset,short,flip,stall,cut")
+    return a
 
 
 def virtual_bytes(key, size):
@@ -76,6 +98,8 @@ class State:
         self.counts = {}
         self.faults = {}
         self.times = {}
+        self.log = []
+        self.rnd = random.Random(a.seed)
         self.extra = {}
         if a.extra:
             with open(a.extra, encoding="utf-8", errors="surrogateescape") as f:
@@ -106,13 +130,24 @@ class State:
         with self.lock:
             n = self.counts.get(key, 0)
             self.counts[key] = n + 1
-            if n >= self.a.depth or not self.plan:
+            if self.a.storm is not None:
+                kind = "ok"
+                if self.plan and self.rnd.random() < self.a.storm:
+                    kind = self.rnd.choice(self.plan)
+            elif n >= self.a.depth or not self.plan:
                 kind = "ok"
             else:
                 kind = self.plan[(self.index.get(key, 0) + n) % len(self.plan)]
             self.faults.setdefault(key, []).append(kind)
             self.times.setdefault(key, []).append(time.monotonic())
             return kind
+
+    def log_request(self, key, rng, fault):
+        """A new entry of /__log; the handler fills in status, sent, flip."""
+        e = {"key": key, "range": rng, "fault": fault, "status": None, "sent": 0, "flip": None}
+        with self.lock:
+            self.log.append(e)
+        return e
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -122,13 +157,22 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
-    def send_small(self, code, body=b"", headers=()):
+    def send_small(self, code, body=b"", headers=(), entry=None):
         self.send_response(code)
         for k, v in headers:
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if entry is not None:
+            entry["status"] = code
+        self.send_body(body, entry)
+
+    def send_body(self, body, entry):
+        """Writes body; its entry's "sent" counts the bytes the socket took."""
         self.wfile.write(body)
+        self.wfile.flush()
+        if entry is not None:
+            entry["sent"] += len(body)
 
     def do_GET(self):
         st = self.st
@@ -136,44 +180,51 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.requestline.split(" ")[1] if " " in self.requestline else self.path
         path = urllib.parse.unquote(raw.split("?", 1)[0], errors="surrogateescape")
         key = path[1:]
+        rng = self.headers.get("Range")
         if key == "__stats":
             with st.lock:
                 body = json.dumps({"counts": st.counts, "faults": st.faults, "times": st.times},
                                   ensure_ascii=True).encode()
             return self.send_small(200, body)
+        if key == "__log":
+            with st.lock:
+                body = json.dumps(st.log, ensure_ascii=True).encode()
+            return self.send_small(200, body)
         if key == "MANIFEST":
-            return self.send_small(200, st.manifest())
+            return self.send_small(200, st.manifest(), entry=st.log_request(key, rng, "ok"))
         if key in st.a.deny403:
-            st.next_fault(key)
-            return self.send_small(403, b"<Error><Code>AccessDenied</Code></Error>")
+            e = st.log_request(key, rng, st.next_fault(key))
+            return self.send_small(403, b"<Error><Code>AccessDenied</Code></Error>", entry=e)
         if key in st.a.deny404:
-            st.next_fault(key)
-            return self.send_small(404, b"<Error><Code>NoSuchKey</Code></Error>")
+            e = st.log_request(key, rng, st.next_fault(key))
+            return self.send_small(404, b"<Error><Code>NoSuchKey</Code></Error>", entry=e)
         if key in st.files:
             with open(st.files[key], "rb") as f:
                 data = f.read()
         elif key in st.extra:
             data = virtual_bytes(key, st.extra[key])
         else:
-            return self.send_small(404, b"not found")
+            return self.send_small(404, b"not found", entry=st.log_request(key, rng, "ok"))
         start, end = 0, len(data)
-        rng = self.headers.get("Range")
         code = 200
         if rng and rng.startswith("bytes="):
             a, _, b = rng[6:].partition("-")
             start = int(a) if a else 0
             end = min(int(b) + 1, len(data)) if b else len(data)
             if start >= len(data):
-                return self.send_small(416, b"", [("Content-Range", "bytes */%d" % len(data))])
+                return self.send_small(416, b"", [("Content-Range", "bytes */%d" % len(data))],
+                                       entry=st.log_request(key, rng, "ok"))
             code = 206
         body = data[start:end]
         kind = st.next_fault(key)
+        e = st.log_request(key, rng, kind)
         ra = str(st.a.retry_after)
         if kind in ("503", "429"):
-            return self.send_small(int(kind), b"slow down", [("Retry-After", ra)])
+            return self.send_small(int(kind), b"slow down", [("Retry-After", ra)], entry=e)
         if kind in ("500", "408"):
-            return self.send_small(int(kind), b"oops")
+            return self.send_small(int(kind), b"oops", entry=e)
         self.send_response(code)
+        e["status"] = code
         if code == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end - 1, len(data)))
         if kind == "short":
@@ -181,8 +232,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if kind in ("reset", "cut"):
-            self.wfile.write(body[:len(body) // 2])
-            self.wfile.flush()
+            self.send_body(body[:len(body) // 2], e)
             if kind == "reset":
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                                            struct.pack("ii", 1, 0))
@@ -193,13 +243,13 @@ class Handler(BaseHTTPRequestHandler):
             b = bytearray(body)
             b[len(b) // 2] ^= 0x40
             body = bytes(b)
+            e["flip"] = start + len(b) // 2
         if kind == "stall":
-            self.wfile.write(body[:min(100, len(body))])
-            self.wfile.flush()
+            self.send_body(body[:min(100, len(body))], e)
             time.sleep(st.a.stall)
             self.close_connection = True
             return
-        self.wfile.write(body)
+        self.send_body(body, e)
 
 
 def serve(a):
