@@ -6,7 +6,9 @@
  * victims (eviction/ does), does not touch SQL (catalog.c does, called by
  * daemon/) and does not unlink by itself: the evicted files whose last pin
  * went away join the gone chain, which the thread that dropped the pin
- * hands to cfs_store_reap() (store.c) in one batch (delete_gone).  It never calls up into the
+ * hands to cfs_store_reap() (store.c) in one batch (delete_gone), or, once
+ * the reaper runs (cfs_epochs_start_reaper), queues for the reaper thread,
+ * which does the same off that thread.  It never calls up into the
  * daemon: what the daemon must act on is posted as CFS_EV_* bits to its events object.  A
  * snapshot's directory tree is built by epoch_tree.c (epoch_i.h).
  *
@@ -162,10 +164,59 @@ static void hash_remove(struct cfs_epochs *s, struct cfs_efile *f)
 	}
 }
 
+static void *reaper_main(void *arg);
+
+int cfs_epochs_start_reaper(struct cfs_epochs *s)
+{
+	int rc = pthread_cond_init(&s->reap_cv, NULL);
+	if (rc != 0)
+		return -rc;
+	pthread_mutex_lock(&s->mu);
+	s->reap_stop = false;
+	s->reaper_on = true;
+	pthread_mutex_unlock(&s->mu);
+	rc = pthread_create(&s->reaper, NULL, reaper_main, s);
+	if (rc != 0) {
+		pthread_mutex_lock(&s->mu);
+		s->reaper_on = false;
+		pthread_mutex_unlock(&s->mu);
+		pthread_cond_destroy(&s->reap_cv);
+		return -rc;
+	}
+	return 0;
+}
+
+void cfs_epochs_reap_wait(struct cfs_epochs *s)
+{
+	pthread_mutex_lock(&s->mu);
+	while (s->reaper_on && s->reap_bytes > 0)
+		pthread_cond_wait(&s->reap_cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Lets the reaper delete what it holds and joins it. */
+static void stop_reaper(struct cfs_epochs *s)
+{
+	pthread_mutex_lock(&s->mu);
+	bool on = s->reaper_on;
+	s->reap_stop = true;
+	if (on)
+		pthread_cond_broadcast(&s->reap_cv);
+	pthread_mutex_unlock(&s->mu);
+	if (!on)
+		return;
+	pthread_join(s->reaper, NULL);
+	pthread_mutex_lock(&s->mu);
+	s->reaper_on = false;
+	pthread_mutex_unlock(&s->mu);
+	pthread_cond_destroy(&s->reap_cv);
+}
+
 void cfs_epochs_destroy(struct cfs_epochs *s)
 {
 	if (!s->hash)
 		return;
+	stop_reaper(s);
 	struct cfs_epoch *ep = s->all;
 	while (ep) {
 		struct cfs_epoch *next = ep->anext;
@@ -260,22 +311,9 @@ static void delete_gone(struct cfs_epochs *s, const struct cfs_efile *chain)
 			n == 1 ? "" : "s");
 }
 
-/*
- * Takes the gone chain under mu and unlocks; deletes its files, then posts
- * CFS_EV_RETIRED if epochs left the view.
- */
-static void unlock_and_run_gone(struct cfs_epochs *s)
+/* Under mu: the files of a deleted gone chain leave the counts (and may be freed). */
+static void gone_done(struct cfs_epochs *s, struct cfs_efile *chain)
 {
-	struct cfs_efile *chain = s->gone_pending;
-	bool retired = s->nretired > 0;
-	s->gone_pending = NULL;
-	pthread_mutex_unlock(&s->mu);
-	if (retired && s->events)
-		cmn_events_post(s->events, CFS_EV_RETIRED);
-	if (!chain)
-		return;
-	delete_gone(s, chain);
-	pthread_mutex_lock(&s->mu);
 	while (chain) {
 		struct cfs_efile *f = chain;
 		chain = f->gnext;
@@ -283,8 +321,66 @@ static void unlock_and_run_gone(struct cfs_epochs *s)
 		s->draining_bytes -= f->bytes;
 		s->gone_files++;
 		s->gone_bytes += f->bytes;
-		efile_maybe_gone(s, f);
+		efile_maybe_gone(s, f); /* may free f */
 	}
+}
+
+/*
+ * The reaper: deletes the queue's files in batches, each what piled up
+ * while it deleted the last, until stopped with the queue empty.
+ */
+static void *reaper_main(void *arg)
+{
+	struct cfs_epochs *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->reap_queue && !s->reap_stop)
+			pthread_cond_wait(&s->reap_cv, &s->mu);
+		struct cfs_efile *chain = s->reap_queue;
+		if (!chain)
+			break; /* stopped, nothing left */
+		s->reap_queue = NULL;
+		pthread_mutex_unlock(&s->mu);
+		delete_gone(s, chain);
+		pthread_mutex_lock(&s->mu);
+		for (const struct cfs_efile *f = chain; f; f = f->gnext)
+			s->reap_bytes -= f->bytes;
+		gone_done(s, chain);
+		pthread_cond_broadcast(&s->reap_cv); /* cfs_epochs_reap_wait */
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/*
+ * Takes the gone chain under mu and unlocks; deletes its files (or queues
+ * them for the reaper), then posts CFS_EV_RETIRED if epochs left the view.
+ */
+static void unlock_and_run_gone(struct cfs_epochs *s)
+{
+	struct cfs_efile *chain = s->gone_pending;
+	bool retired = s->nretired > 0;
+	s->gone_pending = NULL;
+	if (chain && s->reaper_on) {
+		struct cfs_efile *last = chain;
+		s->reap_bytes += last->bytes;
+		while (last->gnext) {
+			last = last->gnext;
+			s->reap_bytes += last->bytes;
+		}
+		last->gnext = s->reap_queue;
+		s->reap_queue = chain;
+		pthread_cond_broadcast(&s->reap_cv);
+		chain = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (retired && s->events)
+		cmn_events_post(s->events, CFS_EV_RETIRED);
+	if (!chain)
+		return;
+	delete_gone(s, chain);
+	pthread_mutex_lock(&s->mu);
+	gone_done(s, chain);
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -828,6 +924,7 @@ void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st)
 		st->epochs_listed++;
 	st->files_alive = s->nfiles;
 	st->draining_bytes = s->draining_bytes;
+	st->draining_unheld_bytes = s->reap_bytes; /* queued: nothing holds them */
 	st->gone_files = s->gone_files;
 	st->gone_bytes = s->gone_bytes;
 	st->current_files = s->cur_files;

@@ -188,6 +188,14 @@ struct cfs_epochs {
 	struct cfs_efile *gone_pending;	 /* protected by mu; chain via gnext */
 	uint64_t gone_files, gone_bytes; /* protected by mu; evicted files deleted so far */
 
+	/* the reaper thread (cfs_epochs_start_reaper), when it runs */
+	pthread_t reaper;
+	pthread_cond_t reap_cv;	      /* signals reap_queue or reap_stop */
+	struct cfs_efile *reap_queue; /* protected by mu; chain via gnext, the reaper deletes */
+	uint64_t reap_bytes; /* protected by mu; bytes queued or being deleted by the reaper */
+	bool reaper_on;	     /* set before the reaper starts, cleared after it was joined */
+	bool reap_stop;	     /* protected by mu */
+
 	/* epochs that left the view, until the owner takes them */
 #define CFS_RETIRED_MAX 64
 	uint32_t retired_numbers[CFS_RETIRED_MAX]; /* protected by mu */
@@ -235,10 +243,28 @@ void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f, uint32_
 /*
  * Initialises an empty set.  `store` (borrowed, may be NULL) deletes the
  * evicted files whose last pin went (cfs_store_reap in one batch, on the
- * thread that dropped the pin); `events` (borrowed, may be NULL) receives
- * the CFS_EV_* bits.  Returns 0 or -ENOMEM.
+ * thread that dropped the pin, or on the reaper once it runs); `events`
+ * (borrowed, may be NULL) receives the CFS_EV_* bits.  Returns 0 or
+ * -ENOMEM.
  */
 int cfs_epochs_init(struct cfs_epochs *s, struct cfs_store *store, struct cmn_events *events);
+
+/*
+ * Starts the reaper: from now on the evicted files whose last pin went are
+ * deleted on its thread, in batches (one catalog transaction each: what
+ * piled up while it deleted the last), not on the thread that dropped the
+ * pin, so a boundary that retires an epoch or a FUSE release does not wait
+ * for unlinks.  Their bytes stay `draining` in the budget until unlinked
+ * (invariant 4).  cfs_epochs_destroy() lets it finish the queue and joins
+ * it.  Returns 0 or -errno (pthread_create); the set then deletes inline.
+ */
+int cfs_epochs_start_reaper(struct cfs_epochs *s);
+
+/*
+ * Waits until the reaper's queue is empty and its batch deleted (tests,
+ * and a stop that must see the files gone).  At once without a reaper.
+ */
+void cfs_epochs_reap_wait(struct cfs_epochs *s);
 
 /*
  * Takes up to max numbers of epochs that left the view since the last call
@@ -246,7 +272,10 @@ int cfs_epochs_init(struct cfs_epochs *s, struct cfs_store *store, struct cmn_ev
  */
 size_t cfs_epochs_take_retired(struct cfs_epochs *s, uint32_t *out, size_t max);
 
-/* Frees everything; no FUSE session may still use it.  Deletes nothing. */
+/*
+ * Stops the reaper after it deleted what it was given, then frees
+ * everything; no FUSE session may still use it.  Deletes nothing else.
+ */
 void cfs_epochs_destroy(struct cfs_epochs *s);
 
 /*
@@ -368,7 +397,8 @@ struct cfs_epochs_stat {
 	uint64_t draining_files;
 	uint64_t open_handles;
 	uint64_t gone_files, gone_bytes; /* evicted files deleted on their last release */
-	uint64_t draining_unheld_bytes;	 /* evicted, no handle open: leave at the next publish */
+	uint64_t draining_unheld_bytes;	 /* evicted, no handle open: leave at the next publish,
+					    or queued for the reaper */
 	uint64_t retiring_files;	 /* evicted files the current epoch still lists */
 	/* what the current epoch lists now (set->cur_files ...); 0 before the first publish */
 	uint64_t current_files, current_bytes, current_records;

@@ -128,6 +128,11 @@ static int start_threads(struct dmn *d, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the scrub thread: %s", strerror(-rc));
 		goto out;
 	}
+	rc = cfs_epochs_start_reaper(&d->set); /* boundaries and releases stop unlinking */
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start the reaper thread: %s", strerror(-rc));
+		goto out;
+	}
 	rc = pthread_create(&d->epoch_thread, NULL, dmn__epoch_main, d);
 	if (rc != 0) {
 		snprintf(err, errlen, "cannot start the epoch thread: %s", strerror(rc));

@@ -5,8 +5,8 @@
  *
  * dmn_run() opens the cache directory, publishes the first epoch from what
  * the cache already holds (a re-mount serves it at once), mounts the view,
- * starts the samplers, the epoch, control and scrub threads (and the
- * metrics thread with metrics_listen), and serves
+ * starts the samplers, the epoch, control, scrub and reaper threads (and
+ * the metrics thread with metrics_listen), and serves
  * until unmounted or signalled (SIGINT/SIGTERM/SIGHUP).  Then it stops the
  * threads, flushes read statistics, unmounts and closes the store, leaving
  * the cache reusable.  With `detach` it forks first and the parent returns
@@ -27,7 +27,11 @@
  *            at the source, re-verifies resident files at scrub_rate
  *            (scrub.c);
  *   metrics  with metrics_listen: the Prometheus text over HTTP
- *            (metrics_http.c).
+ *            (metrics_http.c);
+ *   reaper   the epoch set's (cachefs/epoch.c, cfs_epochs_start_reaper):
+ *            deletes the evicted files whose last pin went, so a boundary
+ *            that retires an epoch and a FUSE release do not wait for
+ *            unlinks; cfs_epochs_destroy() lets it finish.
  * Lock order: d->boundary_mu (held for a whole boundary; the scrub thread
  * only trylocks it), d->mu, then the request queue's mu (cachefs/requests.c);
  * the catalog, the budget and set->mu lock themselves and are never

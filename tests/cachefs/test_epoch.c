@@ -211,6 +211,45 @@ START_TEST(evicted_unheld_file_deleted_at_next_epoch)
 }
 END_TEST
 
+/*
+ * With the reaper the same files go, on its thread: a publish and a last
+ * release queue them, cfs_epochs_reap_wait() sees them deleted, and the
+ * queue's bytes count as draining nobody holds until then (the boundary
+ * gives that room to the plan).  Destroy with a queue lets it finish.
+ */
+START_TEST(reaper_deletes_what_publish_and_release_queue)
+{
+	ck_assert_int_eq(cfs_epochs_start_reaper(&set), 0);
+	int64_t a[] = {1, 2, 3, 4};
+	ck_assert_int_eq(publish(0, a, 4), 0);
+	struct cfs_efile *f = lookup(0, 3);
+	ck_assert_int_eq(cfs_efile_open(&set, f), 0);
+	int64_t v[] = {2, 3};
+	ck_assert_uint_eq(cfs_epochs_evict(&set, v, 2), 200);
+	int64_t b[] = {1, 4};
+	ck_assert_int_eq(publish(1, b, 2), 0);
+	struct cfs_epochs_stat st;
+	cfs_epochs_stat(&set, &st);
+	/* 2 queued or deleted, 3 held open: draining is 3 and what is queued */
+	ck_assert_uint_eq(st.draining_bytes, 100 + st.draining_unheld_bytes);
+	cfs_epochs_reap_wait(&set);
+	ck_assert_uint_eq(ngone(), 1);
+	ck_assert(!cfs_epochs_held(&set, 2));
+	cfs_efile_release(&set, f);
+	cfs_epochs_reap_wait(&set);
+	ck_assert_uint_eq(ngone(), 2);
+	cfs_epochs_stat(&set, &st);
+	ck_assert_uint_eq(st.draining_bytes, 0);
+	ck_assert_uint_eq(st.draining_unheld_bytes, 0);
+	ck_assert_int_eq(cfs_efile_open(&set, f), -ENOENT);
+	cfs_efile_forget(&set, f, 1);
+	/* a queue left at destroy (teardown) is deleted before the set goes */
+	int64_t c[] = {4};
+	cfs_epochs_evict(&set, c, 1);
+	ck_assert_int_eq(publish(2, NULL, 0), 0);
+}
+END_TEST
+
 START_TEST(read_accounting_and_all_read)
 {
 	int64_t a[] = {1, 2};
@@ -453,6 +492,8 @@ static Suite *epoch_suite(void)
 	     evicted_open_file_deleted_on_last_release},
 	    {"evicted_unheld_file_deleted_at_next_epoch",
 	     evicted_unheld_file_deleted_at_next_epoch},
+	    {"reaper_deletes_what_publish_and_release_queue",
+	     reaper_deletes_what_publish_and_release_queue},
 	    {"read_accounting_and_all_read", read_accounting_and_all_read},
 	    {"tree_of_nested_names", tree_of_nested_names},
 	    {"retired_file_leaves_the_current_count", retired_file_leaves_the_current_count},
