@@ -50,6 +50,14 @@
  */
 #define FILL_WAIT_MS 30000u
 
+/*
+ * How long the samplers must have waited on the epoch's admit, with no
+ * byte of room reserved anywhere, before wait_records() takes the admit
+ * as spent: two of its 100 ms polls, so that a flag seen once is not
+ * enough.
+ */
+#define ADMIT_SPENT_MS 150u
+
 bool dmn__exiting(struct dmn *d)
 {
 	pthread_mutex_lock(&d->mu);
@@ -100,9 +108,11 @@ static bool filling(const struct dmn *d, const struct cfs_resident *r,
  * that wait out a failure that heals (a full disk, a source that cannot be
  * listed) are waited for, up to the bound: the cause is logged once, and
  * named in the reason when the bound passes.  "Nothing more" is: their
- * pass ended (idle), or they have been blocked on the budget (the epoch's
- * admit or the limit is used up) for a second with no new record sealed and
- * no byte received meanwhile (transfers still filling the
+ * pass ended (idle); or they wait on the epoch's admit and no room is
+ * reserved (nothing in flight or waiting to be sealed can still bring a
+ * record: ADMIT_SPENT_MS); or they have been blocked on the budget (the
+ * epoch's admit or the limit is used up) for a second with no new record
+ * sealed and no byte received meanwhile (transfers still filling the
  * room they reserved bring records the view should hold); a one-second
  * grace covers the moment right after the boundary when the flags still
  * describe the old pass.  Once min_records are resident it goes on while
@@ -171,6 +181,9 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 			}
 		} else if (ws.idle && now - t0 >= 1000)
 			why = "the source has no more data for this epoch";
+		else if (bs.waiting_admit && bs.reserved == 0 && blocked_since &&
+			 now - blocked_since >= ADMIT_SPENT_MS)
+			why = "the epoch's admit budget is used up";
 		else if (blocked_since && now - blocked_since >= 1000 && now - last_change >= 1000)
 			why = bs.waiting_admit
 				  ? "the epoch's admit budget is used up"
