@@ -341,6 +341,9 @@ class Case:
             st = self.stats()
             vs.append(st["last_boundary"]["victims"])
             ok.append(st["epoch"] == e0 + 1)
+            why = st["last_boundary"].get("wait") or "min_records resident"
+            print("    boundary %d: %.2f s, %d victims; the wait: %s"
+                  % (st["epoch"], bs[-1], vs[-1], why), flush=True)
             self.read_view()
         r["boundary_s"] = bs
         r["boundary_max"] = max(bs) if bs else None

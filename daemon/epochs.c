@@ -108,9 +108,11 @@ static bool filling(const struct dmn *d, const struct cfs_resident *r,
  * that wait out a failure that heals (a full disk, a source that cannot be
  * listed) are waited for, up to the bound: the cause is logged once, and
  * named in the reason when the bound passes.  "Nothing more" is: their
- * pass ended (idle); or they wait on the epoch's admit and no room is
- * reserved (nothing in flight or waiting to be sealed can still bring a
- * record: ADMIT_SPENT_MS); or they have been blocked on the budget (the
+ * pass ended (idle); or they wait on the epoch's admit, or with
+ * victims_held (the boundary's victims stay on disk until its snapshot:
+ * retire = boundary) on the limit, and no room is reserved (nothing in
+ * flight or waiting to be sealed can still bring a record:
+ * ADMIT_SPENT_MS); or they have been blocked on the budget (the
  * epoch's admit or the limit is used up) for a second with no new record
  * sealed and no byte received meanwhile (transfers still filling the
  * room they reserved bring records the view should hold); a one-second
@@ -120,7 +122,7 @@ static bool filling(const struct dmn *d, const struct cfs_resident *r,
  * Event bits that arrive meanwhile are added to *deferred.
  * Returns 0, or -ECANCELED when stopping.
  */
-static int wait_records(struct dmn *d, uint32_t *deferred)
+static int wait_records(struct dmn *d, bool victims_held, uint32_t *deferred)
 {
 	uint64_t bound =
 	    d->cfg->wait_timeout_ms ? d->cfg->wait_timeout_ms : WAIT_TIMEOUT_DEFAULT_MS;
@@ -179,11 +181,15 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 					 ws.state);
 				why = heal;
 			}
-		} else if (ws.idle && now - t0 >= 1000)
-			why = "the source has no more data for this epoch";
-		else if (bs.waiting_admit && bs.reserved == 0 && blocked_since &&
-			 now - blocked_since >= ADMIT_SPENT_MS)
+		} else if (bs.waiting_admit && bs.reserved == 0 && blocked_since &&
+			   now - blocked_since >= ADMIT_SPENT_MS)
 			why = "the epoch's admit budget is used up";
+		else if (victims_held && bs.waiting_limit && bs.reserved == 0 && blocked_since &&
+			 now - blocked_since >= ADMIT_SPENT_MS)
+			why = "the cache is at its limit until this boundary's victims leave "
+			      "(retire = boundary: at the snapshot)";
+		else if (ws.idle && !blocked && now - t0 >= 1000)
+			why = "the source has no more data for this epoch";
 		else if (blocked_since && now - blocked_since >= 1000 && now - last_change >= 1000)
 			why = bs.waiting_admit
 				  ? "the epoch's admit budget is used up"
@@ -196,13 +202,15 @@ static int wait_records(struct dmn *d, uint32_t *deferred)
 			snprintf(msg, sizeof(msg),
 				 "%" PRIu64 " of min_records %" PRIu64 " resident after %.1f s: %s "
 				 "(admit %" PRIu64 " of %" PRIu64 " bytes used, %" PRIu64
-				 " of limit %" PRIu64 " on disk; samplers %s)",
+				 " of limit %" PRIu64 " on disk or reserved, %" PRIu64
+				 " reserved; samplers %s)",
 				 r.records, d->cfg->min_records, (double)(now - t0) / 1000.0, why,
 				 bs.admit_used, bs.admit, bs.sealed + bs.reserved + bs.draining,
-				 bs.limit,
+				 bs.limit, bs.reserved,
 				 !ws.present  ? "absent"
 				 : ws.stopped ? "stopped"
 				 : ws.waiting ? "waiting"
+				 : blocked    ? "waiting for room"
 				 : ws.idle    ? "idle (pass over)"
 					      : "running");
 			cmn_log(CMN_LOG_WARN, "next wait: going ahead: %s", msg);
@@ -331,7 +339,7 @@ static int boundary_steps(struct dmn *d, bool wait, bool light, bool startup, ui
 	bool retire_read = dmn__retire_read_next(d);
 	pthread_mutex_unlock(&d->mu);
 	if (wait && !startup && !light && retire_read) {
-		int wrc = wait_records(d, deferred);
+		int wrc = wait_records(d, false, deferred);
 		if (wrc != 0) {
 			snprintf(err, errlen, "epoch %" PRIu32 ": shutting down", next);
 			return wrc;
@@ -363,7 +371,7 @@ static int boundary_steps(struct dmn *d, bool wait, bool light, bool startup, ui
 	if (wait) {
 		if (d->smp)
 			dmn__samplers_new_epoch(d->smp, next);
-		rc = wait_records(d, deferred);
+		rc = wait_records(d, !light && !startup, deferred);
 		if (rc != 0) {
 			snprintf(err, errlen, "epoch %" PRIu32 ": shutting down", next);
 			goto fail;
