@@ -937,8 +937,10 @@ void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st)
 				st->draining_files++;
 				if (!f->nopen)
 					st->draining_unheld_bytes += f->bytes;
-				if (f->in_current)
+				if (f->in_current) {
 					st->retiring_files++;
+					st->retiring_bytes += f->bytes;
+				}
 			}
 		}
 	}

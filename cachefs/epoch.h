@@ -400,6 +400,7 @@ struct cfs_epochs_stat {
 	uint64_t draining_unheld_bytes;	 /* evicted, no handle open: leave at the next publish,
 					    or queued for the reaper */
 	uint64_t retiring_files;	 /* evicted files the current epoch still lists */
+	uint64_t retiring_bytes;	 /* their bytes: on disk until the next publish */
 	/* what the current epoch lists now (set->cur_files ...); 0 before the first publish */
 	uint64_t current_files, current_bytes, current_records;
 };

@@ -222,7 +222,8 @@ static int show_epoch(const char *mp)
  * goes ahead a second after), how far it is, and the admission rate.  Once
  * min_records are resident the call still runs the rest of the boundary
  * (the samplers' pause, the snapshot), after the cache filled to 90% of
- * its limit while the samplers bring bytes in (daemon/epochs.c, filling()).
+ * its limit (resident and retiring) while the samplers bring bytes in
+ * (daemon/epochs.c, filling()).
  */
 static void wait_progress(const json_t *st, char *out, size_t len)
 {
@@ -234,9 +235,10 @@ static void wait_progress(const json_t *st, char *out, size_t len)
 	bool no_admit = cli_stats_count(st, "admission.waiting_admit") > 0;
 	bool no_room = cli_stats_count(st, "admission.waiting_limit") > 0;
 	uint64_t bytes = cli_stats_count(st, "resident.bytes");
+	uint64_t retiring = cli_stats_count(st, "disk.retiring"); /* leaves at the snapshot */
 	uint64_t limit = cli_stats_count(st, "limit");
 	bool blocked = no_admit || no_room || idle || stopped;
-	if (have >= want && !blocked && bytes < limit / 100 * CMN_FILL_PERCENT)
+	if (have >= want && !blocked && bytes + retiring < limit / 100 * CMN_FILL_PERCENT)
 		snprintf(out, len, "filling the cache: %.1f/%.1f MB, admit %.1f/%.1f MB, %.1f MB/s",
 			 (double)bytes / 1e6, (double)limit / 1e6,
 			 (double)cli_stats_count(st, "admission.admit_used") / 1e6,

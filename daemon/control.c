@@ -48,6 +48,7 @@ static void view_store(struct dmn *d, struct dmn_stats_view *v)
 	v->epochs_listed = es.epochs_listed;
 	v->open_handles = es.open_handles;
 	v->draining_files = es.draining_files;
+	v->retiring = es.retiring_bytes;
 	/* what `current` lists now, retired files gone (cachefs/epoch.c keeps the count) */
 	v->current_files = es.current_files;
 	v->current_bytes = es.current_bytes;

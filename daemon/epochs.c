@@ -87,19 +87,24 @@ static void update_rates(struct dmn *d);
 
 /*
  * Whether `next --wait` goes on waiting once min_records are resident: the
- * cache is filling (less than CMN_FILL_PERCENT of the limit resident) and the
+ * cache is filling (less than CMN_FILL_PERCENT of the limit resident or
+ * retiring: the evicted files the current epoch still lists - the victims
+ * of this boundary under retire = boundary, those not read under retire =
+ * read - leave only at the snapshot, so their room cannot fill before it)
+ * and the
  * samplers are bringing bytes in (running, not blocked on the admit or the
  * limit, a byte received in the last second), for at most FILL_WAIT_MS.  A reader that reads a view
  * faster than the samplers fill it then gets the epoch's admit in its next view, not only what came
  * in while it read (docs/design.md, "Defaults").
  */
-static bool filling(const struct dmn *d, const struct cfs_resident *r,
-		    const struct dmn_sampler_stats *ws, const struct cfs_budget_stat *bs,
-		    uint64_t waited_ms, uint64_t quiet_ms)
+static bool filling(struct dmn *d, const struct cfs_resident *r, const struct dmn_sampler_stats *ws,
+		    const struct cfs_budget_stat *bs, uint64_t waited_ms, uint64_t quiet_ms)
 {
+	struct cfs_epochs_stat es;
+	cfs_epochs_stat(&d->set, &es);
 	return ws->present && !ws->stopped && !ws->waiting && !ws->idle && !bs->waiting_admit &&
 	       !bs->waiting_limit && quiet_ms < 1000 && waited_ms < FILL_WAIT_MS &&
-	       r->bytes < bs->limit / 100 * CMN_FILL_PERCENT;
+	       r->bytes + es.retiring_bytes < bs->limit / 100 * CMN_FILL_PERCENT;
 }
 
 /*

@@ -178,6 +178,10 @@ static const struct dmn_stats_field fields[] = {
       "Bytes of evicted or withdrawn files not deleted yet.", "bytes", 0),
     F("disk.draining_files", U64, V(draining_files), NULL,
       "Evicted files a view or a handle still holds.", "files", 0),
+    F("disk.retiring", U64, V(retiring), NULL,
+      "Bytes of evicted files the current epoch still lists: on disk until the next snapshot "
+      "(or, under retire = read, until read).",
+      "bytes", 0),
     G("disk.used", get_used, NULL, "Bytes on disk: sealed + reserved + draining.", "bytes", 0),
     F("disk.peak", U64, V(peak), NULL, "The highest used seen.", "bytes", 0),
     F("disk.limit", U64, V(limit), NULL, "Hard bound on bytes on disk.", "bytes", 0),

@@ -63,7 +63,8 @@ struct dmn_stats_view {
 	/* view */
 	uint32_t epochs_listed;
 	uint64_t open_handles, draining_files;
-	bool passthrough; /* FUSE passthrough accepted by the kernel */
+	uint64_t retiring; /* bytes of evicted files `current` still lists */
+	bool passthrough;  /* FUSE passthrough accepted by the kernel */
 	uint64_t passthrough_opens, passthrough_refused; /* handles passed through; files refused */
 	uint64_t current_files, current_bytes, current_records;
 	uint64_t current_read_bytes; /* this epoch, including what is not flushed yet */

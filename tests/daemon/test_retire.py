@@ -70,6 +70,12 @@ def body(s, mode):
                    % (e, e - 1, sorted(sealed_prev - ids)))
         victims = [x for (x,) in s.catalog(
             "SELECT id FROM shards WHERE evicted_epoch = ?", e)]
+        # disk.retiring: the victims the new view still lists, none read yet
+        # (read) or none at all (boundary: they left the view at once)
+        vbytes = s.catalog("SELECT coalesce(sum(bytes), 0) FROM shards WHERE evicted_epoch = ?",
+                           e)[0][0]
+        t.eq(st["disk"]["retiring"], vbytes if mode == "read" else 0,
+             "epoch %d: disk.retiring after the boundary" % e)
         for n in names:  # the reader: every file once, to the end
             path = os.path.join(cur, n)
             try:
