@@ -251,7 +251,7 @@ static const struct key_def keys[] = {
      .max = UINT32_MAX,
      CFG(relist),
      .def = 1,
-     .example = "an epoch count such as 1 (0: never re-list)",
+     .example = "an epoch count such as 1 (0: list only when the mount starts)",
      .help = "re-list the source every N epochs"},
     {.sec = CMN__SEC_SOURCE,
      .ini = "allow_empty",

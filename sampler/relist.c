@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cachefs/catalog.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 static bool is_sidecar(const struct smp_listing *l, size_t i)
@@ -34,6 +35,7 @@ static bool is_sidecar(const struct smp_listing *l, size_t i)
 int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 {
 	struct smp_listing l;
+	uint64_t t0 = cmn_mono_ms();
 	int rc = smp_source_list(s->source, &l, err, errlen);
 	s->list_failed = rc != 0; /* a mount waits this out (sampler.c, heal) */
 	if (rc)
@@ -123,5 +125,7 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 	s->listed = true;
 	s->ever_listed = true;
 	s->listed_epoch = epoch;
+	s->listed_end_ms = cmn_mono_ms();
+	s->list_cost_ms = s->listed_end_ms - t0;
 	return 0;
 }

@@ -313,12 +313,21 @@ static void take_refresh(struct smp_sampler *s)
 	pthread_mutex_unlock(&s->ctl_mu);
 }
 
-/* Lists the source when `relist` epochs have passed; saves the plan if it grew. */
+/*
+ * Lists the source when it was never listed (or a heal dropped the plan),
+ * or when `relist` epochs have passed (0: never again) and a slow listing's
+ * pace allows (SMP_RELIST_PACE); saves the plan if it grew.
+ */
 static int relist_if_due(struct smp_sampler *s, char *err, size_t errlen)
 {
-	uint32_t every = s->cfg->relist ? s->cfg->relist : 1;
-	if (s->listed && s->epoch < s->listed_epoch + every)
-		return 0;
+	if (s->listed) {
+		uint32_t every = s->cfg->relist;
+		if (every == 0 || s->epoch < s->listed_epoch + every)
+			return 0;
+		if (s->list_cost_ms >= SMP_RELIST_SLOW_MS &&
+		    cmn_mono_ms() - s->listed_end_ms < SMP_RELIST_PACE * s->list_cost_ms)
+			return 0;
+	}
 	int rc = smp__relist(s, s->epoch, err, errlen);
 	if (rc == 0)
 		rc = smp__plan_checkpoint(s);

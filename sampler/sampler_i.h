@@ -36,10 +36,19 @@ struct cfs_catalog;
 struct cfs_shard_writer;
 struct cmn_plan;
 
-#define SMP_RUN_MAX_UNITS 64			/* records of one object fetched in one GET */
-#define SMP_RUN_MAX_BYTES ((uint64_t)1 << 20)	/* ... and at most this many bytes */
-#define SMP_SAVE_EVERY	  65536u		/* marks between two saves of the plan */
-#define SMP_FIRST_ROOM	  ((uint64_t)256 << 10) /* a mount's room before a unit's first byte */
+#define SMP_RUN_MAX_UNITS 64		      /* records of one object fetched in one GET */
+#define SMP_RUN_MAX_BYTES ((uint64_t)1 << 20) /* ... and at most this many bytes */
+#define SMP_SAVE_EVERY	  65536u	      /* marks between two saves of the plan */
+/*
+ * A listing that took at least SMP_RELIST_SLOW_MS is not repeated sooner
+ * than SMP_RELIST_PACE times its own time after it ended, whatever
+ * `relist` says: listing then takes at most a tenth of the sampler's time
+ * (at 10^6 objects a listing takes 10-13 s, during which nothing is
+ * fetched).  Faster listings follow `relist` exactly.
+ */
+#define SMP_RELIST_SLOW_MS 1000u
+#define SMP_RELIST_PACE	   9u
+#define SMP_FIRST_ROOM	   ((uint64_t)256 << 10) /* a mount's room before a unit's first byte */
 /*
  * A mount asks for a TFRecord object in ranges of the room its transfer
  * holds (reader.c, obj_grant): a step of limit / (SMP_GRANT_SHARE *
@@ -141,8 +150,10 @@ struct smp_sampler {
 	int64_t source_id;
 	bool listed;
 	uint32_t listed_epoch;
-	bool list_failed; /* the last smp__relist() failed in the source's listing itself */
-	bool ever_listed; /* a listing succeeded in this sampler's life */
+	uint64_t listed_end_ms; /* cmn_mono_ms() when the last listing ended */
+	uint64_t list_cost_ms;	/* what it took (relist_if_due paces relists by it) */
+	bool list_failed;	/* the last smp__relist() failed in the source's listing itself */
+	bool ever_listed;	/* a listing succeeded in this sampler's life */
 
 	/*
 	 * Healing (sampler.c, heal()): a mount's run waits out a failure that
