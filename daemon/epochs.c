@@ -107,6 +107,28 @@ static bool filling(struct dmn *d, const struct cfs_resident *r, const struct dm
 	       r->bytes + es.retiring_bytes < bs->limit / 100 * CMN_FILL_PERCENT;
 }
 
+/* wait_records() goes ahead without min_records: the reason, logged and kept for stats. */
+static void went_ahead(struct dmn *d, const struct cfs_resident *r,
+		       const struct cfs_budget_stat *bs, const struct dmn_sampler_stats *ws,
+		       bool blocked, uint64_t waited_ms, const char *why)
+{
+	char msg[1024];
+	snprintf(msg, sizeof(msg),
+		 "%" PRIu64 " of min_records %" PRIu64 " resident after %.1f s: %s "
+		 "(admit %" PRIu64 " of %" PRIu64 " bytes used, %" PRIu64 " of limit %" PRIu64
+		 " on disk or reserved, %" PRIu64 " reserved; samplers %s)",
+		 r->records, d->cfg->min_records, (double)waited_ms / 1000.0, why, bs->admit_used,
+		 bs->admit, bs->sealed + bs->reserved + bs->draining, bs->limit, bs->reserved,
+		 !ws->present  ? "absent"
+		 : ws->stopped ? "stopped"
+		 : ws->waiting ? "waiting"
+		 : blocked     ? "waiting for room"
+		 : ws->idle    ? "idle (pass over)"
+			       : "running");
+	cmn_log(CMN_LOG_WARN, "next wait: going ahead: %s", msg);
+	set_wait_why(d, msg);
+}
+
 /*
  * Step 2: waits until min_records records are resident, the samplers have
  * nothing more to give, the bound passes, or the daemon stops.  Samplers
@@ -203,23 +225,7 @@ static int wait_records(struct dmn *d, bool victims_held, uint32_t *deferred)
 		else if (now - t0 > bound)
 			why = "wait_timeout passed";
 		if (why) {
-			char msg[1024];
-			snprintf(msg, sizeof(msg),
-				 "%" PRIu64 " of min_records %" PRIu64 " resident after %.1f s: %s "
-				 "(admit %" PRIu64 " of %" PRIu64 " bytes used, %" PRIu64
-				 " of limit %" PRIu64 " on disk or reserved, %" PRIu64
-				 " reserved; samplers %s)",
-				 r.records, d->cfg->min_records, (double)(now - t0) / 1000.0, why,
-				 bs.admit_used, bs.admit, bs.sealed + bs.reserved + bs.draining,
-				 bs.limit, bs.reserved,
-				 !ws.present  ? "absent"
-				 : ws.stopped ? "stopped"
-				 : ws.waiting ? "waiting"
-				 : blocked    ? "waiting for room"
-				 : ws.idle    ? "idle (pass over)"
-					      : "running");
-			cmn_log(CMN_LOG_WARN, "next wait: going ahead: %s", msg);
-			set_wait_why(d, msg);
+			went_ahead(d, &r, &bs, &ws, blocked, now - t0, why);
 			return 0;
 		}
 		/* the rates of the stats go on while the epoch thread waits here */
