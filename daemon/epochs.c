@@ -51,10 +51,10 @@
 #define FILL_WAIT_MS 30000u
 
 /*
- * How long the samplers must have waited on the epoch's admit, with no
- * byte of room reserved anywhere, before wait_records() takes the admit
- * as spent: two of its 100 ms polls, so that a flag seen once is not
- * enough.
+ * How long the samplers must have waited on the epoch's admit (or, with
+ * victims_held, on the limit), with no byte of room reserved anywhere,
+ * before wait_records() takes it as spent until the snapshot: two of its
+ * 100 ms polls, so that a flag seen once is not enough.
  */
 #define ADMIT_SPENT_MS 150u
 
