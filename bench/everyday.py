@@ -110,14 +110,19 @@ class Case:
         self.rc("epoch", self.mnt, "next", "--wait", timeout=900)
         return self.stats()["epoch"]
 
-    def read_epoch(self, e, stop_after=None):
-        """Reads every file of epochs/e (the first stop_after only, in a random order); returns
-        the payload hashes."""
+    def epoch_files(self, e):
+        """The paths of epochs/e in the order the reader takes them: random (seeded by the
+        epoch), as the feeder reads files."""
         cur = os.path.join(self.mnt, "epochs", str(e))
         names = sorted(os.listdir(cur))
-        random.Random(e).shuffle(names)  # in a random order, as the feeder reads files
+        random.Random(e).shuffle(names)
+        return cur, names
+
+    def read_epoch(self, e):
+        """Reads every file of epochs/e, in the reader's order; returns the payload hashes."""
+        cur, names = self.epoch_files(e)
         view, nbytes = [], 0
-        for n in names[:stop_after]:
+        for n in names:
             p = os.path.join(cur, n)
             nbytes += os.path.getsize(p)  # before the read: a retiring file leaves after it
             view += payload_hashes(p)  # a listed file must be there: FileNotFoundError fails
@@ -196,21 +201,21 @@ def case_kill9(a, c, nrec):
         for _ in range(3):
             c.epoch()
         e = c.advance()
-        cur = os.path.join(c.mnt, "epochs", str(e))
-        names = sorted(os.listdir(cur))
-        random.Random(e).shuffle(names)
+        cur, names = c.epoch_files(e)
         nfiles, nread = len(names), len(names) // 2
         # half the files as fast as the disk gives them (a fast reader frees
         # room faster than the samplers fill it: transfers, shuffle buffer
         # and shards waiting to seal are full), then the kill at once
-        pid, f0 = c.stats()["pid"], c.stats()["sampler"]["bytes_fetched"]
+        st = c.stats()
+        pid, f0 = st["pid"], st["sampler"]["bytes_fetched"]
         datas = []
         for n in names[:nread]:
             with open(os.path.join(cur, n), "rb") as f:
                 datas.append((f.read(), n))
         smp = c.stats()["sampler"]
         fetching = smp["bytes_fetched"] != f0
-        held = smp["bytes_fetched"] - smp["bytes_admitted"]  # received, not in a sealed file
+        # received and not in a sealed file (the listings' few KiB included)
+        held = smp["bytes_fetched"] - smp["bytes_admitted"]
         os.kill(pid, signal.SIGKILL)
         for _ in range(100):  # the daemon is gone once its pid is
             try:

@@ -92,6 +92,7 @@
 #include "common/events.h"
 #include "common/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -255,6 +256,8 @@ static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)
 		       atomic_load_explicit(&f->full_epoch, memory_order_relaxed) == cur1;
 	if (f->evicted && !f->deleted && (!f->in_current || retired)) {
 		f->deleted = true;
+		if (f->in_current)
+			s->cur_retiring_bytes -= f->bytes;
 		if (f->in_current && !epoch_hides(s->current, f)) {
 			/* retired: it leaves the listing of `current` now */
 			s->cur_files--;
@@ -578,9 +581,12 @@ static void epoch_make_current(struct cfs_epochs *s, struct cfs_epoch *ep, uint3
 	if (s->current)
 		for (size_t i = 0; i < s->current->nfiles; i++)
 			s->current->files[i]->in_current = false;
+	s->cur_retiring_bytes = 0;
 	for (size_t i = 0; i < n; i++) {
 		ep->files[i]->nepochs++;
 		ep->files[i]->in_current = true;
+		if (ep->files[i]->evicted && !ep->files[i]->deleted)
+			s->cur_retiring_bytes += ep->files[i]->bytes;
 	}
 	struct cfs_epoch **pp = &s->list;
 	while (*pp)
@@ -662,6 +668,8 @@ uint64_t cfs_epochs_evict(struct cfs_epochs *s, const int64_t *ids, size_t n)
 		struct cfs_efile *f = hash_find(s, ids[i]);
 		if (!f || f->evicted)
 			continue;
+		if (f->in_current)
+			s->cur_retiring_bytes += f->bytes;
 		f->evicted = true;
 		/* read to the end in the epoch before does not retire it: the
 		 * boundary publishes the next epoch, where it must be read */
@@ -944,7 +952,17 @@ void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st)
 			}
 		}
 	}
+	/* the count next --wait reads agrees with the walk */
+	assert(st->retiring_bytes == s->cur_retiring_bytes);
 	pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t cfs_epochs_retiring_bytes(struct cfs_epochs *s)
+{
+	pthread_mutex_lock(&s->mu);
+	uint64_t b = s->cur_retiring_bytes;
+	pthread_mutex_unlock(&s->mu);
+	return b;
 }
 
 void cfs_epochs_set_retire_read(struct cfs_epochs *s, bool on)

@@ -207,6 +207,13 @@ struct cfs_epochs {
 	 * one count behind the stats' current files/bytes/records.
 	 */
 	uint64_t cur_files, cur_bytes, cur_records; /* protected by mu */
+	/*
+	 * Bytes of the evicted files the current epoch still lists (not
+	 * deleted): set at publish, raised by an eviction, lowered by a
+	 * deletion.  The stats' disk.retiring; `next --wait` reads it at every
+	 * poll, so it is a count, not a walk of the files.
+	 */
+	uint64_t cur_retiring_bytes; /* protected by mu */
 
 	/* the current epoch's read counters, for the read path without mu */
 	_Atomic uint32_t cur_number1; /* current number + 1; 0: none */
@@ -261,8 +268,8 @@ int cfs_epochs_init(struct cfs_epochs *s, struct cfs_store *store, struct cmn_ev
 int cfs_epochs_start_reaper(struct cfs_epochs *s);
 
 /*
- * Waits until the reaper's queue is empty and its batch deleted (tests,
- * and a stop that must see the files gone).  At once without a reaper.
+ * Waits until the reaper's queue is empty and its batch deleted (the
+ * tests' way to see its work done).  At once without a reaper.
  */
 void cfs_epochs_reap_wait(struct cfs_epochs *s);
 
@@ -388,6 +395,9 @@ int cfs_epochs_list_numbers(struct cfs_epochs *s, uint32_t **out, size_t *n);
 /* Calls fn for every live file under mu (stats flushing); fn must not block. */
 void cfs_epochs_foreach_file(struct cfs_epochs *s, void (*fn)(struct cfs_efile *f, void *ctx),
 			     void *ctx);
+
+/* Bytes of the evicted files the current epoch still lists (O(1), under mu). */
+uint64_t cfs_epochs_retiring_bytes(struct cfs_epochs *s);
 
 /* Counters under mu: live epochs, files alive, draining bytes, open handles. */
 struct cfs_epochs_stat {

@@ -308,13 +308,19 @@ static void snapshot_shards(struct dmn_boundary *b, struct evc_shard *sh,
  * Bytes on disk that are not resident and stay: evicted files held by a
  * handle.  Evicted files nobody holds leave when this boundary publishes
  * (retire = read: victims of the last boundary not read in their epoch), so
- * their room is the plan's.  Bytes the samplers hold reserved are not
- * counted: the budget counts them against the new epoch's admit
+ * their room is the plan's.  Before the first publish nothing is held: the
+ * draining bytes are then the interrupted epoch's victims a restart kept to
+ * retire (cfs_store_opts.keep_retiring), whose room is the plan's too.  Bytes the samplers hold
+ * reserved are not counted: the budget counts them against the new epoch's admit
  * (cfs_budget_new_epoch, B2), so used_after + admit <= limit still bounds
  * sealed + draining + reserved + what they may still reserve (invariant 4).
  */
 static uint64_t draining_held(struct dmn_boundary *b)
 {
+	bool published;
+	cfs_epochs_current_number(b->set, &published);
+	if (!published)
+		return 0;
 	struct cfs_budget_stat bs;
 	cfs_budget_get(cfs_store_budget(b->store), &bs);
 	struct cfs_epochs_stat es;
@@ -412,13 +418,7 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 	}
 	uint64_t resident_bytes, resident_records;
 	snapshot_shards(b, sh, rows, nrows, &resident_bytes, &resident_records);
-	/*
-	 * At start-up nothing holds a file yet: the draining bytes are the
-	 * interrupted epoch's victims a restart kept to retire
-	 * (cfs_store_opts.keep_retiring), and their room is the plan's, as a
-	 * boundary's own victims' is under retire = read.
-	 */
-	rc = evc_plan_boundary(entry, next, sh, n, startup ? 0 : draining_held(b), victims, plan);
+	rc = evc_plan_boundary(entry, next, sh, n, draining_held(b), victims, plan);
 	if (rc != 0) {
 		snprintf(err, errlen, "boundary %" PRIu32 ": plan: %s", next, strerror(-rc));
 		goto out;

@@ -100,11 +100,9 @@ static void update_rates(struct dmn *d);
 static bool filling(struct dmn *d, const struct cfs_resident *r, const struct dmn_sampler_stats *ws,
 		    const struct cfs_budget_stat *bs, uint64_t waited_ms, uint64_t quiet_ms)
 {
-	struct cfs_epochs_stat es;
-	cfs_epochs_stat(&d->set, &es);
 	return ws->present && !ws->stopped && !ws->waiting && !ws->idle && !bs->waiting_admit &&
 	       !bs->waiting_limit && quiet_ms < 1000 && waited_ms < FILL_WAIT_MS &&
-	       r->bytes + es.retiring_bytes < bs->limit / 100 * CMN_FILL_PERCENT;
+	       r->bytes + cfs_epochs_retiring_bytes(&d->set) < bs->limit / 100 * CMN_FILL_PERCENT;
 }
 
 /* wait_records() goes ahead without min_records: the reason, logged and kept for stats. */
