@@ -9,6 +9,8 @@
  *   DESIGN 2  seal = flush, fsync(file), renameat(tmp -> shards|objects),
  *             fsync(that dir), then one catalog transaction for the row
  *             and all samples; the file is visible to no one before.
+ *             Where the store has fs-verity (verity.h), the file is sealed
+ *             with it after the flush, before its fsync.
  *   DESIGN 4  written <= reserved at every moment: append/write refuse
  *             with -ENOBUFS rather than exceed the reservation.
  *   DESIGN 7  the tmp and final names come from the numeric id only; the
@@ -21,6 +23,7 @@
 
 #include "cachefs/names.h"
 #include "cachefs/store_i.h"
+#include "cachefs/verity.h"
 #include "common/crc32c.h"
 #include "common/fault.h"
 #include "common/log.h"
@@ -357,7 +360,9 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
  * group of writers is sealed with invariant 2's steps each done once for
  * the whole group, in the same order for every file of it:
  *
- *   1. every file's bytes durable: flush; then, for a group of at least
+ *   1. every file's bytes durable: flush; where the store has fs-verity,
+ *      each file sealed with it (its Merkle tree is then made durable with
+ *      its bytes); then, for a group of at least
  *      SW_GROUP_SYNCFS files, ONE syncfs() of the file system (what `sync`
  *      does for `cp -r`; since Linux 5.8 it reports a writeback error of
  *      any file of the file system, which fails the group; starting each
@@ -477,6 +482,36 @@ static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char
 		} else {
 			live++;
 		}
+	}
+	return live;
+}
+
+/*
+ * Step 1, first part, where the store has fs-verity: each live file's
+ * writer descriptor is closed (no writer may remain) and the file sealed
+ * with fs-verity; the read-only descriptor that sealed it replaces it for
+ * the fsync.  A file that cannot be sealed is dropped with its error.
+ * Returns how many files are left.
+ */
+static size_t group_verity(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
+			   size_t live, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n && s->verity; i++) {
+		struct cfs_shard_writer *w = ws[i];
+		if (!w)
+			continue;
+		cmn_tfr_writer_free(w->tw); /* flushed by group_check */
+		w->tw = NULL;
+		close(w->fd);
+		w->fd = cfs_verity_enable(s->lay.tmp_fd, w->name);
+		if (w->fd >= 0)
+			continue;
+		rcs[i] = w->fd;
+		snprintf(err, errlen, "%s/tmp/%s: sealing it with fs-verity failed: %s", s->lay.dir,
+			 w->name, strerror(-rcs[i]));
+		cfs_shard_writer_abort(w);
+		ws[i] = NULL;
+		live--;
 	}
 	return live;
 }
@@ -630,6 +665,7 @@ int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs
 	s = ws[0]->s;
 	err[0] = '\0';
 	live = group_check(ws, n, rcs, err, errlen);
+	live = group_verity(s, ws, n, rcs, live, err, errlen);
 	/* 1. the bytes of every file durable */
 	cmn_fault("before_fsync");
 	rc = group_sync_files(s, ws, n, live, err, errlen);

@@ -17,6 +17,7 @@
 #include "cachefs/store_i.h"
 
 #include "cachefs/reconcile.h"
+#include "cachefs/verity.h"
 
 #include "common/fault.h"
 #include "common/log.h"
@@ -165,6 +166,33 @@ static int check_foreign(struct cfs_store *s, char *err, size_t errlen)
 	return rc;
 }
 
+/*
+ * Decides whether this store seals files with fs-verity: a probe file in
+ * tmp/ (after reconciliation, which empties tmp/ of one a crash left).
+ * ON without it is an error naming the reason and the way out.
+ */
+static int open_verity(struct cfs_store *s, enum cmn_verity want, char *err, size_t errlen)
+{
+	if (want == CMN_VERITY_OFF) {
+		snprintf(s->verity_why, sizeof(s->verity_why), "off (verity = off)");
+		return 0;
+	}
+	char why[128];
+	int rc = cfs_verity_probe(s->lay.tmp_fd, "verity-probe", why, sizeof(why));
+	s->verity = rc == 0;
+	if (rc == 0)
+		return 0;
+	snprintf(s->verity_why, sizeof(s->verity_why), "unavailable: %s", why);
+	if (want != CMN_VERITY_ON)
+		return 0;
+	snprintf(err, errlen,
+		 "%s: verity = on, but files there cannot be sealed with fs-verity: %s; use a "
+		 "file system with it (ext4 with `tune2fs -O verity`, a kernel with "
+		 "CONFIG_FS_VERITY) or set verity = auto",
+		 s->lay.dir, why);
+	return rc;
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -232,6 +260,9 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 	rc = cfs__reconcile(&s->lay, s->cat, s->budget, o->keep_retiring, &s->rec, err, errlen);
 	if (rc < 0)
 		goto fail;
+	rc = open_verity(s, o->verity, err, errlen);
+	if (rc < 0)
+		goto fail;
 	*out = s;
 	return 0;
 
@@ -255,6 +286,13 @@ void cfs_store_close(struct cfs_store *s)
 	close_fd(&s->lay.dir_fd);
 	free(s->lay.dir);
 	free(s);
+}
+
+bool cfs_store_verity(const struct cfs_store *s, const char **why)
+{
+	if (why)
+		*why = s->verity ? "" : s->verity_why;
+	return s->verity;
 }
 
 struct cfs_catalog *cfs_store_catalog(struct cfs_store *s)

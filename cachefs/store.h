@@ -29,6 +29,7 @@
 
 #include "cachefs/budget.h"
 #include "cachefs/catalog.h"
+#include "common/config.h"
 
 struct cfs_store;
 
@@ -42,6 +43,12 @@ struct cfs_store_opts {
 	 * report.retiring_epoch).  false: every EVICTING file is deleted.
 	 */
 	bool keep_retiring;
+	/*
+	 * Seal files with fs-verity (verity.h): AUTO where a probe file in
+	 * tmp/ can be sealed, ON the same but the open fails where it cannot,
+	 * OFF never.
+	 */
+	enum cmn_verity verity;
 };
 
 /* What start-up reconciliation found and did (invariant 6). */
@@ -88,6 +95,12 @@ struct cfs_budget *cfs_store_budget(struct cfs_store *s);
 
 /* The cache directory as given (owned by the store). */
 const char *cfs_store_dir(const struct cfs_store *s);
+
+/*
+ * Whether files this store seals get fs-verity; when they do not, `why`
+ * (if given) is set to the reason ("off", or what the probe at open found).
+ */
+bool cfs_store_verity(const struct cfs_store *s, const char **why);
 
 /* What reconciliation at open found. */
 const struct cfs_reconcile_report *cfs_store_reconcile_report(const struct cfs_store *s);

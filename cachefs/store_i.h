@@ -14,6 +14,8 @@ struct cfs_store {
 	struct cfs_catalog *cat;
 	struct cfs_budget *budget;
 	struct cfs_reconcile_report rec;
+	bool verity;	      /* files are sealed with fs-verity (verity.h) */
+	char verity_why[160]; /* why not, when !verity */
 };
 
 #endif

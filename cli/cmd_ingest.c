@@ -189,10 +189,11 @@ int cmd_ingest(int argc, char **argv)
 
 	ret = 1;
 	struct cfs_store *store = NULL;
-	struct cfs_store_opts so = {.dir = cfg.cache_dir, .limit = cfg.limit};
+	struct cfs_store_opts so = {.dir = cfg.cache_dir, .limit = cfg.limit, .verity = cfg.verity};
 	rc = cfs_store_open(&store, &so, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "rollcache ingest: %s\n", err);
+		ret = rc == -ENOTSUP ? 2 : 1; /* a setting this cache cannot honour: as mount */
 		goto out;
 	}
 	uint32_t epoch = 0;

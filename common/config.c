@@ -59,6 +59,7 @@ static const char *const strategy_names[] = {"objects", "records", NULL};
 static const char *const policy_names[] = {"fifo", "lru", "uses", "random", "none", NULL};
 static const char *const addressing_names[] = {"auto", "path", "virtual", NULL};
 static const char *const bool_names[] = {"false", "true", NULL};
+static const char *const verity_names[] = {"auto", "on", "off", NULL};
 
 /*
  * The one table of keys: the INI parser, --flags, -o options, `mount
@@ -343,6 +344,15 @@ static const struct key_def keys[] = {
      CFG(unverified_reads),
      .def = false,
      .help = "accept scrub_rate = 0 (resident files are never re-verified)"},
+    {.sec = CMN__SEC_CACHE,
+     .ini = "verity",
+     .flat = "verity",
+     .type = V_ENUM,
+     .names = verity_names,
+     CFG(verity),
+     .def = CMN_VERITY_AUTO,
+     .help = "seal files with fs-verity: auto (where the cache's file system has it), on "
+	     "(refuse to start without it), off"},
 };
 
 /*

@@ -38,6 +38,8 @@ enum cmn_compression {
 	CMN_COMPRESSION_AUTO = 3,
 };
 enum cmn_strategy { CMN_STRATEGY_OBJECTS = 0, CMN_STRATEGY_RECORDS = 1 };
+/* fs-verity on sealed files (cachefs/verity.h): auto = where the file system has it */
+enum cmn_verity { CMN_VERITY_AUTO = 0, CMN_VERITY_ON = 1, CMN_VERITY_OFF = 2 };
 enum cmn_s3_addressing {
 	CMN_S3_ADDRESSING_AUTO = 0,
 	CMN_S3_ADDRESSING_PATH = 1,
@@ -91,6 +93,7 @@ struct cmn_config {
 	uint64_t wait_timeout_ms; /* bound of `epoch next --wait` */
 	uint64_t scrub_rate;	  /* bytes/s the scrubber re-verifies (0: off; daemon/scrub.c) */
 	bool unverified_reads;	  /* false: cmn_config_finish() refuses scrub_rate 0 */
+	enum cmn_verity verity;	  /* seal files with fs-verity: auto, on (refuse without), off */
 	uint64_t first_epoch;	  /* a new cache's first shard (at most this size) is its
 				     first epoch as soon as it is sealed; 0: off */
 

@@ -65,6 +65,8 @@ static void view_store(struct dmn *d, struct dmn_stats_view *v)
 	dmn__scrub_stats(d->scrub, &ss);
 	/* files dropped for their size at start-up (reconcile.c) are corrupt files too */
 	v->errors_corrupt = ss.corrupt + cfs_store_reconcile_report(d->store)->size_mismatches;
+	const char *why;
+	v->verity = cfs_store_verity(d->store, &why) ? "on" : why;
 	v->scrub_rate = ss.rate;
 	/* a pass over a full cache reads `limit` bytes at `rate`, then pauses 1 s (scrub.c) */
 	v->scrub_period_s = ss.rate ? (v->limit + ss.rate - 1) / ss.rate + 1 : 0;

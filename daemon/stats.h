@@ -87,6 +87,7 @@ struct dmn_stats_view {
 	size_t n_recent;
 	/* integrity (daemon/scrub.c; docs/reliability.md, "Integrity") */
 	uint64_t errors_corrupt;     /* sealed files found corrupt and dropped, each once */
+	const char *verity;	     /* "on", or why not (cfs_store_verity) */
 	uint64_t scrub_rate;	     /* bytes/s; 0: the scrubber is off */
 	uint64_t scrub_passes;	     /* whole scrub passes over the resident files */
 	uint64_t scrub_bytes;	     /* file bytes the scrubber checked */

@@ -33,6 +33,15 @@ raw           (f) format = raw: a raw object flipped while unmounted (found by
               one flipped after the mount before its first read (EIO);
               no byte of either served, errors.corrupt = 2, the good
               objects read whole.
+verity        where the cache's file system has fs-verity: every sealed shard
+              carries it (statx), status says `integrity.verity: on`, and a
+              file served by passthrough cannot be changed (open for writing
+              fails: EPERM), so its reads stay the original bytes.  Exit 77
+              where it has none (this kernel may lack CONFIG_FS_VERITY).
+verity-refused where it has none: `mount -o verity=on` and `ingest --verity on`
+              exit 2 (a setting this cache cannot honour) with one line naming fs-verity and the way out; a
+              default mount says why in `integrity.verity` and serves.  Exit
+              77 where the file system has fs-verity.
 check         (e) `rollcache check --cache-dir` offline: exit 0 on a clean
               cache; one flipped and one truncated shard: exit 1 and exactly
               one stderr line for each (naming it), nothing changed on disk;
@@ -458,6 +467,69 @@ def case_rewritten(s):
     s.umount()
 
 
+def verity_state(s, cfg):
+    """integrity.verity of a default mount of the set-up cache (umounted again)."""
+    s.mount("file://%s/" % s.empty, "--config", cfg)
+    state = s.stats()["integrity"]["verity"]
+    s.umount()
+    return state
+
+
+def case_verity(s):
+    cfg, ids, orig = setup(s, records=8, size="16K", shards=1, shard_size="64K")
+    state = verity_state(s, cfg)
+    if state != "on":
+        t.skip("the cache's file system has no fs-verity here (%s)" % state)
+    for i in ids:
+        with open(shard_path(s, i), "rb") as f:
+            if not os.statx(f.fileno(), 0).stx_attributes & 0x100000:  # STATX_ATTR_VERITY
+                t.fail("shard %d was sealed without fs-verity" % i)
+    s.mount("file://%s/" % s.empty, "--config", cfg, "-o", "scrub_rate=1G")
+    sid = ids[0]
+    path = os.path.join(s.mnt, "current", "shard-%d.tfrecord" % sid)
+    for _ in range(2):  # first pass by the daemon, then passed through where possible
+        got, err = read_until_error(path)
+        t.eq((err, got == orig[sid]), (0, True), "verity: good reads")
+    try:
+        flip(shard_path(s, sid), len(orig[sid]) - 1)
+        t.fail("verity: a sealed shard was opened for writing")
+    except PermissionError:
+        pass
+    got, err = read_until_error(path)
+    t.eq((err, got == orig[sid]), (0, True), "verity: the read after the refused flip")
+    t.eq(corrupt_count(s), 0, "errors.corrupt")
+    s.umount()
+
+
+def case_verity_refused(s):
+    cfg, ids, orig = setup(s, records=8, size="16K", shards=1, shard_size="64K")
+    state = verity_state(s, cfg)
+    if state == "on":
+        t.skip("the cache's file system has fs-verity: verity = on cannot be refused here")
+    if not state.startswith("unavailable: "):
+        t.fail("integrity.verity of a default mount: %r" % state)
+    for what, args in (
+            ("mount", ("mount", "file://%s/" % s.empty, s.mnt, "--cache-dir", s.cache,
+                       "--config", cfg, "--allow-empty", "true", "-o", "verity=on")),
+            ("ingest", ("ingest", "file://%s/" % s.src, "--cache-dir", s.cache,
+                        "--config", cfg, "--verity", "on"))):
+        p = t.run(*args, check=False)
+        lines = p.stderr.strip().splitlines()
+        t.eq((p.returncode, len(lines)), (2, 1), "%s with verity = on: exit and stderr lines "
+             "(stderr: %r)" % (what, p.stderr))
+        for word in ("fs-verity", "verity = auto"):
+            if word not in lines[0]:
+                t.fail("%s: its line does not say %r: %s" % (what, word, lines[0]))
+    if t.is_mounted(s.mnt):
+        t.fail("mount with verity = on left a mount behind")
+    # nothing lost: the cache still mounts with the default and serves its shards
+    s.mount("file://%s/" % s.empty, "--config", cfg)
+    for i in ids:
+        got, err = read_until_error(os.path.join(s.mnt, "current", "shard-%d.tfrecord" % i))
+        t.eq((err, got == orig[i]), (0, True), "shard %d after the refusals" % i)
+    s.umount()
+
+
 CASES = {
     "unmounted": case_unmounted,
     "mounted": case_mounted,
@@ -467,6 +539,8 @@ CASES = {
     "raw": case_raw,
     "reread": case_reread,
     "rewritten": case_rewritten,
+    "verity": case_verity,
+    "verity-refused": case_verity_refused,
 }
 
 if __name__ == "__main__":
