@@ -103,11 +103,18 @@ static int cmp_ent(const void *a, const void *b)
 	return strcmp(((const struct ent_ref *)a)->e->key, ((const struct ent_ref *)b)->e->key);
 }
 
+/*
+ * Etags are compared only where both listings gave one: a listing without
+ * them (an HTTP MANIFEST gives names and sizes) leaves the size to tell a
+ * change, and a cache listed from a source with etags is not fetched
+ * again whole because its next listing has none (rows a MANIFEST listing
+ * wrote in earlier versions carry "m-SIZE", the size again).
+ */
 static bool etag_eq(const char *a, const char *b)
 {
-	if (!a || !*a)
-		return !b || !*b;
-	return b && strcmp(a, b) == 0;
+	if (!a || !*a || !b || !*b)
+		return true;
+	return strcmp(a, b) == 0;
 }
 
 static int obj_add(struct cfs_catalog *c, int64_t source_id, const struct cfs_listing_entry *e,

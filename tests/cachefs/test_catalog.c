@@ -438,6 +438,30 @@ START_TEST(raw_names_unique)
 }
 END_TEST
 
+START_TEST(objects_sync_etags_only_where_both_have_one)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t src, ids[2];
+	struct cfs_sync_result r;
+	struct cfs_listing_entry l1[2] = {{"a", 20, "m-20"}, {"b", 10, "e1"}};
+	struct cfs_listing_entry l2[2] = {{"a", 20, NULL}, {"b", 10, NULL}}; /* a MANIFEST */
+	struct cfs_listing_entry l3[2] = {{"a", 20, "x"}, {"b", 10, "e2"}};
+
+	ck_assert_int_eq(cfs_catalog_source(c, "http://h/p/", &src), 0);
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l1, 2, 0, ids, &r), 0);
+	ck_assert_uint_eq(r.added, 2);
+	/* a listing without etags: the sizes decide, nothing changed */
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l2, 2, 1, ids, &r), 0);
+	ck_assert_uint_eq(r.unchanged, 2);
+	ck_assert_uint_eq(r.changed, 0);
+	/* both have one and they differ: changed */
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l3, 2, 2, ids, &r), 0);
+	ck_assert_uint_eq(r.changed, 2);
+	ck_assert_uint_eq(r.unchanged, 0);
+	cfs_catalog_close(c);
+}
+END_TEST
+
 START_TEST(objects_sync_merges_listings)
 {
 	struct cfs_catalog *c = open_rw();
@@ -915,6 +939,8 @@ int main(void)
 	    {"stats_batched", stats_batched},
 	    {"raw_names_unique", raw_names_unique},
 	    {"objects_sync_merges_listings", objects_sync_merges_listings},
+	    {"objects_sync_etags_only_where_both_have_one",
+	     objects_sync_etags_only_where_both_have_one},
 	    {"stale_objects_name_their_shards", stale_objects_name_their_shards},
 	    {"epochs_begin_and_list", epochs_begin_and_list},
 	    {"explicit_transaction_rolls_back", explicit_transaction_rolls_back},
