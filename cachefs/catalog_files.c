@@ -47,7 +47,9 @@ const char *const cfs__sql_files[S__COUNT] = {
 		      "last_read_ms = max(last_read_ms, ?4) WHERE id = ?1 RETURNING full_reads",
     [S_SHARD_EVICT] = "UPDATE shards SET state = " SQL_EVICTING ", evicted_epoch = ?2 "
 		      "WHERE id = ?1 AND state = " SQL_SEALED " RETURNING bytes, records",
-    [S_SHARD_GONE] = "UPDATE shards SET state = " SQL_GONE " WHERE id = ?1 AND state != " SQL_GONE,
+    /* a GONE row keeps its id and history, not its display name (nothing reads it) */
+    [S_SHARD_GONE] = "UPDATE shards SET state = " SQL_GONE ", name = NULL "
+		     "WHERE id = ?1 AND state != " SQL_GONE,
     [S_SAMPLES_DEL] = "DELETE FROM samples WHERE shard_id = ?1",
     [S_SHARD_DEL] = "DELETE FROM shards WHERE id = ?1",
     [S_SAMPLES_OF] = "SELECT offset, length, crc, object_id, object_offset FROM samples "

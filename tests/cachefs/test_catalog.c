@@ -426,6 +426,10 @@ START_TEST(raw_names_unique)
 	/* once the first is GONE its name is free again */
 	ck_assert_int_eq(cfs_catalog_shards_evict(c, &first, 1, 0), 0);
 	ck_assert_int_eq(cfs_catalog_shards_gone(c, &first, 1), 0);
+	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_GONE, &arr, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_ptr_null(arr[0].name); /* a GONE row keeps no display name */
+	cfs_shard_info_free(arr, n);
 	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, &s, 1), 0);
 	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_SEALED, &arr, &n), 0);
 	ck_assert_uint_eq(n, 1);
