@@ -22,7 +22,8 @@
  *             the table (GONE rows are kept) and every id seen on disk.
  *   DESIGN 2  the last step of sealing: a FILE row and all its SAMPLE rows
  *             are committed in one transaction (cfs_catalog_shard_insert),
- *             after the caller renamed and fsynced the file.
+ *             after the caller renamed the file; the row lists the file in
+ *             `unsynced` until the store's next sync point.
  *   DESIGN 4  the catalog is what the budget is rebuilt from at start
  *             (reconcile.c sums the bytes of the SEALED rows whose files
  *             survive; EVICTING ones are finished then).
@@ -262,6 +263,17 @@ static const char *const migrations[] = {
      * which the read path's first pass checks; NULL for files sealed before
      */
     "ALTER TABLE shards ADD COLUMN records_crc INTEGER;\n",
+    /*
+     * 7 -> 8: the files sealed since the last sync point (store.c): a row
+     * a file gets in its seal's transaction (trigger), deleted once a
+     * syncfs() made its bytes durable; start-up verifies the files still
+     * listed (reconcile.c).  Files of earlier versions were fsynced.
+     */
+    "CREATE TABLE unsynced(\n"
+    "  seq INTEGER PRIMARY KEY,\n"
+    "  file_id INTEGER NOT NULL);\n"
+    "CREATE TRIGGER unsynced_insert AFTER INSERT ON shards "
+    "BEGIN INSERT INTO unsynced(file_id) VALUES (NEW.id); END;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 7 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 8 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 
@@ -515,6 +515,22 @@ struct cfs_sample_ref {
 };
 int cfs_catalog_plan_resident_samples(struct cfs_catalog *c, int64_t plan_id,
 				      struct cfs_sample_ref **out, size_t *n);
+
+/* ---- sync points ------------------------------------------------------- */
+
+/*
+ * A file's row is listed in table `unsynced` by its seal's transaction (a
+ * trigger) until a sync point (cachefs/store.c) made its bytes durable:
+ * *mark gets the newest entry committed so far (0: none); after a
+ * successful syncfs() of the cache, cfs_catalog_unsynced_clear(mark)
+ * deletes the entries up to it.  A caller inside an explicit transaction
+ * of its own must not take a mark (the entries of that transaction are
+ * not committed).  Start-up verifies the files still listed
+ * (cfs_catalog_unsynced_files: ids, sorted, malloc'd).
+ */
+int cfs_catalog_unsynced_mark(struct cfs_catalog *c, int64_t *mark);
+int cfs_catalog_unsynced_clear(struct cfs_catalog *c, int64_t mark);
+int cfs_catalog_unsynced_files(struct cfs_catalog *c, int64_t **ids, size_t *n);
 
 /* ---- maintenance ------------------------------------------------------- */
 

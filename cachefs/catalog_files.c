@@ -71,6 +71,10 @@ const char *const cfs__sql_files[S__COUNT] = {
 		     "UNION ALL SELECT shard_id FROM shard_objects WHERE shard_id = ?1) "
 		     "WHERE NOT EXISTS (SELECT 1 FROM shards f WHERE f.id = ?1 "
 		     "AND f.state != " SQL_GONE ")",
+    /* sync points (table unsynced: catalog.c, version 8) */
+    [S_UNSYNCED_MAX] = "SELECT coalesce(max(seq), 0) FROM unsynced",
+    [S_UNSYNCED_CLEAR] = "DELETE FROM unsynced WHERE seq <= ?1",
+    [S_UNSYNCED_LIST] = "SELECT DISTINCT file_id FROM unsynced ORDER BY file_id",
 };
 
 #ifndef NDEBUG
@@ -581,4 +585,49 @@ int cfs_catalog_shards_gone(struct cfs_catalog *c, const int64_t *ids, size_t n)
 int cfs_catalog_shards_drop(struct cfs_catalog *c, const int64_t *ids, size_t n)
 {
 	return each_id(c, S_SHARD_DEL, ids, n);
+}
+
+/* ---- sync points ------------------------------------------------------- */
+
+int cfs_catalog_unsynced_mark(struct cfs_catalog *c, int64_t *mark)
+{
+	cfs__lock(c);
+	sqlite3_stmt *st = cfs__stmt(c, S_UNSYNCED_MAX);
+	int rc = -EIO;
+	if (st) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			*mark = sqlite3_column_int64(st, 0);
+			rc = 0;
+		} else {
+			rc = cfs__fail(c, rc, "unsynced mark");
+		}
+		sqlite3_reset(st);
+	}
+	cfs__unlock(c);
+	return rc;
+}
+
+int cfs_catalog_unsynced_clear(struct cfs_catalog *c, int64_t mark)
+{
+	cfs__lock(c);
+	sqlite3_stmt *st = cfs__stmt(c, S_UNSYNCED_CLEAR);
+	int rc = -EIO;
+	if (st) {
+		sqlite3_bind_int64(st, 1, mark);
+		rc = cfs__run(c, st, "unsynced clear");
+	}
+	cfs__unlock(c);
+	return rc;
+}
+
+int cfs_catalog_unsynced_files(struct cfs_catalog *c, int64_t **ids, size_t *n)
+{
+	*ids = NULL;
+	*n = 0;
+	cfs__lock(c);
+	sqlite3_stmt *st = cfs__stmt(c, S_UNSYNCED_LIST);
+	int rc = st ? cfs__collect_ids(c, st, ids, n) : -EIO;
+	cfs__unlock(c);
+	return rc;
 }

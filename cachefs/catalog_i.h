@@ -81,6 +81,9 @@ enum stmt_id {
 	S_C4_SCAN,
 	S_SERVED_ADD,
 	S_C1_ORPHANS,
+	S_UNSYNCED_MAX,
+	S_UNSYNCED_CLEAR,
+	S_UNSYNCED_LIST,
 	/* catalog_epochs.c: cfs__sql_epochs */
 	S_EPOCH_ADMIT,
 	S_EPOCH_READ,

@@ -20,6 +20,10 @@
  *        row + file, sizes differ           -> both dropped (a torn file;
  *                                              logged, and the mount counts
  *                                              it in errors.corrupt)
+ *        row + file, sealed after the last  -> verified whole first: one
+ *        sync point (catalog `unsynced`)       that fails is dropped as a
+ *                                              torn file (a crash of the
+ *                                              system lost its bytes)
  *        row, no file                       -> SEALED: row dropped with its
  *                                              samples; EVICTING: row GONE
  *        file, no row                       -> file deleted (crash between
@@ -33,6 +37,7 @@
  * ever reused (invariant 1).
  */
 #include "cachefs/reconcile.h"
+#include "cachefs/verify.h"
 
 #include "common/clock.h"
 
@@ -68,7 +73,12 @@ struct rec_ctx {
 	struct cfs_catalog *cat;
 	struct cfs_budget *budget;
 	struct cfs_reconcile_report *rec;
+	int64_t *unsynced; /* files sealed after the last sync point (sorted) */
+	size_t nunsynced;
+	void *buf; /* their verification's read buffer (VERIFY_BUF bytes) */
 };
+
+#define VERIFY_BUF ((size_t)1 << 20)
 
 static int idvec_push(struct idvec *a, int64_t id)
 {
@@ -283,6 +293,41 @@ static int merge_row_only(struct rec_ctx *s, struct rec_lists *l, const struct c
 	return idvec_push(&l->drop, r->id);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Step 3, a file of the right size sealed after the last sync point: its
+ * bytes may not have reached the disk before a crash of the system (the
+ * process's own crash leaves them in the page cache), so it is verified
+ * whole as `rollcache check` does (records and CRCs, or a raw object's
+ * CRC) before anything serves it.  True when it fails (logged, counted).
+ */
+static bool unsynced_bad(struct rec_ctx *s, const struct cfs_shard_info *r)
+{
+	if (!s->nunsynced ||
+	    !bsearch(&r->id, s->unsynced, s->nunsynced, sizeof(*s->unsynced), cmp_i64))
+		return false;
+	char why[256];
+	uint64_t bytes;
+	s->rec->unsynced_checked++;
+	if (!s->buf && !(s->buf = malloc(VERIFY_BUF)))
+		return false; /* unchecked: the first read checks it (verify.c) */
+	int rc = cfs_verify_cache_file(s->cat, s->lay->dir, r, s->buf, VERIFY_BUF, &bytes, why,
+				       sizeof(why));
+	if (rc == 0)
+		return false;
+	cmn_log(CMN_LOG_WARN,
+		"%s: file %" PRId64 ", sealed after the last sync point, fails its check (%s): "
+		"dropped, counted in errors.corrupt",
+		s->lay->dir, r->id, why);
+	s->rec->unsynced_bad++;
+	return true;
+}
+
 /*
  * Step 3, a row and its file: kept (SEALED, or a victim of the latest
  * boundary kept draining), or deleted (a torn file, an eviction to
@@ -291,6 +336,11 @@ static int merge_row_only(struct rec_ctx *s, struct rec_lists *l, const struct c
 static int merge_both(struct rec_ctx *s, struct rec_lists *l, const struct cfs_shard_info *r,
 		      const struct disk_file *f)
 {
+	bool kept = r->state == CFS_SHARD_SEALED || r->evicted_epoch == l->latest;
+	if (r->bytes == f->size && kept && unsynced_bad(s, r)) {
+		remove_file(s, f->kind, f->id);
+		return idvec_push(&l->drop, r->id);
+	}
 	if (r->bytes != f->size) {
 		cmn_log(CMN_LOG_WARN,
 			"%s: file %" PRId64 " has %" PRIu64 " bytes, the catalog says %" PRIu64
@@ -374,14 +424,16 @@ static void log_report(const struct rec_ctx *s)
 {
 	const struct cfs_reconcile_report *r = s->rec;
 	if (r->tmp_removed || r->rows_dropped || r->files_removed || r->size_mismatches ||
-	    r->evictions_finished || r->stray_entries)
+	    r->evictions_finished || r->stray_entries || r->unsynced_checked)
 		cmn_log(CMN_LOG_INFO,
 			"%s: reconciled: %" PRIu64 " tmp files removed, %" PRIu64
 			" rows without file dropped, %" PRIu64
 			" files without row removed, %" PRIu64 " size mismatches, %" PRIu64
-			" evictions finished, %" PRIu64 " strays",
+			" evictions finished, %" PRIu64 " strays, %" PRIu64
+			" files sealed after the last sync point checked (%" PRIu64 " bad)",
 			s->lay->dir, r->tmp_removed, r->rows_dropped, r->files_removed,
-			r->size_mismatches, r->evictions_finished, r->stray_entries);
+			r->size_mismatches, r->evictions_finished, r->stray_entries,
+			r->unsynced_checked, r->unsynced_bad);
 }
 
 int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct cfs_budget *budget,
@@ -395,6 +447,14 @@ int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct
 	int rc = empty_tmp(&ctx, err, errlen); /* step 1 */
 	if (rc < 0)
 		return rc;
+	rc = cfs_catalog_unsynced_files(cat, &ctx.unsynced, &ctx.nunsynced);
+	if (rc < 0) {
+		snprintf(err, errlen,
+			 "%s/catalog.db: cannot read the files sealed since the last "
+			 "sync point (%s)",
+			 lay->dir, strerror(-rc));
+		return rc;
+	}
 	rc = read_lists(&ctx, keep_retiring, &l, err, errlen);
 	if (rc == 0)
 		rc = merge(&ctx, &l, err, errlen);
@@ -405,5 +465,7 @@ int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct
 		log_report(&ctx);
 	}
 	lists_free(&l);
+	free(ctx.unsynced);
+	free(ctx.buf);
 	return rc;
 }

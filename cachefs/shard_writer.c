@@ -6,11 +6,13 @@
  * (sampler/ does) nor verify CRCs (the sampler did, invariant 5).
  *
  * Invariants:
- *   DESIGN 2  seal = flush, fsync(file), renameat(tmp -> shards|objects),
- *             fsync(that dir), then one catalog transaction for the row
- *             and all samples; the file is visible to no one before.
- *             Where the store has fs-verity (verity.h), the file is sealed
- *             with it after the flush, before its fsync.
+ *   DESIGN 2  seal = flush, renameat(tmp -> shards|objects), then one
+ *             catalog transaction for the row and all samples; the file is
+ *             visible to no one before.  Its bytes are made durable by the
+ *             store's next sync point, not by an fsync of its own (the
+ *             departure and why: docs/design.md).  Where the store has
+ *             fs-verity (verity.h), the file is sealed with it after the
+ *             flush.
  *   DESIGN 4  written <= reserved at every moment: append/write refuse
  *             with -ENOBUFS rather than exceed the reservation.
  *   DESIGN 7  the tmp and final names come from the numeric id only; the
@@ -355,35 +357,30 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
 }
 
 /*
- * GROUP COMMIT.  Sealing one small file costs two fsyncs and one
- * catalog transaction; for 2 KiB raw objects that is all of the time.  A
- * group of writers is sealed with invariant 2's steps each done once for
- * the whole group, in the same order for every file of it:
+ * GROUP COMMIT.  A group of writers is sealed with invariant 2's steps
+ * (docs/design.md, "Departures": durable at the next sync point) each done
+ * once for the whole group, in the same order for every file of it:
  *
- *   1. every file's bytes durable: flush; where the store has fs-verity,
- *      each file sealed with it (its Merkle tree is then made durable with
- *      its bytes); then, for a group of at least
- *      SW_GROUP_SYNCFS files, ONE syncfs() of the file system (what `sync`
- *      does for `cp -r`; since Linux 5.8 it reports a writeback error of
- *      any file of the file system, which fails the group; starting each
- *      file's writeback first with sync_file_range measured slower); for
- *      smaller groups an fsync() per file;
+ *   1. every file flushed; where the store has fs-verity, each file
+ *      sealed with it (verity.h);
  *   2. every file renamed from tmp/ into shards/ or objects/;
- *   3. ONE fsync() of each directory that received a file;
- *   4. ONE catalog transaction: a savepoint per file with its row, its
- *      samples, its plan marks and its object's fetch count.
+ *   3. ONE catalog transaction: a savepoint per file with its row (which
+ *      lists it in `unsynced`), its samples, its plan marks and its
+ *      object's fetch count.
  *
- * No file of the group is visible before its step 4, and no step of one
- * file runs before the earlier step of every file (a kill -9 anywhere
- * leaves tmp/ files, which reconciliation empties, or renamed files
- * without rows, which it deletes: invariant 6).  A file that fails alone
- * (a write error, a display name refused by the catalog) is dropped from
- * the group with its own error; a step that fails for the group (syncfs,
- * fsync of a directory, the transaction) fails every file.
+ * Its bytes reach the disk by the store's next sync point (store.h,
+ * cfs_store_sync: one syncfs() for every file sealed since the last), not
+ * before it is visible: a crash of the process loses nothing of them (the
+ * page cache keeps them), and after a crash of the system start-up
+ * verifies every file sealed after the last sync point before anything
+ * serves it (reconcile.c).  No file of the group is visible before its
+ * step 3, and no step of one file runs before the earlier step of every
+ * file (a kill -9 anywhere leaves tmp/ files, which reconciliation
+ * empties, or renamed files without rows, which it deletes: invariant 6).
+ * A file that fails alone (a write error, a display name refused by the
+ * catalog) is dropped from the group with its own error; the transaction
+ * failing fails every file.
  */
-
-/* Under this many files, a group fsyncs each file instead of syncfs(). */
-#define SW_GROUP_SYNCFS 4
 
 /* Removes a file renamed into its directory whose row is not committed. */
 static void unlink_renamed(struct cfs_shard_writer *w)
@@ -487,11 +484,11 @@ static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char
 }
 
 /*
- * Step 1, first part, where the store has fs-verity: each live file's
+ * Step 1, second part, where the store has fs-verity: each live file's
  * writer descriptor is closed (no writer may remain) and the file sealed
- * with fs-verity; the read-only descriptor that sealed it replaces it for
- * the fsync.  A file that cannot be sealed is dropped with its error.
- * Returns how many files are left.
+ * with fs-verity; the read-only descriptor that sealed it replaces it.  A
+ * file that cannot be sealed is dropped with its error.  Returns how many
+ * files are left.
  */
 static size_t group_verity(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
 			   size_t live, char *err, size_t errlen)
@@ -516,37 +513,13 @@ static size_t group_verity(struct cfs_store *s, struct cfs_shard_writer **ws, si
 	return live;
 }
 
-/* Step 1: the bytes of the group's `live` files durable.  Returns 0 or -errno (err set). */
-static int group_sync_files(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n,
-			    size_t live, char *err, size_t errlen)
-{
-	if (live >= SW_GROUP_SYNCFS) {
-		if (syncfs(s->lay.tmp_fd) < 0) {
-			int rc = -errno;
-			snprintf(err, errlen, "%s/tmp: syncfs failed: %s", s->lay.dir,
-				 strerror(-rc));
-			return rc;
-		}
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (ws[i] && fsync(ws[i]->fd) < 0) {
-			int rc = -errno;
-			snprintf(err, errlen, "%s/tmp/%s: fsync failed: %s", s->lay.dir,
-				 ws[i]->name, strerror(-rc));
-			return rc;
-		}
-	}
-	return 0;
-}
-
 /*
- * Step 2: every file renamed from tmp/ into its directory; dir_used[raw]
- * set for each directory that received one.  A file whose rename fails is
- * dropped (aborted, rcs[i] its error).  Returns how many were renamed.
+ * Step 2: every file renamed from tmp/ into its directory.  A file whose
+ * rename fails is dropped (aborted, rcs[i] its error).  Returns how many
+ * were renamed.
  */
 static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
-			   bool dir_used[2], char *err, size_t errlen)
+			   char *err, size_t errlen)
 {
 	size_t nrenamed = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -561,29 +534,13 @@ static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, si
 			ws[i] = NULL;
 			continue;
 		}
-		dir_used[w->kind == CFS_KIND_RAW] = true;
 		nrenamed++;
 	}
 	return nrenamed;
 }
 
-/* Step 3: one fsync per directory that received files.  Returns 0 or -errno (err set). */
-static int group_sync_dirs(struct cfs_store *s, const bool dir_used[2], char *err, size_t errlen)
-{
-	for (int k = 0; k < 2; k++) {
-		enum cfs_kind kind = k ? CFS_KIND_RAW : CFS_KIND_TFRECORD;
-		if (dir_used[k] && fsync(cfs__kind_fd(&s->lay, kind)) < 0) {
-			int rc = -errno;
-			snprintf(err, errlen, "%s/%s: fsync of the directory failed: %s",
-				 s->lay.dir, k ? "objects" : "shards", strerror(-rc));
-			return rc;
-		}
-	}
-	return 0;
-}
-
 /*
- * Step 4: one transaction, a savepoint per file (its row, samples, marks);
+ * Step 3: one transaction, a savepoint per file (its row, samples, marks);
  * a file the catalog refuses gets its own rcs[i].  Returns 0, or -errno
  * when the transaction could not start or commit (err set).
  */
@@ -655,35 +612,22 @@ static void group_fail(struct cfs_shard_writer **ws, size_t n, int *rcs, int rc,
 int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs, char *err,
 				size_t errlen)
 {
-	struct cfs_store *s;
-	size_t live, nrenamed;
-	bool dir_used[2] = {false, false};
-	int rc;
-
 	if (n == 0)
 		return 0;
-	s = ws[0]->s;
+	struct cfs_store *s = ws[0]->s;
 	err[0] = '\0';
-	live = group_check(ws, n, rcs, err, errlen);
-	live = group_verity(s, ws, n, rcs, live, err, errlen);
-	/* 1. the bytes of every file durable */
-	cmn_fault("before_fsync");
-	rc = group_sync_files(s, ws, n, live, err, errlen);
-	if (rc < 0) {
-		group_fail(ws, n, rcs, rc, false);
-		return rc;
-	}
+	/* 1. every file flushed, and sealed with fs-verity where the store has it */
+	size_t live = group_check(ws, n, rcs, err, errlen);
+	if (group_verity(s, ws, n, rcs, live, err, errlen) == 0)
+		return 0;
 	/* 2. every file renamed into shards/ or objects/ */
-	nrenamed = group_rename(s, ws, n, rcs, dir_used, err, errlen);
+	cmn_fault("before_rename");
+	size_t nrenamed = group_rename(s, ws, n, rcs, err, errlen);
 	if (nrenamed == 0)
 		return 0;
-	/* 3. one fsync per directory that received files */
-	rc = group_sync_dirs(s, dir_used, err, errlen);
-	if (rc == 0) {
-		/* 4. one transaction: a savepoint per file (its row, samples, marks) */
-		cmn_fault("before_commit");
-		rc = group_insert(s, ws, n, rcs, nrenamed, err, errlen);
-	}
+	/* 3. one transaction: a savepoint per file (its row, samples, marks) */
+	cmn_fault("before_commit");
+	int rc = group_insert(s, ws, n, rcs, nrenamed, err, errlen);
 	if (rc < 0) {
 		group_fail(ws, n, rcs, rc, true);
 		return rc;

@@ -1,6 +1,7 @@
 /*
  * shard_writer.h - writing one local file of the cache and sealing it by
- * DESIGN invariant 2 (tmp/, fsync, rename, fsync(dir), catalog commit).
+ * DESIGN invariant 2 (tmp/, rename, catalog commit; the bytes made durable
+ * by the store's next sync point: docs/design.md, "Departures").
  *
  * Two kinds of writer share one type:
  *   - a TFRecord shard writer (cfs_shard_writer_open): appends records whose
@@ -110,15 +111,13 @@ uint64_t cfs_shard_writer_bytes(const struct cfs_shard_writer *w);
 uint64_t cfs_shard_writer_records(const struct cfs_shard_writer *w);
 
 /*
- * Seals the file (invariant 2): flush, fsync, rename into shards/ or
- * objects/, fsync of that directory, then the catalog row and all sample
- * rows in one transaction; the budget turns the written bytes into sealed
- * bytes and releases the unused reservation.  A TFRecord shard with no
- * record is aborted instead and -ENODATA returned (a raw object of 0 bytes
- * is sealed normally).
- * Frees w in every case.  Returns 0 and *id (may be NULL), or -errno with a
- * message; on failure nothing is visible: the file is removed and all bytes
- * released.
+ * Seals the file (invariant 2): flush, rename into shards/ or objects/,
+ * then the catalog row and all sample rows in one transaction (the store's
+ * next sync point makes its bytes durable: cfs_store_sync); the budget turns the written bytes into
+ * sealed bytes and releases the unused reservation.  A TFRecord shard with no record is aborted
+ * instead and -ENODATA returned (a raw object of 0 bytes is sealed normally). Frees w in every
+ * case.  Returns 0 and *id (may be NULL), or -errno with a message; on failure nothing is visible:
+ * the file is removed and all bytes released.
  */
 int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, size_t errlen);
 
@@ -126,9 +125,9 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
  * Seals n writers as one group (group commit; the design note
  * above cfs_shard_writer_seal_group() in shard_writer.c): invariant 2's
  * steps each run once for the group, in invariant 2's order for every
- * file of it - the bytes of all files durable (syncfs() for 4 files or
- * more, else an fsync per file), all renamed, one fsync per directory,
- * then one catalog transaction with a savepoint per file.  rcs[i] gets
+ * file of it - all flushed (and sealed with fs-verity where the store has
+ * it), all renamed, then one catalog transaction with a savepoint per
+ * file.  rcs[i] gets
  * writer i's result: 0 sealed, or -errno (that file is removed, its bytes
  * released; err holds the last such message).  Returns 0 when the group's
  * own steps worked, else -errno with a message and every rcs[i] set:

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -193,6 +194,110 @@ static int open_verity(struct cfs_store *s, enum cmn_verity want, char *err, siz
 	return rc;
 }
 
+int cfs_store_sync(struct cfs_store *s, char *err, size_t errlen)
+{
+	int64_t mark = 0;
+	pthread_mutex_lock(&s->sync_mu);
+	int rc = cfs_catalog_unsynced_mark(s->cat, &mark);
+	if (rc < 0)
+		snprintf(err, errlen, "%s/catalog.db: cannot read the files to sync: %s",
+			 s->lay.dir, strerror(-rc));
+	if (rc == 0 && mark > 0) {
+		cmn_fault("before_sync");
+		if (syncfs(s->lay.dir_fd) < 0) {
+			rc = -errno;
+			snprintf(
+			    err, errlen,
+			    "%s: syncfs failed: %s: the files sealed since the last sync point "
+			    "are verified at the next start",
+			    s->lay.dir, strerror(-rc));
+			atomic_store(&s->sync_failed, true);
+		} else if (atomic_load(&s->sync_failed)) {
+			rc = -EIO;
+			snprintf(
+			    err, errlen,
+			    "%s: an earlier syncfs failed: the files sealed since are verified "
+			    "at the next start",
+			    s->lay.dir);
+		} else {
+			rc = cfs_catalog_unsynced_clear(s->cat, mark);
+			if (rc < 0)
+				snprintf(err, errlen,
+					 "%s/catalog.db: cannot record a sync point: %s",
+					 s->lay.dir, strerror(-rc));
+		}
+	}
+	pthread_mutex_unlock(&s->sync_mu);
+	return rc;
+}
+
+/* The syncer thread: a sync point every sync_period_ms until close. */
+static void *syncer_main(void *arg)
+{
+	struct cfs_store *s = arg;
+	char err[512];
+	bool logged = false;
+	pthread_mutex_lock(&s->sync_mu);
+	while (!s->sync_stop) {
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		uint64_t ns = (uint64_t)t.tv_nsec + s->sync_period_ms % 1000 * 1000000u;
+		t.tv_sec += (time_t)(s->sync_period_ms / 1000 + ns / 1000000000u);
+		t.tv_nsec = (long)(ns % 1000000000u);
+		pthread_cond_timedwait(&s->sync_cv, &s->sync_mu, &t);
+		if (s->sync_stop)
+			break;
+		pthread_mutex_unlock(&s->sync_mu);
+		int rc = cfs_store_sync(s, err, sizeof(err));
+		if (rc < 0 && !logged) /* once: the state does not change until a restart */
+			cmn_log(CMN_LOG_ERROR, "%s", err);
+		logged = logged || rc < 0;
+		pthread_mutex_lock(&s->sync_mu);
+	}
+	pthread_mutex_unlock(&s->sync_mu);
+	return NULL;
+}
+
+/* The first sync point (what reconciliation verified) and the syncer thread. */
+static int start_syncer(struct cfs_store *s, uint64_t period_ms, char *err, size_t errlen)
+{
+	s->sync_period_ms = period_ms ? period_ms : CFS_SYNC_PERIOD_MS;
+	int rc = cfs_store_sync(s, err, errlen);
+	if (rc < 0)
+		return rc;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->sync_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = -pthread_create(&s->syncer, NULL, syncer_main, s);
+	if (rc < 0) {
+		pthread_cond_destroy(&s->sync_cv);
+		snprintf(err, errlen, "%s: cannot start the sync thread: %s", s->lay.dir,
+			 strerror(-rc));
+		return rc;
+	}
+	s->syncer_on = true;
+	return 0;
+}
+
+/* Stops the syncer thread and runs the last sync point (logged when it fails). */
+static void stop_syncer(struct cfs_store *s)
+{
+	char err[512];
+	if (!s->syncer_on)
+		return;
+	pthread_mutex_lock(&s->sync_mu);
+	s->sync_stop = true;
+	pthread_cond_signal(&s->sync_cv);
+	pthread_mutex_unlock(&s->sync_mu);
+	pthread_join(s->syncer, NULL);
+	pthread_cond_destroy(&s->sync_cv);
+	s->syncer_on = false;
+	if (cfs_store_sync(s, err, sizeof(err)) < 0)
+		cmn_log(CMN_LOG_ERROR, "%s", err);
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -217,6 +322,7 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 		return -ENOMEM;
 	}
 	s->lay.dir_fd = s->lay.shards_fd = s->lay.objects_fd = s->lay.tmp_fd = s->lock_fd = -1;
+	pthread_mutex_init(&s->sync_mu, NULL);
 
 	rc = mkdir_p(s->lay.dir);
 	if (rc < 0) {
@@ -261,6 +367,8 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 	if (rc < 0)
 		goto fail;
 	rc = open_verity(s, o->verity, err, errlen);
+	if (rc == 0)
+		rc = start_syncer(s, o->sync_period_ms, err, errlen);
 	if (rc < 0)
 		goto fail;
 	*out = s;
@@ -275,6 +383,7 @@ void cfs_store_close(struct cfs_store *s)
 {
 	if (!s)
 		return;
+	stop_syncer(s); /* the last sync point: what was sealed is on disk */
 	if (s->budget)
 		cfs_budget_cancel(s->budget);
 	cfs_catalog_close(s->cat);
@@ -285,6 +394,7 @@ void cfs_store_close(struct cfs_store *s)
 	close_fd(&s->lock_fd); /* releases the flock */
 	close_fd(&s->lay.dir_fd);
 	free(s->lay.dir);
+	pthread_mutex_destroy(&s->sync_mu);
 	free(s);
 }
 

@@ -49,7 +49,31 @@ struct cfs_store_opts {
 	 * OFF never.
 	 */
 	enum cmn_verity verity;
+	/*
+	 * Sync points (cfs_store_sync): one every this many ms on a thread of
+	 * the store; 0: CFS_SYNC_PERIOD_MS.
+	 */
+	uint64_t sync_period_ms;
 };
+
+/*
+ * How long a sealed file's bytes may wait in the page cache: a crash of
+ * the system (not of the process) in that time makes the next start
+ * verify the file whole (reconcile.c) and drop it if it was torn.
+ */
+#define CFS_SYNC_PERIOD_MS 5000
+
+/*
+ * A sync point: the files sealed so far made durable by one syncfs() of
+ * the cache's file system, then struck from the catalog's `unsynced`
+ * list.  The store runs one every sync_period_ms, one after start-up
+ * reconciliation and one at close; `ingest` returns after the last, so
+ * what it reports is on disk, as `cp -r && sync`.  Returns 0, or -errno
+ * (err set): the files stay listed and the next start verifies them; a
+ * store whose syncfs failed once keeps every entry from then on (a later
+ * syncfs may succeed although pages of the failed one were lost).
+ */
+int cfs_store_sync(struct cfs_store *s, char *err, size_t errlen);
 
 /* What start-up reconciliation found and did (invariant 6). */
 struct cfs_reconcile_report {
@@ -61,7 +85,9 @@ struct cfs_reconcile_report {
 	uint64_t retiring_kept;	     /* EVICTING files kept to retire (keep_retiring) */
 	int64_t retiring_epoch;	     /* ... the epoch that chose them, or -1 */
 	uint64_t stray_entries;	     /* names in shards/ or objects/ not of our form: deleted */
-	uint64_t resident_files;     /* SEALED after reconciliation */
+	uint64_t unsynced_checked;   /* files sealed after the last sync point, verified whole */
+	uint64_t unsynced_bad;	 /* ... of them failing (torn by a crash of the system): dropped */
+	uint64_t resident_files; /* SEALED after reconciliation */
 	uint64_t resident_bytes;
 	uint64_t elapsed_us;
 };

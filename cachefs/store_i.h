@@ -7,15 +7,29 @@
 #include "cachefs/layout.h"
 #include "cachefs/store.h"
 
-/* All fields are set by cfs_store_open() and read-only afterwards. */
+#include <pthread.h>
+#include <stdatomic.h>
+
+/*
+ * All fields but the sync point's are set by cfs_store_open() and
+ * read-only afterwards.  sync_mu serializes sync points (cfs_store_sync)
+ * and guards sync_stop; the syncer thread runs one every sync_period_ms.
+ */
 struct cfs_store {
 	struct cfs_layout lay; /* the directory and its fds */
 	int lock_fd;	       /* CACHE_DIR/lock, flock()ed */
 	struct cfs_catalog *cat;
 	struct cfs_budget *budget;
 	struct cfs_reconcile_report rec;
-	bool verity;	      /* files are sealed with fs-verity (verity.h) */
-	char verity_why[160]; /* why not, when !verity */
+	bool verity; /* files are sealed with fs-verity (verity.h) */
+	pthread_mutex_t sync_mu;
+	pthread_cond_t sync_cv;
+	bool sync_stop; /* sync_mu: the syncer thread is to end */
+	bool syncer_on; /* the syncer thread was started */
+	pthread_t syncer;
+	uint64_t sync_period_ms;
+	atomic_bool sync_failed; /* a syncfs failed: entries stay for the next start's check */
+	char verity_why[160];	 /* why not, when !verity */
 };
 
 #endif

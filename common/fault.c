@@ -25,7 +25,8 @@
 #include <unistd.h>
 
 static const char *const points[] = {
-    "before_fsync", "before_commit", "in_commit", "evict", "reconcile", "plan_partial",
+    "before_rename", "before_commit", "in_commit",   "evict",
+    "reconcile",     "plan_partial",  "before_sync",
 };
 #define NPOINTS (sizeof(points) / sizeof(points[0]))
 
@@ -68,8 +69,8 @@ static void parse(void)
 		target = point_index(v, (size_t)(colon - v));
 	if (!colon || target == NPOINTS) {
 		say("`", v,
-		    "`: expected point:n with point one of before_fsync, before_commit, "
-		    "in_commit, evict, reconcile, plan_partial");
+		    "`: expected point:n with point one of before_rename, before_commit, "
+		    "in_commit, evict, reconcile, plan_partial, before_sync");
 		_exit(2);
 	}
 	target_pass = strtoul(colon + 1, &end, 10);

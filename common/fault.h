@@ -6,9 +6,10 @@
  * buffered output flushed, no fsync, no unlock beyond what the kernel does).
  *
  * The points (docs/reliability.md, "Crash points"):
- *   before_fsync   cachefs/shard_writer.c seal: file written, not fsynced
- *   before_commit  cachefs/shard_writer.c seal: renamed and dir fsynced,
- *                  catalog row not committed
+ *   before_rename  cachefs/shard_writer.c seal: file written and flushed,
+ *                  still in tmp/
+ *   before_commit  cachefs/shard_writer.c seal: renamed, catalog row not
+ *                  committed
  *   in_commit      cachefs/catalog.c: every statement of a transaction run,
  *                  COMMIT not yet
  *   evict          cachefs/store.c cfs_store_reap (a boundary's victims, an
@@ -18,6 +19,8 @@
  *   reconcile      cachefs/reconcile.c: before each file it deletes
  *   plan_partial   cachefs/catalog_plan.c: a whole object's transfer
  *                  recorded as begun (plan_partial), before its first byte
+ *   before_sync    cachefs/store.c cfs_store_sync: files listed in
+ *                  `unsynced`, before the syncfs() that makes them durable
  *
  * Unset, a call costs one atomic load (acquire) and a branch.
  */

@@ -63,8 +63,9 @@ static void view_store(struct dmn *d, struct dmn_stats_view *v)
 		v->passthrough_refused = pt.refused;
 	}
 	dmn__scrub_stats(d->scrub, &ss);
-	/* files dropped for their size at start-up (reconcile.c) are corrupt files too */
-	v->errors_corrupt = ss.corrupt + cfs_store_reconcile_report(d->store)->size_mismatches;
+	/* files dropped at start-up for their size or their check (reconcile.c) are corrupt too */
+	const struct cfs_reconcile_report *rec = cfs_store_reconcile_report(d->store);
+	v->errors_corrupt = ss.corrupt + rec->size_mismatches + rec->unsynced_bad;
 	const char *why;
 	v->verity = cfs_store_verity(d->store, &why) ? "on" : why;
 	v->scrub_rate = ss.rate;

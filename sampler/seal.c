@@ -9,7 +9,7 @@
  * group is small when the disk keeps up and grows (to SMP_RAW_GROUP) when
  * it does not.  Does not choose which records go into a shard (drain.c)
  * and does not write a byte itself: cfs_shard_writer_seal() and
- * cfs_shard_writer_seal_group() do the fsyncs and the catalog commit of
+ * cfs_shard_writer_seal_group() do the renames and the catalog commit of
  * DESIGN 2.
  *
  * Once a seal fails, the writers queued behind it are aborted, not sealed,
@@ -66,8 +66,9 @@ static int seal_raw_group(struct smp_sampler *s, struct cfs_shard_writer **ws, i
 }
 
 /*
- * Sealing runs on a sealer thread: the fsyncs of invariant 2 take as long as
- * the disk needs, and meanwhile the fetch loop keeps the connections busy.
+ * Sealing runs on a sealer thread: a group's writes, renames and catalog
+ * commit take their time, and meanwhile the fetch loop keeps the
+ * connections busy.
  * The hand-off queue is bounded (SMP_SEAL_QUEUE writers; their reservations stay
  * counted in the budget until sealed, so invariant 4 holds throughout).
  */

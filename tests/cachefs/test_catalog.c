@@ -111,7 +111,10 @@ START_TEST(migrates_version_2)
 	ck_assert_int_eq(cfs_catalog_epoch_begin(c, &r), 0);
 	int64_t id = add_shard(c, 4, 3, 100); /* 3 records of 100 bytes: 348 with framing */
 	cfs_catalog_close(c);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM unsynced"), 1); /* the trigger (8) */
 	raw_sql(
+	    "DROP TRIGGER unsynced_insert; DROP TABLE unsynced; "
+	    "DELETE FROM migrations WHERE version = 8; "
 	    "ALTER TABLE shards DROP COLUMN records_crc; DELETE FROM migrations WHERE version = 7; "
 	    "DROP INDEX objects_stale; DELETE FROM migrations WHERE version = 6; "
 	    "DROP TRIGGER resident_insert; DROP TRIGGER resident_delete; "
@@ -151,6 +154,8 @@ START_TEST(migrates_version_2)
 			 1);
 	ck_assert_int_eq(raw_int("SELECT bytes FROM resident"), 348);
 	ck_assert_int_eq(raw_int("SELECT records FROM resident"), 3);
+	/* the 7 -> 8 step: files sealed before it were fsynced, none is listed */
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM unsynced"), 0);
 }
 END_TEST
 

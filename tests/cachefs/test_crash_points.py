@@ -2,7 +2,7 @@
 """test_crash_points.py - named crash points (common/fault.h) and the
 catalog's own ENOSPC, driven through the real `rollcache` command.
 
-  POINT   before_fsync, in_commit, plan_partial, evict, evict_running,
+  POINT   before_rename, before_sync, in_commit, plan_partial, evict, evict_running,
           stale or reconcile (one test each; plan_partial: right after a
           whole object's transfer is recorded as begun, before any of its
           bytes; evict_running and stale: in a running mount, functions
@@ -142,6 +142,10 @@ class Checker:
             ic = db.execute("PRAGMA integrity_check").fetchall()
             if ic != [("ok",)]:
                 fail(where + "integrity_check: %r" % ic)
+            # the restart's files were checked and synced: none waits for a sync point
+            left = db.execute("SELECT count(*) FROM unsynced").fetchone()[0]
+            if left:
+                fail(where + "%d files still listed as unsynced after a clean restart" % left)
         # invariants 1 and 5, 8 on every SEALED file
         by_shard = collections.defaultdict(list)
         for r in db.execute("SELECT shard_id, offset, length, crc, object_id, object_offset "
@@ -530,11 +534,20 @@ def bad_values(rig):
                  (bad, why, p.returncode, p.stderr.strip()))
 
 
-def point_before_fsync(rig):
+def point_before_rename(rig):
     bad_values(rig)
-    c, caches = ingest_point(rig, "before_fsync", 4)
+    c, caches = ingest_point(rig, "before_rename", 4)
     print("%-14s %d crashes, %d clean restarts (%d cache dirs)" %
-          ("before_fsync", c, rig.restarts, caches))
+          ("before_rename", c, rig.restarts, caches))
+
+
+def point_before_sync(rig):
+    """ingest's last sync point (at its end) dies before its syncfs: every
+    file it sealed is still listed as unsynced; the restart verifies them
+    whole, keeps them (a crash of the process loses no page) and syncs."""
+    c, caches = ingest_point(rig, "before_sync", 1)
+    print("%-14s %d crashes, %d clean restarts (%d cache dirs)" %
+          ("before_sync", c, rig.restarts, caches))
 
 
 def point_in_commit(rig):
@@ -574,7 +587,8 @@ def point_stale(rig):
           "%d clean restarts" % ("evict", c, rig.restarts))
 
 
-POINTS = {"before_fsync": point_before_fsync, "in_commit": point_in_commit,
+POINTS = {"before_rename": point_before_rename, "before_sync": point_before_sync,
+          "in_commit": point_in_commit,
           "plan_partial": point_plan_partial,
           "evict": point_evict, "evict_running": point_evict_running,
           "reconcile": point_reconcile, "stale": point_stale}

@@ -9,10 +9,12 @@
 #include "cachefs/shard_writer.h"
 #include "cachefs/store.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static char dir[256];
 static char err[1024];
@@ -410,6 +412,113 @@ END_TEST
  * leaves: tmp/ emptied, rows without files dropped, files without rows
  * deleted, a truncated shard dropped, an interrupted eviction finished.
  */
+/* Entries of the catalog's `unsynced` list (files sealed since the last sync point). */
+static int unsynced_count(void)
+{
+	char path[512];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int n = -1;
+	snprintf(path, sizeof(path), "%s/catalog.db", dir);
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM unsynced", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return n;
+}
+
+/* Flips one byte of file `name` of the cache, keeping its size. */
+static void flip_byte(const char *name, off_t at)
+{
+	char path[600];
+	unsigned char b;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, at), 1);
+	b ^= 0x20;
+	ck_assert_int_eq(pwrite(fd, &b, 1, at), 1);
+	close(fd);
+}
+
+/*
+ * Sync points: a sealed file is listed in `unsynced` until one; a sync
+ * point empties the list; a process that dies before the next one leaves
+ * its files listed, and the next start verifies them whole (a file whose
+ * bytes a crash of the system lost is dropped) and then syncs.  A file
+ * changed after its sync point is not the start's business (the scrubber's).
+ */
+START_TEST(sync_points_and_the_check_after_a_crash)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	int64_t synced = write_shard(s, 0, 3, 100);
+	ck_assert_int_eq(unsynced_count(), 1);
+	ck_assert_msg(cfs_store_sync(s, err, sizeof(err)) == 0, "sync: %s", err);
+	ck_assert_int_eq(unsynced_count(), 0);
+	cfs_store_close(s);
+
+	pid_t pid = fork(); /* a process that seals three files and dies before a sync point */
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct cfs_store *c = open_store(1 << 20);
+		write_shard(c, 1, 3, 100);
+		write_shard(c, 1, 3, 100);
+		write_raw(c, "r", "raw bytes");
+		_exit(unsynced_count() == 3 ? 0 : 1);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %d", status);
+	ck_assert_int_eq(unsynced_count(), 3);
+
+	/* what a crash of the system could leave: one file's bytes changed, size kept */
+	struct cfs_shard_info *arr;
+	size_t n;
+	char name[64];
+	s = open_store(1 << 20);
+	ck_assert_int_eq(
+	    cfs_catalog_shards_list(cfs_store_catalog(s), 1u << CFS_SHARD_SEALED, &arr, &n), 0);
+	ck_assert_uint_eq(n, 4);
+	int64_t bad = arr[1].id, good = arr[2].id;
+	cfs_shard_info_free(arr, n);
+	cfs_store_close(s);
+	ck_assert_int_eq(unsynced_count(), 0); /* checked at open, then synced */
+	/* again, by hand: list the files as a crash would, flip one, open */
+	char path[512];
+	sqlite3 *db;
+	snprintf(path, sizeof(path), "%s/catalog.db", dir);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	char sql[256];
+	snprintf(sql, sizeof(sql), "INSERT INTO unsynced(file_id) VALUES (%lld), (%lld)",
+		 (long long)bad, (long long)good);
+	ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	shard_name(bad, name, sizeof(name));
+	flip_byte(name, 40); /* inside the first record's payload */
+	shard_name(synced, name, sizeof(name));
+	flip_byte(name, 40); /* synced: not checked at start */
+
+	s = open_store(1 << 20);
+	const struct cfs_reconcile_report *rep = cfs_store_reconcile_report(s);
+	ck_assert_uint_eq(rep->unsynced_checked, 2);
+	ck_assert_uint_eq(rep->unsynced_bad, 1);
+	ck_assert_uint_eq(rep->resident_files, 3);
+	ck_assert_int_eq(
+	    cfs_catalog_shards_list(cfs_store_catalog(s), 1u << CFS_SHARD_SEALED, &arr, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_ne(arr[i].id, bad);
+	cfs_shard_info_free(arr, n);
+	shard_name(bad, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ck_assert_int_eq(access(path, F_OK), -1); /* the file went with its row */
+	cfs_store_close(s);
+	ck_assert_int_eq(unsynced_count(), 0);
+}
+END_TEST
+
 START_TEST(reconcile_crafted_crash_states)
 {
 	struct cfs_store *s = open_store(1 << 20);
@@ -668,6 +777,7 @@ int main(void)
 	    {"abort_and_empty_discard", abort_and_empty_discard},
 	    {"raw_objects_with_hostile_keys", raw_objects_with_hostile_keys},
 	    {"reconcile_crafted_crash_states", reconcile_crafted_crash_states},
+	    {"sync_points_and_the_check_after_a_crash", sync_points_and_the_check_after_a_crash},
 	    {"evict_closed_now_open_on_release", evict_closed_now_open_on_release},
 	    {"writer_waits_for_eviction", writer_waits_for_eviction},
 	    {"evict_inside_boundary_transaction", evict_inside_boundary_transaction},
