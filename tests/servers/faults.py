@@ -41,7 +41,9 @@ JSON list with one entry per request served (MANIFEST included, /__stats
 and /__log not), in arrival order: {"key", "range" (the Range header or
 null), "fault" ("ok" or the kind), "status" (the status code sent),
 "sent" (body bytes written to the socket), "flip" (object offset of the
-flipped byte, or null)}.  Loopback only: binds 127.0.0.1.
+flipped byte, or null)}.  GET /__calm: no request gets a fault from then on
+(the same URL, so a client's second run is the same source).  Loopback
+only: binds 127.0.0.1.
 """
 import argparse
 import hashlib
@@ -190,6 +192,10 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 body = json.dumps(st.log, ensure_ascii=True).encode()
             return self.send_small(200, body)
+        if key == "__calm":
+            with st.lock:
+                st.plan = []  # no fault from now on (the storm's and the per-object plan's)
+            return self.send_small(200, b"calm\n")
         if key == "MANIFEST":
             return self.send_small(200, st.manifest(), entry=st.log_request(key, rng, "ok"))
         if key in st.a.deny403:
