@@ -7,8 +7,10 @@ For each seed: a dataset of 10 uncompressed TFRecord objects of 40-80
 records; the server answers every object request with a fault with
 probability 0.5, the kind drawn uniformly from 500, 503, 429, reset, cut,
 short, flip, stall (a 3 s stall; ingest runs with --timeout 1s, --retries 4).
---hard seeds run at probability 0.85 as well, so that some objects are
-still given up after ingest's rounds.  The suite runs seeds 1-3 and hard
+--hard seeds run at probability 0.85 as well, and two of their objects get
+a fault on every request (faults.py --always): one a short body (it is
+given up part-way), one a 500 (given up before its first byte), so that
+objects are still given up after ingest's rounds.  The suite runs seeds 1-3 and hard
 seed 1; the full run, by hand from the repository root after
 `meson compile -C build`:
 
@@ -220,8 +222,10 @@ def run_seed(work, seed, p=P):
         n = 40 + (seed * 7 + i * 13) % 41
         data.update(rcsamp.make_dataset(root, 1, n, 64, 1500, seed=seed * 100 + i, names=[k]))
     cache = os.path.join(work, name + "-cache")
+    # hard seeds: two objects that no round heals, one part-way, one before its first byte
+    always = ["--always", keys[0] + "=short", "--always", keys[1] + "=500"] if p != P else []
     srv = rcsamp.Server("faults.py", [root, "--storm", str(p), "--seed", str(seed),
-                                      "--plan", PLAN, "--stall", "3"],
+                                      "--plan", PLAN, "--stall", "3"] + always,
                         os.path.join(work, name + "-srv"))
     try:
         return check_seed(srv.url, cache, seed, p, keys, data)
