@@ -30,7 +30,8 @@ struct smp_stats {
 	 *   framing was lost or of an object that ends inside a record
 	 *   (counted 1: how many records it held is unknown), a record larger
 	 *   than the whole limit, or, with an index sidecar, each record a
-	 *   given-up run did not deliver.  Not the records of a whole object
+	 *   given-up run did not deliver (lost for this pass: the next pass
+	 *   fetches them again).  Not the records of a whole object
 	 *   given up on faults that may pass: objects_partial counts it, its
 	 *   resume reads them.  Every lost record also counts its object in
 	 *   failed_objects (once per pass and epoch).
