@@ -851,8 +851,9 @@ bool smp__count_failed(struct smp_sampler *s, struct smp__pobj *o)
 static void whole_end(struct smp_sampler *s, struct smp__job *j)
 {
 	bool partial = !j->ok && j->exhausted;
+	SMP_STAT_ADD(&s->stats, records_lost, j->nlost); /* what its readers gave up */
 	/* once per object, whoever lost the record (docs/counters.md) */
-	if ((j->lost || partial) && smp__count_failed(s, j->obj) && partial)
+	if ((j->lost || j->nlost || partial) && smp__count_failed(s, j->obj) && partial)
 		SMP_STAT_ADD(&s->stats, objects_partial, 1);
 	if (!j->ok && j->written)
 		cmn_plan_set_resident(s->plan, j->unit, true); /* partly in */
@@ -875,12 +876,11 @@ static void run_end(struct smp_sampler *s, struct smp__job *j)
 			missing++;
 		}
 	/*
-	 * A run given up part-way (retries exhausted, a 4xx, a full disk): its
-	 * records not delivered are lost for this pass; those the readers
-	 * counted already are not counted twice.
+	 * What its readers gave up; a run given up part-way (retries exhausted,
+	 * a 4xx, a full disk): its records not delivered, lost for this pass
+	 * (those the readers gave up are among them).
 	 */
-	if (!j->ok && missing > j->nlost)
-		SMP_STAT_ADD(&s->stats, records_lost, missing - j->nlost);
+	SMP_STAT_ADD(&s->stats, records_lost, !j->ok && missing > j->nlost ? missing : j->nlost);
 }
 
 static void job_unlink(struct smp_sampler *s, struct smp__job *j)

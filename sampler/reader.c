@@ -24,7 +24,9 @@
  * failed object (`ingest` exits 1), its good records before the bad spot
  * are kept.
  * Counting (docs/counters.md): records_lost counts only records no resume
- * will deliver.  Bad data on an attempt that is retried is pending until
+ * will deliver, added when the job ends for good (job->nlost, plan.c); a
+ * cancelled job's records are fetched again.  Bad data on an attempt that
+ * is retried is pending until
  * the record at that place is delivered (records_recovered) or given up:
  * lost when the last attempt skips it or the object is refused (a 4xx),
  * but a whole object the transport gave up on faults that may pass keeps
@@ -71,6 +73,7 @@ struct smp__reader {
 	uint64_t bad_seen;	  /* decoder's bad_records already accounted */
 	uint64_t pending;	  /* bad records seen on a retried attempt, not yet re-read */
 	uint64_t lost;		  /* records of this object given up (records_lost) */
+	uint64_t lost_tail;	  /* ... of them since the last record delivered */
 	bool rejected;		  /* the reader gave the object up (lenient, framing lost) */
 	bool lenient;		  /* last attempt: skip bad records instead of retrying */
 	uint64_t granted;	  /* object offset up to which the job reserved room (obj_grant) */
@@ -104,8 +107,8 @@ static void bad_data(struct smp__reader *o, uint64_t n)
 		pend(o, n);
 		return;
 	}
-	SMP_STAT_ADD(&o->s->stats, records_lost, n);
-	o->lost += n;
+	o->lost += n; /* records_lost when the job ends for good (obj_done) */
+	o->lost_tail += n;
 	o->pending = 0;
 }
 
@@ -180,6 +183,7 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 	if (rc)
 		return rc == -EAGAIN ? -EIO : rc;
 	o->delivered++;
+	o->lost_tail = 0;
 	if (!compressed(o)) {
 		uint64_t end = o->base + rec->offset + CMN_TFR_OVERHEAD + rec->len;
 		partial_less(o, end - o->good_end);
@@ -367,12 +371,18 @@ static void obj_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 		; /* the reason was logged; failed_objects counts it once (job->lost) */
 	else if (rc != 0 && rc != -ECANCELED && rc != -ENOSPC && !s->fatal)
 		cmn_log(CMN_LOG_WARN, "%s", msg);
-	if (o->pending && j->exhausted) {
+	if (o->pending && j->exhausted)
 		j->pending = o->pending; /* its resume re-reads them from good_end: not lost */
-	} else if (o->pending && rc != 0 && rc != -ECANCELED) { /* never re-read: lost */
-		SMP_STAT_ADD(&s->stats, records_lost, o->pending);
+	else if (o->pending && rc != 0 && rc != -ECANCELED) /* never re-read: lost */
 		o->lost += o->pending;
-	}
+	/*
+	 * Counted in records_lost when the job ends for good (plan.c), not
+	 * cancelled.  An exhausted object's resume re-reads what it skipped
+	 * past its resume point: good_end, or the first byte of a compressed
+	 * object - those are not lost.
+	 */
+	if (j->exhausted && o->lost)
+		o->lost -= compressed(o) ? o->lost : o->lost_tail;
 	j->nlost += o->lost;
 	/* the transport's give-ups are counted above; these it finished */
 	if (o->lost && (rc == 0 || o->rejected)) {
