@@ -9,8 +9,10 @@
  * discarded, never left half-visible (DESIGN 2).
  *
  * Exit: 0 all objects read (or the cache filled up); 1 a runtime failure, or
- * some objects could not be read (counted and named in the log); 2 usage or
- * configuration errors.
+ * some objects could not be read (counted and named in the log; whole
+ * objects given up on faults that may pass were first tried again in the
+ * sampler's rounds, and those still given up are counted objects_partial:
+ * a new run resumes them); 2 usage or configuration errors.
  */
 #include "cli/cmd.h"
 #include "rc_config.h"
