@@ -9,8 +9,10 @@
  * discarded, never left half-visible (DESIGN 2).
  *
  * Exit: 0 all objects read (or the cache filled up); 1 a runtime failure, or
- * some objects could not be read (counted and named in the log); 2 usage or
- * configuration errors.
+ * some objects could not be read (counted and named in the log; whole
+ * objects given up on faults that may pass were first tried again in the
+ * sampler's rounds, and those still given up are counted objects_partial:
+ * a new run resumes them); 2 usage or configuration errors.
  */
 #include "cli/cmd.h"
 #include "rc_config.h"
@@ -93,6 +95,7 @@ static int write_stats(const char *path, const struct smp_stats *st, const struc
 	F(records_recovered);
 	F(records_lost);
 	F(failed_objects);
+	F(objects_partial);
 	F(enospc);
 	F(objects_done);
 	F(bytes_fetched);
@@ -238,26 +241,27 @@ int cmd_ingest(int argc, char **argv)
 		char b1[32], b2[32];
 		double secs = p.elapsed_ms ? (double)p.elapsed_ms / 1000.0 : 1e-3;
 		uint64_t failed = SMP_STAT_GET(st, failed_objects);
+		uint64_t partial = SMP_STAT_GET(st, objects_partial);
 		if (!quiet)
 			fprintf(stderr,
 				"ingest: %" PRIu64 "/%" PRIu64 " objects, %" PRIu64
 				" records, %s admitted "
 				"(limit %s%s) in %.1f s, %.1f MB/s; retries %" PRIu64
 				", records recovered %" PRIu64 ", records lost %" PRIu64
-				", failed objects %" PRIu64 "\n",
+				", failed objects %" PRIu64 " (partial %" PRIu64 ")\n",
 				p.objects_done, p.objects_total, p.records,
 				cmn_format_size(p.bytes, b1, sizeof(b1)),
 				cmn_format_size(cfg.limit, b2, sizeof(b2)), p.full ? ", full" : "",
 				secs, (double)SMP_STAT_GET(st, bytes_fetched) / 1e6 / secs,
 				(uint64_t)SMP_STAT_GET(st, retries),
 				(uint64_t)SMP_STAT_GET(st, records_recovered),
-				(uint64_t)SMP_STAT_GET(st, records_lost), failed);
+				(uint64_t)SMP_STAT_GET(st, records_lost), failed, partial);
 		if (failed)
 			fprintf(stderr,
 				"rollcache ingest: %" PRIu64
-				" objects could not be read whole (named above); "
-				"run again to retry the ones not admitted\n",
-				failed);
+				" objects could not be read whole (named above), %" PRIu64
+				" of them left partial; run again to retry the ones not admitted\n",
+				failed, partial);
 		ret = failed ? 1 : 0;
 	}
 	if (stats_path && write_stats(stats_path, st, &p) != 0)

@@ -59,6 +59,7 @@ static void add_stats(struct dmn_sampler_stats *o, const struct smp_stats *st)
 	C(records_resident_skipped);
 	C(resumed_bytes);
 	C(failed_objects);
+	C(objects_partial);
 	C(enospc);
 	C(objects_done);
 	C(bytes_fetched);

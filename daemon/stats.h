@@ -24,7 +24,7 @@ struct dmn_sampler_stats {
 	bool present; /* samplers configured and running */
 	bool idle;    /* the current pass ended: no more data is coming this epoch */
 	uint64_t requests, retries, http_4xx, http_408_429, http_5xx, timeouts, net_errors;
-	uint64_t truncated, failed_objects, objects_done;
+	uint64_t truncated, failed_objects, objects_partial, objects_done;
 	uint64_t records_recovered, records_lost, records_resident_skipped, resumed_bytes,
 	    enospc; /* docs/counters.md */
 	uint64_t bytes_fetched, records_admitted, bytes_admitted, budget_waits;

@@ -47,5 +47,7 @@ int smp__dispatch_job(struct smp_sampler *s, struct smp__job *j)
 		return rc;
 	}
 	s->inflight++;
+	if (j->rounds) /* ingest's round: an attempt after the first at this object */
+		SMP_STAT_ADD(&s->stats, retries, 1);
 	return 0;
 }

@@ -27,6 +27,16 @@
 
 #include "sampler/source.h"
 
+/* How a request ended, as its done() callback is told. */
+enum smp_xfer_end {
+	SMP_XFER_ENDED,	    /* read to its end (rc 0), cancelled, or a callback ended it */
+	SMP_XFER_EXHAUSTED, /* given up: every attempt failed on a fault that may pass (5xx,
+			       408, 429, reset, timeout, short body, bad data) - a later
+			       transfer may succeed, resuming where this one stopped */
+	SMP_XFER_REFUSED,   /* given up: an answer or an error that is not retried (a 4xx
+			       such as 403 or 404, an unsupported protocol) */
+};
+
 struct smp_xfer_ops {
 	/* Body bytes (in order).  0; -EAGAIN: the data is bad, retry; other -errno: give up. */
 	int (*data)(void *ctx, const void *p, size_t n);
@@ -40,10 +50,9 @@ struct smp_xfer_ops {
 	uint64_t (*restart)(void *ctx, bool final);
 	/*
 	 * Called once when the request is over: rc 0, or -errno and a message;
-	 * gave_up: the transport gave it up (retries exhausted, an answer or an
-	 * error not retried), which the caller counts in failed_objects.
+	 * how: whether the transport gave it up, and why (enum smp_xfer_end).
 	 */
-	void (*done)(void *ctx, int rc, bool gave_up, const char *msg);
+	void (*done)(void *ctx, int rc, enum smp_xfer_end how, const char *msg);
 	/*
 	 * Optional: the object offset up to which bytes may be asked for now,
 	 * the request standing at cur and wanting up to want_end (> cur);

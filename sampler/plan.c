@@ -27,6 +27,16 @@
  *   - on load, taken = bitmap + marks of the pass: a unit in flight at a
  *     crash is in neither and is fetched again; one committed is in one.
  *
+ * ingest's rounds: a whole object the transport gave up on faults that may
+ * pass (job->exhausted) is not settled when its job ends but held
+ * (job_hold), its unit still in flight, for the next round, which
+ * sampler.c begins once the pass's transfers are over (step_round): the
+ * object is handed out again (round_job) resuming at its good_end, its
+ * resident records skipped - the path a restart takes (job_resume).  Held
+ * objects left when the rounds are spent or the run ends are settled as
+ * given up (smp__plan_settle_held: failed_objects, objects_partial), after
+ * their lows are written (smp__plan_lows counts them in).
+ *
  * Resident units come from the catalog (the samples and files not GONE),
  * re-read at load and at each epoch (evictions happen at boundaries);
  * between, a unit becomes resident when it completes.
@@ -235,6 +245,14 @@ void smp__plan_unload(struct smp_sampler *s)
 	free(s->cut);
 	s->cut = NULL;
 	s->ncut = 0;
+	for (int l = 0; l < 2; l++) { /* ingest's held objects (a failed start) */
+		struct smp__job **list = l ? &s->ready : &s->again;
+		while (*list) {
+			struct smp__job *j = *list;
+			*list = j->next;
+			smp__job_free(s, j);
+		}
+	}
 }
 
 /* ---- sidecars ------------------------------------------------------------- */
@@ -280,7 +298,7 @@ static uint64_t idx_restart(void *ctx, bool final)
 }
 
 /* A sidecar given up is no object given up: its object is read whole (a warning says why). */
-static void idx_done(void *ctx, int rc, bool gave_up, const char *msg)
+static void idx_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 {
 	struct idx_fetch *x = ctx;
 	x->rc = rc;
@@ -603,6 +621,8 @@ int smp__plan_refresh_resident(struct smp_sampler *s)
  * and gets the offsets of its resident records in j->skip.  Raw objects are
  * one file each, sealed whole or not at all: not recorded.
  */
+static int job_resume(struct smp_sampler *s, struct smp__job *j, uint64_t low);
+
 static int job_begin_whole(struct smp_sampler *s, struct smp__job *j)
 {
 	if (s->cfg->format == CMN_FORMAT_RAW)
@@ -613,14 +633,22 @@ static int job_begin_whole(struct smp_sampler *s, struct smp__job *j)
 	struct cfs_partial key = {.object_id = j->obj->object_id};
 	const struct cfs_partial *p =
 	    s->npartial ? bsearch(&key, s->partial, s->npartial, sizeof(key), cmp_partial) : NULL;
-	if (!p)
-		return 0;
-	if (p->low > 0 && p->low < j->obj->size) {
-		j->off = p->low; /* to the object's end (len 0), uncompressed from here */
-		j->bytes = j->obj->size - p->low;
-		j->good_end = p->low;
+	return p ? job_resume(s, j, p->low) : 0;
+}
+
+/*
+ * A new transfer of a partial whole object: from low (0: from its first
+ * byte; else to the object's end, uncompressed from there), the offsets of
+ * its resident records in j->skip.  0 or -errno (j->skip unset).
+ */
+static int job_resume(struct smp_sampler *s, struct smp__job *j, uint64_t low)
+{
+	if (low > 0 && low < j->obj->size) {
+		j->off = low;
+		j->bytes = j->obj->size - low;
+		j->good_end = low;
 		j->plain = true;
-		SMP_STAT_ADD(&s->stats, resumed_bytes, p->low);
+		SMP_STAT_ADD(&s->stats, resumed_bytes, low);
 	}
 	return cfs_catalog_object_offsets(s->cat, j->obj->object_id, &j->skip, &j->nskip);
 }
@@ -643,6 +671,11 @@ size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows)
 		j->low = j->good_end;
 		cap++;
 	}
+	for (int l = 0; l < 2; l++) /* ingest's held objects: their records are all out */
+		for (struct smp__job *j = l ? s->ready : s->again; j; j = j->next) {
+			j->low = j->good_end;
+			cap++;
+		}
 	if (!cap)
 		return 0;
 	smp_shuffle_each(s->shuf, buffer_low, NULL);
@@ -654,11 +687,13 @@ size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows)
 		*units = *lows = NULL;
 		return 0;
 	}
-	for (const struct smp__job *j = s->jobs; j; j = j->next)
-		if (!j->obj->idx && j->plain && j->low > 0 && !j->cancelled) {
-			(*units)[n] = j->unit;
-			(*lows)[n++] = j->low;
-		}
+	const struct smp__job *lists[] = {s->jobs, s->again, s->ready};
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
+		for (const struct smp__job *j = lists[l]; j; j = j->next)
+			if (!j->obj->idx && j->plain && j->low > 0 && !j->cancelled) {
+				(*units)[n] = j->unit;
+				(*lows)[n++] = j->low;
+			}
 	if (n == 0) {
 		free(*units);
 		free(*lows);
@@ -692,8 +727,12 @@ bool smp__job_skips(const struct smp__job *j, uint64_t object_offset)
 
 /* ---- jobs ----------------------------------------------------------------- */
 
+static int round_job(struct smp_sampler *s, struct smp__job **out);
+
 int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 {
+	if (s->ready)
+		return round_job(s, out);
 	uint64_t u;
 	enum cmn_plan_next_rc nr = cmn_plan_next(s->plan, &u);
 	if (nr == CMN_PLAN_NOMEM)
@@ -792,53 +831,173 @@ void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok)
 	cmn_plan_done(s->plan, u);
 }
 
-void smp__count_failed(struct smp_sampler *s, struct smp__pobj *o)
+bool smp__count_failed(struct smp_sampler *s, struct smp__pobj *o)
 {
 	uint64_t at = (cmn_plan_pass(s->plan) << 32 | s->epoch) + 1;
 	if (o->failed_at == at)
-		return;
+		return false;
 	o->failed_at = at;
 	SMP_STAT_ADD(&s->stats, failed_objects, 1);
+	return true;
 }
 
-void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j)
+/*
+ * A whole object's job ends (not cancelled): its unit is settled.  Given
+ * up on faults that may pass (exhausted), it is partial: counted in
+ * failed_objects and objects_partial, none of its unread records in
+ * records_lost - a later transfer resumes it where it stopped (a mount's
+ * next epoch, a new run).
+ */
+static void whole_end(struct smp_sampler *s, struct smp__job *j)
 {
-	if (!j->over || j->refs)
-		return;
-	if (!j->cancelled) {
-		if (j->lost) /* once per object, whoever lost the record (docs/counters.md) */
-			smp__count_failed(s, j->obj);
-		if (!j->obj->idx) { /* a whole object */
-			if (!j->ok && j->written)
-				cmn_plan_set_resident(s->plan, j->unit, true); /* partly in */
-			smp__unit_complete(s, j->unit, j->ok);
-			if (j->ok) {
-				SMP_STAT_ADD(&s->stats, objects_done, 1);
-				cfs_catalog_object_fetched(s->cat, j->obj->object_id, s->epoch);
-			}
-		} else {
-			uint64_t missing = 0;
-			for (uint32_t i = 0; i < j->nunits; i++)
-				if (!(j->done_mask >> i & 1)) {
-					smp__unit_complete(s, j->unit + i, false);
-					missing++;
-				}
-			/*
-			 * A run given up part-way (retries exhausted, a 4xx, a full
-			 * disk): its records not delivered are lost for this pass;
-			 * those the readers counted already are not counted twice.
-			 */
-			if (!j->ok && missing > j->nlost)
-				SMP_STAT_ADD(&s->stats, records_lost, missing - j->nlost);
-		}
+	bool partial = !j->ok && j->exhausted;
+	SMP_STAT_ADD(&s->stats, records_lost, j->nlost); /* what its readers gave up */
+	/* once per object, whoever lost the record (docs/counters.md) */
+	if ((j->lost || j->nlost || partial) && smp__count_failed(s, j->obj) && partial)
+		SMP_STAT_ADD(&s->stats, objects_partial, 1);
+	if (!j->ok && j->written)
+		cmn_plan_set_resident(s->plan, j->unit, true); /* partly in */
+	smp__unit_complete(s, j->unit, j->ok);
+	if (j->ok) {
+		SMP_STAT_ADD(&s->stats, objects_done, 1);
+		cfs_catalog_object_fetched(s->cat, j->obj->object_id, s->epoch);
 	}
+}
+
+/* A run's job ends (not cancelled): its units are settled. */
+static void run_end(struct smp_sampler *s, struct smp__job *j)
+{
+	if (j->lost) /* once per object, whoever lost the record (docs/counters.md) */
+		smp__count_failed(s, j->obj);
+	uint64_t missing = 0;
+	for (uint32_t i = 0; i < j->nunits; i++)
+		if (!(j->done_mask >> i & 1)) {
+			smp__unit_complete(s, j->unit + i, false);
+			missing++;
+		}
+	/*
+	 * What its readers gave up; a run given up part-way (retries exhausted,
+	 * a 4xx, a full disk): its records not delivered, lost for this pass
+	 * (those the readers gave up are among them).
+	 */
+	SMP_STAT_ADD(&s->stats, records_lost, !j->ok && missing > j->nlost ? missing : j->nlost);
+}
+
+static void job_unlink(struct smp_sampler *s, struct smp__job *j)
+{
 	if (j->prev)
 		j->prev->next = j->next;
 	else if (s->jobs == j)
 		s->jobs = j->next;
 	if (j->next)
 		j->next->prev = j->prev;
+	j->next = j->prev = NULL;
+}
+
+/*
+ * ingest (one pass, stop_when_full): an exhausted whole object is held for
+ * the next round (s->again) instead of settled; its unit stays in flight,
+ * the room it still holds goes back.  Returns whether j was held.
+ */
+static bool job_hold(struct smp_sampler *s, struct smp__job *j)
+{
+	if (s->follow || !s->stop_when_full || !j->exhausted || j->ok || j->cancelled)
+		return false;
+	job_unlink(s, j);
+	if (j->reserve)
+		cfs_budget_release(cfs_store_budget(s->cstore), j->reserve);
+	j->reserve = 0;
+	free(j->skip);
+	j->skip = NULL;
+	j->nskip = 0;
+	j->next = s->again;
+	s->again = j;
+	return true;
+}
+
+void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j)
+{
+	if (!j->over || j->refs)
+		return;
+	if (!j->cancelled && job_hold(s, j))
+		return;
+	if (!j->cancelled && !j->obj->idx)
+		whole_end(s, j);
+	else if (!j->cancelled)
+		run_end(s, j);
+	job_unlink(s, j);
 	smp__job_free(s, j);
+}
+
+/* ---- ingest's rounds (sampler.c, step_round) ------------------------------ */
+
+/*
+ * The next object of ingest's round (s->ready): a new transfer of its unit,
+ * still in flight in the plan, where the last one stopped - good_end when
+ * the object is plain, else its first byte - its resident records skipped
+ * (all it delivered is committed: the round began at a checkpoint).
+ * Returns CMN_PLAN_UNIT and *out, or -errno (the object is given up).
+ */
+static int round_job(struct smp_sampler *s, struct smp__job **out)
+{
+	struct smp__job *j = s->ready;
+	s->ready = j->next;
+	j->next = j->prev = NULL;
+	j->over = j->ok = j->exhausted = false;
+	j->off = j->len = 0;
+	j->bytes = j->obj->size;
+	j->rounds++;
+	int rc =
+	    s->cfg->format == CMN_FORMAT_RAW ? 0 : job_resume(s, j, j->plain ? j->good_end : 0);
+	if (rc) {
+		j->over = j->exhausted = true;
+		whole_end(s, j);
+		smp__job_free(s, j);
+		return rc;
+	}
+	*out = j;
+	return CMN_PLAN_UNIT;
+}
+
+size_t smp__plan_held(const struct smp_sampler *s)
+{
+	size_t n = 0;
+	for (const struct smp__job *j = s->again; j; j = j->next)
+		n++;
+	return n;
+}
+
+void smp__plan_round_begin(struct smp_sampler *s)
+{
+	s->round++;
+	while (s->again) {
+		struct smp__job *j = s->again;
+		s->again = j->next;
+		j->next = s->ready;
+		s->ready = j;
+	}
+}
+
+void smp__plan_settle_held(struct smp_sampler *s)
+{
+	struct smp__job *w = s->waiting;
+	if (w && w->rounds) { /* a round's object that found no room */
+		s->waiting = NULL;
+		w->over = w->exhausted = true;
+		w->next = s->again;
+		s->again = w;
+	}
+	for (int l = 0; l < 2; l++) {
+		struct smp__job **list = l ? &s->ready : &s->again;
+		while (*list) {
+			struct smp__job *j = *list;
+			*list = j->next;
+			j->next = NULL;
+			if (s->plan)
+				whole_end(s, j);
+			smp__job_free(s, j);
+		}
+	}
 }
 
 void smp__job_free(struct smp_sampler *s, struct smp__job *j)

@@ -9,7 +9,11 @@
  * answer -EAGAIN; fetch.c retries from good_end with a Range request, so no
  * record is delivered twice and a transient corruption costs no record.  On
  * the last attempt the reader turns lenient: a record whose CRC fails is
- * counted and skipped (DESIGN 5) and the rest of the object is kept.
+ * counted and skipped (DESIGN 5) and the rest of the object is kept.  Lost
+ * framing is never skipped over: on the last attempt too the reader answers
+ * -EAGAIN, the transport gives the object up as exhausted
+ * (SMP_XFER_EXHAUSTED), and a later transfer resumes it at good_end -
+ * ingest's next round, a mount's next epoch, a new run (plan.c).
  * Compression (config `compression`, default auto) is told per object by
  * the decoder from the body's first bytes (cmn_tfr_detect, the detection
  * the feeder and `check` use too).  GZIP and ZLIB objects cannot be resumed
@@ -19,13 +23,20 @@
  * is not retried: the same bytes would be read again.  It counts as a
  * failed object (`ingest` exits 1), its good records before the bad spot
  * are kept.
- * Counting (docs/counters.md): bad data on an attempt that is retried is
- * pending until the record at that place is delivered (records_recovered)
- * or the last attempt gives it up (records_lost); an object that lost a
- * record counts once in failed_objects: marked here (job->lost) when the
- * reader itself ended or finished it, counted when the job ends; an object
- * the transport gave up (fetch.c reports gave_up) is counted in obj_done;
- * either way through smp__count_failed, once per pass and epoch.
+ * Counting (docs/counters.md): records_lost counts only records no resume
+ * will deliver, added when the job ends for good (job->nlost, plan.c); a
+ * cancelled job's records are fetched again.  Bad data on an attempt that
+ * is retried is pending until
+ * the record at that place is delivered (records_recovered) or given up:
+ * lost when the last attempt skips it or the object is refused (a 4xx),
+ * but a whole object the transport gave up on faults that may pass keeps
+ * it for its resume (job->pending; the object counts in objects_partial
+ * if no round heals it).  An object that lost a record counts once in
+ * failed_objects: marked here (job->lost) when the reader itself ended or
+ * finished it, counted when the job ends; an object the transport refused,
+ * or a run it gave up, is counted in obj_done; an exhausted whole object
+ * when its job ends for good (plan.c, whole_end); each through
+ * smp__count_failed, once per pass and epoch.
  *
  * Owns struct smp__reader (one per request in flight).  Does not decide
  * what to read (plan.c), queue requests (dispatch.c) or write shards
@@ -62,6 +73,7 @@ struct smp__reader {
 	uint64_t bad_seen;	  /* decoder's bad_records already accounted */
 	uint64_t pending;	  /* bad records seen on a retried attempt, not yet re-read */
 	uint64_t lost;		  /* records of this object given up (records_lost) */
+	uint64_t lost_tail;	  /* ... of them since the last record delivered */
 	bool rejected;		  /* the reader gave the object up (lenient, framing lost) */
 	bool lenient;		  /* last attempt: skip bad records instead of retrying */
 	uint64_t granted;	  /* object offset up to which the job reserved room (obj_grant) */
@@ -79,19 +91,24 @@ static bool compressed(const struct smp__reader *o)
 
 /*
  * n records of bad data were seen.  Retried (not lenient): they wait to be
- * re-read from good_end, where a retry sees the same records again (so
- * the most seen at once, not the sum).  On the last attempt they are lost,
- * and the pending ones with them: they are the same records.
+ * re-read from good_end (pend), where a retry sees the same records again
+ * (so the most seen at once, not the sum).  On the last attempt they are
+ * lost, and the pending ones with them: they are the same records.
  */
+static void pend(struct smp__reader *o, uint64_t n)
+{
+	if (n > o->pending)
+		o->pending = n;
+}
+
 static void bad_data(struct smp__reader *o, uint64_t n)
 {
 	if (!o->lenient) {
-		if (n > o->pending)
-			o->pending = n;
+		pend(o, n);
 		return;
 	}
-	SMP_STAT_ADD(&o->s->stats, records_lost, n);
-	o->lost += n;
+	o->lost += n; /* records_lost when the job ends for good (obj_done) */
+	o->lost_tail += n;
 	o->pending = 0;
 }
 
@@ -166,6 +183,7 @@ static int on_record(const struct cmn_tfr_record *rec, void *ctx)
 	if (rc)
 		return rc == -EAGAIN ? -EIO : rc;
 	o->delivered++;
+	o->lost_tail = 0;
 	if (!compressed(o)) {
 		uint64_t end = o->base + rec->offset + CMN_TFR_OVERHEAD + rec->len;
 		partial_less(o, end - o->good_end);
@@ -209,16 +227,21 @@ static int obj_data(void *ctx, const void *p, size_t n)
 	}
 	if (rc == -EAGAIN || rc == -EILSEQ || rc == -EMSGSIZE || rc == -EPROTO || rc == -EIO) {
 		/* file://: a retry would read the same bytes again */
-		bool give_up = rc != -EAGAIN &&
-			       (o->lenient || smp_source_scheme(s->source) == SMP_SCHEME_FILE);
+		bool give_up = rc != -EAGAIN && smp_source_scheme(s->source) == SMP_SCHEME_FILE;
 		if (rc != -EAGAIN) { /* framing lost: the rest of the object, at least 1 */
 			cmn_log(give_up ? CMN_LOG_ERROR : CMN_LOG_INFO, "%s",
 				cmn_tfr_push_error(o->push));
-			if (give_up)
-				o->lenient = true; /* counted as lost, not pending */
+			if (!give_up) {
+				/*
+				 * Re-read from good_end, on the last attempt too: the
+				 * transport gives the object up as exhausted and a
+				 * later transfer resumes it there (obj_done).
+				 */
+				pend(o, 1);
+				return -EAGAIN;
+			}
+			o->lenient = true; /* counted as lost, not pending */
 			bad_data(o, 1);
-		}
-		if (give_up) {
 			o->rejected = true;
 			return -EBADMSG;
 		}
@@ -294,12 +317,18 @@ static uint64_t obj_restart(void *ctx, bool final)
  * transfer cancelled because the sampler stops leaves its units unsettled: the plan gives them
  * again after a restart.
  */
-static void obj_done(void *ctx, int rc, bool gave_up, const char *msg)
+static void obj_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 {
 	struct smp__reader *o = ctx;
 	struct smp_sampler *s = o->s;
 	struct smp__job *j = o->job;
-	if (gave_up)
+	/*
+	 * A whole object given up on faults that may pass is resumed where it
+	 * stopped (ingest's next round, a mount's next epoch, a new run):
+	 * smp__job_maybe_end counts it; other give-ups are counted here.
+	 */
+	j->exhausted = how == SMP_XFER_EXHAUSTED && !j->obj->idx;
+	if (how != SMP_XFER_ENDED && !j->exhausted)
 		smp__count_failed(s, j->obj);
 	s->inflight--;
 	if (o->raw) {
@@ -342,10 +371,18 @@ static void obj_done(void *ctx, int rc, bool gave_up, const char *msg)
 		; /* the reason was logged; failed_objects counts it once (job->lost) */
 	else if (rc != 0 && rc != -ECANCELED && rc != -ENOSPC && !s->fatal)
 		cmn_log(CMN_LOG_WARN, "%s", msg);
-	if (o->pending && rc != 0 && rc != -ECANCELED) { /* never re-read: lost */
-		SMP_STAT_ADD(&s->stats, records_lost, o->pending);
+	if (o->pending && j->exhausted)
+		j->pending = o->pending; /* its resume re-reads them from good_end: not lost */
+	else if (o->pending && rc != 0 && rc != -ECANCELED) /* never re-read: lost */
 		o->lost += o->pending;
-	}
+	/*
+	 * Counted in records_lost when the job ends for good (plan.c), not
+	 * cancelled.  An exhausted object's resume re-reads what it skipped
+	 * past its resume point: good_end, or the first byte of a compressed
+	 * object - those are not lost.
+	 */
+	if (j->exhausted && o->lost)
+		o->lost -= compressed(o) ? o->lost : o->lost_tail;
 	j->nlost += o->lost;
 	/* the transport's give-ups are counted above; these it finished */
 	if (o->lost && (rc == 0 || o->rejected)) {
@@ -462,6 +499,8 @@ int smp__reader_new(struct smp_sampler *s, struct smp__job *j, struct smp__reade
 	o->obj = j->obj;
 	o->object_id = j->obj->object_id;
 	o->base = o->good_end = j->off;
+	o->pending = j->pending; /* an earlier round's bad data at good_end */
+	j->pending = 0;
 	o->granted = j->off + j->reserve; /* the first room, reserved before the job started */
 	if (s->cfg->format == CMN_FORMAT_RAW) {
 		rc = raw_open(o, err, sizeof(err));

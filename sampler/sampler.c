@@ -9,7 +9,11 @@
  * the job waits, or an ingest ends); hand it to the fetcher; step the
  * transfers.  At the end of a pass (the walk is done and nothing is in
  * flight) the shuffle buffer is drained, a checkpoint saves the plan and
- * the next pass begins (a mount), or the run ends (ingest, one pass).  A
+ * the next pass begins (a mount), or the run ends (ingest, one pass).
+ * Before an ingest's pass ends, the whole objects its transfers gave up on
+ * faults that may pass are fetched again, each resuming where it stopped,
+ * in up to SMP_ROUNDS rounds after a back-off (step_round; plan.c holds
+ * them); one still given up then is left partial for a new run.  A
  * pause (the mount's epoch boundary) seals the partial shard, saves the
  * plan and holds everything - transfers, shuffle buffer - until resume
  * names the new epoch.
@@ -822,6 +826,42 @@ static enum run_step step_need_room(struct smp_sampler *s)
 	return STEP_AGAIN;
 }
 
+/*
+ * ingest: the pass's transfers are over and whole objects were given up on
+ * faults that may pass (held by plan.c).  What they delivered is committed
+ * first, with their lows, so that a round skips it and a new run would
+ * resume where they stopped.  Then the next round begins after its
+ * back-off (SMP_ROUND_FIRST_MS, doubling), or, SMP_ROUNDS spent, they are
+ * given up for this run (failed_objects, objects_partial).
+ */
+static enum run_step step_round(struct smp_sampler *s)
+{
+	if (smp__plan_checkpoint(s))
+		return STEP_STOP;
+	int rc = smp__plan_partial_low(s);
+	if (rc) {
+		smp__fail_local(s, rc, "recording partial objects");
+		return STEP_STOP;
+	}
+	size_t n = smp__plan_held(s);
+	if (s->round >= SMP_ROUNDS) {
+		cmn_log(CMN_LOG_WARN,
+			"%zu object%s still given up after %u more rounds: left partial", n,
+			n == 1 ? "" : "s", SMP_ROUNDS);
+		smp__plan_settle_held(s);
+		return STEP_AGAIN;
+	}
+	uint64_t wait = (uint64_t)SMP_ROUND_FIRST_MS << s->round;
+	cmn_log(CMN_LOG_WARN,
+		"%zu object%s given up on faults that may pass: round %u of %u in %.1f s, "
+		"resuming where they stopped",
+		n, n == 1 ? "" : "s", s->round + 1, SMP_ROUNDS, (double)wait / 1000.0);
+	if (!heal_sleep(s, cmn_mono_ms() + wait))
+		return STEP_STOP;
+	smp__plan_round_begin(s);
+	return STEP_AGAIN;
+}
+
 /* One iteration of the run loop after the window was filled. */
 static enum run_step run_step(struct smp_sampler *s, enum fill_rc fw)
 {
@@ -830,6 +870,8 @@ static enum run_step run_step(struct smp_sampler *s, enum fill_rc fw)
 		smp__drain(s); /* the rest of the pass waits in the buffer */
 		return STEP_AGAIN;
 	}
+	if (fw == FILL_PLAN_WAIT && s->inflight == 0 && s->again)
+		return step_round(s);
 	if (fw == FILL_PLAN_END && s->inflight == 0)
 		return step_pass_end(s);
 	if (s->full && s->inflight == 0)
@@ -918,6 +960,7 @@ static void run_wind_down(struct smp_sampler *s)
 		smp__plan_partial_low(s); /* a restart resumes the objects in flight */
 	smp_fetch_cancel_all(s->fetch);
 	smp__drain(s);
+	smp__plan_settle_held(s); /* ingest's objects held for a round: given up for this run */
 	if (!s->fatal && s->plan) /* no plan: stopped while a heal had dropped it */
 		smp__plan_checkpoint(s);
 	if (s->w) {

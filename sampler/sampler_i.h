@@ -63,6 +63,14 @@ struct cmn_plan;
 #define SMP_RANGE_MIN	  ((uint64_t)64 << 10)
 #define SMP_HEAL_FIRST_MS 500u	 /* the first back-off of a failure that heals */
 #define SMP_HEAL_MAX_MS	  30000u /* ... doubling up to this */
+/*
+ * ingest's rounds (sampler.c, step_round): whole objects given up on
+ * faults that may pass are tried again, resuming where they stopped, in up
+ * to SMP_ROUNDS more rounds after the pass, the first SMP_ROUND_FIRST_MS
+ * after the last transfer ended, each next one twice as long after.
+ */
+#define SMP_ROUNDS	   2u
+#define SMP_ROUND_FIRST_MS 1000u
 
 /* One entry of an index sidecar as kept for the plan (catalog blob). */
 struct smp__idx {
@@ -114,6 +122,10 @@ struct smp__job {
 	uint64_t good_end; /* a whole object: offset after its last record delivered */
 	bool plain;	   /* ... and it is not compressed (so a new transfer may resume there) */
 	uint64_t low;	   /* scratch of smp__plan_lows */
+	bool exhausted;	   /* a whole object the transport gave up on faults that may pass
+			      (SMP_XFER_EXHAUSTED): resumed, not lost (reader.c obj_done) */
+	uint64_t pending;  /* ... its records of bad data at good_end, for the resume */
+	uint32_t rounds;   /* ingest's rounds it was held for (plan.c, smp__job_hold) */
 };
 
 struct smp_sampler {
@@ -187,7 +199,14 @@ struct smp_sampler {
 	bool has_rolled;	   /* this sampler rolled the plan at least once */
 	struct smp__job *jobs;	   /* in flight */
 	struct smp__job *waiting;  /* built, waiting for room in the budget */
-	unsigned inflight;	   /* jobs handed to the fetcher */
+	/*
+	 * ingest's rounds (plan.c): exhausted whole objects held, their units
+	 * in flight, for the next round (again), or handed out again by the
+	 * plan in this one (ready); lists through ->next.
+	 */
+	struct smp__job *again, *ready;
+	uint32_t round;	   /* rounds begun after the pass (<= SMP_ROUNDS) */
+	unsigned inflight; /* jobs handed to the fetcher */
 
 	/* the run */
 	uint32_t epoch;
@@ -283,9 +302,21 @@ bool smp__job_skips(const struct smp__job *j, uint64_t object_offset);
 void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok);
 /*
  * Object o was given up, or lost a record: counted in failed_objects once
- * per pass and epoch, however many of its runs failed.
+ * per pass and epoch, however many of its runs failed.  Returns whether it
+ * was counted now (false: counted already in this pass and epoch).
  */
-void smp__count_failed(struct smp_sampler *s, struct smp__pobj *o);
+bool smp__count_failed(struct smp_sampler *s, struct smp__pobj *o);
+/*
+ * ingest's rounds: the number of objects held for a round (s->again).
+ * _begin: they become the round's (s->ready), handed out by
+ * smp__plan_next_job first.  _settle: every object held, and a held one
+ * waiting for room, is given up for this run (failed_objects,
+ * objects_partial), its unit settled; call after smp__plan_partial_low so
+ * that a new run resumes them where they stopped.
+ */
+size_t smp__plan_held(const struct smp_sampler *s);
+void smp__plan_round_begin(struct smp_sampler *s);
+void smp__plan_settle_held(struct smp_sampler *s);
 /* Ends job j if its transfer is over and none of its records is buffered. */
 void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j);
 /*

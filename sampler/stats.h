@@ -25,12 +25,16 @@ struct smp_stats {
 	 * ending inside a record; docs/counters.md):
 	 * records_recovered: seen on an attempt that was retried, and the
 	 *   record at that place was then read intact (nothing lost);
-	 * records_lost: never admitted - a record skipped for its CRC on the
-	 *   last attempt, or the rest of an object whose framing was lost on
-	 *   the last attempt (counted 1: how many records it held is unknown),
-	 *   a record larger than the whole limit, or, with an index sidecar,
-	 *   each record a given-up run did not deliver.  Every lost record
-	 *   also counts its object in failed_objects (once per pass and epoch).
+	 * records_lost: records no resume will deliver - a record skipped for
+	 *   its CRC on the last attempt, the rest of a file:// object whose
+	 *   framing was lost or of an object that ends inside a record
+	 *   (counted 1: how many records it held is unknown), a record larger
+	 *   than the whole limit, or, with an index sidecar, each record a
+	 *   given-up run did not deliver (lost for this pass: the next pass
+	 *   fetches them again).  Not the records of a whole object
+	 *   given up on faults that may pass: objects_partial counts it, its
+	 *   resume reads them.  Every lost record also counts its object in
+	 *   failed_objects (once per pass and epoch).
 	 */
 	_Atomic uint64_t records_recovered;
 	_Atomic uint64_t records_lost;
@@ -39,12 +43,15 @@ struct smp_stats {
 	_Atomic uint64_t records_resident_skipped; /* records of a partial object fetched
 						      again that were resident already:
 						      not admitted twice (plan.c) */
-	_Atomic uint64_t failed_objects; /* objects given up (retries exhausted, a 4xx), or
-					    read with a record lost; each object once */
-	_Atomic uint64_t enospc;	 /* local writes that failed with ENOSPC (a full disk): a
-					    mount's sampler waits until there is room again */
-	_Atomic uint64_t objects_done;	 /* objects read to the end */
-	_Atomic uint64_t bytes_fetched;	 /* body bytes received (retries included) */
+	_Atomic uint64_t failed_objects;  /* objects given up (retries exhausted, a 4xx), or
+					     read with a record lost; each object once */
+	_Atomic uint64_t objects_partial; /* of them, whole objects given up on faults that
+					     may pass (ingest: after its rounds): a later
+					     transfer resumes them where they stopped */
+	_Atomic uint64_t enospc;	  /* local writes that failed with ENOSPC (a full disk): a
+					     mount's sampler waits until there is room again */
+	_Atomic uint64_t objects_done;	  /* objects read to the end */
+	_Atomic uint64_t bytes_fetched;	  /* body bytes received (retries included) */
 	_Atomic uint64_t records_admitted;
 	_Atomic uint64_t bytes_admitted; /* bytes written into sealed local files */
 	_Atomic uint64_t budget_waits;	 /* times a sampler slept for room */

@@ -449,7 +449,7 @@ struct sink {
 	size_t len;
 	int fail_once_at; /* answer -EAGAIN once when len reaches this */
 	int restarts, done, rc;
-	bool gave_up;
+	enum smp_xfer_end how;
 };
 
 static int s_data(void *ctx, const void *p, size_t n)
@@ -479,12 +479,12 @@ static uint64_t s_restart(void *ctx, bool final)
 	return k->len; /* resume where the good bytes end */
 }
 
-static void s_done(void *ctx, int rc, bool gave_up, const char *msg)
+static void s_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 {
 	struct sink *k = ctx;
 	k->done++;
 	k->rc = rc;
-	k->gave_up = gave_up;
+	k->how = how;
 }
 
 static const struct smp_xfer_ops sink_ops = {s_data, s_end, s_restart, s_done};
@@ -524,7 +524,7 @@ START_TEST(file_list_and_fetch)
 		ck_assert_int_eq(smp_fetch_step(f, 100), 0);
 	ck_assert_int_eq(a.done, 1);
 	ck_assert_int_eq(a.rc, 0);
-	ck_assert(!a.gave_up);
+	ck_assert_int_eq(a.how, SMP_XFER_ENDED);
 	ck_assert_int_eq(a.restarts, 1);
 	ck_assert_uint_eq(a.len, 20);
 	ck_assert(memcmp(a.buf, "0123456789abcdefghij", 20) == 0);
@@ -541,7 +541,7 @@ START_TEST(file_list_and_fetch)
 		ck_assert_int_eq(smp_fetch_step(f, 100), 0);
 	ck_assert_int_eq(c.done, 1);
 	ck_assert_int_eq(c.rc, -ENOENT);
-	ck_assert(c.gave_up); /* the caller counts it in failed_objects */
+	ck_assert_int_eq(c.how, SMP_XFER_REFUSED); /* not retried, not resumed: failed_objects */
 	ck_assert_int_eq(c.restarts, 0);
 
 	smp_fetch_free(f);

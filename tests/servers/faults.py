@@ -23,7 +23,8 @@ several objects sees every kind.  Kinds:
   stall   headers and a few bytes, then silence for --stall seconds
   ok      no fault
 --deny403 KEY / --deny404 KEY (repeatable): that key always answers 403/404
-(and is listed in the MANIFEST).  --extra FILE: `key size` lines of virtual
+(and is listed in the MANIFEST).  --always KEY=KIND (repeatable): every
+request of that key gets that fault, in storm mode too.  --extra FILE: `key size` lines of virtual
 objects (hostile names) whose bytes are generated.
 
 Storm: --storm P --seed S replaces the per-object plan above: every object
@@ -41,7 +42,9 @@ JSON list with one entry per request served (MANIFEST included, /__stats
 and /__log not), in arrival order: {"key", "range" (the Range header or
 null), "fault" ("ok" or the kind), "status" (the status code sent),
 "sent" (body bytes written to the socket), "flip" (object offset of the
-flipped byte, or null)}.  Loopback only: binds 127.0.0.1.
+flipped byte, or null)}.  GET /__calm: no request gets a fault from then on
+(the same URL, so a client's second run is the same source).  Loopback
+only: binds 127.0.0.1.
 """
 import argparse
 import hashlib
@@ -72,6 +75,8 @@ def parse_args(argv):
     p.add_argument("--stall", type=float, default=20.0)
     p.add_argument("--deny403", action="append", default=[])
     p.add_argument("--deny404", action="append", default=[])
+    p.add_argument("--always", action="append", default=[],
+                   help="KEY=KIND: every request of KEY gets fault KIND (until /__calm)")
     p.add_argument("--extra")
     a = p.parse_args(argv)
     if a.plan is None:
@@ -100,6 +105,7 @@ class State:
         self.times = {}
         self.log = []
         self.rnd = random.Random(a.seed)
+        self.always = dict(x.rsplit("=", 1) for x in a.always)
         self.extra = {}
         if a.extra:
             with open(a.extra, encoding="utf-8", errors="surrogateescape") as f:
@@ -130,7 +136,9 @@ class State:
         with self.lock:
             n = self.counts.get(key, 0)
             self.counts[key] = n + 1
-            if self.a.storm is not None:
+            if key in self.always:
+                kind = self.always[key]
+            elif self.a.storm is not None:
                 kind = "ok"
                 if self.plan and self.rnd.random() < self.a.storm:
                     kind = self.rnd.choice(self.plan)
@@ -190,6 +198,11 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 body = json.dumps(st.log, ensure_ascii=True).encode()
             return self.send_small(200, body)
+        if key == "__calm":
+            with st.lock:
+                st.plan = []  # no fault from now on (the storm's and the per-object plan's)
+                st.always = {}
+            return self.send_small(200, b"calm\n")
         if key == "MANIFEST":
             return self.send_small(200, st.manifest(), entry=st.log_request(key, rng, "ok"))
         if key in st.a.deny403:
