@@ -314,32 +314,70 @@ static const struct smp_xfer_ops idx_ops = {idx_data, idx_end, idx_restart, idx_
  * whose sidecar fails are read whole (one unit), with a warning.  Returns
  * 0 or -errno (local failures only: memory, the engine; stopped).
  */
+/* Sets the units and index of the object of one fetched sidecar.  0 or -ENOMEM. */
+static int set_index(struct smp__pobj *o, const struct idx_fetch *x)
+{
+	struct smp_idx_entry *ents = NULL;
+	size_t ne = 0, cap = 0;
+	char err[512];
+	int rc = 0, prc = x->rc == 0 ? smp__parse_index(x->buf ? x->buf : "", x->len, 0, o->size,
+							&ents, &ne, &cap, err, sizeof(err))
+				     : -EIO;
+	if (prc == 0 && ne > 0) {
+		o->idx = malloc(ne * sizeof(*o->idx));
+		if (!o->idx) {
+			rc = -ENOMEM;
+		} else {
+			for (size_t i = 0; i < ne; i++)
+				o->idx[i] = (struct smp__idx){ents[i].off, ents[i].size, 0};
+			o->units = ne;
+		}
+	} else if (prc == -ENOMEM) {
+		rc = prc;
+	} else {
+		cmn_log(CMN_LOG_WARN, "%s.idx: %s: reading the whole object instead", o->key,
+			prc == 0 ? "no record indexed"
+			: x->rc	 ? x->msg
+				 : err);
+	}
+	free(ents);
+	return rc;
+}
+
 static int load_sidecars(struct smp_sampler *s, struct smp__pobj **objs, const bool *want, size_t n)
 {
-	struct idx_fetch *fx = calloc(n ? n : 1, sizeof(*fx));
+	/* a fetch state for each object that has a sidecar, not for each object */
+	size_t m = 0;
+	for (size_t k = 0; k < n; k++)
+		m += want[k];
+	if (m == 0)
+		return 0;
+	struct idx_fetch *fx = calloc(m, sizeof(*fx));
+	struct smp__pobj **of = malloc(m * sizeof(*of));
 	int rc = 0;
-	size_t asked = 0;
-	if (!fx)
+	if (!fx || !of) {
+		free(fx);
+		free(of);
 		return -ENOMEM;
-	for (size_t k = 0; k < n; k++) {
-		if (!want[k]) {
-			fx[k].done = true;
-			continue;
-		}
+	}
+	for (size_t k = 0, i = 0; k < n; k++)
+		if (want[k])
+			of[i++] = objs[k];
+	for (size_t i = 0; i < m; i++) {
 		char key[SMP_KEY_MAX + 8];
-		snprintf(key, sizeof(key), "%s.idx", objs[k]->key);
-		struct smp_fetch_req r = {.key = key, .ops = &idx_ops, .ctx = &fx[k]};
+		snprintf(key, sizeof(key), "%s.idx", of[i]->key);
+		struct smp_fetch_req r = {.key = key, .ops = &idx_ops, .ctx = &fx[i]};
 		rc = smp_fetch_add(s->fetch, &r);
 		if (rc) {
-			fx[k].done = true;
+			for (size_t j = i; j < m; j++)
+				fx[j].done = true;
 			goto out;
 		}
-		asked++;
 	}
-	for (size_t k = 0;
-	     k < n && rc == 0;) { /* bounded: each request ends (retries are bounded) */
-		if (fx[k].done) {
-			k++;
+	for (size_t i = 0;
+	     i < m && rc == 0;) { /* bounded: each request ends (retries are bounded) */
+		if (fx[i].done) {
+			i++;
 			continue;
 		}
 		if (atomic_load(&s->stop)) {
@@ -349,49 +387,14 @@ static int load_sidecars(struct smp_sampler *s, struct smp__pobj **objs, const b
 		rc = smp_fetch_step(s->fetch, 250);
 	}
 out:
-	if (rc) { /* requests still queued point into fx: end them all */
+	if (rc) /* requests still queued point into fx: end them all */
 		smp_fetch_cancel_all(s->fetch);
-		goto free;
-	}
-	for (size_t k = 0; k < n; k++) {
-		if (!want[k])
-			continue;
-		struct smp__pobj *o = objs[k];
-		struct smp_idx_entry *ents = NULL;
-		size_t ne = 0, cap = 0;
-		char err[512];
-		int prc = fx[k].rc == 0
-			      ? smp__parse_index(fx[k].buf ? fx[k].buf : "", fx[k].len, 0, o->size,
-						 &ents, &ne, &cap, err, sizeof(err))
-			      : -EIO;
-		if (prc == 0 && ne > 0) {
-			o->idx = malloc(ne * sizeof(*o->idx));
-			if (!o->idx) {
-				free(ents);
-				rc = -ENOMEM;
-				goto free;
-			}
-			for (size_t i = 0; i < ne; i++)
-				o->idx[i] = (struct smp__idx){ents[i].off, ents[i].size, 0};
-			o->units = ne;
-		} else if (prc == -ENOMEM) {
-			rc = prc;
-		} else {
-			cmn_log(CMN_LOG_WARN, "%s.idx: %s: reading the whole object instead",
-				o->key,
-				prc == 0   ? "no record indexed"
-				: fx[k].rc ? fx[k].msg
-					   : err);
-		}
-		free(ents);
-		if (rc)
-			goto free;
-	}
-free:
-	for (size_t k = 0; k < n; k++)
-		free(fx[k].buf);
+	for (size_t i = 0; i < m && rc == 0; i++)
+		rc = set_index(of[i], &fx[i]);
+	for (size_t i = 0; i < m; i++)
+		free(fx[i].buf);
 	free(fx);
-	(void)asked;
+	free(of);
 	return rc;
 }
 
