@@ -19,17 +19,27 @@
 #define SMP_KEY_MAX	     1024		/* bytes of one key (S3's own limit) */
 
 struct smp_object {
-	char *key; /* relative to the source prefix; owned */
+	char *key; /* relative to the source prefix; in the listing's blocks */
 	uint64_t size;
-	char *etag; /* ETag (s3), or "mtime-size" (http, file); owned */
+	char *etag; /* ETag (s3), or "mtime-size" (http, file); in the listing's blocks */
 };
+
+/*
+ * The keys and etags live in blocks of SMP_LIST_BLOCK bytes (listing.c),
+ * packed end to end: one malloc per block, not two per object, and no
+ * malloc header or rounding per string.  A string stays where it is until
+ * smp_listing_free; an object dropped from v (a duplicate, a sidecar) leaves
+ * its bytes in the block.
+ */
+struct smp__strblk;
 
 struct smp_listing {
 	struct smp_object *v; /* sorted by key (bytewise) once complete */
 	size_t n, cap;
+	struct smp__strblk *blk; /* the strings' blocks, newest first; owned */
 };
 
-/* Frees every object and the array; *l is zeroed (ready for reuse). */
+/* Frees the array and every block; *l is zeroed (ready for reuse). */
 void smp_listing_free(struct smp_listing *l);
 
 #endif

@@ -70,11 +70,8 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 	}
 	size_t w = 0;
 	for (size_t i = 0; i < l.n; i++) {
-		if (is_sidecar(&l, i)) {
-			free(l.v[i].key);
-			free(l.v[i].etag);
-			continue;
-		}
+		if (is_sidecar(&l, i))
+			continue; /* its strings stay in l's blocks until smp_listing_free */
 		idx[w] = idx[i];
 		l.v[w++] = l.v[i];
 	}
