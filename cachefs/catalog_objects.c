@@ -19,7 +19,7 @@ const char *const cfs__sql_objects[S__COUNT] = {
     [S_SOURCE_GET] = "SELECT id FROM sources WHERE url = ?1",
     [S_SOURCE_ADD] = "INSERT INTO sources(url) VALUES(?1)",
     [S_OBJ_CURRENT] = "SELECT id, key, size, etag, state FROM objects "
-		      "WHERE source_id = ?1 AND state != " SQL_OBJ_STALE,
+		      "WHERE source_id = ?1 AND state != " SQL_OBJ_STALE " ORDER BY key",
     [S_OBJ_ADD] = "INSERT INTO objects(source_id, key, size, etag, listed_epoch, state) "
 		  "VALUES(?1, ?2, ?3, ?4, ?5, " SQL_OBJ_LISTED ")",
     [S_OBJ_SEEN] = "UPDATE objects SET listed_epoch = ?2, state = " SQL_OBJ_LISTED " WHERE id = ?1",
@@ -77,21 +77,6 @@ out:
 }
 
 /* ---- the listing merge ------------------------------------------------- */
-
-/* An existing current object row, for the merge in objects_sync. */
-struct cur_obj {
-	int64_t id;
-	char *key;
-	uint64_t size;
-	char *etag;
-	int state;
-	bool seen;
-};
-
-static int cmp_cur(const void *a, const void *b)
-{
-	return strcmp(((const struct cur_obj *)a)->key, ((const struct cur_obj *)b)->key);
-}
 
 struct ent_ref {
 	const struct cfs_listing_entry *e;
@@ -173,135 +158,158 @@ static int sort_listing(const struct cfs_listing_entry *ents, size_t n, struct e
 	return 0;
 }
 
-static int row_cur_obj(sqlite3_stmt *st, void *el)
+/* What phase 2 of the merge does with one listing entry (scan_current). */
+enum merge_act {
+	ACT_ADD,     /* a key the source has no current row for: a new row */
+	ACT_SEEN,    /* same size and etag: the row is seen at this epoch */
+	ACT_CHANGED, /* the row becomes STALE, a new row takes its key */
+};
+
+/* Ids of current rows the listing does not name (scan_current's *gone). */
+struct id_vec {
+	int64_t *v;
+	size_t n, cap;
+};
+
+static int id_push(struct id_vec *g, int64_t id)
 {
-	struct cur_obj *o = el;
-	bool oom = false;
-
-	o->id = sqlite3_column_int64(st, 0);
-	o->key = cfs__dup_col(st, 1, &oom);
-	o->size = (uint64_t)sqlite3_column_int64(st, 2);
-	o->etag = cfs__dup_col(st, 3, &oom);
-	o->state = sqlite3_column_int(st, 4);
-	return oom ? -ENOMEM : 0;
-}
-
-static void cur_free(void *arr, size_t n)
-{
-	struct cur_obj *cur = arr;
-
-	for (size_t j = 0; j < n; j++) {
-		free(cur[j].key);
-		free(cur[j].etag);
+	if (g->n == g->cap) {
+		size_t nc = g->cap ? g->cap * 2 : 256;
+		int64_t *nv = realloc(g->v, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		g->v = nv;
+		g->cap = nc;
 	}
-	free(cur);
-}
-
-/* The source's current (not STALE) rows, sorted by key.  In a transaction. */
-static int read_current(struct cfs_catalog *c, int64_t source_id, struct cur_obj **cur,
-			size_t *ncur)
-{
-	sqlite3_stmt *st = cfs__stmt(c, S_OBJ_CURRENT);
-	int rc;
-
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, source_id);
-	rc = cfs__collect_rows(c, st, sizeof(**cur), row_cur_obj, cur_free, "object listing",
-			       (void **)cur, ncur);
-	if (rc == 0 && *ncur > 1)
-		qsort(*cur, *ncur, sizeof(**cur), cmp_cur);
-	return rc;
-}
-
-/*
- * Walks the sorted listing and the sorted current rows in step: a key in
- * both is seen (same size and etag) or changed (old row STALE, new row); a
- * key only in the listing is added.  Marks the rows it met as seen and
- * writes each entry's row id into ids[] (when ids).  In a transaction.
- */
-static int merge_listing(struct cfs_catalog *c, int64_t source_id, const struct ent_ref *refs,
-			 size_t n, struct cur_obj *cur, size_t ncur, uint32_t epoch, int64_t *ids,
-			 struct cfs_sync_result *r)
-{
-	size_t j = 0;
-	int rc = 0;
-
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		const struct cfs_listing_entry *e = refs[i].e;
-		int64_t id = 0;
-		int d = 1;
-
-		while (j < ncur && (d = strcmp(cur[j].key, e->key)) < 0)
-			j++;
-		if (j < ncur && d == 0) {
-			struct cur_obj *o = &cur[j];
-			o->seen = true;
-			if (o->size == e->size && etag_eq(o->etag, e->etag)) {
-				rc = obj_set(c, S_OBJ_SEEN, o->id, epoch);
-				id = o->id;
-				r->unchanged++;
-			} else {
-				rc = obj_set(c, S_OBJ_STALE, o->id, 0);
-				if (rc == 0)
-					rc = obj_add(c, source_id, e, epoch, &id);
-				r->changed++;
-			}
-		} else {
-			rc = obj_add(c, source_id, e, epoch, &id);
-			r->added++;
-		}
-		if (rc == 0 && ids)
-			ids[refs[i].idx] = id;
-	}
-	return rc;
-}
-
-/* Current rows the listing did not name become VANISHED.  In a transaction. */
-static int vanish_unseen(struct cfs_catalog *c, const struct cur_obj *cur, size_t ncur,
-			 struct cfs_sync_result *r)
-{
-	for (size_t j = 0; j < ncur; j++) {
-		if (cur[j].seen || cur[j].state == CFS_OBJECT_VANISHED)
-			continue;
-		int rc = obj_set(c, S_OBJ_VANISH, cur[j].id, 0);
-		if (rc < 0)
-			return rc;
-		r->vanished++;
-	}
+	g->v[g->n++] = id;
 	return 0;
 }
 
 /*
- * The idea: read the source's current rows in one query, sort them and the
- * listing by key, and walk both in step (a merge join), so a listing of N
- * keys costs one query plus N small statements in one transaction.
+ * Phase 1 of the merge, reads only: walks the source's current rows in key
+ * order (S_OBJ_CURRENT: the index objects_current gives that order, so no
+ * row is copied or sorted) in step with the sorted listing.  Sets act[k]
+ * for refs[k] and, for SEEN and CHANGED, old[refs[k].idx] to the current
+ * row's id; the current rows the listing does not name and that are not
+ * VANISHED yet go to *gone.  Returns 0 or -errno (*gone then holds what was
+ * found: the caller frees it).  In a transaction.
+ */
+static int scan_current(struct cfs_catalog *c, int64_t source_id, const struct ent_ref *refs,
+			size_t n, uint8_t *act, int64_t *old, struct id_vec *gone)
+{
+	sqlite3_stmt *st = cfs__stmt(c, S_OBJ_CURRENT);
+	size_t k = 0;
+	int rc, e = 0;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, source_id);
+	while (e == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const char *key = (const char *)sqlite3_column_text(st, 1);
+		int d = 1;
+
+		while (key && k < n && (d = strcmp(refs[k].e->key, key)) < 0)
+			act[k++] = ACT_ADD;
+		if (key && k < n && d == 0) {
+			const struct cfs_listing_entry *le = refs[k].e;
+			const char *etag = (const char *)sqlite3_column_text(st, 3);
+			bool same = (uint64_t)sqlite3_column_int64(st, 2) == le->size &&
+				    etag_eq(etag, le->etag);
+			act[k] = same ? ACT_SEEN : ACT_CHANGED;
+			old[refs[k++].idx] = id;
+		} else if (sqlite3_column_int(st, 4) != CFS_OBJECT_VANISHED) {
+			e = id_push(gone, id);
+		}
+	}
+	sqlite3_reset(st);
+	if (e < 0)
+		return e;
+	if (rc != SQLITE_DONE)
+		return cfs__fail(c, rc, "object listing");
+	while (k < n)
+		act[k++] = ACT_ADD;
+	return 0;
+}
+
+/*
+ * Phase 2: the writes phase 1 chose, in key order (a CHANGED row is made
+ * STALE before its key's new row is inserted: C2), then the vanished rows.
+ * Writes each entry's row id into ids[] (when ids; old[] may be ids).  In
+ * a transaction.
+ */
+static int apply_merge(struct cfs_catalog *c, int64_t source_id, const struct ent_ref *refs,
+		       size_t n, const uint8_t *act, const int64_t *old, const struct id_vec *gone,
+		       uint32_t epoch, int64_t *ids, struct cfs_sync_result *r)
+{
+	int rc = 0;
+
+	for (size_t k = 0; k < n && rc == 0; k++) {
+		int64_t id = old[refs[k].idx];
+
+		if (act[k] == ACT_SEEN) {
+			rc = obj_set(c, S_OBJ_SEEN, id, epoch);
+			r->unchanged++;
+		} else if (act[k] == ACT_CHANGED) {
+			rc = obj_set(c, S_OBJ_STALE, id, 0);
+			if (rc == 0)
+				rc = obj_add(c, source_id, refs[k].e, epoch, &id);
+			r->changed++;
+		} else {
+			rc = obj_add(c, source_id, refs[k].e, epoch, &id);
+			r->added++;
+		}
+		if (rc == 0 && ids)
+			ids[refs[k].idx] = id;
+	}
+	for (size_t j = 0; j < gone->n && rc == 0; j++) {
+		rc = obj_set(c, S_OBJ_VANISH, gone->v[j], 0);
+		r->vanished++;
+	}
+	return rc;
+}
+
+/*
+ * The idea: sort the listing by key and walk it in step with the source's
+ * current rows, which the index objects_current yields in key order (a
+ * merge join): first reading only, noting per entry what to do (1 byte and
+ * the row's id), then writing, so the walk never meets its own changes and
+ * no current row is held in memory.  A listing of N keys costs one query
+ * plus N small statements in one transaction.
  */
 int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
 			     const struct cfs_listing_entry *ents, size_t n, uint32_t epoch,
 			     int64_t *ids, struct cfs_sync_result *res)
 {
-	struct cur_obj *cur = NULL;
 	struct ent_ref *refs = NULL;
 	struct cfs_sync_result r = {0};
-	size_t ncur = 0;
+	struct id_vec gone = {0};
+	uint8_t *act = NULL;
+	int64_t *old = ids;
 	int rc;
 
 	rc = sort_listing(ents, n, &refs);
 	if (rc < 0)
 		return rc;
-	rc = cfs__txn_begin(c);
-	if (rc < 0) {
-		free(refs);
-		return rc;
+	act = malloc(n ? n : 1);
+	if (!old)
+		old = malloc((n ? n : 1) * sizeof(*old));
+	if (!act || !old) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	rc = read_current(c, source_id, &cur, &ncur);
+	rc = cfs__txn_begin(c);
+	if (rc < 0)
+		goto out;
+	rc = scan_current(c, source_id, refs, n, act, old, &gone);
 	if (rc == 0)
-		rc = merge_listing(c, source_id, refs, n, cur, ncur, epoch, ids, &r);
-	if (rc == 0)
-		rc = vanish_unseen(c, cur, ncur, &r);
+		rc = apply_merge(c, source_id, refs, n, act, old, &gone, epoch, ids, &r);
 	rc = cfs__txn_end(c, rc);
-	cur_free(cur, ncur);
+out:
+	if (old != ids)
+		free(old);
+	free(act);
+	free(gone.v);
 	free(refs);
 	if (rc == 0 && r.changed)
 		atomic_fetch_add_explicit(&c->stale_gen, 1, memory_order_release);
