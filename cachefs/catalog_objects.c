@@ -305,6 +305,17 @@ int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
 	if (rc == 0)
 		rc = apply_merge(c, source_id, refs, n, act, old, &gone, epoch, ids, &r);
 	rc = cfs__txn_end(c, rc);
+	/*
+	 * The merge filled the page cache with the listing's pages; what it
+	 * holds beyond the caller's transaction goes back to the heap now, for
+	 * the listing's next consumer (the sampling plan) to reuse, instead of
+	 * adding to it until the cache_size limit evicts.  Pages are read again
+	 * (from the OS's cache) when needed.
+	 */
+	cfs__lock(c);
+	if (c->depth == 0)
+		sqlite3_db_release_memory(c->db);
+	cfs__unlock(c);
 out:
 	if (old != ids)
 		free(old);
