@@ -76,8 +76,7 @@ int smp__listing_add(struct smp_listing *l, const char *key, size_t keylen, uint
 	o->key = p;
 	memcpy(p, key, keylen);
 	p[keylen] = '\0';
-	o->etag = p + keylen + 1;
-	memcpy(o->etag, etag, el + 1);
+	memcpy(p + keylen + 1, etag, el + 1); /* smp_object_etag */
 	o->size = size;
 	l->blk->used += keylen + 1 + el + 1;
 	return 0;

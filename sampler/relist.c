@@ -98,7 +98,8 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < l.n; i++)
-		ents[i] = (struct cfs_listing_entry){l.v[i].key, l.v[i].size, l.v[i].etag};
+		ents[i] =
+		    (struct cfs_listing_entry){l.v[i].key, l.v[i].size, smp_object_etag(&l.v[i])};
 	struct cfs_sync_result res = {0};
 	rc = cfs_catalog_objects_sync(s->cat, s->source_id, ents, l.n, epoch, ids, &res);
 	free(ents);
