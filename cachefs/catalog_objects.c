@@ -158,6 +158,50 @@ static int sort_listing(const struct cfs_listing_entry *ents, size_t n, struct e
 	return 0;
 }
 
+/*
+ * The listing as the merge reads it: entry k in key order (view_at).  One
+ * of: get (cfs_catalog_objects_sync_sorted), refs (an array sorted here),
+ * ents alone (an array given in key order).
+ */
+struct ents_view {
+	cfs_listing_get_fn get;
+	void *ctx;
+	const struct cfs_listing_entry *ents;
+	const struct ent_ref *refs;
+	size_t n;
+};
+
+/* Entry k in key order into *e; returns its slot in ids[]. */
+static size_t view_at(const struct ents_view *v, size_t k, struct cfs_listing_entry *e)
+{
+	if (v->get) {
+		v->get(v->ctx, k, e);
+		return k;
+	}
+	if (v->refs) {
+		*e = *v->refs[k].e;
+		return v->refs[k].idx;
+	}
+	*e = v->ents[k];
+	return k;
+}
+
+/* 0 when every key is there and greater than the one before, else -EINVAL. */
+static int view_check_order(const struct ents_view *v)
+{
+	const char *prev = NULL;
+
+	for (size_t k = 0; k < v->n; k++) {
+		struct cfs_listing_entry e;
+
+		view_at(v, k, &e);
+		if (!e.key || (prev && strcmp(prev, e.key) >= 0))
+			return -EINVAL;
+		prev = e.key;
+	}
+	return 0;
+}
+
 /* What phase 2 of the merge does with one listing entry (scan_current). */
 enum merge_act {
 	ACT_ADD,     /* a key the source has no current row for: a new row */
@@ -188,17 +232,18 @@ static int id_push(struct id_vec *g, int64_t id)
 /*
  * Phase 1 of the merge, reads only: walks the source's current rows in key
  * order (S_OBJ_CURRENT: the index objects_current gives that order, so no
- * row is copied or sorted) in step with the sorted listing.  Sets act[k]
- * for refs[k] and, for SEEN and CHANGED, old[refs[k].idx] to the current
- * row's id; the current rows the listing does not name and that are not
- * VANISHED yet go to *gone.  Returns 0 or -errno (*gone then holds what was
- * found: the caller frees it).  In a transaction.
+ * row is copied or sorted) in step with the listing in key order.  Sets
+ * act[k] for entry k and, for SEEN and CHANGED, old[its slot] to the
+ * current row's id; the current rows the listing does not name and that
+ * are not VANISHED yet go to *gone.  Returns 0 or -errno (*gone then holds
+ * what was found: the caller frees it).  In a transaction.
  */
-static int scan_current(struct cfs_catalog *c, int64_t source_id, const struct ent_ref *refs,
-			size_t n, uint8_t *act, int64_t *old, struct id_vec *gone)
+static int scan_current(struct cfs_catalog *c, int64_t source_id, const struct ents_view *v,
+			uint8_t *act, int64_t *old, struct id_vec *gone)
 {
 	sqlite3_stmt *st = cfs__stmt(c, S_OBJ_CURRENT);
-	size_t k = 0;
+	struct cfs_listing_entry le;
+	size_t k = 0, slot = 0;
 	int rc, e = 0;
 
 	if (!st)
@@ -209,15 +254,18 @@ static int scan_current(struct cfs_catalog *c, int64_t source_id, const struct e
 		const char *key = (const char *)sqlite3_column_text(st, 1);
 		int d = 1;
 
-		while (key && k < n && (d = strcmp(refs[k].e->key, key)) < 0)
+		while (key && k < v->n) {
+			slot = view_at(v, k, &le);
+			if ((d = strcmp(le.key, key)) >= 0)
+				break;
 			act[k++] = ACT_ADD;
-		if (key && k < n && d == 0) {
-			const struct cfs_listing_entry *le = refs[k].e;
+		}
+		if (key && k < v->n && d == 0) {
 			const char *etag = (const char *)sqlite3_column_text(st, 3);
-			bool same = (uint64_t)sqlite3_column_int64(st, 2) == le->size &&
-				    etag_eq(etag, le->etag);
-			act[k] = same ? ACT_SEEN : ACT_CHANGED;
-			old[refs[k++].idx] = id;
+			bool same = (uint64_t)sqlite3_column_int64(st, 2) == le.size &&
+				    etag_eq(etag, le.etag);
+			act[k++] = same ? ACT_SEEN : ACT_CHANGED;
+			old[slot] = id;
 		} else if (sqlite3_column_int(st, 4) != CFS_OBJECT_VANISHED) {
 			e = id_push(gone, id);
 		}
@@ -227,7 +275,7 @@ static int scan_current(struct cfs_catalog *c, int64_t source_id, const struct e
 		return e;
 	if (rc != SQLITE_DONE)
 		return cfs__fail(c, rc, "object listing");
-	while (k < n)
+	while (k < v->n)
 		act[k++] = ACT_ADD;
 	return 0;
 }
@@ -235,17 +283,19 @@ static int scan_current(struct cfs_catalog *c, int64_t source_id, const struct e
 /*
  * Phase 2: the writes phase 1 chose, in key order (a CHANGED row is made
  * STALE before its key's new row is inserted: C2), then the vanished rows.
- * Writes each entry's row id into ids[] (when ids; old[] may be ids).  In
- * a transaction.
+ * Writes each entry's row id into ids[its slot] (when ids; old[] may be
+ * ids).  In a transaction.
  */
-static int apply_merge(struct cfs_catalog *c, int64_t source_id, const struct ent_ref *refs,
-		       size_t n, const uint8_t *act, const int64_t *old, const struct id_vec *gone,
+static int apply_merge(struct cfs_catalog *c, int64_t source_id, const struct ents_view *v,
+		       const uint8_t *act, const int64_t *old, const struct id_vec *gone,
 		       uint32_t epoch, int64_t *ids, struct cfs_sync_result *r)
 {
 	int rc = 0;
 
-	for (size_t k = 0; k < n && rc == 0; k++) {
-		int64_t id = old[refs[k].idx];
+	for (size_t k = 0; k < v->n && rc == 0; k++) {
+		struct cfs_listing_entry le;
+		size_t slot = view_at(v, k, &le);
+		int64_t id = old[slot];
 
 		if (act[k] == ACT_SEEN) {
 			rc = obj_set(c, S_OBJ_SEEN, id, epoch);
@@ -253,14 +303,14 @@ static int apply_merge(struct cfs_catalog *c, int64_t source_id, const struct en
 		} else if (act[k] == ACT_CHANGED) {
 			rc = obj_set(c, S_OBJ_STALE, id, 0);
 			if (rc == 0)
-				rc = obj_add(c, source_id, refs[k].e, epoch, &id);
+				rc = obj_add(c, source_id, &le, epoch, &id);
 			r->changed++;
 		} else {
-			rc = obj_add(c, source_id, refs[k].e, epoch, &id);
+			rc = obj_add(c, source_id, &le, epoch, &id);
 			r->added++;
 		}
 		if (rc == 0 && ids)
-			ids[refs[k].idx] = id;
+			ids[slot] = id;
 	}
 	for (size_t j = 0; j < gone->n && rc == 0; j++) {
 		rc = obj_set(c, S_OBJ_VANISH, gone->v[j], 0);
@@ -270,40 +320,30 @@ static int apply_merge(struct cfs_catalog *c, int64_t source_id, const struct en
 }
 
 /*
- * The idea: sort the listing by key and walk it in step with the source's
+ * The idea: walk the listing in key order in step with the source's
  * current rows, which the index objects_current yields in key order (a
  * merge join): first reading only, noting per entry what to do (1 byte and
  * the row's id), then writing, so the walk never meets its own changes and
  * no current row is held in memory.  A listing of N keys costs one query
  * plus N small statements in one transaction.
  */
-int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
-			     const struct cfs_listing_entry *ents, size_t n, uint32_t epoch,
-			     int64_t *ids, struct cfs_sync_result *res)
+static int sync_view(struct cfs_catalog *c, int64_t source_id, const struct ents_view *v,
+		     uint32_t epoch, int64_t *ids, struct cfs_sync_result *res)
 {
-	struct ent_ref *refs = NULL;
 	struct cfs_sync_result r = {0};
 	struct id_vec gone = {0};
-	uint8_t *act = NULL;
-	int64_t *old = ids;
-	int rc;
+	uint8_t *act = malloc(v->n ? v->n : 1);
+	int64_t *old = ids ? ids : malloc((v->n ? v->n : 1) * sizeof(*old));
+	int rc = -ENOMEM;
 
-	rc = sort_listing(ents, n, &refs);
-	if (rc < 0)
-		return rc;
-	act = malloc(n ? n : 1);
-	if (!old)
-		old = malloc((n ? n : 1) * sizeof(*old));
-	if (!act || !old) {
-		rc = -ENOMEM;
+	if (!act || !old)
 		goto out;
-	}
 	rc = cfs__txn_begin(c);
 	if (rc < 0)
 		goto out;
-	rc = scan_current(c, source_id, refs, n, act, old, &gone);
+	rc = scan_current(c, source_id, v, act, old, &gone);
 	if (rc == 0)
-		rc = apply_merge(c, source_id, refs, n, act, old, &gone, epoch, ids, &r);
+		rc = apply_merge(c, source_id, v, act, old, &gone, epoch, ids, &r);
 	rc = cfs__txn_end(c, rc);
 	/*
 	 * The merge filled the page cache with the listing's pages; what it
@@ -321,12 +361,41 @@ out:
 		free(old);
 	free(act);
 	free(gone.v);
-	free(refs);
 	if (rc == 0 && r.changed)
 		atomic_fetch_add_explicit(&c->stale_gen, 1, memory_order_release);
 	if (rc == 0 && res)
 		*res = r;
 	return rc;
+}
+
+int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
+			     const struct cfs_listing_entry *ents, size_t n, uint32_t epoch,
+			     int64_t *ids, struct cfs_sync_result *res)
+{
+	struct ents_view v = {.ents = ents, .n = n};
+	struct ent_ref *refs = NULL;
+	int rc;
+
+	if (view_check_order(&v) < 0) { /* not in key order (or a NULL key): sorted here */
+		rc = sort_listing(ents, n, &refs);
+		if (rc < 0)
+			return rc;
+		v.refs = refs;
+	}
+	rc = sync_view(c, source_id, &v, epoch, ids, res);
+	free(refs);
+	return rc;
+}
+
+int cfs_catalog_objects_sync_sorted(struct cfs_catalog *c, int64_t source_id,
+				    cfs_listing_get_fn get, void *ctx, size_t n, uint32_t epoch,
+				    int64_t *ids, struct cfs_sync_result *res)
+{
+	struct ents_view v = {.get = get, .ctx = ctx, .n = n};
+
+	if (view_check_order(&v) < 0)
+		return -EINVAL;
+	return sync_view(c, source_id, &v, epoch, ids, res);
 }
 
 /* ---- object lists ------------------------------------------------------ */

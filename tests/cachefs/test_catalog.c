@@ -542,6 +542,45 @@ START_TEST(objects_sync_walks_in_key_order)
 }
 END_TEST
 
+static void array_entry(void *ctx, size_t k, struct cfs_listing_entry *e)
+{
+	*e = ((const struct cfs_listing_entry *)ctx)[k];
+}
+
+/* The sorted variant reads through its getter and refuses keys out of order. */
+START_TEST(objects_sync_sorted_reads_in_place)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t src, ids[3], ids2[3];
+	struct cfs_sync_result r;
+	struct cfs_listing_entry l1[3] = {{"a", 1, "e"}, {"b", 2, NULL}, {"c", 3, NULL}};
+	struct cfs_listing_entry l2[3] = {{"a", 1, "e"}, {"b", 2, "x"}, {"d", 4, NULL}};
+	struct cfs_listing_entry bad[2] = {{"b", 1, NULL}, {"a", 1, NULL}};
+	struct cfs_listing_entry dup[2] = {{"a", 1, NULL}, {"a", 1, NULL}};
+
+	ck_assert_int_eq(cfs_catalog_source(c, "http://h/q/", &src), 0);
+	ck_assert_int_eq(cfs_catalog_objects_sync_sorted(c, src, array_entry, l1, 3, 0, ids, &r),
+			 0);
+	ck_assert_uint_eq(r.added, 3);
+	ck_assert_int_eq(cfs_catalog_objects_sync_sorted(c, src, array_entry, l2, 3, 1, ids2, &r),
+			 0);
+	ck_assert_uint_eq(r.unchanged, 1);
+	ck_assert_uint_eq(r.changed, 1);
+	ck_assert_uint_eq(r.added, 1);
+	ck_assert_uint_eq(r.vanished, 1);
+	ck_assert_int_eq(ids2[0], ids[0]);
+	ck_assert_int_ne(ids2[1], ids[1]);
+	ck_assert_int_eq(cfs_catalog_objects_sync_sorted(c, src, array_entry, bad, 2, 2, NULL, &r),
+			 -EINVAL);
+	ck_assert_int_eq(cfs_catalog_objects_sync_sorted(c, src, array_entry, dup, 2, 2, NULL, &r),
+			 -EINVAL);
+	ck_assert_int_eq(cfs_catalog_objects_sync_sorted(c, src, array_entry, l2, 0, 2, NULL, &r),
+			 0);
+	ck_assert_uint_eq(r.vanished, 3); /* an empty listing */
+	cfs_catalog_close(c);
+}
+END_TEST
+
 START_TEST(stale_objects_name_their_shards)
 {
 	struct cfs_catalog *c = open_rw();
@@ -967,6 +1006,7 @@ int main(void)
 	    {"raw_names_unique", raw_names_unique},
 	    {"objects_sync_merges_listings", objects_sync_merges_listings},
 	    {"objects_sync_walks_in_key_order", objects_sync_walks_in_key_order},
+	    {"objects_sync_sorted_reads_in_place", objects_sync_sorted_reads_in_place},
 	    {"stale_objects_name_their_shards", stale_objects_name_their_shards},
 	    {"epochs_begin_and_list", epochs_begin_and_list},
 	    {"explicit_transaction_rolls_back", explicit_transaction_rolls_back},
