@@ -147,6 +147,23 @@ int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
 			     const struct cfs_listing_entry *ents, size_t n, uint32_t epoch,
 			     int64_t *ids, struct cfs_sync_result *res);
 
+/*
+ * Entry k (0 <= k < n) of a listing in key order, into *e; its strings stay
+ * valid until the call it serves returns.
+ */
+typedef void (*cfs_listing_get_fn)(void *ctx, size_t k, struct cfs_listing_entry *e);
+
+/*
+ * cfs_catalog_objects_sync for a listing read through get(ctx, k, &e), in
+ * strictly increasing key order (bytewise, as strcmp compares): no copy of
+ * the entries is made.  ids[k] (when ids) receives entry k's object id.
+ * Keys NULL, repeated or out of order: -EINVAL, nothing changed.  Returns 0
+ * or -errno (nothing changed).
+ */
+int cfs_catalog_objects_sync_sorted(struct cfs_catalog *c, int64_t source_id,
+				    cfs_listing_get_fn get, void *ctx, size_t n, uint32_t epoch,
+				    int64_t *ids, struct cfs_sync_result *res);
+
 /* One object row (cfs_catalog_objects_list). */
 struct cfs_object_info {
 	int64_t id;

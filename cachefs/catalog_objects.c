@@ -19,7 +19,7 @@ const char *const cfs__sql_objects[S__COUNT] = {
     [S_SOURCE_GET] = "SELECT id FROM sources WHERE url = ?1",
     [S_SOURCE_ADD] = "INSERT INTO sources(url) VALUES(?1)",
     [S_OBJ_CURRENT] = "SELECT id, key, size, etag, state FROM objects "
-		      "WHERE source_id = ?1 AND state != " SQL_OBJ_STALE,
+		      "WHERE source_id = ?1 AND state != " SQL_OBJ_STALE " ORDER BY key",
     [S_OBJ_ADD] = "INSERT INTO objects(source_id, key, size, etag, listed_epoch, state) "
 		  "VALUES(?1, ?2, ?3, ?4, ?5, " SQL_OBJ_LISTED ")",
     [S_OBJ_SEEN] = "UPDATE objects SET listed_epoch = ?2, state = " SQL_OBJ_LISTED " WHERE id = ?1",
@@ -77,21 +77,6 @@ out:
 }
 
 /* ---- the listing merge ------------------------------------------------- */
-
-/* An existing current object row, for the merge in objects_sync. */
-struct cur_obj {
-	int64_t id;
-	char *key;
-	uint64_t size;
-	char *etag;
-	int state;
-	bool seen;
-};
-
-static int cmp_cur(const void *a, const void *b)
-{
-	return strcmp(((const struct cur_obj *)a)->key, ((const struct cur_obj *)b)->key);
-}
 
 struct ent_ref {
 	const struct cfs_listing_entry *e;
@@ -180,141 +165,244 @@ static int sort_listing(const struct cfs_listing_entry *ents, size_t n, struct e
 	return 0;
 }
 
-static int row_cur_obj(sqlite3_stmt *st, void *el)
-{
-	struct cur_obj *o = el;
-	bool oom = false;
-
-	o->id = sqlite3_column_int64(st, 0);
-	o->key = cfs__dup_col(st, 1, &oom);
-	o->size = (uint64_t)sqlite3_column_int64(st, 2);
-	o->etag = cfs__dup_col(st, 3, &oom);
-	o->state = sqlite3_column_int(st, 4);
-	return oom ? -ENOMEM : 0;
-}
-
-static void cur_free(void *arr, size_t n)
-{
-	struct cur_obj *cur = arr;
-
-	for (size_t j = 0; j < n; j++) {
-		free(cur[j].key);
-		free(cur[j].etag);
-	}
-	free(cur);
-}
-
-/* The source's current (not STALE) rows, sorted by key.  In a transaction. */
-static int read_current(struct cfs_catalog *c, int64_t source_id, struct cur_obj **cur,
-			size_t *ncur)
-{
-	sqlite3_stmt *st = cfs__stmt(c, S_OBJ_CURRENT);
-	int rc;
-
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, source_id);
-	rc = cfs__collect_rows(c, st, sizeof(**cur), row_cur_obj, cur_free, "object listing",
-			       (void **)cur, ncur);
-	if (rc == 0 && *ncur > 1)
-		qsort(*cur, *ncur, sizeof(**cur), cmp_cur);
-	return rc;
-}
-
 /*
- * Walks the sorted listing and the sorted current rows in step: a key in
- * both is seen (same size and etag) or changed (old row STALE, new row); a
- * key only in the listing is added.  Marks the rows it met as seen and
- * writes each entry's row id into ids[] (when ids).  In a transaction.
+ * The listing as the merge reads it: entry k in key order (view_at).  One
+ * of: get (cfs_catalog_objects_sync_sorted), refs (an array sorted here),
+ * ents alone (an array given in key order).
  */
-static int merge_listing(struct cfs_catalog *c, int64_t source_id, const struct ent_ref *refs,
-			 size_t n, struct cur_obj *cur, size_t ncur, uint32_t epoch, int64_t *ids,
-			 struct cfs_sync_result *r)
+struct ents_view {
+	cfs_listing_get_fn get;
+	void *ctx;
+	const struct cfs_listing_entry *ents;
+	const struct ent_ref *refs;
+	size_t n;
+};
+
+/* Entry k in key order into *e; returns its slot in ids[]. */
+static size_t view_at(const struct ents_view *v, size_t k, struct cfs_listing_entry *e)
 {
-	size_t j = 0;
-	int rc = 0;
-
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		const struct cfs_listing_entry *e = refs[i].e;
-		int64_t id = 0;
-		int d = 1;
-
-		while (j < ncur && (d = strcmp(cur[j].key, e->key)) < 0)
-			j++;
-		if (j < ncur && d == 0) {
-			struct cur_obj *o = &cur[j];
-			o->seen = true;
-			if (o->size == e->size && etag_eq(o->etag, e->etag)) {
-				rc = obj_set(c, S_OBJ_SEEN, o->id, epoch);
-				id = o->id;
-				r->unchanged++;
-			} else {
-				rc = obj_set(c, S_OBJ_STALE, o->id, 0);
-				if (rc == 0)
-					rc = obj_add(c, source_id, e, epoch, &id);
-				r->changed++;
-			}
-		} else {
-			rc = obj_add(c, source_id, e, epoch, &id);
-			r->added++;
-		}
-		if (rc == 0 && ids)
-			ids[refs[i].idx] = id;
+	if (v->get) {
+		v->get(v->ctx, k, e);
+		return k;
 	}
-	return rc;
+	if (v->refs) {
+		*e = *v->refs[k].e;
+		return v->refs[k].idx;
+	}
+	*e = v->ents[k];
+	return k;
 }
 
-/* Current rows the listing did not name become VANISHED.  In a transaction. */
-static int vanish_unseen(struct cfs_catalog *c, const struct cur_obj *cur, size_t ncur,
-			 struct cfs_sync_result *r)
+/* 0 when every key is there and greater than the one before, else -EINVAL. */
+static int view_check_order(const struct ents_view *v)
 {
-	for (size_t j = 0; j < ncur; j++) {
-		if (cur[j].seen || cur[j].state == CFS_OBJECT_VANISHED)
-			continue;
-		int rc = obj_set(c, S_OBJ_VANISH, cur[j].id, 0);
-		if (rc < 0)
-			return rc;
-		r->vanished++;
+	const char *prev = NULL;
+
+	for (size_t k = 0; k < v->n; k++) {
+		struct cfs_listing_entry e;
+
+		view_at(v, k, &e);
+		if (!e.key || (prev && strcmp(prev, e.key) >= 0))
+			return -EINVAL;
+		prev = e.key;
 	}
 	return 0;
 }
 
-/*
- * The idea: read the source's current rows in one query, sort them and the
- * listing by key, and walk both in step (a merge join), so a listing of N
- * keys costs one query plus N small statements in one transaction.
- */
-int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
-			     const struct cfs_listing_entry *ents, size_t n, uint32_t epoch,
-			     int64_t *ids, struct cfs_sync_result *res)
-{
-	struct cur_obj *cur = NULL;
-	struct ent_ref *refs = NULL;
-	struct cfs_sync_result r = {0};
-	size_t ncur = 0;
-	int rc;
+/* What phase 2 of the merge does with one listing entry (scan_current). */
+enum merge_act {
+	ACT_ADD,     /* a key the source has no current row for: a new row */
+	ACT_SEEN,    /* same size and etag: the row is seen at this epoch */
+	ACT_CHANGED, /* the row becomes STALE, a new row takes its key */
+};
 
-	rc = sort_listing(ents, n, &refs);
-	if (rc < 0)
-		return rc;
-	rc = cfs__txn_begin(c);
-	if (rc < 0) {
-		free(refs);
-		return rc;
+/* Ids of current rows the listing does not name (scan_current's *gone). */
+struct id_vec {
+	int64_t *v;
+	size_t n, cap;
+};
+
+static int id_push(struct id_vec *g, int64_t id)
+{
+	if (g->n == g->cap) {
+		size_t nc = g->cap ? g->cap * 2 : 256;
+		int64_t *nv = realloc(g->v, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		g->v = nv;
+		g->cap = nc;
 	}
-	rc = read_current(c, source_id, &cur, &ncur);
+	g->v[g->n++] = id;
+	return 0;
+}
+
+/*
+ * Phase 1 of the merge, reads only: walks the source's current rows in key
+ * order (S_OBJ_CURRENT: the index objects_current gives that order, so no
+ * row is copied or sorted) in step with the listing in key order.  Sets
+ * act[k] for entry k and, for SEEN and CHANGED, old[its slot] to the
+ * current row's id; the current rows the listing does not name and that
+ * are not VANISHED yet go to *gone.  Returns 0 or -errno (*gone then holds
+ * what was found: the caller frees it).  In a transaction.
+ */
+static int scan_current(struct cfs_catalog *c, int64_t source_id, const struct ents_view *v,
+			uint8_t *act, int64_t *old, struct id_vec *gone)
+{
+	sqlite3_stmt *st = cfs__stmt(c, S_OBJ_CURRENT);
+	struct cfs_listing_entry le;
+	size_t k = 0, slot = 0;
+	int rc, e = 0;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, source_id);
+	while (e == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const char *key = (const char *)sqlite3_column_text(st, 1);
+		int d = 1;
+
+		while (key && k < v->n) {
+			slot = view_at(v, k, &le);
+			if ((d = strcmp(le.key, key)) >= 0)
+				break;
+			act[k++] = ACT_ADD;
+		}
+		if (key && k < v->n && d == 0) {
+			const char *etag = (const char *)sqlite3_column_text(st, 3);
+			bool same = (uint64_t)sqlite3_column_int64(st, 2) == le.size &&
+				    etag_eq(etag, le.etag);
+			act[k++] = same ? ACT_SEEN : ACT_CHANGED;
+			old[slot] = id;
+		} else if (sqlite3_column_int(st, 4) != CFS_OBJECT_VANISHED) {
+			e = id_push(gone, id);
+		}
+	}
+	sqlite3_reset(st);
+	if (e < 0)
+		return e;
+	if (rc != SQLITE_DONE)
+		return cfs__fail(c, rc, "object listing");
+	while (k < v->n)
+		act[k++] = ACT_ADD;
+	return 0;
+}
+
+/*
+ * Phase 2: the writes phase 1 chose, in key order (a CHANGED row is made
+ * STALE before its key's new row is inserted: C2), then the vanished rows.
+ * Writes each entry's row id into ids[its slot] (when ids; old[] may be
+ * ids).  In a transaction.
+ */
+static int apply_merge(struct cfs_catalog *c, int64_t source_id, const struct ents_view *v,
+		       const uint8_t *act, const int64_t *old, const struct id_vec *gone,
+		       uint32_t epoch, int64_t *ids, struct cfs_sync_result *r)
+{
+	int rc = 0;
+
+	for (size_t k = 0; k < v->n && rc == 0; k++) {
+		struct cfs_listing_entry le;
+		size_t slot = view_at(v, k, &le);
+		int64_t id = old[slot];
+
+		if (act[k] == ACT_SEEN) {
+			rc = obj_set(c, S_OBJ_SEEN, id, epoch);
+			r->unchanged++;
+		} else if (act[k] == ACT_CHANGED) {
+			rc = obj_set(c, S_OBJ_STALE, id, 0);
+			if (rc == 0)
+				rc = obj_add(c, source_id, &le, epoch, &id);
+			r->changed++;
+		} else {
+			rc = obj_add(c, source_id, &le, epoch, &id);
+			r->added++;
+		}
+		if (rc == 0 && ids)
+			ids[slot] = id;
+	}
+	for (size_t j = 0; j < gone->n && rc == 0; j++) {
+		rc = obj_set(c, S_OBJ_VANISH, gone->v[j], 0);
+		r->vanished++;
+	}
+	return rc;
+}
+
+/*
+ * The idea: walk the listing in key order in step with the source's
+ * current rows, which the index objects_current yields in key order (a
+ * merge join): first reading only, noting per entry what to do (1 byte and
+ * the row's id), then writing, so the walk never meets its own changes and
+ * no current row is held in memory.  A listing of N keys costs one query
+ * plus N small statements in one transaction.
+ */
+static int sync_view(struct cfs_catalog *c, int64_t source_id, const struct ents_view *v,
+		     uint32_t epoch, int64_t *ids, struct cfs_sync_result *res)
+{
+	struct cfs_sync_result r = {0};
+	struct id_vec gone = {0};
+	uint8_t *act = malloc(v->n ? v->n : 1);
+	int64_t *old = ids ? ids : malloc((v->n ? v->n : 1) * sizeof(*old));
+	int rc = -ENOMEM;
+
+	if (!act || !old)
+		goto out;
+	rc = cfs__txn_begin(c);
+	if (rc < 0)
+		goto out;
+	rc = scan_current(c, source_id, v, act, old, &gone);
 	if (rc == 0)
-		rc = merge_listing(c, source_id, refs, n, cur, ncur, epoch, ids, &r);
-	if (rc == 0)
-		rc = vanish_unseen(c, cur, ncur, &r);
+		rc = apply_merge(c, source_id, v, act, old, &gone, epoch, ids, &r);
 	rc = cfs__txn_end(c, rc);
-	cur_free(cur, ncur);
-	free(refs);
+	/*
+	 * The merge filled the page cache with the listing's pages; what it
+	 * holds beyond the caller's transaction goes back to the heap now, for
+	 * the listing's next consumer (the sampling plan) to reuse, instead of
+	 * adding to it until the cache_size limit evicts.  Pages are read again
+	 * (from the OS's cache) when needed.
+	 */
+	cfs__lock(c);
+	if (c->depth == 0)
+		sqlite3_db_release_memory(c->db);
+	cfs__unlock(c);
+out:
+	if (old != ids)
+		free(old);
+	free(act);
+	free(gone.v);
 	if (rc == 0 && r.changed)
 		atomic_fetch_add_explicit(&c->stale_gen, 1, memory_order_release);
 	if (rc == 0 && res)
 		*res = r;
 	return rc;
+}
+
+int cfs_catalog_objects_sync(struct cfs_catalog *c, int64_t source_id,
+			     const struct cfs_listing_entry *ents, size_t n, uint32_t epoch,
+			     int64_t *ids, struct cfs_sync_result *res)
+{
+	struct ents_view v = {.ents = ents, .n = n};
+	struct ent_ref *refs = NULL;
+	int rc;
+
+	if (view_check_order(&v) < 0) { /* not in key order (or a NULL key): sorted here */
+		rc = sort_listing(ents, n, &refs);
+		if (rc < 0)
+			return rc;
+		v.refs = refs;
+	}
+	rc = sync_view(c, source_id, &v, epoch, ids, res);
+	free(refs);
+	return rc;
+}
+
+int cfs_catalog_objects_sync_sorted(struct cfs_catalog *c, int64_t source_id,
+				    cfs_listing_get_fn get, void *ctx, size_t n, uint32_t epoch,
+				    int64_t *ids, struct cfs_sync_result *res)
+{
+	struct ents_view v = {.get = get, .ctx = ctx, .n = n};
+
+	if (view_check_order(&v) < 0)
+		return -EINVAL;
+	return sync_view(c, source_id, &v, epoch, ids, res);
 }
 
 /* ---- object lists ------------------------------------------------------ */

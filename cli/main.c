@@ -22,6 +22,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 typedef int (*cmd_fn)(int argc, char **argv);
 
@@ -118,8 +121,26 @@ static bool is_mount_helper_argv(int argc, char **argv)
 	return argc >= 3 && (strstr(argv[1], "://") != NULL || argv[1][0] == '/');
 }
 
+/*
+ * glibc raises its mmap threshold to the size of each large block freed, up
+ * to 32 MiB: once the first listing freed its MANIFEST body, every later
+ * listing's arrays and string blocks came from the heap, whose freed pages
+ * stay resident, and a relist added its size to the daemon's peak.  With a
+ * fixed threshold, blocks of RC_MMAP_THRESHOLD bytes and more get mappings
+ * of their own, returned when freed.
+ */
+#define RC_MMAP_THRESHOLD (1 << 20)
+
+static void malloc_setup(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, RC_MMAP_THRESHOLD);
+#endif
+}
+
 int main(int argc, char **argv)
 {
+	malloc_setup();
 	if (argc >= 1 && is_mount_helper_argv(argc, argv)) {
 		/* cmd_mount ignores argv[0]: hand it SOURCE MOUNTPOINT [-o ...] as is. */
 		cmd_fn mount_fn = CMD_MOUNT;

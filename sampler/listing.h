@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Caps on what a server can make us hold. */
 #define SMP_LIST_BODY_CAP    ((size_t)64 << 20) /* one listing response (JSON, MANIFEST, XML page) */
@@ -19,17 +20,34 @@
 #define SMP_KEY_MAX	     1024		/* bytes of one key (S3's own limit) */
 
 struct smp_object {
-	char *key; /* relative to the source prefix; owned */
+	char *key; /* relative to the source prefix; in the listing's blocks, followed
+		      there by the etag: smp_object_etag() */
 	uint64_t size;
-	char *etag; /* ETag (s3), or "mtime-size" (http, file); owned */
 };
+
+/*
+ * The keys and etags live in blocks of SMP_LIST_BLOCK bytes (listing.c),
+ * packed end to end (each key, its NUL, its etag, its NUL): one malloc per
+ * block, not two per object, no malloc header or rounding per string, and
+ * no etag pointer per object.  A string stays where it is until
+ * smp_listing_free; an object dropped from v (a duplicate, a sidecar) leaves
+ * its bytes in the block.
+ */
+struct smp__strblk;
 
 struct smp_listing {
 	struct smp_object *v; /* sorted by key (bytewise) once complete */
 	size_t n, cap;
+	struct smp__strblk *blk; /* the strings' blocks, newest first; owned */
 };
 
-/* Frees every object and the array; *l is zeroed (ready for reuse). */
+/* The object's ETag (s3), or "mtime-size" (http, file); "" when none. */
+static inline const char *smp_object_etag(const struct smp_object *o)
+{
+	return o->key + strlen(o->key) + 1;
+}
+
+/* Frees the array and every block; *l is zeroed (ready for reuse). */
 void smp_listing_free(struct smp_listing *l);
 
 #endif

@@ -9,8 +9,8 @@
 /*
  * Appends a copy of key[0..keylen) with size and etag (NULL: "").  Returns 0,
  * -EINVAL (empty key, a NUL inside, over SMP_KEY_MAX bytes), -E2BIG (the
- * listing already holds SMP_LIST_MAX_OBJECTS), -ENOMEM; *l is unchanged on
- * failure.
+ * listing already holds SMP_LIST_MAX_OBJECTS), -ENOMEM; on failure *l holds
+ * the same objects (its array or blocks may have grown).
  */
 int smp__listing_add(struct smp_listing *l, const char *key, size_t keylen, uint64_t size,
 		     const char *etag);

@@ -32,6 +32,13 @@ static bool is_sidecar(const struct smp_listing *l, size_t i)
 	return n > 4 && !strcmp(k + n - 4, ".idx");
 }
 
+/* cfs_listing_get_fn over a listing (ctx): its object k. */
+static void listing_entry(void *ctx, size_t k, struct cfs_listing_entry *e)
+{
+	const struct smp_listing *l = ctx;
+	*e = (struct cfs_listing_entry){l->v[k].key, l->v[k].size, smp_object_etag(&l->v[k])};
+}
+
 int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 {
 	struct smp_listing l;
@@ -70,11 +77,8 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 	}
 	size_t w = 0;
 	for (size_t i = 0; i < l.n; i++) {
-		if (is_sidecar(&l, i)) {
-			free(l.v[i].key);
-			free(l.v[i].etag);
-			continue;
-		}
+		if (is_sidecar(&l, i))
+			continue; /* its strings stay in l's blocks until smp_listing_free */
 		idx[w] = idx[i];
 		l.v[w++] = l.v[i];
 	}
@@ -91,20 +95,17 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 			 s->cfg->url);
 		return -ENODATA;
 	}
-	struct cfs_listing_entry *ents = calloc(l.n ? l.n : 1, sizeof(*ents));
 	int64_t *ids = calloc(l.n ? l.n : 1, sizeof(*ids));
-	if (!ents || !ids) {
-		free(ents);
-		free(ids);
+	if (!ids) {
+		free(idx);
 		smp_listing_free(&l);
 		snprintf(err, errlen, "out of memory for a listing of %zu objects", w);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < l.n; i++)
-		ents[i] = (struct cfs_listing_entry){l.v[i].key, l.v[i].size, l.v[i].etag};
 	struct cfs_sync_result res = {0};
-	rc = cfs_catalog_objects_sync(s->cat, s->source_id, ents, l.n, epoch, ids, &res);
-	free(ents);
+	/* the listing is in key order (smp_source_list): read in place, not copied */
+	rc = cfs_catalog_objects_sync_sorted(s->cat, s->source_id, listing_entry, &l, l.n, epoch,
+					     ids, &res);
 	if (rc) {
 		free(ids);
 		free(idx);

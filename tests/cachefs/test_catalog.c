@@ -524,6 +524,96 @@ START_TEST(objects_sync_merges_listings)
 }
 END_TEST
 
+/*
+ * The merge walks the current rows in the index's key order (bytewise):
+ * keys that are prefixes of others, bytes over 0x7f, a VANISHED row that
+ * comes back (seen again, not added) and one that stays away (not counted
+ * again), over three listings.
+ */
+START_TEST(objects_sync_walks_in_key_order)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t src, ids[5], ids2[4], ids3[4];
+	struct cfs_sync_result r;
+	struct cfs_object_info *o;
+	size_t n;
+	struct cfs_listing_entry l1[5] = {{"a/b", 1, NULL},
+					  {"a", 1, NULL},
+					  {"\xc3\xa9", 1, NULL},
+					  {"a b", 1, NULL},
+					  {"z", 1, NULL}};
+	/* "a b" and "z" gone; "\xc3\xa9" changed; "\x7f" new */
+	struct cfs_listing_entry l2[4] = {
+	    {"\xc3\xa9", 2, NULL}, {"a", 1, NULL}, {"\x7f", 1, NULL}, {"a/b", 1, NULL}};
+	/* "z" back with its old size and etag; "a b" still away */
+	struct cfs_listing_entry l3[4] = {
+	    {"z", 1, NULL}, {"a", 1, NULL}, {"\x7f", 1, NULL}, {"a/b", 1, NULL}};
+
+	ck_assert_int_eq(cfs_catalog_source(c, "http://h/p/", &src), 0);
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l1, 5, 0, ids, &r), 0);
+	ck_assert_uint_eq(r.added, 5);
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l2, 4, 1, ids2, &r), 0);
+	ck_assert_uint_eq(r.unchanged, 2);
+	ck_assert_uint_eq(r.changed, 1);
+	ck_assert_uint_eq(r.added, 1);
+	ck_assert_uint_eq(r.vanished, 2);
+	ck_assert_int_eq(ids2[1], ids[1]);
+	ck_assert_int_eq(ids2[3], ids[0]);
+	ck_assert_int_ne(ids2[0], ids[2]);
+	ck_assert_int_eq(cfs_catalog_objects_sync(c, src, l3, 4, 2, ids3, &r), 0);
+	ck_assert_uint_eq(r.unchanged, 4); /* z: VANISHED, back unchanged */
+	ck_assert_uint_eq(r.added, 0);
+	ck_assert_uint_eq(r.changed, 0);
+	ck_assert_uint_eq(r.vanished, 1); /* the changed key's new row; "a b" is VANISHED already */
+	ck_assert_int_eq(ids3[0], ids[4]);
+	ck_assert_int_eq(cfs_catalog_objects_list(c, src, 1u << CFS_OBJECT_VANISHED, &o, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(o[0].key, "a b");
+	ck_assert_str_eq(o[1].key, "\xc3\xa9");
+	cfs_object_info_free(o, n);
+	cfs_catalog_close(c);
+}
+END_TEST
+
+static void array_entry(void *ctx, size_t k, struct cfs_listing_entry *e)
+{
+	*e = ((const struct cfs_listing_entry *)ctx)[k];
+}
+
+/* The sorted variant reads through its getter and refuses keys out of order. */
+START_TEST(objects_sync_sorted_reads_in_place)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t src, ids[3], ids2[3];
+	struct cfs_sync_result r;
+	struct cfs_listing_entry l1[3] = {{"a", 1, "e"}, {"b", 2, "y"}, {"c", 3, NULL}};
+	struct cfs_listing_entry l2[3] = {{"a", 1, "e"}, {"b", 2, "x"}, {"d", 4, NULL}};
+	struct cfs_listing_entry bad[2] = {{"b", 1, NULL}, {"a", 1, NULL}};
+	struct cfs_listing_entry dup[2] = {{"a", 1, NULL}, {"a", 1, NULL}};
+
+	ck_assert_int_eq(cfs_catalog_source(c, "http://h/q/", &src), 0);
+	ck_assert_int_eq(cfs_catalog_objects_sync_sorted(c, src, array_entry, l1, 3, 0, ids, &r),
+			 0);
+	ck_assert_uint_eq(r.added, 3);
+	ck_assert_int_eq(cfs_catalog_objects_sync_sorted(c, src, array_entry, l2, 3, 1, ids2, &r),
+			 0);
+	ck_assert_uint_eq(r.unchanged, 1);
+	ck_assert_uint_eq(r.changed, 1);
+	ck_assert_uint_eq(r.added, 1);
+	ck_assert_uint_eq(r.vanished, 1);
+	ck_assert_int_eq(ids2[0], ids[0]);
+	ck_assert_int_ne(ids2[1], ids[1]);
+	ck_assert_int_eq(cfs_catalog_objects_sync_sorted(c, src, array_entry, bad, 2, 2, NULL, &r),
+			 -EINVAL);
+	ck_assert_int_eq(cfs_catalog_objects_sync_sorted(c, src, array_entry, dup, 2, 2, NULL, &r),
+			 -EINVAL);
+	ck_assert_int_eq(cfs_catalog_objects_sync_sorted(c, src, array_entry, l2, 0, 2, NULL, &r),
+			 0);
+	ck_assert_uint_eq(r.vanished, 3); /* an empty listing */
+	cfs_catalog_close(c);
+}
+END_TEST
+
 START_TEST(stale_objects_name_their_shards)
 {
 	struct cfs_catalog *c = open_rw();
@@ -950,6 +1040,8 @@ int main(void)
 	    {"objects_sync_merges_listings", objects_sync_merges_listings},
 	    {"objects_sync_etags_only_where_both_have_one",
 	     objects_sync_etags_only_where_both_have_one},
+	    {"objects_sync_walks_in_key_order", objects_sync_walks_in_key_order},
+	    {"objects_sync_sorted_reads_in_place", objects_sync_sorted_reads_in_place},
 	    {"stale_objects_name_their_shards", stale_objects_name_their_shards},
 	    {"epochs_begin_and_list", epochs_begin_and_list},
 	    {"explicit_transaction_rolls_back", explicit_transaction_rolls_back},

@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* a refused page lists nothing */
 	for (size_t i = 0; i < l.n; i++) {
 		size_t kl = strlen(l.v[i].key);
-		if (kl == 0 || kl > SMP_KEY_MAX || l.v[i].key[kl - 1] == '/' || !l.v[i].etag)
+		if (kl == 0 || kl > SMP_KEY_MAX || l.v[i].key[kl - 1] == '/' ||
+		    !smp_object_etag(&l.v[i]))
 			abort();
 	}
 	smp_listing_free(&l);

@@ -15,6 +15,7 @@
 
 #include "sampler/fetch.h"
 #include "sampler/http_list_i.h"
+#include "sampler/listing_i.h"
 #include "sampler/source_i.h"
 
 START_TEST(manifest_lines)
@@ -551,6 +552,50 @@ START_TEST(file_list_and_fetch)
 }
 END_TEST
 
+/*
+ * listing.c's string blocks: 20,000 objects fill several blocks (the first
+ * of 4 KiB, then doubling), an etag longer than the largest block gets a
+ * block of its own, and sorting with duplicates keeps every kept object's
+ * strings where they were.
+ */
+START_TEST(listing_blocks)
+{
+	struct smp_listing l = {0};
+	char key[64], etag[32];
+	for (int i = 0; i < 20000; i++) {
+		int kl = snprintf(key, sizeof(key), "d%03d/o%09d.bin", i % 7, 19999 - i);
+		snprintf(etag, sizeof(etag), "m-%d", i);
+		ck_assert_int_eq(smp__listing_add(&l, key, (size_t)kl, (uint64_t)i, etag), 0);
+	}
+	ck_assert_int_eq(smp__listing_add(&l, key, strlen(key), 1, NULL), 0); /* a duplicate */
+	size_t big = (size_t)3 << 20;
+	char *long_etag = malloc(big + 1);
+	ck_assert_ptr_nonnull(long_etag);
+	memset(long_etag, 'e', big);
+	long_etag[big] = '\0';
+	ck_assert_int_eq(smp__listing_add(&l, "zz", 2, 7, long_etag), 0);
+	ck_assert_int_eq(smp__listing_add(&l, "", 0, 7, NULL), -EINVAL);
+	ck_assert_uint_eq(l.n, 20002);
+	smp__listing_sort_unique(&l);
+	ck_assert_uint_eq(l.n, 20001);
+	for (size_t i = 0; i + 1 < l.n; i++) {
+		ck_assert_int_lt(strcmp(l.v[i].key, l.v[i + 1].key), 0);
+		int obj, dir;
+		ck_assert_int_eq(sscanf(l.v[i].key, "d%3d/o%9d.bin", &dir, &obj), 2);
+		int idx = 19999 - obj;
+		ck_assert_int_eq(dir, idx % 7);
+		snprintf(etag, sizeof(etag), "m-%d", idx);
+		ck_assert_str_eq(smp_object_etag(&l.v[i]), etag);
+	}
+	ck_assert_str_eq(l.v[l.n - 1].key, "zz");
+	ck_assert_uint_eq(strlen(smp_object_etag(&l.v[l.n - 1])), big);
+	free(long_etag);
+	smp_listing_free(&l);
+	ck_assert_uint_eq(l.n, 0);
+	ck_assert_ptr_null(l.blk);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sampler-source");
@@ -559,6 +604,7 @@ static Suite *suite(void)
 		const TTest *fn;
 	} tc[] = {
 	    {"manifest", manifest_lines},
+	    {"listing-blocks", listing_blocks},
 	    {"autoindex-json", autoindex_json},
 	    {"autoindex-malformed", autoindex_malformed},
 	    {"autoindex-wrong-types", autoindex_wrong_types},
