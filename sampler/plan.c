@@ -431,11 +431,12 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 			want[nfresh] = s->unit_kind == CFS_PLAN_RECORDS && has_idx[i];
 			fresh[nfresh++] = o;
 		}
-		char *k = strdup(l->v[i].key);
-		if (!k)
-			goto nomem;
-		free(o->key);
-		o->key = k;
+		if (!o->key) { /* an object id's key never changes: a relist does not copy it again
+				*/
+			o->key = strdup(l->v[i].key);
+			if (!o->key)
+				goto nomem;
+		}
 		o->size = l->v[i].size;
 		o->live = true;
 	}

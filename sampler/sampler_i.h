@@ -83,7 +83,7 @@ _Static_assert(sizeof(struct smp__idx) == 16, "the catalog blob layout");
 /* One object of the sampling plan (plan.c): its units, its index. */
 struct smp__pobj {
 	int64_t object_id;
-	char *key;	      /* from the latest listing that held it */
+	char *key;	      /* from the first listing that held it (an id keeps its key) */
 	uint64_t size;	      /* bytes (listing) */
 	uint64_t first;	      /* its units are [first, first + units) */
 	uint64_t units;	      /* 1: read whole; else one unit per indexed record */
