@@ -266,7 +266,7 @@ static const char *const migrations[] = {
     /*
      * 7 -> 8: the files sealed since the last sync point (store.c): a row
      * a file gets in its seal's transaction (trigger), deleted once a
-     * syncfs() made its bytes durable; start-up verifies the files still
+     * fsync made its bytes durable; start-up verifies the files still
      * listed (reconcile.c).  Files of earlier versions were fsynced.
      */
     "CREATE TABLE unsynced(\n"

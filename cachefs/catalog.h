@@ -539,7 +539,7 @@ int cfs_catalog_plan_resident_samples(struct cfs_catalog *c, int64_t plan_id,
  * A file's row is listed in table `unsynced` by its seal's transaction (a
  * trigger) until a sync point (cachefs/store.c) made its bytes durable:
  * *mark gets the newest entry committed so far (0: none); after a
- * successful syncfs() of the cache, cfs_catalog_unsynced_clear(mark)
+ * successful fsync of the files listed, cfs_catalog_unsynced_clear(mark)
  * deletes the entries up to it.  A caller inside an explicit transaction
  * of its own must not take a mark (the entries of that transaction are
  * not committed).  Start-up verifies the files still listed

@@ -64,14 +64,14 @@ struct cfs_store_opts {
 #define CFS_SYNC_PERIOD_MS 5000
 
 /*
- * A sync point: the files sealed so far made durable by one syncfs() of
- * the cache's file system, then struck from the catalog's `unsynced`
+ * A sync point: the files sealed so far made durable by an fsync of each
+ * (and of shards/ and objects/), then struck from the catalog's `unsynced`
  * list.  The store runs one every sync_period_ms, one after start-up
  * reconciliation and one at close; `ingest` returns after the last, so
  * what it reports is on disk, as `cp -r && sync`.  Returns 0, or -errno
  * (err set): the files stay listed and the next start verifies them; a
- * store whose syncfs failed once keeps every entry from then on (a later
- * syncfs may succeed although pages of the failed one were lost).
+ * store whose sync point failed once keeps every entry from then on (a
+ * later fsync may succeed although pages of the failed one were lost).
  */
 int cfs_store_sync(struct cfs_store *s, char *err, size_t errlen);
 

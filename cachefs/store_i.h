@@ -28,7 +28,7 @@ struct cfs_store {
 	bool syncer_on; /* the syncer thread was started */
 	pthread_t syncer;
 	uint64_t sync_period_ms;
-	atomic_bool sync_failed; /* a syncfs failed: entries stay for the next start's check */
+	atomic_bool sync_failed; /* a sync point failed: entries stay for the next start's check */
 	char verity_why[160];	 /* why not, when !verity */
 };
 

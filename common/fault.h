@@ -20,7 +20,7 @@
  *   plan_partial   cachefs/catalog_plan.c: a whole object's transfer
  *                  recorded as begun (plan_partial), before its first byte
  *   before_sync    cachefs/store.c cfs_store_sync: files listed in
- *                  `unsynced`, before the syncfs() that makes them durable
+ *                  `unsynced`, before the fsyncs that make them durable
  *
  * Unset, a call costs one atomic load (acquire) and a branch.
  */

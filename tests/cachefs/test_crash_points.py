@@ -542,7 +542,7 @@ def point_before_rename(rig):
 
 
 def point_before_sync(rig):
-    """ingest's last sync point (at its end) dies before its syncfs: every
+    """ingest's last sync point (at its end) dies before its fsyncs: every
     file it sealed is still listed as unsynced; the restart verifies them
     whole, keeps them (a crash of the process loses no page) and syncs."""
     c, caches = ingest_point(rig, "before_sync", 1)
