@@ -4,7 +4,7 @@
  * The kernel's user API (Documentation/filesystems/fsverity.rst):
  * FS_IOC_ENABLE_VERITY on a descriptor open read-only, with no writer left,
  * builds the Merkle tree from the file's bytes and turns the file
- * read-only for good; statx() reports STATX_ATTR_VERITY on such a file.
+ * read-only for good.
  */
 #include "cachefs/verity.h"
 
@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 int cfs_verity_enable(int dir_fd, const char *name)
@@ -60,14 +59,4 @@ int cfs_verity_probe(int dir_fd, const char *name, char *why, size_t whylen)
 		snprintf(why, whylen, "sealing a probe file with fs-verity failed: %s",
 			 strerror(-rc));
 	return rc;
-}
-
-int cfs_verity_is_sealed(int fd)
-{
-	struct statx stx;
-	if (statx(fd, "", AT_EMPTY_PATH, 0, &stx) < 0)
-		return -errno;
-	if (!(stx.stx_attributes_mask & STATX_ATTR_VERITY))
-		return 0;
-	return (stx.stx_attributes & STATX_ATTR_VERITY) != 0;
 }

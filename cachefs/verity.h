@@ -34,7 +34,4 @@ int cfs_verity_enable(int dir_fd, const char *name);
  */
 int cfs_verity_probe(int dir_fd, const char *name, char *why, size_t whylen);
 
-/* 1 when the open file `fd` is sealed with fs-verity, 0 when not, -errno. */
-int cfs_verity_is_sealed(int fd);
-
 #endif
