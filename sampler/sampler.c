@@ -45,6 +45,7 @@
  */
 #include "sampler/sampler_i.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -479,9 +480,13 @@ static enum fill_rc fill_window(struct smp_sampler *s)
 				 * rest is reserved record by record as it arrives
 				 * (drain.c), so that bytes reserved for transfers in
 				 * flight stay small and a boundary's snapshot holds
-				 * nearly the whole limit (retire = read).
+				 * nearly the whole limit (retire = read).  Once:
+				 * a job that slept for it (step_no_room) holds it,
+				 * and goes (another first room on top would hold
+				 * room that no transfer fills, a quarter of a small
+				 * cache for four jobs, until the next boundary).
 				 */
-				take = first_room(j);
+				take = j->reserve ? 0 : first_room(j);
 			} else if (s->follow) { /* raw: see first_room() */
 				uint64_t avail = smp__budget_avail(b);
 				take = avail < want ? avail : want;
@@ -780,6 +785,8 @@ static enum run_step step_no_room(struct smp_sampler *s)
 	struct smp__job *j = s->waiting;
 	if (step_flush_before_sleep(s) == STEP_AGAIN)
 		return STEP_AGAIN;
+	/* a TFRecord job of a mount sleeps once for its first room (fill_window) */
+	assert(!s->follow || s->cfg->format == CMN_FORMAT_RAW || j->reserve == 0);
 	atomic_store(&s->idle, true);
 	SMP_STAT_ADD(&s->stats, budget_waits, 1);
 	uint64_t need = s->follow ? first_room(j) : j->bytes - j->reserve;
@@ -880,7 +887,13 @@ static enum run_step run_step(struct smp_sampler *s, enum fill_rc fw)
 		return step_need_room(s);
 	if (fw == FILL_ROOM && !s->full && smp_fetch_pending(s->fetch) == 0)
 		return step_no_room(s);
-	if (!smp_fetch_running(s->fetch) && smp_fetch_ungranted(s->fetch)) {
+	/*
+	 * Every request waits for its grant: none runs, and the last step found
+	 * each queued one ungranted.  A request queued since (a new job with its
+	 * first room) or waiting for a retry is not: the step below starts it.
+	 */
+	if (!smp_fetch_running(s->fetch) && smp_fetch_ungranted(s->fetch) &&
+	    smp_fetch_ungranted(s->fetch) == smp_fetch_pending(s->fetch)) {
 		enum run_step st = step_all_ungranted(s);
 		if (st != STEP_ON)
 			return st;
