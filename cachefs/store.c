@@ -131,9 +131,14 @@ static int take_lock(struct cfs_store *s, char *err, size_t errlen)
  */
 static int check_foreign(struct cfs_store *s, char *err, size_t errlen)
 {
-	static const char *const ours[] = {
-	    "lock",	      "shards",		"objects",	     "tmp",
-	    "catalog.db-wal", "catalog.db-shm", "catalog.db-journal"};
+	static const char *const ours[] = {"lock",
+					   "shards",
+					   "objects",
+					   "tmp",
+					   "catalog.db-wal",
+					   "catalog.db-shm",
+					   "catalog.db-journal",
+					   "ballast"};
 	struct stat st;
 	struct dirent *de;
 	DIR *d;
@@ -301,6 +306,30 @@ static void *syncer_main(void *arg)
 	return NULL;
 }
 
+int cfs_store_ballast(struct cfs_store *s, bool keep)
+{
+	if (!keep) {
+		if (unlinkat(s->lay.dir_fd, "ballast", 0) == 0)
+			cmn_log(CMN_LOG_INFO,
+				"%s: ballast released: %u KiB for the catalog on a full disk",
+				s->lay.dir, (unsigned)(CFS_BALLAST_BYTES >> 10));
+		return 0;
+	}
+	struct stat st;
+	if (fstatat(s->lay.dir_fd, "ballast", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (uint64_t)st.st_blocks * 512 >= CFS_BALLAST_BYTES)
+		return 0;
+	int fd =
+	    openat(s->lay.dir_fd, "ballast", O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	int rc = -posix_fallocate(fd, 0, (off_t)CFS_BALLAST_BYTES);
+	close(fd);
+	if (rc < 0) /* a partial one would hold room the catalog cannot get back as a whole */
+		unlinkat(s->lay.dir_fd, "ballast", 0);
+	return rc;
+}
+
 /* The first sync point (what reconciliation verified) and the syncer thread. */
 static int start_syncer(struct cfs_store *s, uint64_t period_ms, char *err, size_t errlen)
 {
@@ -412,6 +441,8 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 	rc = open_verity(s, o->verity, err, errlen);
 	if (rc == 0)
 		rc = start_syncer(s, o->sync_period_ms, err, errlen);
+	if (rc == 0)
+		(void)cfs_store_ballast(s, true); /* none on a disk already full: fine */
 	if (rc < 0)
 		goto fail;
 	*out = s;

@@ -75,6 +75,17 @@ struct cfs_store_opts {
  */
 int cfs_store_sync(struct cfs_store *s, char *err, size_t errlen);
 
+/*
+ * The ballast: CACHE_DIR/ballast, CFS_BALLAST_BYTES allocated at open,
+ * outside the budget (as catalog.db).  A disk filled to its last byte by
+ * shards leaves the catalog (on the same file system) no room for a
+ * boundary's transaction or a sync point; the samplers give the ballast back
+ * when a write fails with ENOSPC (keep false) and take it again when the
+ * disk has room (keep true).  Returns 0 or -errno (no ballast then).
+ */
+#define CFS_BALLAST_BYTES ((uint64_t)1 << 20)
+int cfs_store_ballast(struct cfs_store *s, bool keep);
+
 /* What start-up reconciliation found and did (invariant 6). */
 struct cfs_reconcile_report {
 	uint64_t tmp_removed;	     /* files deleted from tmp/ */

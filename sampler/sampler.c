@@ -598,14 +598,20 @@ static void heal_reset(struct smp_sampler *s)
 	s->fatal_msg[0] = '\0';
 }
 
-/* Whether the disk under the cache has room for a shard's first chunk again. */
+/*
+ * Whether the disk under the cache has room for a shard's first chunk again,
+ * and SMP_CATALOG_ROOM beside it: samplers that went on as soon as a chunk
+ * fitted would fill the disk again at once, and the catalog on the same
+ * file system (a boundary's transaction, a sync point) would race them for
+ * the last bytes.
+ */
 static bool disk_has_room(struct smp_sampler *s)
 {
 	struct statvfs v;
 	if (statvfs(cfs_store_dir(s->cstore), &v) != 0)
 		return true; /* cannot tell: try */
 	uint64_t want = s->shard_cap < SMP_RESERVE_CHUNK ? s->shard_cap : SMP_RESERVE_CHUNK;
-	return (uint64_t)v.f_bavail * v.f_frsize >= want;
+	return (uint64_t)v.f_bavail * v.f_frsize >= want + SMP_CATALOG_ROOM;
 }
 
 /*
@@ -666,6 +672,8 @@ static int heal(struct smp_sampler *s, int rc, const char *msg, char *err, size_
 	heal_cause(s, rc, msg, why, sizeof(why));
 	if (msg && msg[0] && (rc == -ENOSPC || rc == -EDQUOT)) /* what failed, once */
 		cmn_log(CMN_LOG_ERROR, "samplers: %s", msg);
+	if (rc == -ENOSPC) /* the catalog's room on the full disk (cachefs/store.h) */
+		cfs_store_ballast(s->cstore, false);
 	heal_reset(s);
 	atomic_store(&s->idle, false); /* data may come yet: not "the pass is over" */
 	for (;;) {
@@ -678,6 +686,8 @@ static int heal(struct smp_sampler *s, int rc, const char *msg, char *err, size_
 			return -ECANCELED;
 		}
 		bool tried = rc != -ENOSPC || disk_has_room(s);
+		if (tried && rc == -ENOSPC)
+			(void)cfs_store_ballast(s->cstore, true);
 		if (tried) {
 			err[0] = '\0';
 			rc = load_plan(s, err, errlen);

@@ -28,8 +28,11 @@
 #include "sampler/source.h"
 
 #define SMP_RESERVE_CHUNK ((uint64_t)4 << 20) /* reserve ahead in steps of this */
-#define SMP_SEAL_QUEUE	  2		      /* shards waiting for the sealer thread */
-#define SMP_RAW_GROUP	  256		      /* raw objects queued for one group commit, at most */
+/* Free bytes a disk that was full must have beyond a shard's first chunk before
+   the samplers write again (sampler.c disk_has_room): the catalog's. */
+#define SMP_CATALOG_ROOM ((uint64_t)4 << 20)
+#define SMP_SEAL_QUEUE	 2   /* shards waiting for the sealer thread */
+#define SMP_RAW_GROUP	 256 /* raw objects queued for one group commit, at most */
 
 struct cfs_budget;
 struct cfs_catalog;

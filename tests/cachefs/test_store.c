@@ -376,8 +376,13 @@ START_TEST(raw_objects_with_hostile_keys)
 	snprintf(name, sizeof(name), "objects/%lld", (long long)a);
 	ck_assert_int_eq(cfs_test_size(dir, name), 10);
 	ck_assert_int_eq(cfs_test_count(dir, "objects"), 3);
-	/* catalog.db, -wal, -shm, lock, shards, objects, tmp: no "etc" anywhere */
-	ck_assert_int_eq(cfs_test_count(dir, ""), 7);
+	/* catalog.db, -wal, -shm, lock, ballast, shards, objects, tmp: no "etc" anywhere */
+	ck_assert_int_eq(cfs_test_count(dir, ""), 8);
+	ck_assert_int_eq(cfs_test_size(dir, "ballast"), (int64_t)CFS_BALLAST_BYTES);
+	ck_assert_int_eq(cfs_store_ballast(s, false), 0); /* a full disk: given back */
+	ck_assert_int_lt(cfs_test_size(dir, "ballast"), 0);
+	ck_assert_int_eq(cfs_store_ballast(s, true), 0); /* room again: taken back */
+	ck_assert_int_eq(cfs_test_size(dir, "ballast"), (int64_t)CFS_BALLAST_BYTES);
 	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), a, &one), 0);
 	ck_assert_str_eq(one.name, "%2E%2E/%2E%2E/etc/passwd");
 	ck_assert_int_eq(one.kind, CFS_KIND_RAW);

@@ -206,8 +206,8 @@ def main():
             if os.path.exists(x):
                 rcsamp.fail("%s exists after ingest" % x)
         for sub in os.listdir(cache):
-            if sub not in ("catalog.db", "catalog.db-wal", "catalog.db-shm", "lock", "shards",
-                           "objects", "tmp"):
+            if sub not in ("catalog.db", "catalog.db-wal", "catalog.db-shm", "lock", "ballast",
+                           "shards", "objects", "tmp"):
                 rcsamp.fail("unexpected entry in the cache: %r" % sub)
         objs = os.listdir(os.path.join(cache, "objects"))
         if not all(n.isdigit() for n in objs):
