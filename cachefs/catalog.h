@@ -476,6 +476,15 @@ int cfs_catalog_plan_objects_add(struct cfs_catalog *c, int64_t plan_id,
 				 const struct cfs_plan_object *v, size_t n, uint64_t n_units);
 
 /*
+ * The same, with row i of the n asked of at(ctx, i, &row) as it is written,
+ * so that the caller holds no array of them (the sampler's merge of a large
+ * listing).
+ */
+typedef void (*cfs_plan_object_at)(void *ctx, size_t i, struct cfs_plan_object *out);
+int cfs_catalog_plan_objects_add_each(struct cfs_catalog *c, int64_t plan_id, cfs_plan_object_at at,
+				      void *ctx, size_t n, uint64_t n_units);
+
+/*
  * Objects of the plan with a sample in a file that is not GONE and whose
  * transfer is not partial (below); *out malloc'd.
  */

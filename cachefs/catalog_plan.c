@@ -329,8 +329,19 @@ int cfs_catalog_plan_objects(struct cfs_catalog *c, int64_t plan_id, struct cfs_
 		       "plan objects", (void **)out, n);
 }
 
+static void array_row_at(void *ctx, size_t i, struct cfs_plan_object *out)
+{
+	*out = ((const struct cfs_plan_object *)ctx)[i];
+}
+
 int cfs_catalog_plan_objects_add(struct cfs_catalog *c, int64_t plan_id,
 				 const struct cfs_plan_object *v, size_t n, uint64_t n_units)
+{
+	return cfs_catalog_plan_objects_add_each(c, plan_id, array_row_at, (void *)v, n, n_units);
+}
+
+int cfs_catalog_plan_objects_add_each(struct cfs_catalog *c, int64_t plan_id, cfs_plan_object_at at,
+				      void *ctx, size_t n, uint64_t n_units)
 {
 	sqlite3_stmt *st;
 	int rc = cfs__txn_begin(c);
@@ -341,12 +352,14 @@ int cfs_catalog_plan_objects_add(struct cfs_catalog *c, int64_t plan_id,
 	if (!st)
 		rc = -EIO;
 	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct cfs_plan_object v;
+		at(ctx, i, &v);
 		sqlite3_bind_int64(st, 1, plan_id);
-		sqlite3_bind_int64(st, 2, v[i].object_id);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)v[i].first_unit);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)v[i].units);
-		if (v[i].idx && v[i].idx_len)
-			sqlite3_bind_blob64(st, 5, v[i].idx, v[i].idx_len, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, v.object_id);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)v.first_unit);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)v.units);
+		if (v.idx && v.idx_len)
+			sqlite3_bind_blob64(st, 5, v.idx, v.idx_len, SQLITE_STATIC);
 		else
 			sqlite3_bind_null(st, 5);
 		rc = cfs__run(c, st, "plan object");

@@ -5,10 +5,9 @@
  * back-ends (file_list.c, http_list.c, s3.c) fill listings through
  * smp__listing_add(), which enforces the key and count caps of listing.h.
  * Strings: each object's key and etag are copied end to end into the
- * listing's blocks (struct smp__strblk), 4 KiB for the first and doubling up
- * to SMP_LIST_BLOCK, so a listing of N objects costs its array, the bytes of
- * its strings and a malloc per block, not two mallocs per object.  No
- * locking: a listing belongs to one thread.
+ * listing's arena (common/arena.h), so a listing of N objects costs its
+ * array, the bytes of its strings and a malloc per block, not two mallocs
+ * per object.  No locking: a listing belongs to one thread.
  */
 #include "sampler/listing_i.h"
 
@@ -16,40 +15,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define SMP_LIST_BLOCK_MIN ((size_t)4 << 10)
-#define SMP_LIST_BLOCK	   ((size_t)1 << 20) /* the largest block, but for one long string pair */
-
-struct smp__strblk {
-	struct smp__strblk *next; /* the block filled before this one */
-	size_t used, cap;	  /* bytes of data[] */
-	char data[];
-};
-
-/*
- * Room for n bytes in l's newest block, a new block if it has none.
- * Returns where they go (not yet counted as used), or NULL (out of memory:
- * l unchanged).
- */
-static char *block_room(struct smp_listing *l, size_t n)
-{
-	struct smp__strblk *b = l->blk;
-	if (b && b->cap - b->used >= n)
-		return b->data + b->used;
-	size_t cap = b ? b->cap * 2 : SMP_LIST_BLOCK_MIN;
-	if (cap > SMP_LIST_BLOCK)
-		cap = SMP_LIST_BLOCK;
-	if (cap < n)
-		cap = n;
-	struct smp__strblk *nb = malloc(sizeof(*nb) + cap);
-	if (!nb)
-		return NULL;
-	nb->next = b;
-	nb->used = 0;
-	nb->cap = cap;
-	l->blk = nb;
-	return nb->data;
-}
 
 int smp__listing_add(struct smp_listing *l, const char *key, size_t keylen, uint64_t size,
 		     const char *etag)
@@ -69,7 +34,7 @@ int smp__listing_add(struct smp_listing *l, const char *key, size_t keylen, uint
 	if (!etag)
 		etag = "";
 	size_t el = strlen(etag);
-	char *p = block_room(l, keylen + 1 + el + 1);
+	char *p = cmn_arena_alloc(&l->strs, keylen + 1 + el + 1, 1);
 	if (!p)
 		return -ENOMEM;
 	struct smp_object *o = &l->v[l->n++];
@@ -78,18 +43,12 @@ int smp__listing_add(struct smp_listing *l, const char *key, size_t keylen, uint
 	p[keylen] = '\0';
 	memcpy(p + keylen + 1, etag, el + 1); /* smp_object_etag */
 	o->size = size;
-	l->blk->used += keylen + 1 + el + 1;
 	return 0;
 }
 
 void smp_listing_free(struct smp_listing *l)
 {
-	struct smp__strblk *b = l->blk;
-	while (b) {
-		struct smp__strblk *next = b->next;
-		free(b);
-		b = next;
-	}
+	cmn_arena_free(&l->strs);
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 }

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/arena.h"
+
 /* Caps on what a server can make us hold. */
 #define SMP_LIST_BODY_CAP    ((size_t)64 << 20) /* one listing response (JSON, MANIFEST, XML page) */
 #define SMP_LIST_MAX_OBJECTS 50000000u		/* objects in one listing */
@@ -26,19 +28,17 @@ struct smp_object {
 };
 
 /*
- * The keys and etags live in blocks of SMP_LIST_BLOCK bytes (listing.c),
+ * The keys and etags live in the listing's arena (common/arena.h),
  * packed end to end (each key, its NUL, its etag, its NUL): one malloc per
  * block, not two per object, no malloc header or rounding per string, and
  * no etag pointer per object.  A string stays where it is until
  * smp_listing_free; an object dropped from v (a duplicate, a sidecar) leaves
  * its bytes in the block.
  */
-struct smp__strblk;
-
 struct smp_listing {
 	struct smp_object *v; /* sorted by key (bytewise) once complete */
 	size_t n, cap;
-	struct smp__strblk *blk; /* the strings' blocks, newest first; owned */
+	struct cmn_arena strs; /* the keys' and etags' blocks; owned */
 };
 
 /* The object's ETag (s3), or "mtime-size" (http, file); "" when none. */

@@ -57,13 +57,19 @@
 
 /* ---- objects and units ----------------------------------------------- */
 
-static void pobj_free(struct smp__pobj *o)
+/* A zeroed plan object in s->pobj_mem (it lives until smp__plan_unload), or NULL. */
+static struct smp__pobj *pobj_new(struct smp_sampler *s)
+{
+	return cmn_arena_zalloc(&s->pobj_mem, sizeof(struct smp__pobj), _Alignof(struct smp__pobj));
+}
+
+/* What a plan object owns outside the arena: its index. */
+static void pobj_drop(struct smp__pobj *o)
 {
 	if (!o)
 		return;
-	free(o->key);
 	free(o->idx);
-	free(o);
+	o->idx = NULL;
 }
 
 static int pobj_push(struct smp_sampler *s, struct smp__pobj *o)
@@ -167,16 +173,15 @@ int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 	}
 	uint64_t n = 0;
 	for (size_t i = 0; i < npo; i++) {
-		struct smp__pobj *o = calloc(1, sizeof(*o));
+		struct smp__pobj *o = pobj_new(s);
 		if (!o || pobj_push(s, o)) {
-			free(o);
 			rc = -ENOMEM;
 			snprintf(err, errlen, "out of memory for the sampling plan");
 			goto out;
 		}
 		o->object_id = po[i].object_id;
 		o->first = po[i].first_unit;
-		o->units = po[i].units;
+		o->units = (uint32_t)po[i].units;
 		if (po[i].idx && po[i].idx_len == o->units * sizeof(struct smp__idx)) {
 			o->idx = po[i].idx; /* taken over */
 			po[i].idx = NULL;
@@ -229,7 +234,8 @@ out:
 void smp__plan_unload(struct smp_sampler *s)
 {
 	for (size_t i = 0; i < s->npobj; i++)
-		pobj_free(s->pobj[i]);
+		pobj_drop(s->pobj[i]);
+	cmn_arena_free(&s->pobj_mem);
 	free(s->pobj);
 	s->pobj = NULL;
 	s->npobj = s->pobj_cap = 0;
@@ -323,14 +329,19 @@ static int set_index(struct smp__pobj *o, const struct idx_fetch *x)
 	int rc = 0, prc = x->rc == 0 ? smp__parse_index(x->buf ? x->buf : "", x->len, 0, o->size,
 							&ents, &ne, &cap, err, sizeof(err))
 				     : -EIO;
-	if (prc == 0 && ne > 0) {
+	if (prc == 0 && ne > UINT32_MAX) {
+		cmn_log(CMN_LOG_WARN,
+			"%s.idx: %zu records, more than a plan object holds: "
+			"reading the whole object instead",
+			o->key, ne);
+	} else if (prc == 0 && ne > 0) {
 		o->idx = malloc(ne * sizeof(*o->idx));
 		if (!o->idx) {
 			rc = -ENOMEM;
 		} else {
 			for (size_t i = 0; i < ne; i++)
 				o->idx[i] = (struct smp__idx){ents[i].off, ents[i].size, 0};
-			o->units = ne;
+			o->units = (uint32_t)ne;
 		}
 	} else if (prc == -ENOMEM) {
 		rc = prc;
@@ -400,6 +411,14 @@ out:
 
 /* ---- merging a listing ---------------------------------------------------- */
 
+/* The catalog row of new object i (cfs_catalog_plan_objects_add_each). */
+static void fresh_row(void *ctx, size_t i, struct cfs_plan_object *out)
+{
+	const struct smp__pobj *o = ((struct smp__pobj *const *)ctx)[i];
+	*out = (struct cfs_plan_object){o->object_id, o->first, o->units, o->idx,
+					o->idx ? o->units * sizeof(struct smp__idx) : 0};
+}
+
 int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const int64_t *ids,
 		    const bool *has_idx, char *err, size_t errlen)
 {
@@ -407,7 +426,6 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 	uint32_t ws = c->world_size ? c->world_size : 1;
 	struct smp__pobj **sorted = by_id(s), **fresh = NULL;
 	bool *want = NULL;
-	struct cfs_plan_object *rows = NULL;
 	size_t nfresh = 0, nsorted = s->npobj;
 	int rc = 0;
 	if (!sorted)
@@ -423,7 +441,7 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 			continue;
 		struct smp__pobj *o = find_id(sorted, nsorted, ids[i]);
 		if (!o) {
-			o = calloc(1, sizeof(*o));
+			o = pobj_new(s);
 			if (!o)
 				goto nomem;
 			o->object_id = ids[i];
@@ -433,7 +451,7 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 		}
 		if (!o->key) { /* an object id's key never changes: a relist does not copy it again
 				*/
-			o->key = strdup(l->v[i].key);
+			o->key = cmn_arena_strndup(&s->pobj_mem, l->v[i].key, strlen(l->v[i].key));
 			if (!o->key)
 				goto nomem;
 		}
@@ -447,20 +465,15 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 			goto out;
 		}
 		uint64_t n = cmn_plan_units(s->plan);
-		rows = calloc(nfresh, sizeof(*rows));
-		if (!rows)
-			goto nomem;
 		for (size_t k = 0; k < nfresh; k++) {
 			fresh[k]->first = n;
 			n += fresh[k]->units;
-			rows[k] = (struct cfs_plan_object){
-			    fresh[k]->object_id, fresh[k]->first, fresh[k]->units, fresh[k]->idx,
-			    fresh[k]->idx ? fresh[k]->units * sizeof(struct smp__idx) : 0};
 		}
 		rc = cmn_plan_grow(s->plan, n);
 		if (rc)
 			goto nomem;
-		rc = cfs_catalog_plan_objects_add(s->cat, s->plan_id, rows, nfresh, n);
+		rc = cfs_catalog_plan_objects_add_each(s->cat, s->plan_id, fresh_row, fresh, nfresh,
+						       n);
 		if (rc) {
 			snprintf(err, errlen, "recording the sampling plan's objects: %s",
 				 strerror(-rc));
@@ -486,10 +499,9 @@ nomem:
 	snprintf(err, errlen, "out of memory for the sampling plan");
 out:
 	for (size_t k = 0; fresh && k < nfresh; k++)
-		pobj_free(fresh[k]);
+		pobj_drop(fresh[k]); /* not pushed: its struct stays in the arena, unused */
 	free(fresh);
 	free(want);
-	free(rows);
 	free(sorted);
 	return rc;
 }

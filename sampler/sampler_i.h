@@ -25,6 +25,7 @@
 #include "sampler/listing.h"
 #include "sampler/records.h"
 #include "sampler/shuffle.h"
+#include "common/arena.h"
 #include "sampler/source.h"
 
 #define SMP_RESERVE_CHUNK ((uint64_t)4 << 20) /* reserve ahead in steps of this */
@@ -84,16 +85,16 @@ struct smp__idx {
 _Static_assert(sizeof(struct smp__idx) == 16, "the catalog blob layout");
 
 /* One object of the sampling plan (plan.c): its units, its index. */
-struct smp__pobj {
+struct smp__pobj { /* in s->pobj_mem, as its key (plan.c): one per listed object */
 	int64_t object_id;
 	char *key;	      /* from the first listing that held it (an id keeps its key) */
 	uint64_t size;	      /* bytes (listing) */
 	uint64_t first;	      /* its units are [first, first + units) */
-	uint64_t units;	      /* 1: read whole; else one unit per indexed record */
-	struct smp__idx *idx; /* [units] with strategy=records, else NULL */
-	bool live;	      /* in the latest listing of this rank */
+	struct smp__idx *idx; /* [units] with strategy=records, else NULL; malloc'd */
 	uint64_t failed_at;   /* (pass << 32 | epoch) + 1 when it last counted in
 				 failed_objects: once per pass and epoch (smp__count_failed) */
+	uint32_t units;	      /* 1: read whole; else one unit per indexed record */
+	bool live;	      /* in the latest listing of this rank */
 };
 
 /*
@@ -184,8 +185,9 @@ struct smp_sampler {
 	/* the sampling plan (plan.c) */
 	struct cmn_plan *plan;
 	int64_t plan_id;
-	int unit_kind;		 /* CFS_PLAN_OBJECTS or CFS_PLAN_RECORDS */
-	struct smp__pobj **pobj; /* [npobj], ordered by first */
+	int unit_kind;		   /* CFS_PLAN_OBJECTS or CFS_PLAN_RECORDS */
+	struct smp__pobj **pobj;   /* [npobj], ordered by first */
+	struct cmn_arena pobj_mem; /* the plan's objects and keys (plan.c), until unload */
 	size_t npobj, pobj_cap;
 	_Atomic uint64_t wanted;     /* bytes of units neither resident nor dropped (plan.c);
 					UINT64_MAX until the plan is loaded */

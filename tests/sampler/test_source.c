@@ -592,7 +592,7 @@ START_TEST(listing_blocks)
 	free(long_etag);
 	smp_listing_free(&l);
 	ck_assert_uint_eq(l.n, 0);
-	ck_assert_ptr_null(l.blk);
+	ck_assert_ptr_null(l.strs.blk);
 }
 END_TEST
 
