@@ -424,20 +424,23 @@ static void log_report(const struct rec_ctx *s)
 {
 	const struct cfs_reconcile_report *r = s->rec;
 	if (r->tmp_removed || r->rows_dropped || r->files_removed || r->size_mismatches ||
-	    r->evictions_finished || r->stray_entries || r->unsynced_checked)
+	    r->evictions_finished || r->stray_entries || r->unsynced_checked ||
+	    r->unsynced_same_boot)
 		cmn_log(CMN_LOG_INFO,
 			"%s: reconciled: %" PRIu64 " tmp files removed, %" PRIu64
 			" rows without file dropped, %" PRIu64
 			" files without row removed, %" PRIu64 " size mismatches, %" PRIu64
 			" evictions finished, %" PRIu64 " strays, %" PRIu64
-			" files sealed after the last sync point checked (%" PRIu64 " bad)",
+			" files sealed after the last sync point checked (%" PRIu64
+			" bad), %" PRIu64 " not checked (written since this system started)",
 			s->lay->dir, r->tmp_removed, r->rows_dropped, r->files_removed,
 			r->size_mismatches, r->evictions_finished, r->stray_entries,
-			r->unsynced_checked, r->unsynced_bad);
+			r->unsynced_checked, r->unsynced_bad, r->unsynced_same_boot);
 }
 
 int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct cfs_budget *budget,
-		   bool keep_retiring, struct cfs_reconcile_report *rec, char *err, size_t errlen)
+		   bool keep_retiring, bool same_boot, struct cfs_reconcile_report *rec, char *err,
+		   size_t errlen)
 {
 	struct rec_ctx ctx = {.lay = lay, .cat = cat, .budget = budget, .rec = rec};
 	struct rec_lists l = {0};
@@ -454,6 +457,10 @@ int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct
 			 "sync point (%s)",
 			 lay->dir, strerror(-rc));
 		return rc;
+	}
+	if (same_boot) { /* only a crash of the system loses what the page cache holds */
+		rec->unsynced_same_boot = ctx.nunsynced;
+		ctx.nunsynced = 0;
 	}
 	rc = read_lists(&ctx, keep_retiring, &l, err, errlen);
 	if (rc == 0)

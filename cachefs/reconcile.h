@@ -19,6 +19,7 @@
  * -errno with a message in err.
  */
 int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct cfs_budget *budget,
-		   bool keep_retiring, struct cfs_reconcile_report *rec, char *err, size_t errlen);
+		   bool keep_retiring, bool same_boot, struct cfs_reconcile_report *rec, char *err,
+		   size_t errlen);
 
 #endif

@@ -82,9 +82,32 @@ static int open_sub(struct cfs_store *s, const char *name, int *fd, char *err, s
  * Takes CACHE_DIR/lock with flock(LOCK_EX|LOCK_NB) and writes our pid in
  * it.  On -EWOULDBLOCK the message names the holder's pid read from it.
  */
+/*
+ * This system's boot id (/proc/sys/kernel/random/boot_id: a new one at
+ * every boot), or "" where it cannot be read.
+ */
+static void boot_id(char *out, size_t len)
+{
+	out[0] = '\0';
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, out, len - 1);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/*
+ * Takes CACHE_DIR/lock and writes "PID\nBOOT_ID\n" into it.  The boot id
+ * the last owner wrote tells whether this system has run since then
+ * (s->same_boot): if so, nothing it wrote can be torn, whatever happened
+ * to the process, and reconciliation need not verify the files of its
+ * last seconds (DESIGN 2's departure, docs/design.md).
+ */
 static int take_lock(struct cfs_store *s, char *err, size_t errlen)
 {
-	char buf[32];
+	char buf[96], boot[40];
 	ssize_t n;
 	int len;
 
@@ -112,7 +135,13 @@ static int take_lock(struct cfs_store *s, char *err, size_t errlen)
 		}
 		return -e;
 	}
-	len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	boot_id(boot, sizeof(boot));
+	n = pread(s->lock_fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *last = strchr(buf, '\n');
+	s->same_boot = boot[0] && last && strncmp(last + 1, boot, strlen(boot)) == 0 &&
+		       last[1 + strlen(boot)] == '\n';
+	len = snprintf(buf, sizeof(buf), "%ld\n%s\n", (long)getpid(), boot);
 	if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, buf, (size_t)len, 0) != len) {
 		int e = errno ? errno : EIO;
 		snprintf(err, errlen, "%s/lock: cannot write our pid: %s: check the disk",
@@ -204,7 +233,7 @@ static int open_verity(struct cfs_store *s, enum cmn_verity want, char *err, siz
  * or withdrawn since needs nothing), then of shards/ and objects/ (their
  * renames).  Our files only: syncfs() would also wait for every dirty page
  * of other processes on the file system (a build, a trainer's
- * checkpoints), at every sync point and at every start.  0 or -errno.
+ * checkpoints), at every sync point.  0 or -errno.
  */
 static int sync_listed(struct cfs_store *s, char *err, size_t errlen)
 {
@@ -244,7 +273,21 @@ static int sync_listed(struct cfs_store *s, char *err, size_t errlen)
 	return rc;
 }
 
-int cfs_store_sync(struct cfs_store *s, char *err, size_t errlen)
+/*
+ * After a failed fsync the kernel may have dropped the pages it could not
+ * write, with no restart of the system: the lock's boot id is struck, so
+ * that the next start verifies the listed files whatever the boot.
+ */
+static void forget_boot(struct cfs_store *s)
+{
+	char buf[40];
+	int len = snprintf(buf, sizeof(buf), "%ld\nsync-failed\n", (long)getpid());
+	if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, buf, (size_t)len, 0) != len)
+		cmn_log(CMN_LOG_WARN, "%s/lock: cannot write: %s", s->lay.dir, strerror(errno));
+}
+
+/* A sync point of the entries up to `upto` (all: INT64_MAX); cfs_store_sync. */
+static int sync_point(struct cfs_store *s, int64_t upto, char *err, size_t errlen)
 {
 	int64_t mark = 0;
 	pthread_mutex_lock(&s->sync_mu);
@@ -252,6 +295,8 @@ int cfs_store_sync(struct cfs_store *s, char *err, size_t errlen)
 	if (rc < 0)
 		snprintf(err, errlen, "%s/catalog.db: cannot read the files to sync: %s",
 			 s->lay.dir, strerror(-rc));
+	if (mark > upto)
+		mark = upto;
 	if (rc == 0 && mark > 0) {
 		cmn_fault("before_sync");
 		rc = sync_listed(s, err, errlen);
@@ -261,6 +306,7 @@ int cfs_store_sync(struct cfs_store *s, char *err, size_t errlen)
 				 ": the files sealed since the last sync point are verified at the "
 				 "next start");
 			atomic_store(&s->sync_failed, true);
+			forget_boot(s);
 		} else if (atomic_load(&s->sync_failed)) {
 			rc = -EIO;
 			snprintf(err, errlen,
@@ -279,24 +325,36 @@ int cfs_store_sync(struct cfs_store *s, char *err, size_t errlen)
 	return rc;
 }
 
-/* The syncer thread: a sync point every sync_period_ms until close. */
+int cfs_store_sync(struct cfs_store *s, char *err, size_t errlen)
+{
+	return sync_point(s, INT64_MAX, err, errlen);
+}
+
+/*
+ * The syncer thread: a sync point at once of the files listed at open
+ * (what start-up reconciliation verified or trusted: up to a period's
+ * worth of sealed files, whose fsyncs the start does not wait for), then
+ * one of every listed file every sync_period_ms until close.
+ */
 static void *syncer_main(void *arg)
 {
 	struct cfs_store *s = arg;
 	char err[512];
 	bool logged = false;
 	pthread_mutex_lock(&s->sync_mu);
-	while (!s->sync_stop) {
-		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		uint64_t ns = (uint64_t)t.tv_nsec + s->sync_period_ms % 1000 * 1000000u;
-		t.tv_sec += (time_t)(s->sync_period_ms / 1000 + ns / 1000000000u);
-		t.tv_nsec = (long)(ns % 1000000000u);
-		pthread_cond_timedwait(&s->sync_cv, &s->sync_mu, &t);
-		if (s->sync_stop)
-			break;
+	for (bool first = true; !s->sync_stop; first = false) {
+		if (!first) {
+			struct timespec t;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			uint64_t ns = (uint64_t)t.tv_nsec + s->sync_period_ms % 1000 * 1000000u;
+			t.tv_sec += (time_t)(s->sync_period_ms / 1000 + ns / 1000000000u);
+			t.tv_nsec = (long)(ns % 1000000000u);
+			pthread_cond_timedwait(&s->sync_cv, &s->sync_mu, &t);
+			if (s->sync_stop)
+				break;
+		}
 		pthread_mutex_unlock(&s->sync_mu);
-		int rc = cfs_store_sync(s, err, sizeof(err));
+		int rc = sync_point(s, first ? s->open_mark : INT64_MAX, err, sizeof(err));
 		if (rc < 0 && !logged) /* once: the state does not change until a restart */
 			cmn_log(CMN_LOG_ERROR, "%s", err);
 		logged = logged || rc < 0;
@@ -330,13 +388,16 @@ int cfs_store_ballast(struct cfs_store *s, bool keep)
 	return rc;
 }
 
-/* The first sync point (what reconciliation verified) and the syncer thread. */
+/* The syncer thread (its first sync point makes what reconciliation verified durable). */
 static int start_syncer(struct cfs_store *s, uint64_t period_ms, char *err, size_t errlen)
 {
 	s->sync_period_ms = period_ms ? period_ms : CFS_SYNC_PERIOD_MS;
-	int rc = cfs_store_sync(s, err, errlen);
-	if (rc < 0)
+	int rc = cfs_catalog_unsynced_mark(s->cat, &s->open_mark);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s/catalog.db: cannot read the files to sync: %s",
+			 s->lay.dir, strerror(-rc));
 		return rc;
+	}
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -435,7 +496,8 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 		snprintf(err, errlen, "%s: out of memory", s->lay.dir);
 		goto fail;
 	}
-	rc = cfs__reconcile(&s->lay, s->cat, s->budget, o->keep_retiring, &s->rec, err, errlen);
+	rc = cfs__reconcile(&s->lay, s->cat, s->budget, o->keep_retiring, s->same_boot, &s->rec,
+			    err, errlen);
 	if (rc < 0)
 		goto fail;
 	rc = open_verity(s, o->verity, err, errlen);

@@ -66,8 +66,9 @@ struct cfs_store_opts {
 /*
  * A sync point: the files sealed so far made durable by an fsync of each
  * (and of shards/ and objects/), then struck from the catalog's `unsynced`
- * list.  The store runs one every sync_period_ms, one after start-up
- * reconciliation and one at close; `ingest` returns after the last, so
+ * list.  The store's thread runs one right after start-up reconciliation
+ * (the open does not wait for its fsyncs), then one every sync_period_ms;
+ * close runs the last; `ingest` returns after it, so
  * what it reports is on disk, as `cp -r && sync`.  Returns 0, or -errno
  * (err set): the files stay listed and the next start verifies them; a
  * store whose sync point failed once keeps every entry from then on (a
@@ -97,8 +98,11 @@ struct cfs_reconcile_report {
 	int64_t retiring_epoch;	     /* ... the epoch that chose them, or -1 */
 	uint64_t stray_entries;	     /* names in shards/ or objects/ not of our form: deleted */
 	uint64_t unsynced_checked;   /* files sealed after the last sync point, verified whole */
-	uint64_t unsynced_bad;	 /* ... of them failing (torn by a crash of the system): dropped */
-	uint64_t resident_files; /* SEALED after reconciliation */
+	uint64_t unsynced_bad; /* ... of them failing (torn by a crash of the system): dropped */
+	uint64_t unsynced_same_boot; /* files sealed after the last sync point, not verified:
+					the system has not restarted since they were written
+					(CACHE_DIR/lock's boot id), so the page cache holds them */
+	uint64_t resident_files;     /* SEALED after reconciliation */
 	uint64_t resident_bytes;
 	uint64_t elapsed_us;
 };

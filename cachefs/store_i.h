@@ -18,14 +18,16 @@
 struct cfs_store {
 	struct cfs_layout lay; /* the directory and its fds */
 	int lock_fd;	       /* CACHE_DIR/lock, flock()ed */
+	bool same_boot;	       /* the lock's last owner ran since this system started */
 	struct cfs_catalog *cat;
 	struct cfs_budget *budget;
 	struct cfs_reconcile_report rec;
 	bool verity; /* files are sealed with fs-verity (verity.h) */
 	pthread_mutex_t sync_mu;
 	pthread_cond_t sync_cv;
-	bool sync_stop; /* sync_mu: the syncer thread is to end */
-	bool syncer_on; /* the syncer thread was started */
+	bool sync_stop;	   /* sync_mu: the syncer thread is to end */
+	bool syncer_on;	   /* the syncer thread was started */
+	int64_t open_mark; /* the last `unsynced` entry at open: the first sync point's bound */
 	pthread_t syncer;
 	uint64_t sync_period_ms;
 	atomic_bool sync_failed; /* a sync point failed: entries stay for the next start's check */

@@ -451,8 +451,10 @@ static void flip_byte(const char *name, off_t at)
 /*
  * Sync points: a sealed file is listed in `unsynced` until one; a sync
  * point empties the list; a process that dies before the next one leaves
- * its files listed, and the next start verifies them whole (a file whose
- * bytes a crash of the system lost is dropped) and then syncs.  A file
+ * its files listed; the next start in the same boot trusts them (the page
+ * cache has them), one after a crash of the system (the lock's boot id
+ * differs) verifies them whole (a file whose bytes it lost is dropped);
+ * then a sync point empties the list.  A file
  * changed after its sync point is not the start's business (the scrubber's).
  */
 START_TEST(sync_points_and_the_check_after_a_crash)
@@ -478,19 +480,25 @@ START_TEST(sync_points_and_the_check_after_a_crash)
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %d", status);
 	ck_assert_int_eq(unsynced_count(), 3);
 
-	/* what a crash of the system could leave: one file's bytes changed, size kept */
+	/* the process died, the system did not: nothing to verify (the page cache holds it) */
 	struct cfs_shard_info *arr;
 	size_t n;
 	char name[64];
 	s = open_store(1 << 20);
+	ck_assert_uint_eq(cfs_store_reconcile_report(s)->unsynced_same_boot, 3);
+	ck_assert_uint_eq(cfs_store_reconcile_report(s)->unsynced_checked, 0);
 	ck_assert_int_eq(
 	    cfs_catalog_shards_list(cfs_store_catalog(s), 1u << CFS_SHARD_SEALED, &arr, &n), 0);
 	ck_assert_uint_eq(n, 4);
 	int64_t bad = arr[1].id, good = arr[2].id;
 	cfs_shard_info_free(arr, n);
 	cfs_store_close(s);
-	ck_assert_int_eq(unsynced_count(), 0); /* checked at open, then synced */
-	/* again, by hand: list the files as a crash would, flip one, open */
+	ck_assert_int_eq(unsynced_count(), 0); /* synced */
+	/*
+	 * What a crash of the system could leave: the files listed as a crash
+	 * would, one file's bytes changed (size kept), and the lock written in
+	 * another boot: the open verifies them.
+	 */
 	char path[512];
 	sqlite3 *db;
 	snprintf(path, sizeof(path), "%s/catalog.db", dir);
@@ -504,11 +512,17 @@ START_TEST(sync_points_and_the_check_after_a_crash)
 	flip_byte(name, 40); /* inside the first record's payload */
 	shard_name(synced, name, sizeof(name));
 	flip_byte(name, 40); /* synced: not checked at start */
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	FILE *lock = fopen(path, "w");
+	ck_assert_ptr_nonnull(lock);
+	fputs("1\nnot-this-boot\n", lock);
+	fclose(lock);
 
 	s = open_store(1 << 20);
 	const struct cfs_reconcile_report *rep = cfs_store_reconcile_report(s);
 	ck_assert_uint_eq(rep->unsynced_checked, 2);
 	ck_assert_uint_eq(rep->unsynced_bad, 1);
+	ck_assert_uint_eq(rep->unsynced_same_boot, 0);
 	ck_assert_uint_eq(rep->resident_files, 3);
 	ck_assert_int_eq(
 	    cfs_catalog_shards_list(cfs_store_catalog(s), 1u << CFS_SHARD_SEALED, &arr, &n), 0);
