@@ -10,13 +10,16 @@ This runs the set-up that found it: a dataset of 30 objects over nginx
 --connections 16`, `epoch next` every 0.6 s, and after 2 s either SIGKILL
 of the daemon (--kills) or `rollcache umount` (--cycles), then the same
 mount command again.  A trial freezes when it admitted no record: the
-dataset is 2.4 times the limit, so a rolling cache always has records to
+dataset is 2.4 times the limit (by default; --limit and --object-size
+keep it over twice the limit), so a rolling cache always has records to
 admit, in the first pass or a later one (the line says when the first pass
 is over); the last trial is followed by a check that a mount still admits.
 
 Usage (from the source tree, after a build):
   /usr/bin/python3 bench/freeze.py [--build build] [--kills 100] [--cycles 30]
-      [--object-size 8M] [--keep DIR]
+      [--object-size 8M] [--limit 100M] [--keep DIR]
+The suite runs it small (tests/daemon/meson.build: 5 kills and 3 cycles,
+objects of 1 MiB under --limit 12M).
 Prints one line per trial and a summary; exits 1 when a trial froze.
 """
 import argparse
@@ -58,9 +61,9 @@ def first_pass(cache):
     return not rows or rows[0][0] in (None, 0)
 
 
-def trial(rc, url, mnt, cache, kill):
+def trial(rc, url, mnt, cache, kill, limit):
     before = admitted(cache)
-    rc("mount", url, mnt, "--limit", "100M", "--shard-size", "1M", "--connections", 16,
+    rc("mount", url, mnt, "--limit", limit, "--shard-size", "1M", "--connections", 16,
        "--cache-dir", cache)
     t0 = time.monotonic()
     while time.monotonic() - t0 < 2.0:
@@ -88,6 +91,8 @@ def main():
     ap.add_argument("--kills", type=int, default=100)
     ap.add_argument("--cycles", type=int, default=30)
     ap.add_argument("--object-size", type=size, default=8 << 20)
+    ap.add_argument("--limit", default="100M",
+                    help="the cache's limit (keep the dataset, 30 objects, over twice it)")
     ap.add_argument("--keep")
     a = ap.parse_args()
     rc = Rc(a.build)
@@ -105,15 +110,15 @@ def main():
     try:
         plan = [True] * a.kills + [False] * a.cycles
         for i, kill in enumerate(plan):
-            got = trial(rc, url, mnt, cache, kill)
+            got = trial(rc, url, mnt, cache, kill, a.limit)
             covered = not first_pass(cache)
-            bad = got == 0  # a rolling cache of a dataset 2.4x its limit always admits
+            bad = got == 0  # a rolling cache of a dataset over twice its limit always admits
             if bad:
                 frozen.append(i)
             print("trial %3d %-6s admitted %5d records%s%s" % (
                 i, "kill" if kill else "umount", got, " (dataset covered)" if covered else "",
                 "  FROZE" if bad else ""), flush=True)
-        rc("mount", url, mnt, "--limit", "100M", "--shard-size", "1M", "--connections", 16,
+        rc("mount", url, mnt, "--limit", a.limit, "--shard-size", "1M", "--connections", 16,
            "--cache-dir", cache)
         before = admitted(cache)
         rc("epoch", mnt, "next", "--wait", timeout=300)
