@@ -79,10 +79,6 @@ static int open_sub(struct cfs_store *s, const char *name, int *fd, char *err, s
 }
 
 /*
- * Takes CACHE_DIR/lock with flock(LOCK_EX|LOCK_NB) and writes our pid in
- * it.  On -EWOULDBLOCK the message names the holder's pid read from it.
- */
-/*
  * This system's boot id (/proc/sys/kernel/random/boot_id: a new one at
  * every boot), or "" where it cannot be read.
  */
@@ -99,7 +95,9 @@ static void boot_id(char *out, size_t len)
 }
 
 /*
- * Takes CACHE_DIR/lock and writes "PID\nBOOT_ID\n" into it.  The boot id
+ * Takes CACHE_DIR/lock with flock(LOCK_EX|LOCK_NB) and writes "PID\nBOOT_ID\n"
+ * into it; on -EWOULDBLOCK the message names the holder's pid read from
+ * it.  The boot id
  * the last owner wrote tells whether this system has run since then
  * (s->same_boot): if so, nothing it wrote can be torn, whatever happened
  * to the process, and reconciliation need not verify the files of its
