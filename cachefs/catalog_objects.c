@@ -212,7 +212,8 @@ static int view_check_order(const struct ents_view *v)
 /* What phase 2 of the merge does with one listing entry (scan_current). */
 enum merge_act {
 	ACT_ADD,     /* a key the source has no current row for: a new row */
-	ACT_SEEN,    /* same size and etag: the row is seen at this epoch */
+	ACT_SEEN,    /* same size and etag, the row LISTED: nothing to write */
+	ACT_BACK,    /* same size and etag, the row VANISHED: LISTED again at this epoch */
 	ACT_CHANGED, /* the row becomes STALE, a new row takes its key */
 };
 
@@ -240,7 +241,7 @@ static int id_push(struct id_vec *g, int64_t id)
  * Phase 1 of the merge, reads only: walks the source's current rows in key
  * order (S_OBJ_CURRENT: the index objects_current gives that order, so no
  * row is copied or sorted) in step with the listing in key order.  Sets
- * act[k] for entry k and, for SEEN and CHANGED, old[its slot] to the
+ * act[k] for entry k and, for SEEN, BACK and CHANGED, old[its slot] to the
  * current row's id; the current rows the listing does not name and that
  * are not VANISHED yet go to *gone.  Returns 0 or -errno (*gone then holds
  * what was found: the caller frees it).  In a transaction.
@@ -271,7 +272,9 @@ static int scan_current(struct cfs_catalog *c, int64_t source_id, const struct e
 			const char *etag = (const char *)sqlite3_column_text(st, 3);
 			bool same = (uint64_t)sqlite3_column_int64(st, 2) == le.size &&
 				    etag_eq(etag, le.etag);
-			act[k++] = same ? ACT_SEEN : ACT_CHANGED;
+			act[k++] = !same					      ? ACT_CHANGED
+				   : sqlite3_column_int(st, 4) == CFS_OBJECT_VANISHED ? ACT_BACK
+										      : ACT_SEEN;
 			old[slot] = id;
 		} else if (sqlite3_column_int(st, 4) != CFS_OBJECT_VANISHED) {
 			e = id_push(gone, id);
@@ -305,6 +308,8 @@ static int apply_merge(struct cfs_catalog *c, int64_t source_id, const struct en
 		int64_t id = old[slot];
 
 		if (act[k] == ACT_SEEN) {
+			r->unchanged++; /* not rewritten: a relist costs what changed */
+		} else if (act[k] == ACT_BACK) {
 			rc = obj_set(c, S_OBJ_SEEN, id, epoch);
 			r->unchanged++;
 		} else if (act[k] == ACT_CHANGED) {

@@ -504,7 +504,7 @@ START_TEST(objects_sync_merges_listings)
 	cfs_object_info_free(o, n);
 	ck_assert_int_eq(cfs_catalog_objects_list(c, src, 1u << CFS_OBJECT_LISTED, &o, &n), 0);
 	ck_assert_uint_eq(n, 3);
-	ck_assert_uint_eq(o[0].listed_epoch, 1);
+	ck_assert_uint_eq(o[0].listed_epoch, 0); /* a: unchanged, so not rewritten at epoch 1 */
 	ck_assert_int_eq(o[0].last_fetched_epoch, -1);
 	cfs_object_info_free(o, n);
 
@@ -570,6 +570,17 @@ START_TEST(objects_sync_walks_in_key_order)
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(o[0].key, "a b");
 	ck_assert_str_eq(o[1].key, "\xc3\xa9");
+	cfs_object_info_free(o, n);
+	/* "z" LISTED again at the epoch of its return; "a", never away, keeps epoch 0 */
+	ck_assert_int_eq(cfs_catalog_objects_list(c, src, 1u << CFS_OBJECT_LISTED, &o, &n), 0);
+	int found = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(o[i].key, "z") && ++found)
+			ck_assert_uint_eq(o[i].listed_epoch, 2);
+		if (!strcmp(o[i].key, "a") && ++found)
+			ck_assert_uint_eq(o[i].listed_epoch, 0);
+	}
+	ck_assert_int_eq(found, 2);
 	cfs_object_info_free(o, n);
 	cfs_catalog_close(c);
 }
