@@ -31,8 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <time.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* mkdir -p for the cache directory itself (mode 0755). */
@@ -94,20 +94,29 @@ static void boot_id(char *out, size_t len)
 	out[strcspn(out, "\n")] = '\0';
 }
 
+/* Writes "PID\nBOOT\n" into CACHE_DIR/lock (held).  0 or -errno. */
+static int write_lock(struct cfs_store *s, const char *boot)
+{
+	char buf[96];
+	int len = snprintf(buf, sizeof(buf), "%ld\n%s\n", (long)getpid(), boot);
+	if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, buf, (size_t)len, 0) != len)
+		return -(errno ? errno : EIO);
+	return 0;
+}
+
 /*
- * Takes CACHE_DIR/lock with flock(LOCK_EX|LOCK_NB) and writes "PID\nBOOT_ID\n"
- * into it; on -EWOULDBLOCK the message names the holder's pid read from
- * it.  The boot id
- * the last owner wrote tells whether this system has run since then
- * (s->same_boot): if so, nothing it wrote can be torn, whatever happened
- * to the process, and reconciliation need not verify the files of its
- * last seconds (DESIGN 2's departure, docs/design.md).
+ * Takes CACHE_DIR/lock with flock(LOCK_EX|LOCK_NB) and writes our pid and
+ * this system's boot id into it; on -EWOULDBLOCK the message names the
+ * holder's pid read from it.  The boot id the last owner wrote tells
+ * whether this system has run since then (s->same_boot): if so, nothing
+ * it wrote can be torn, whatever happened to the process, and
+ * reconciliation need not verify the files of its last seconds (DESIGN
+ * 2's departure, docs/design.md).
  */
 static int take_lock(struct cfs_store *s, char *err, size_t errlen)
 {
 	char buf[96], boot[40];
 	ssize_t n;
-	int len;
 
 	s->lock_fd = openat(s->lay.dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (s->lock_fd < 0) {
@@ -139,12 +148,11 @@ static int take_lock(struct cfs_store *s, char *err, size_t errlen)
 	const char *last = strchr(buf, '\n');
 	s->same_boot = boot[0] && last && strncmp(last + 1, boot, strlen(boot)) == 0 &&
 		       last[1 + strlen(boot)] == '\n';
-	len = snprintf(buf, sizeof(buf), "%ld\n%s\n", (long)getpid(), boot);
-	if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, buf, (size_t)len, 0) != len) {
-		int e = errno ? errno : EIO;
+	int rc = write_lock(s, boot);
+	if (rc < 0) {
 		snprintf(err, errlen, "%s/lock: cannot write our pid: %s: check the disk",
-			 s->lay.dir, strerror(e));
-		return -e;
+			 s->lay.dir, strerror(-rc));
+		return rc;
 	}
 	return 0;
 }
@@ -278,10 +286,9 @@ static int sync_listed(struct cfs_store *s, char *err, size_t errlen)
  */
 static void forget_boot(struct cfs_store *s)
 {
-	char buf[40];
-	int len = snprintf(buf, sizeof(buf), "%ld\nsync-failed\n", (long)getpid());
-	if (ftruncate(s->lock_fd, 0) < 0 || pwrite(s->lock_fd, buf, (size_t)len, 0) != len)
-		cmn_log(CMN_LOG_WARN, "%s/lock: cannot write: %s", s->lay.dir, strerror(errno));
+	int rc = write_lock(s, "sync-failed");
+	if (rc < 0)
+		cmn_log(CMN_LOG_WARN, "%s/lock: cannot write: %s", s->lay.dir, strerror(-rc));
 }
 
 /* A sync point of the entries up to `upto` (all: INT64_MAX); cfs_store_sync. */
