@@ -122,7 +122,11 @@ static void count_received(struct xfer *x)
 	}
 }
 
-static void finish_as(struct xfer *x, int rc, enum smp_xfer_end how, const char *msg)
+/*
+ * The request is over, as `how` says (enum smp_xfer_end: ended, or given
+ * up by the transport and why): its connection goes idle, done() is told.
+ */
+static void end_as(struct xfer *x, int rc, enum smp_xfer_end how, const char *msg)
 {
 	struct smp_fetch *f = x->f;
 	count_received(x);
@@ -143,13 +147,7 @@ static void finish_as(struct xfer *x, int rc, enum smp_xfer_end how, const char 
 /* The request is over (done, cancelled, or failed for a reason of the caller's). */
 static void finish(struct xfer *x, int rc, const char *msg)
 {
-	finish_as(x, rc, SMP_XFER_ENDED, msg);
-}
-
-/* The transport gives the request up (how: exhausted or refused, enum smp_xfer_end). */
-static void give_up(struct xfer *x, int rc, enum smp_xfer_end how, const char *msg)
-{
-	finish_as(x, rc, how, msg);
+	end_as(x, rc, SMP_XFER_ENDED, msg);
 }
 
 void smp_fetch_cancel_all(struct smp_fetch *f)
@@ -389,7 +387,7 @@ static void retry_or_fail(struct smp_fetch *f, struct xfer *x, int rc, const cha
 	if (x->attempt >= f->retries) {
 		snprintf(msg, sizeof(msg), "%s: gave up after %u attempts: %s", x->key,
 			 x->attempt + 1, why);
-		give_up(x, rc, SMP_XFER_EXHAUSTED, msg);
+		end_as(x, rc, SMP_XFER_EXHAUSTED, msg);
 		return;
 	}
 	x->attempt++;
@@ -445,11 +443,11 @@ static void failed_status(struct smp_fetch *f, struct xfer *x, long status)
 	}
 	char msg[768];
 	snprintf(msg, sizeof(msg), "%s: %s (not retried)", x->key, why);
-	give_up(x,
-		status == 404			   ? -ENOENT
-		: (status == 401 || status == 403) ? -EACCES
-						   : -EIO,
-		SMP_XFER_REFUSED, msg);
+	end_as(x,
+	       status == 404			  ? -ENOENT
+	       : (status == 401 || status == 403) ? -EACCES
+						  : -EIO,
+	       SMP_XFER_REFUSED, msg);
 }
 
 static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
@@ -485,7 +483,7 @@ static void completed(struct smp_fetch *f, CURL *e, CURLcode cc)
 		} else {
 			char msg[768];
 			snprintf(msg, sizeof(msg), "%s: %s (not retried)", x->key, why);
-			give_up(x, -EIO, SMP_XFER_REFUSED, msg);
+			end_as(x, -EIO, SMP_XFER_REFUSED, msg);
 		}
 		return;
 	}

@@ -20,12 +20,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "common/arena.h"
 #include "common/plan.h"
 #include "sampler/fetch.h"
 #include "sampler/listing.h"
 #include "sampler/records.h"
 #include "sampler/shuffle.h"
-#include "common/arena.h"
 #include "sampler/source.h"
 
 #define SMP_RESERVE_CHUNK ((uint64_t)4 << 20) /* reserve ahead in steps of this */
