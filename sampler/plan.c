@@ -231,6 +231,27 @@ out:
 	return rc;
 }
 
+static void whole_end(struct smp_sampler *s, struct smp__job *j);
+
+/*
+ * Frees ingest's held objects (s->again, s->ready); with settle, each is
+ * first ended as given up (whole_end: failed_objects, objects_partial, its
+ * unit settled).
+ */
+static void free_held(struct smp_sampler *s, bool settle)
+{
+	struct smp__job **lists[] = {&s->again, &s->ready};
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
+		while (*lists[l]) {
+			struct smp__job *j = *lists[l];
+			*lists[l] = j->next;
+			j->next = NULL;
+			if (settle && s->plan)
+				whole_end(s, j);
+			smp__job_free(s, j);
+		}
+}
+
 void smp__plan_unload(struct smp_sampler *s)
 {
 	for (size_t i = 0; i < s->npobj; i++)
@@ -251,14 +272,7 @@ void smp__plan_unload(struct smp_sampler *s)
 	free(s->cut);
 	s->cut = NULL;
 	s->ncut = 0;
-	for (int l = 0; l < 2; l++) { /* ingest's held objects (a failed start) */
-		struct smp__job **list = l ? &s->ready : &s->again;
-		while (*list) {
-			struct smp__job *j = *list;
-			*list = j->next;
-			smp__job_free(s, j);
-		}
-	}
+	free_held(s, false); /* ingest's held objects (a failed start) */
 }
 
 /* ---- sidecars ------------------------------------------------------------- */
@@ -314,12 +328,6 @@ static void idx_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 
 static const struct smp_xfer_ops idx_ops = {idx_data, idx_end, idx_restart, idx_done};
 
-/*
- * Fetches the sidecars of the n new objects that have one (in parallel,
- * while other transfers go on) and sets their units and index.  Objects
- * whose sidecar fails are read whole (one unit), with a warning.  Returns
- * 0 or -errno (local failures only: memory, the engine; stopped).
- */
 /* Sets the units and index of the object of one fetched sidecar.  0 or -ENOMEM. */
 static int set_index(struct smp__pobj *o, const struct idx_fetch *x)
 {
@@ -355,6 +363,12 @@ static int set_index(struct smp__pobj *o, const struct idx_fetch *x)
 	return rc;
 }
 
+/*
+ * Fetches the sidecars of the n new objects that have one (in parallel,
+ * while other transfers go on) and sets their units and index.  Objects
+ * whose sidecar fails are read whole (one unit), with a warning.  Returns
+ * 0 or -errno (local failures only: memory, the engine; stopped).
+ */
 static int load_sidecars(struct smp_sampler *s, struct smp__pobj **objs, const bool *want, size_t n)
 {
 	/* a fetch state for each object that has a sidecar, not for each object */
@@ -449,8 +463,7 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 			want[nfresh] = s->unit_kind == CFS_PLAN_RECORDS && has_idx[i];
 			fresh[nfresh++] = o;
 		}
-		if (!o->key) { /* an object id's key never changes: a relist does not copy it again
-				*/
+		if (!o->key) { /* an id's key never changes: copied at its first listing only */
 			o->key = cmn_arena_strndup(&s->pobj_mem, l->v[i].key, strlen(l->v[i].key));
 			if (!o->key)
 				goto nomem;
@@ -683,12 +696,10 @@ size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows)
 	*units = *lows = NULL;
 	if (s->cfg->format == CMN_FORMAT_RAW)
 		return 0;
-	for (struct smp__job *j = s->jobs; j; j = j->next) {
-		j->low = j->good_end;
-		cap++;
-	}
-	for (int l = 0; l < 2; l++) /* ingest's held objects: their records are all out */
-		for (struct smp__job *j = l ? s->ready : s->again; j; j = j->next) {
+	/* the jobs in flight, and ingest's held objects (their records are all out) */
+	struct smp__job *const lists[] = {s->jobs, s->again, s->ready};
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
+		for (struct smp__job *j = lists[l]; j; j = j->next) {
 			j->low = j->good_end;
 			cap++;
 		}
@@ -703,7 +714,6 @@ size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows)
 		*units = *lows = NULL;
 		return 0;
 	}
-	const struct smp__job *lists[] = {s->jobs, s->again, s->ready};
 	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
 		for (const struct smp__job *j = lists[l]; j; j = j->next)
 			if (!j->obj->idx && j->plain && j->low > 0 && !j->cancelled) {
@@ -1003,17 +1013,7 @@ void smp__plan_settle_held(struct smp_sampler *s)
 		w->next = s->again;
 		s->again = w;
 	}
-	for (int l = 0; l < 2; l++) {
-		struct smp__job **list = l ? &s->ready : &s->again;
-		while (*list) {
-			struct smp__job *j = *list;
-			*list = j->next;
-			j->next = NULL;
-			if (s->plan)
-				whole_end(s, j);
-			smp__job_free(s, j);
-		}
-	}
+	free_held(s, true);
 }
 
 void smp__job_free(struct smp_sampler *s, struct smp__job *j)
