@@ -170,8 +170,14 @@ uint64_t cfs_shard_writer_room(const struct cfs_shard_writer *w)
 	return w->reserved - w->written;
 }
 
-int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, size_t len,
-			    uint32_t crc, int64_t object_id, uint64_t object_offset)
+int cfs_shard_writer_behind(struct cfs_shard_writer *w, cmn_tfr_release_fn release, void *ctx)
+{
+	return w->tw ? cmn_tfr_writer_behind(w->tw, release, ctx) : -EINVAL;
+}
+
+int cfs_shard_writer_append_lent(struct cfs_shard_writer *w, const void *payload, size_t len,
+				 uint32_t crc, int64_t object_id, uint64_t object_offset,
+				 void *block, size_t cap)
 {
 	uint64_t need = cfs_shard_writer_record_bytes(len);
 	int rc;
@@ -193,7 +199,8 @@ int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, siz
 		w->samples = ns;
 		w->cap = ncap;
 	}
-	rc = cmn_tfr_writer_append(w->tw, payload, len, crc, true);
+	rc = block ? cmn_tfr_writer_append_lent(w->tw, payload, len, crc, block, cap)
+		   : cmn_tfr_writer_append(w->tw, payload, len, crc, true);
 	if (rc < 0) {
 		w->broken = true;
 		return rc;
@@ -207,7 +214,14 @@ int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, siz
 	    .object_offset = object_offset,
 	};
 	w->written += need;
-	return 0;
+	return rc;
+}
+
+int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, size_t len,
+			    uint32_t crc, int64_t object_id, uint64_t object_offset)
+{
+	return cfs_shard_writer_append_lent(w, payload, len, crc, object_id, object_offset, NULL,
+					    0);
 }
 
 int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t len)

@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/tfrecord.h"
+
 #include "cachefs/store.h"
 
 struct cfs_shard_writer;
@@ -82,6 +84,24 @@ uint64_t cfs_shard_writer_room(const struct cfs_shard_writer *w);
  */
 int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, size_t len,
 			    uint32_t crc, int64_t object_id, uint64_t object_offset);
+
+/*
+ * Write-behind for a TFRecord writer (common/tfrecord.h): its writes go to a
+ * thread of its own, and append_lent may take the caller's memory, given
+ * back through `release` once written.  Seal and abort wait for that thread.
+ * Returns 0 or -ENOMEM.
+ */
+int cfs_shard_writer_behind(struct cfs_shard_writer *w, cmn_tfr_release_fn release, void *ctx);
+
+/*
+ * Like append, with the payload inside `block` (cap bytes, the caller's):
+ * returns 1 when the writer took the block (see cmn_tfr_writer_append_lent),
+ * 0 when it stays the caller's, or the errors of append (the block stays
+ * the caller's).
+ */
+int cfs_shard_writer_append_lent(struct cfs_shard_writer *w, const void *payload, size_t len,
+				 uint32_t crc, int64_t object_id, uint64_t object_offset,
+				 void *block, size_t cap);
 
 /* Appends bytes of the object (raw writers only).  Same returns as append. */
 int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t len);

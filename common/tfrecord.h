@@ -291,13 +291,36 @@ int cmn_tfr_writer_open(struct cmn_tfr_writer **out, int fd, size_t buf_size, ch
 int cmn_tfr_writer_append(struct cmn_tfr_writer *w, const void *payload, size_t len, uint32_t crc,
 			  bool crc_known);
 
-/* Writes out the buffer.  Returns 0 or -errno. */
+/* Gives back a block lent to cmn_tfr_writer_append_lent once its bytes are written. */
+typedef void (*cmn_tfr_release_fn)(void *ctx, void *block, size_t cap);
+
+/*
+ * Switches w to write-behind: its writes go to a thread of its own (started
+ * at the first hand-off), in order, at most 8 MiB in flight; appends wait
+ * while that much is queued.  A failed write is returned by a later append
+ * or by flush.  release (called on that thread, or on the caller's) gives
+ * lent blocks back.  Returns 0 or -ENOMEM.
+ */
+int cmn_tfr_writer_behind(struct cmn_tfr_writer *w, cmn_tfr_release_fn release, void *ctx);
+
+/*
+ * Appends one record whose payload lies in `block` (cap bytes, the
+ * caller's).  Returns 1 when the writer took the block: its bytes are
+ * written from there and the block goes to the release callback afterwards
+ * (maybe before this call returns); 0 when the record was copied or written
+ * at once and the block stays the caller's; or -errno (the block stays the
+ * caller's).  Without write-behind, or under 32 KiB, it does not take it.
+ */
+int cmn_tfr_writer_append_lent(struct cmn_tfr_writer *w, const void *payload, size_t len,
+			       uint32_t crc, void *block, size_t cap);
+
+/* Writes out the buffer and waits for what is queued.  Returns 0 or -errno. */
 int cmn_tfr_writer_flush(struct cmn_tfr_writer *w);
 
 /* Bytes appended so far (framing included), flushed or not. */
 uint64_t cmn_tfr_writer_bytes(const struct cmn_tfr_writer *w);
 
-/* Frees the writer without flushing. */
+/* Frees the writer without flushing; lent blocks still queued are released, not written. */
 void cmn_tfr_writer_free(struct cmn_tfr_writer *w);
 
 #endif

@@ -178,9 +178,11 @@ int smp__write_record(const struct smp_rec *r, void *ctx)
 	}
 	if (rc)
 		return rc;
-	rc = cfs_shard_writer_append(s->w, r->data, r->len, r->crc, r->object_id, r->object_offset);
-	if (rc)
-		return smp__fail_local(s, rc, "writing a shard");
+	/* the writer may write the record from its block on its own thread (kept) */
+	int kept = cfs_shard_writer_append_lent(s->w, r->data, r->len, r->crc, r->object_id,
+						r->object_offset, r->block, r->block_cap);
+	if (kept < 0)
+		return smp__fail_local(s, kept, "writing a shard");
 	if (j) {
 		j->refs--;
 		j->written++;
@@ -191,7 +193,7 @@ int smp__write_record(const struct smp_rec *r, void *ctx)
 		}
 		smp__job_maybe_end(s, j);
 	}
-	return 0;
+	return kept ? SMP_REC_KEPT : 0;
 }
 
 /*

@@ -156,13 +156,13 @@ void smp_sampler_free(struct smp_sampler *s)
 		return;
 	smp_fetch_free(s->fetch); /* cancels what is left: jobs end (units unsettled) */
 	s->fetch = NULL;
-	smp_shuffle_free(s->shuf);
-	s->shuf = NULL;
 	if (s->w) {
 		cfs_shard_writer_abort(s->w);
 		s->w = NULL;
 	}
 	smp__sealer_stop(s);
+	smp_shuffle_free(s->shuf); /* after the writers: they give blocks back */
+	s->shuf = NULL;
 	while (s->jobs) { /* records of them were in the buffer: give their room back */
 		struct smp__job *j = s->jobs;
 		s->jobs = j->next;

@@ -241,6 +241,12 @@ void smp__seal_reset(struct smp_sampler *s)
 }
 
 /* Opens the sampler's shard writer if it has none. */
+/* A shard writer's release callback: a record's block, written, goes back to the shuffle buffer. */
+static void give_back(void *ctx, void *block, size_t cap)
+{
+	smp_shuffle_give_back(ctx, block, cap);
+}
+
 int smp__open_shard(struct smp_sampler *s)
 {
 	char err[512];
@@ -249,6 +255,12 @@ int smp__open_shard(struct smp_sampler *s)
 	int rc = cfs_shard_writer_open(&s->w, s->cstore, s->epoch, err, sizeof(err));
 	if (rc) {
 		cmn_log(CMN_LOG_ERROR, "%s", err);
+		return smp__fail_local(s, rc, "opening a shard");
+	}
+	rc = cfs_shard_writer_behind(s->w, give_back, s->shuf);
+	if (rc) {
+		cfs_shard_writer_abort(s->w);
+		s->w = NULL;
 		return smp__fail_local(s, rc, "opening a shard");
 	}
 	return 0;

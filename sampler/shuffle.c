@@ -9,11 +9,19 @@
  * reused for records of similar size: in steady state every record in means
  * one out, and recycling the block avoids a malloc/free pair that glibc
  * turns into fresh, zero-filled pages for large records (measured: ~15 % of
- * an ingest's CPU, docs/bench-sampler.md).
+ * an ingest's CPU, docs/bench-sampler.md).  A sink may keep a record's
+ * block (SMP_REC_KEPT: a shard writer writes it from there on a thread of
+ * its own); it comes back through smp_shuffle_give_back, from that thread,
+ * into `back`, which the sampler's thread moves into the pool.
+ *
+ * Threads: the sampler's thread only, but for smp_shuffle_give_back; back_mu
+ * protects back, nback, back_cap and returned.
  */
 #include "sampler/shuffle.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +42,26 @@ struct smp_shuffle {
 	uint64_t rng;
 	struct block pool[POOL_BLOCKS];
 	size_t npool, pool_bytes;
+	pthread_mutex_t back_mu;
+	struct block *back; /* blocks given back, not yet in the pool */
+	size_t nback, back_cap;
+	size_t returned; /* blocks given back since the last collect_back (freed ones too) */
+	size_t kept;	 /* blocks kept by sinks, less those collected (sampler's thread) */
 };
+
+static void block_put(struct smp_shuffle *b, uint8_t *p, size_t cap);
+
+/* Moves the blocks given back into the pool (or frees them). */
+static void collect_back(struct smp_shuffle *b)
+{
+	pthread_mutex_lock(&b->back_mu);
+	for (size_t i = 0; i < b->nback; i++)
+		block_put(b, b->back[i].p, b->back[i].cap);
+	b->kept -= b->returned;
+	b->nback = 0;
+	b->returned = 0;
+	pthread_mutex_unlock(&b->back_mu);
+}
 
 /* A block of at least len bytes, from the pool when one fits without wasting half. */
 static uint8_t *block_get(struct smp_shuffle *b, size_t len, size_t *cap)
@@ -71,6 +98,7 @@ int smp_shuffle_new(struct smp_shuffle **out, size_t cap_bytes, uint64_t seed)
 		return -ENOMEM;
 	b->max_bytes = cap_bytes ? cap_bytes : 1;
 	b->rng = seed;
+	pthread_mutex_init(&b->back_mu, NULL);
 	*out = b;
 	return 0;
 }
@@ -84,10 +112,14 @@ void smp_shuffle_free(struct smp_shuffle *b)
 {
 	if (!b)
 		return;
+	collect_back(b);
+	assert(b->kept == 0); /* every kept block came back */
 	for (size_t i = 0; i < b->n; i++)
 		free(b->vblock[i]);
 	for (size_t i = 0; i < b->npool; i++)
 		free(b->pool[i].p);
+	free(b->back);
+	pthread_mutex_destroy(&b->back_mu);
 	free(b->v);
 	free(b->vblock);
 	free(b->vcap);
@@ -99,17 +131,22 @@ static int pop_one(struct smp_shuffle *b, smp_rec_sink sink, void *ctx)
 {
 	size_t i = (size_t)(next_rand(&b->rng) % b->n);
 	struct smp_rec r = b->v[i];
-	int rc = sink(&r, ctx);
-	if (rc)
-		return rc;
 	size_t rcap = b->vcap[i];
 	uint8_t *blk = b->vblock[i];
+	r.block = blk;
+	r.block_cap = rcap;
+	int rc = sink(&r, ctx);
+	if (rc < 0)
+		return rc;
 	b->v[i] = b->v[b->n - 1];
 	b->vblock[i] = b->vblock[b->n - 1];
 	b->vcap[i] = b->vcap[b->n - 1];
 	b->n--;
 	b->bytes -= r.len;
-	block_put(b, blk, rcap);
+	if (rc == SMP_REC_KEPT)
+		b->kept++;
+	else
+		block_put(b, blk, rcap);
 	return 0;
 }
 
@@ -178,8 +215,29 @@ int smp_shuffle_add_block(struct smp_shuffle *b, const struct smp_rec *r, void *
 	return insert(b, r, block, cap, sink, ctx);
 }
 
+void smp_shuffle_give_back(struct smp_shuffle *b, void *block, size_t cap)
+{
+	pthread_mutex_lock(&b->back_mu);
+	if (b->nback == b->back_cap) {
+		size_t nc = b->back_cap ? b->back_cap * 2 : 64;
+		struct block *nb = realloc(b->back, nc * sizeof(*nb));
+		if (!nb) { /* cannot queue it: not reused */
+			b->returned++;
+			pthread_mutex_unlock(&b->back_mu);
+			free(block);
+			return;
+		}
+		b->back = nb;
+		b->back_cap = nc;
+	}
+	b->back[b->nback++] = (struct block){block, cap};
+	b->returned++;
+	pthread_mutex_unlock(&b->back_mu);
+}
+
 void *smp_shuffle_spare(struct smp_shuffle *b, size_t len, size_t *cap)
 {
+	collect_back(b);
 	for (size_t i = 0; i < b->npool; i++) {
 		if (b->pool[i].cap >= len && b->pool[i].cap / 2 <= len) {
 			uint8_t *p = b->pool[i].p;

@@ -26,9 +26,17 @@ struct smp_rec {
 	int64_t object_id;
 	uint64_t object_offset;
 	struct smp__job *job; /* the request it came with (sampler_i.h); carried along */
+	void *block;	      /* leaving the buffer: the block data lies in (else NULL) */
+	size_t block_cap;
 };
 
-/* Receives a record leaving the buffer; returns 0 or -errno (stops the caller). */
+/* What a sink answers when it took r->block over (it gives it back with smp_shuffle_give_back). */
+#define SMP_REC_KEPT 1
+
+/*
+ * Receives a record leaving the buffer; returns 0, SMP_REC_KEPT, or -errno
+ * (stops the caller; the record stays in the buffer).
+ */
 typedef int (*smp_rec_sink)(const struct smp_rec *r, void *ctx);
 
 struct smp_shuffle;
@@ -68,6 +76,13 @@ void *smp_shuffle_spare(struct smp_shuffle *b, size_t len, size_t *cap);
 
 /* Gives back a block from smp_shuffle_spare() that was not used.  NULL is ignored. */
 void smp_shuffle_unspare(struct smp_shuffle *b, void *block, size_t cap);
+
+/*
+ * Gives back a block a sink kept (SMP_REC_KEPT), from any thread; it is
+ * reused for later records or freed.  Every block kept must come back
+ * before smp_shuffle_free.
+ */
+void smp_shuffle_give_back(struct smp_shuffle *b, void *block, size_t cap);
 
 /* Hands random records to sink until the buffer is within its caps again. */
 int smp_shuffle_shed(struct smp_shuffle *b, smp_rec_sink sink, void *ctx);

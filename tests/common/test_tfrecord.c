@@ -13,7 +13,9 @@
 
 #include "common/crc32c.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 /* ---- building streams ---- */
@@ -844,6 +846,178 @@ START_TEST(test_writer_errors)
 }
 END_TEST
 
+/* ---- write-behind ---- */
+
+/* Blocks lent to a writer: each remembers how often it came back. */
+struct lent {
+	uint8_t *block;
+	size_t cap;
+	int taken;    /* 1 when append_lent took it */
+	int released; /* times the release callback gave it back */
+};
+
+struct lent_log {
+	struct lent v[128];
+	size_t n;
+	pthread_mutex_t mu;
+};
+
+static void on_release(void *ctx, void *block, size_t cap)
+{
+	struct lent_log *log = ctx;
+	pthread_mutex_lock(&log->mu);
+	for (size_t i = 0; i < log->n; i++)
+		if (log->v[i].block == block) {
+			ck_assert_uint_eq(cap, log->v[i].cap);
+			log->v[i].released++;
+		}
+	pthread_mutex_unlock(&log->mu);
+}
+
+/* Record i's size: small ones, ones past the 32 KiB lending floor, ones past the buffer. */
+static size_t behind_size(size_t i)
+{
+	static const size_t sizes[] = {10, 40000, 33, 70000, 32768, 5000, 200000, 1, 0, 65536};
+	return sizes[i % 10] + (i / 10) * 3;
+}
+
+/*
+ * Appends n records to w, lent when i % 3 != 2 (blocks logged), until one
+ * fails.  Returns 0 or that error.
+ */
+static int append_all(struct cmn_tfr_writer *w, struct lent_log *log, size_t n)
+{
+	ck_assert_uint_le(n, sizeof(log->v) / sizeof(log->v[0]));
+	for (size_t i = 0; i < n; i++) {
+		size_t len = behind_size(i);
+		uint8_t *p = malloc(len + 1);
+		ck_assert_ptr_nonnull(p);
+		for (size_t j = 0; j < len; j++)
+			p[j] = pattern(i, j);
+		pthread_mutex_lock(&log->mu);
+		log->v[log->n++] = (struct lent){p, len + 1, 0, 0};
+		pthread_mutex_unlock(&log->mu);
+		uint32_t crc = cmn_crc32c(0, p, len);
+		int rc = i % 3 == 2 ? cmn_tfr_writer_append(w, p, len, crc, true)
+				    : cmn_tfr_writer_append_lent(w, p, len, crc, p, len + 1);
+		if (rc < 0)
+			return rc;
+		ck_assert_int_le(rc, 1);
+		if (rc == 1 && len < 32768)
+			ck_abort_msg("a record of %zu bytes was taken (under the 32 KiB floor)",
+				     len);
+		log->v[log->n - 1].taken = rc;
+	}
+	return 0;
+}
+
+/* Every block taken came back exactly once, no other one came back; frees them all. */
+static size_t check_released(struct lent_log *log)
+{
+	size_t taken = 0;
+	for (size_t i = 0; i < log->n; i++) {
+		ck_assert_int_eq(log->v[i].released, log->v[i].taken);
+		taken += (size_t)log->v[i].taken;
+		free(log->v[i].block);
+	}
+	log->n = 0;
+	return taken;
+}
+
+static uint8_t *file_bytes(int fd, size_t *len)
+{
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	uint8_t *p = malloc((size_t)st.st_size + 1);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(pread(fd, p, (size_t)st.st_size, 0), st.st_size);
+	*len = (size_t)st.st_size;
+	return p;
+}
+
+START_TEST(test_writer_behind)
+{
+	enum { N = 120 };
+	static struct lent_log log;
+	pthread_mutex_init(&log.mu, NULL);
+	char err[128];
+	struct cmn_tfr_writer *a, *b;
+	int fa = memfd_create("tfr-now", MFD_CLOEXEC), fb = memfd_create("tfr-behind", MFD_CLOEXEC);
+	ck_assert_int_ge(fa, 0);
+	ck_assert_int_ge(fb, 0);
+
+	/* the same records written at once, then behind (a 4 KiB buffer: many hand-offs) */
+	ck_assert_int_eq(cmn_tfr_writer_open(&a, fa, 4096, err, sizeof(err)), 0);
+	ck_assert_int_eq(append_all(a, &log, N), 0);
+	ck_assert_int_eq(cmn_tfr_writer_flush(a), 0);
+	ck_assert_uint_eq(check_released(&log), 0); /* without write-behind nothing is taken */
+
+	ck_assert_int_eq(cmn_tfr_writer_open(&b, fb, 4096, err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_tfr_writer_behind(b, on_release, &log), 0);
+	ck_assert_int_eq(append_all(b, &log, N), 0);
+	ck_assert_uint_eq(cmn_tfr_writer_bytes(b), cmn_tfr_writer_bytes(a));
+	ck_assert_int_eq(cmn_tfr_writer_flush(b), 0);
+	/* flush waited for the thread: every block taken is back, once */
+	ck_assert_uint_ge(check_released(&log), N / 4);
+
+	size_t la, lb;
+	uint8_t *da = file_bytes(fa, &la), *db = file_bytes(fb, &lb);
+	ck_assert_uint_eq(la, cmn_tfr_writer_bytes(a));
+	ck_assert_uint_eq(lb, la);
+	ck_assert_int_eq(memcmp(da, db, la), 0);
+
+	/* appends after a flush go on at the end */
+	ck_assert_int_eq(cmn_tfr_writer_append(b, "tail", 4, 0, false), 0);
+	ck_assert_int_eq(cmn_tfr_writer_flush(b), 0);
+	free(db);
+	db = file_bytes(fb, &lb);
+	ck_assert_uint_eq(lb, la + 4 + CMN_TFR_OVERHEAD);
+	ck_assert_int_eq(memcmp(da, db, la), 0);
+	cmn_tfr_writer_free(a);
+	cmn_tfr_writer_free(b);
+	free(da);
+	free(db);
+	close(fa);
+	close(fb);
+}
+END_TEST
+
+START_TEST(test_writer_behind_errors)
+{
+	static struct lent_log log;
+	pthread_mutex_init(&log.mu, NULL);
+	char err[128];
+	struct cmn_tfr_writer *w;
+	int fds[2];
+
+	/* a closed pipe: a write of the thread fails; a later append or the flush says so */
+	ck_assert_int_eq(pipe(fds), 0);
+	close(fds[0]);
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(cmn_tfr_writer_open(&w, fds[1], 4096, err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_tfr_writer_behind(w, on_release, &log), 0);
+	int rc = append_all(w, &log, 60);
+	if (rc == 0)
+		rc = cmn_tfr_writer_flush(w);
+	ck_assert_int_eq(rc, -EPIPE);
+	ck_assert_int_eq(cmn_tfr_writer_flush(w), -EPIPE); /* latched */
+	cmn_tfr_writer_free(w);
+	/* blocks taken came back once (written or not); the one refused stayed ours */
+	check_released(&log);
+	close(fds[1]);
+
+	/* freed without a flush: what was queued is released, not lost */
+	int fd = memfd_create("tfr-free", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(cmn_tfr_writer_open(&w, fd, 4096, err, sizeof(err)), 0);
+	ck_assert_int_eq(cmn_tfr_writer_behind(w, on_release, &log), 0);
+	ck_assert_int_eq(append_all(w, &log, 90), 0);
+	cmn_tfr_writer_free(w);
+	ck_assert_uint_ge(check_released(&log), 90 / 4);
+	close(fd);
+}
+END_TEST
+
 static Suite *tfr_suite(void)
 {
 	Suite *s = suite_create("common");
@@ -870,6 +1044,8 @@ static Suite *tfr_suite(void)
 	ADD("tfrecord_push_cap", test_push_cap);
 	ADD("tfrecord_push_take_hands_over_gathered_records", test_push_take);
 	ADD("tfrecord_writer_errors", test_writer_errors);
+	ADD("tfrecord_writer_behind_same_bytes_blocks_back_once", test_writer_behind);
+	ADD("tfrecord_writer_behind_errors_and_free", test_writer_behind_errors);
 #undef ADD
 	return s;
 }
