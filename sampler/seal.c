@@ -240,13 +240,13 @@ void smp__seal_reset(struct smp_sampler *s)
 	pthread_mutex_unlock(&s->seal_mu);
 }
 
-/* Opens the sampler's shard writer if it has none. */
 /* A shard writer's release callback: a record's block, written, goes back to the shuffle buffer. */
 static void give_back(void *ctx, void *block, size_t cap)
 {
 	smp_shuffle_give_back(ctx, block, cap);
 }
 
+/* Opens the sampler's shard writer if it has none, with write-behind. */
 int smp__open_shard(struct smp_sampler *s)
 {
 	char err[512];
