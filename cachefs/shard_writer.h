@@ -89,7 +89,7 @@ int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, siz
  * Write-behind for a TFRecord writer (common/tfrecord.h): its writes go to a
  * thread of its own, and append_lent may take the caller's memory, given
  * back through `release` once written.  Seal and abort wait for that thread.
- * Returns 0 or -ENOMEM.
+ * Returns 0 or -errno.
  */
 int cfs_shard_writer_behind(struct cfs_shard_writer *w, cmn_tfr_release_fn release, void *ctx);
 

@@ -295,11 +295,11 @@ int cmn_tfr_writer_append(struct cmn_tfr_writer *w, const void *payload, size_t 
 typedef void (*cmn_tfr_release_fn)(void *ctx, void *block, size_t cap);
 
 /*
- * Switches w to write-behind: its writes go to a thread of its own (started
- * at the first hand-off), in order, at most 8 MiB in flight; appends wait
- * while that much is queued.  A failed write is returned by a later append
- * or by flush.  release (called on that thread, or on the caller's) gives
- * lent blocks back.  Returns 0 or -ENOMEM.
+ * Switches w to write-behind: its writes go to a thread of its own, started
+ * here, in order, at most 8 MiB in flight; appends wait while that much is
+ * queued.  A failed write is returned by a later append or by flush.
+ * release, called on that thread, gives lent blocks back.  Returns 0 or
+ * -errno (no thread: w stays as it was).
  */
 int cmn_tfr_writer_behind(struct cmn_tfr_writer *w, cmn_tfr_release_fn release, void *ctx);
 

@@ -32,7 +32,6 @@
 #include "common/crc32c.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,9 +42,14 @@
 /* Payloads of at least this many bytes go to the kernel from the caller's memory. */
 #define DIRECT_MIN ((size_t)32 << 10)
 
-/* Write-behind queue: at most QCAP entries and BEHIND_BYTES bytes in flight. */
+/*
+ * Write-behind queue: at most QCAP entries and BEHIND_BYTES bytes in flight,
+ * a queued buffer counted at its capacity; as many written buffers are kept
+ * for reuse as can be in flight (at most POOL_MAX).
+ */
 #define QCAP	     64
 #define BEHIND_BYTES ((size_t)8 << 20)
+#define POOL_MAX     8
 #define BEHIND_IOV   48 /* iovecs per writev(2) of the thread (3 per record) */
 
 struct qent {
@@ -62,8 +66,8 @@ struct cmn_tfr_writer {
 	uint8_t *buf; /* the buffer being filled (NULL after a hand-off until the next put) */
 	size_t cap, len;
 	uint64_t bytes;
-	/* write-behind (cmn_tfr_writer_behind); the thread starts at the first hand-off */
-	bool behind, started, quit;
+	/* write-behind (cmn_tfr_writer_behind) */
+	bool behind, quit;
 	cmn_tfr_release_fn release;
 	void *release_ctx;
 	pthread_t thread;
@@ -72,7 +76,7 @@ struct cmn_tfr_writer {
 	struct qent q[QCAP];
 	unsigned qhead, qlen;
 	size_t qbytes;
-	uint8_t *pool[2]; /* written buffers, for reuse */
+	uint8_t *pool[POOL_MAX]; /* written buffers, for reuse */
 	int npool;
 	int err; /* first failed write, latched */
 };
@@ -140,6 +144,12 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 
 /* ---- write-behind ---- */
 
+/* What e holds in memory: a buffer its capacity, a lent payload its length. */
+static size_t weight(const struct cmn_tfr_writer *w, const struct qent *e)
+{
+	return e->buf ? w->cap : e->n;
+}
+
 /* Frees or keeps a written buffer; releases a lent block.  mu not held. */
 static void settle(struct cmn_tfr_writer *w, struct qent *e)
 {
@@ -147,8 +157,9 @@ static void settle(struct cmn_tfr_writer *w, struct qent *e)
 		w->release(w->release_ctx, e->lent, e->lent_cap);
 	if (!e->buf)
 		return;
+	size_t keep = BEHIND_BYTES / w->cap;
 	pthread_mutex_lock(&w->mu);
-	if (w->npool < 2) {
+	if ((size_t)w->npool < (keep < POOL_MAX ? keep : POOL_MAX)) {
 		w->pool[w->npool++] = e->buf;
 		e->buf = NULL;
 	}
@@ -194,7 +205,7 @@ static void *behind_main(void *arg)
 		size_t bytes = 0;
 		while (n < BEHIND_IOV / 3 && n < w->qlen) {
 			take[n] = w->q[(w->qhead + n) % QCAP];
-			bytes += take[n].n;
+			bytes += weight(w, &take[n]);
 			n++;
 		}
 		bool skip = w->err || w->quit; /* a failed or abandoned file: only release */
@@ -215,44 +226,25 @@ static void *behind_main(void *arg)
 }
 
 /*
- * Queues e (waiting while the queue is full), starting the thread at the
- * first call; without a thread, e is written and settled here.  Returns 0,
- * or the latched error: then a buffer entry is settled and a lent block
- * stays the caller's.
+ * Queues e, waiting while the queue is full.  Returns 0, or the latched
+ * error: then a buffer entry is settled and a lent block stays the caller's.
  */
 static int enqueue(struct cmn_tfr_writer *w, const struct qent *e)
 {
-	struct qent c = *e;
-	if (!w->started && !w->err) {
-		if (pthread_create(&w->thread, NULL, behind_main, w) == 0) {
-			w->started = true;
-		} else {
-			int rc = write_entries(w->fd, &c, 1);
-			if (rc) {
-				w->err = rc;
-				c.lent = NULL;
-			}
-			settle(w, &c);
-			return rc;
-		}
-	}
-	if (!w->started) { /* a failed write without a thread */
-		c.lent = NULL;
-		settle(w, &c);
-		return w->err;
-	}
+	size_t wgt = weight(w, e);
 	pthread_mutex_lock(&w->mu);
-	while (!w->err && w->qlen && (w->qlen == QCAP || w->qbytes + e->n > BEHIND_BYTES))
+	while (!w->err && w->qlen && (w->qlen == QCAP || w->qbytes + wgt > BEHIND_BYTES))
 		pthread_cond_wait(&w->cv, &w->mu);
 	int rc = w->err;
 	if (!rc) {
 		w->q[(w->qhead + w->qlen) % QCAP] = *e;
 		w->qlen++;
-		w->qbytes += e->n;
+		w->qbytes += wgt;
 		pthread_cond_broadcast(&w->cv);
 	}
 	pthread_mutex_unlock(&w->mu);
 	if (rc) {
+		struct qent c = *e;
 		c.lent = NULL;
 		settle(w, &c);
 	}
@@ -309,6 +301,12 @@ int cmn_tfr_writer_behind(struct cmn_tfr_writer *w, cmn_tfr_release_fn release, 
 	}
 	w->release = release;
 	w->release_ctx = ctx;
+	int rc = pthread_create(&w->thread, NULL, behind_main, w);
+	if (rc) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		return -rc;
+	}
 	w->behind = true;
 	return 0;
 }
@@ -316,15 +314,13 @@ int cmn_tfr_writer_behind(struct cmn_tfr_writer *w, cmn_tfr_release_fn release, 
 int cmn_tfr_writer_flush(struct cmn_tfr_writer *w)
 {
 	int rc = drain(w);
-	if (w->started) {
+	if (w->behind) {
 		pthread_mutex_lock(&w->mu);
 		while (w->qlen)
 			pthread_cond_wait(&w->cv, &w->mu);
 		if (!rc)
 			rc = w->err;
 		pthread_mutex_unlock(&w->mu);
-	} else if (!rc) {
-		rc = w->err;
 	}
 	return rc;
 }
@@ -422,14 +418,12 @@ void cmn_tfr_writer_free(struct cmn_tfr_writer *w)
 {
 	if (!w)
 		return;
-	if (w->started) {
+	if (w->behind) {
 		pthread_mutex_lock(&w->mu);
 		w->quit = true; /* what is queued is released, not written */
 		pthread_cond_broadcast(&w->cv);
 		pthread_mutex_unlock(&w->mu);
 		pthread_join(w->thread, NULL);
-	}
-	if (w->behind) {
 		for (int i = 0; i < w->npool; i++)
 			free(w->pool[i]);
 		pthread_cond_destroy(&w->cv);
