@@ -20,7 +20,7 @@ downloads about the bytes curl does.  Printed per run: MB/s of each
 (curl: dataset bytes / wall time; mount: 0.9 A / time to 90%), the MB the
 mount had fetched 1 s and sealed 2 s after its start, its requests and mean request size
 (sampler.requests, sampler.bytes_fetched at 90%), the body bytes nginx sent
-to it by then; then the medians and the ratios mount / curl of the medians.
+to it by then, the daemon's minor page faults by then (/proc/PID/stat); then the medians and the ratios mount / curl of the medians.
 The load average is printed at the start and at the end.
 
 Usage (after a build):
@@ -162,6 +162,14 @@ def stats(mnt):
         return json.load(f)
 
 
+def minor_faults(cache):
+    """Minor page faults of the daemon that holds CACHE/lock (its pid), all threads so far."""
+    with open(os.path.join(cache, "lock")) as f:
+        pid = f.read().split()[0]
+    with open("/proc/%s/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])  # field 10, minflt
+
+
 def run_mount(a, build, nginx, work, limit):
     """Seconds from `rollcache mount` to 90% of the limit sealed, and what came with it."""
     rc = os.path.join(os.path.abspath(build), "cli", "rollcache")
@@ -199,6 +207,7 @@ def run_mount(a, build, nginx, work, limit):
             "at2": (at2 if at2 is not None else sealed) / 1e6,
             "requests": sm["requests"], "fetched": sm["bytes_fetched"],
             "admitted": sm["bytes_admitted"], "peak": st["disk"]["peak"],
+            "minflt": minor_faults(cache),
         }
     finally:
         unmount(rc, mnt)
@@ -271,10 +280,11 @@ def main():
                 res[b].append(r["mbps"])
                 print("run %d  mount %-16s %7.1f MB/s  (%.2f s to 90%%; %.0f MB fetched at 1 s, "
                       "%.0f MB sealed at 2 s; %d requests, %.2f MB each; nginx sent %.0f MB, "
-                      "fetched %.0f MB, peak %.0f MB of %.0f)" %
+                      "fetched %.0f MB, peak %.0f MB of %.0f; %d page faults)" %
                       (i, b, r["mbps"], r["s"], r["at1"], r["at2"], r["requests"],
                        r["fetched"] / max(1, r["requests"]) / 1e6, r["sent"] / 1e6,
-                       r["fetched"] / 1e6, r["peak"] / 1e6, limit / 1e6), flush=True)
+                       r["fetched"] / 1e6, r["peak"] / 1e6, limit / 1e6, r["minflt"]),
+                      flush=True)
     finally:
         nginx.stop()
         if not a.work:

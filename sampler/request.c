@@ -57,7 +57,8 @@ void smp__easy_defaults(uint64_t timeout_ms, CURL *e)
 	 * threshold (cli/main.c): libcurl frees this buffer at the end of every
 	 * transfer and allocates it again at the next, and a 1 MiB buffer got a
 	 * fresh mapping each time, whose pages the kernel faults in and zeroes
-	 * (a cold fill: 36-42k page faults at 1 MiB, 15-18k at 512 KiB).
+	 * (bench/cold.py's fill: 31-40k page faults at 1 MiB, 14-18k at 512 KiB,
+	 * docs/benchmarks.md "Cold fill").
 	 */
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L * 1024L);
 }
