@@ -186,6 +186,13 @@ int cfs_catalog_objects_list(struct cfs_catalog *c, int64_t source_id, unsigned 
 			     struct cfs_object_info **out, size_t *n);
 void cfs_object_info_free(struct cfs_object_info *arr, size_t n);
 
+/*
+ * The key of object `id` (any state: an id keeps its key) into buf, NUL
+ * included.  0, -ENOENT (no such row), -ENAMETOOLONG (cap too small) or
+ * -errno.  The sampler keeps no key in memory: it reads one per transfer.
+ */
+int cfs_catalog_object_key(struct cfs_catalog *c, int64_t id, char *buf, size_t cap);
+
 /* Records that a sampler finished reading object `id` in `epoch`. */
 int cfs_catalog_object_fetched(struct cfs_catalog *c, int64_t id, uint32_t epoch);
 

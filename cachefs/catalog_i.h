@@ -61,6 +61,7 @@ enum stmt_id {
 	S_OBJ_VANISH,
 	S_OBJ_LIST,
 	S_OBJ_FETCHED,
+	S_OBJ_KEY,
 	S_STALE_SHARDS,
 	/* catalog_files.c: cfs__sql_files */
 	S_SHARD_ADD,

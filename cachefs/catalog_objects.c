@@ -30,6 +30,7 @@ const char *const cfs__sql_objects[S__COUNT] = {
 		   "WHERE source_id = ?1 AND ((1 << state) & ?2) != 0 ORDER BY id",
     [S_OBJ_FETCHED] = "UPDATE objects SET fetches = fetches + 1, last_fetched_epoch = ?2 "
 		      "WHERE id = ?1",
+    [S_OBJ_KEY] = "SELECT key FROM objects WHERE id = ?1",
     [S_STALE_SHARDS] =
 	"SELECT DISTINCT so.shard_id FROM objects o "
 	"JOIN shard_objects so ON so.object_id = o.id "
@@ -480,6 +481,38 @@ int cfs_catalog_object_fetched(struct cfs_catalog *c, int64_t id, uint32_t epoch
 	rc = cfs__run(c, st, "object fetched");
 	if (rc == 0 && sqlite3_changes(c->db) == 0)
 		rc = -ENOENT;
+	cfs__unlock(c);
+	return rc;
+}
+
+int cfs_catalog_object_key(struct cfs_catalog *c, int64_t id, char *buf, size_t cap)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	cfs__lock(c);
+	st = cfs__stmt(c, S_OBJ_KEY);
+	if (!st) {
+		cfs__unlock(c);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, 0);
+		size_t n = (size_t)sqlite3_column_bytes(st, 0);
+		if (!k)
+			rc = -ENOMEM;
+		else if (n >= cap)
+			rc = -ENAMETOOLONG;
+		else {
+			memcpy(buf, k, n + 1);
+			rc = 0;
+		}
+	} else {
+		rc = rc == SQLITE_DONE ? -ENOENT : cfs__fail(c, rc, "object key");
+	}
+	sqlite3_reset(st);
 	cfs__unlock(c);
 	return rc;
 }

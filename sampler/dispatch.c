@@ -27,7 +27,7 @@ int smp__dispatch_job(struct smp_sampler *s, struct smp__job *j)
 	int rc = smp__reader_new(s, j, &o);
 	if (rc == 0) {
 		struct smp_fetch_req r = {
-		    .key = j->obj->key,
+		    .key = j->key,
 		    .off = j->off,
 		    .len = j->len,
 		    .size = j->obj->size,

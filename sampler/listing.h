@@ -20,6 +20,7 @@
 #define SMP_LIST_MAX_DEPTH   32			/* autoindex / directory nesting */
 #define SMP_LIST_MAX_PAGES   1000000u		/* ListObjectsV2 pages */
 #define SMP_KEY_MAX	     1024		/* bytes of one key (S3's own limit) */
+#define SMP_ETAG_MAX	     160 /* bytes of a kept ETag, NUL included; a longer one is not kept */
 
 struct smp_object {
 	char *key; /* relative to the source prefix; in the listing's blocks, followed
@@ -38,7 +39,10 @@ struct smp_object {
 struct smp_listing {
 	struct smp_object *v; /* sorted by key (bytewise) once complete */
 	size_t n, cap;
-	struct cmn_arena strs; /* the keys' and etags' blocks; owned */
+	struct cmn_arena strs;	      /* the keys' and etags' blocks; owned */
+	char validator[SMP_ETAG_MAX]; /* what tells this listing from a later one without
+				  listing again: the MANIFEST's ETag; "" when none
+				  (smp_source_list_changed) */
 };
 
 /* The object's ETag (s3), or "mtime-size" (http, file); "" when none. */

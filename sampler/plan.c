@@ -260,6 +260,10 @@ void smp__plan_unload(struct smp_sampler *s)
 	free(s->pobj);
 	s->pobj = NULL;
 	s->npobj = s->pobj_cap = 0;
+	free(s->failed);
+	s->failed = NULL;
+	s->failed_words = 0;
+	s->failed_at = 0;
 	cmn_plan_free(s->plan);
 	s->plan = NULL;
 	atomic_store(&s->wanted, UINT64_MAX); /* unknown until the plan is loaded again */
@@ -329,7 +333,7 @@ static void idx_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 static const struct smp_xfer_ops idx_ops = {idx_data, idx_end, idx_restart, idx_done};
 
 /* Sets the units and index of the object of one fetched sidecar.  0 or -ENOMEM. */
-static int set_index(struct smp__pobj *o, const struct idx_fetch *x)
+static int set_index(struct smp__pobj *o, const char *key, const struct idx_fetch *x)
 {
 	struct smp_idx_entry *ents = NULL;
 	size_t ne = 0, cap = 0;
@@ -341,7 +345,7 @@ static int set_index(struct smp__pobj *o, const struct idx_fetch *x)
 		cmn_log(CMN_LOG_WARN,
 			"%s.idx: %zu records, more than a plan object holds: "
 			"reading the whole object instead",
-			o->key, ne);
+			key, ne);
 	} else if (prc == 0 && ne > 0) {
 		o->idx = malloc(ne * sizeof(*o->idx));
 		if (!o->idx) {
@@ -354,7 +358,7 @@ static int set_index(struct smp__pobj *o, const struct idx_fetch *x)
 	} else if (prc == -ENOMEM) {
 		rc = prc;
 	} else {
-		cmn_log(CMN_LOG_WARN, "%s.idx: %s: reading the whole object instead", o->key,
+		cmn_log(CMN_LOG_WARN, "%s.idx: %s: reading the whole object instead", key,
 			prc == 0 ? "no record indexed"
 			: x->rc	 ? x->msg
 				 : err);
@@ -364,33 +368,39 @@ static int set_index(struct smp__pobj *o, const struct idx_fetch *x)
 }
 
 /*
- * Fetches the sidecars of the n new objects that have one (in parallel,
- * while other transfers go on) and sets their units and index.  Objects
- * whose sidecar fails are read whole (one unit), with a warning.  Returns
- * 0 or -errno (local failures only: memory, the engine; stopped).
+ * Fetches the sidecars of the n new objects whose key is in want[k] (NULL:
+ * no sidecar wanted), in parallel while other transfers go on, and sets
+ * their units and index.  Objects whose sidecar fails are read whole (one
+ * unit), with a warning.  Returns 0 or -errno (local failures only:
+ * memory, the engine; stopped).
  */
-static int load_sidecars(struct smp_sampler *s, struct smp__pobj **objs, const bool *want, size_t n)
+static int load_sidecars(struct smp_sampler *s, struct smp__pobj **objs, const char *const *want,
+			 size_t n)
 {
 	/* a fetch state for each object that has a sidecar, not for each object */
 	size_t m = 0;
 	for (size_t k = 0; k < n; k++)
-		m += want[k];
+		m += want[k] != NULL;
 	if (m == 0)
 		return 0;
 	struct idx_fetch *fx = calloc(m, sizeof(*fx));
 	struct smp__pobj **of = malloc(m * sizeof(*of));
+	const char **ok = malloc(m * sizeof(*ok));
 	int rc = 0;
-	if (!fx || !of) {
+	if (!fx || !of || !ok) {
 		free(fx);
 		free(of);
+		free(ok);
 		return -ENOMEM;
 	}
 	for (size_t k = 0, i = 0; k < n; k++)
-		if (want[k])
+		if (want[k]) {
+			ok[i] = want[k];
 			of[i++] = objs[k];
+		}
 	for (size_t i = 0; i < m; i++) {
 		char key[SMP_KEY_MAX + 8];
-		snprintf(key, sizeof(key), "%s.idx", of[i]->key);
+		snprintf(key, sizeof(key), "%s.idx", ok[i]);
 		struct smp_fetch_req r = {.key = key, .ops = &idx_ops, .ctx = &fx[i]};
 		rc = smp_fetch_add(s->fetch, &r);
 		if (rc) {
@@ -415,11 +425,12 @@ out:
 	if (rc) /* requests still queued point into fx: end them all */
 		smp_fetch_cancel_all(s->fetch);
 	for (size_t i = 0; i < m && rc == 0; i++)
-		rc = set_index(of[i], &fx[i]);
+		rc = set_index(of[i], ok[i], &fx[i]);
 	for (size_t i = 0; i < m; i++)
 		free(fx[i].buf);
 	free(fx);
 	free(of);
+	free(ok);
 	return rc;
 }
 
@@ -439,7 +450,7 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 	const struct cmn_config *c = s->cfg;
 	uint32_t ws = c->world_size ? c->world_size : 1;
 	struct smp__pobj **sorted = by_id(s), **fresh = NULL;
-	bool *want = NULL;
+	const char **want = NULL; /* the keys of fresh objects with a sidecar to fetch */
 	size_t nfresh = 0, nsorted = s->npobj;
 	int rc = 0;
 	if (!sorted)
@@ -460,13 +471,9 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 				goto nomem;
 			o->object_id = ids[i];
 			o->units = 1;
-			want[nfresh] = s->unit_kind == CFS_PLAN_RECORDS && has_idx[i];
+			if (s->unit_kind == CFS_PLAN_RECORDS && has_idx[i])
+				want[nfresh] = l->v[i].key;
 			fresh[nfresh++] = o;
-		}
-		if (!o->key) { /* an id's key never changes: copied at its first listing only */
-			o->key = cmn_arena_strndup(&s->pobj_mem, l->v[i].key, strlen(l->v[i].key));
-			if (!o->key)
-				goto nomem;
 		}
 		o->size = l->v[i].size;
 		o->live = true;
@@ -755,6 +762,25 @@ bool smp__job_skips(const struct smp__job *j, uint64_t object_offset)
 
 static int round_job(struct smp_sampler *s, struct smp__job **out);
 
+/*
+ * The job's key, from the catalog: the plan holds none (memory O(the
+ * cache), not O(the listing)).  An id keeps its key, so the row is there
+ * while the plan holds the object.  0 or -errno (failed locally).
+ */
+static int job_key(struct smp_sampler *s, struct smp__job *j)
+{
+	char key[SMP_KEY_MAX + 1];
+	int rc = cfs_catalog_object_key(s->cat, j->obj->object_id, key, sizeof(key));
+	if (rc == 0) {
+		j->key = strdup(key);
+		if (!j->key)
+			rc = -ENOMEM;
+	}
+	if (rc)
+		smp__fail_local(s, rc, "reading an object's key from the catalog");
+	return rc;
+}
+
 int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 {
 	if (s->ready)
@@ -774,6 +800,12 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 	j->obj = o;
 	j->unit = u;
 	j->nunits = 1;
+	int rc = job_key(s, j);
+	if (rc) {
+		cmn_plan_done(s->plan, u); /* not fetched: taken again next pass */
+		smp__job_free(s, j);
+		return rc;
+	}
 	if (o->idx) {
 		uint64_t k = u - o->first;
 		j->off = o->idx[k].off;
@@ -791,7 +823,7 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 		j->bytes = j->len;
 	} else {
 		j->bytes = o->size;
-		int rc = job_begin_whole(s, j);
+		rc = job_begin_whole(s, j);
 		if (rc) {
 			cmn_plan_done(s->plan, u); /* not fetched: taken again next pass */
 			smp__job_free(s, j);
@@ -860,9 +892,34 @@ void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok)
 bool smp__count_failed(struct smp_sampler *s, struct smp__pobj *o)
 {
 	uint64_t at = (cmn_plan_pass(s->plan) << 32 | s->epoch) + 1;
-	if (o->failed_at == at)
-		return false;
-	o->failed_at = at;
+	size_t i = 0, hi = s->npobj; /* o's place in s->pobj (ordered by first) */
+	while (hi - i > 1) {
+		size_t mid = (i + hi) / 2;
+		if (s->pobj[mid]->first <= o->first)
+			i = mid;
+		else
+			hi = mid;
+	}
+	if (s->failed_at != at) {
+		s->failed_at = at;
+		if (s->failed)
+			memset(s->failed, 0, s->failed_words * sizeof(*s->failed));
+	}
+	if (i / 64 >= s->failed_words) {
+		size_t words = (s->npobj + 63) / 64;
+		uint64_t *nv = realloc(s->failed, words * sizeof(*nv));
+		if (nv) {
+			memset(nv + s->failed_words, 0, (words - s->failed_words) * sizeof(*nv));
+			s->failed = nv;
+			s->failed_words = words;
+		}
+	}
+	if (i / 64 < s->failed_words) { /* else (no memory) it may count again */
+		uint64_t bit = UINT64_C(1) << (i % 64);
+		if (s->failed[i / 64] & bit)
+			return false;
+		s->failed[i / 64] |= bit;
+	}
 	SMP_STAT_ADD(&s->stats, failed_objects, 1);
 	return true;
 }
@@ -1023,6 +1080,7 @@ void smp__job_free(struct smp_sampler *s, struct smp__job *j)
 	if (j->reserve)
 		cfs_budget_release(cfs_store_budget(s->cstore), j->reserve);
 	free(j->skip);
+	free(j->key);
 	free(j);
 }
 

@@ -293,7 +293,7 @@ static uint64_t obj_restart(void *ctx, bool final)
 		if (raw_open(o, err, sizeof(err)) == 0 &&
 		    cfs_shard_writer_try_reserve(o->raw, o->obj->size) == 0)
 			return 0;
-		cmn_log(CMN_LOG_WARN, "%s: cannot restart the raw object: %s", o->obj->key, err);
+		cmn_log(CMN_LOG_WARN, "%s: cannot restart the raw object: %s", o->job->key, err);
 		return 0; /* obj_data fails on the missing writer */
 	}
 	o->bad_seen = 0;
@@ -347,7 +347,7 @@ static void obj_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 			} else {
 				cfs_shard_writer_abort(o->raw);
 				cmn_log(CMN_LOG_ERROR, "%s: marking the sampling plan: %s",
-					o->obj->key, strerror(-src));
+					o->job->key, strerror(-src));
 				smp__fail_local(s, src, "marking the sampling plan");
 			}
 			o->raw = NULL;
@@ -389,7 +389,7 @@ static void obj_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 		j->lost = true;	  /* counted once in failed_objects when the job ends */
 		if (!o->rejected) /* a rejected object's one line is logged already */
 			cmn_log(CMN_LOG_WARN, "%s: %llu record%s lost (bad data on every attempt)",
-				o->obj->key, (unsigned long long)o->lost, o->lost == 1 ? "" : "s");
+				o->job->key, (unsigned long long)o->lost, o->lost == 1 ? "" : "s");
 	}
 	j->over = true;
 	j->ok = rc == 0;
@@ -482,7 +482,7 @@ const struct smp_xfer_ops smp__reader_ops = {
 
 static int raw_open(struct smp__reader *o, char *err, size_t errlen)
 {
-	return cfs_raw_writer_open(&o->raw, o->s->cstore, o->s->epoch, o->object_id, o->obj->key,
+	return cfs_raw_writer_open(&o->raw, o->s->cstore, o->s->epoch, o->object_id, o->job->key,
 				   err, errlen);
 }
 
@@ -519,7 +519,7 @@ int smp__reader_new(struct smp_sampler *s, struct smp__job *j, struct smp__reade
 				   : s->cfg->compression == CMN_COMPRESSION_ZLIB ? CMN_TFR_ZLIB
 				   : s->cfg->compression == CMN_COMPRESSION_NONE ? CMN_TFR_NONE
 										 : CMN_TFR_AUTO,
-		    .name = o->obj->key,
+		    .name = o->job->key,
 		};
 		rc = cmn_tfr_push_new(&o->push, &to, on_record, o, err, sizeof(err));
 		if (rc) {

@@ -414,7 +414,7 @@ static void idle_wait(struct smp_sampler *s)
 /* Settles a job that can never be fetched (larger than the limit). */
 static void skip_job(struct smp_sampler *s, struct smp__job *j)
 {
-	cmn_log(CMN_LOG_WARN, "%s: %llu bytes can never fit the cache limit: skipped", j->obj->key,
+	cmn_log(CMN_LOG_WARN, "%s: %llu bytes can never fit the cache limit: skipped", j->key,
 		(unsigned long long)j->bytes);
 	SMP_STAT_ADD(&s->stats, failed_objects, 1); /* not read: ingest says so */
 	for (uint32_t i = 0; i < j->nunits; i++)
@@ -592,7 +592,7 @@ static void heal_reset(struct smp_sampler *s)
 		smp__job_free(s, j);
 	}
 	smp__plan_unload(s);
-	s->listed = false; /* the reloaded plan learns its keys from a listing */
+	s->listed = false; /* the reloaded plan learns which objects are live from a listing */
 	s->full = false;
 	s->fatal = 0;
 	s->fatal_msg[0] = '\0';

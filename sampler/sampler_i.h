@@ -85,14 +85,12 @@ struct smp__idx {
 _Static_assert(sizeof(struct smp__idx) == 16, "the catalog blob layout");
 
 /* One object of the sampling plan (plan.c): its units, its index. */
-struct smp__pobj { /* in s->pobj_mem, as its key (plan.c): one per listed object */
+struct smp__pobj { /* in s->pobj_mem (plan.c): one per listed object; its key
+		     stays in the catalog (a job reads it: smp__job.key) */
 	int64_t object_id;
-	char *key;	      /* from the first listing that held it (an id keeps its key) */
 	uint64_t size;	      /* bytes (listing) */
 	uint64_t first;	      /* its units are [first, first + units) */
 	struct smp__idx *idx; /* [units] with strategy=records, else NULL; malloc'd */
-	uint64_t failed_at;   /* (pass << 32 | epoch) + 1 when it last counted in
-				 failed_objects: once per pass and epoch (smp__count_failed) */
 	uint32_t units;	      /* 1: read whole; else one unit per indexed record */
 	bool live;	      /* in the latest listing of this rank */
 };
@@ -106,6 +104,7 @@ struct smp__pobj { /* in s->pobj_mem, as its key (plan.c): one per listed object
 struct smp__job {
 	struct smp__job *prev, *next; /* s->jobs */
 	struct smp__pobj *obj;
+	char *key;	    /* obj's key, read from the catalog when the job is made; malloc'd */
 	uint64_t unit;	    /* first unit */
 	uint32_t nunits;    /* 1 for a whole object */
 	uint64_t off, len;  /* byte range; len 0: the whole object */
@@ -169,7 +168,9 @@ struct smp_sampler {
 	uint64_t listed_end_ms; /* cmn_mono_ms() when the last listing ended */
 	uint64_t list_cost_ms;	/* what it took (relist_if_due paces relists by it) */
 	bool list_failed;	/* the last smp__relist() failed in the source's listing itself */
-	bool ever_listed;	/* a listing succeeded in this sampler's life */
+	char list_validator[SMP_ETAG_MAX]; /* of the listing applied last (relist.c); "" when
+					      the source gave none or none is applied */
+	bool ever_listed;		   /* a listing succeeded in this sampler's life */
 
 	/*
 	 * Healing (sampler.c, heal()): a mount's run waits out a failure that
@@ -187,7 +188,7 @@ struct smp_sampler {
 	int64_t plan_id;
 	int unit_kind;		   /* CFS_PLAN_OBJECTS or CFS_PLAN_RECORDS */
 	struct smp__pobj **pobj;   /* [npobj], ordered by first */
-	struct cmn_arena pobj_mem; /* the plan's objects and keys (plan.c), until unload */
+	struct cmn_arena pobj_mem; /* the plan's objects (plan.c), until unload */
 	size_t npobj, pobj_cap;
 	_Atomic uint64_t wanted;     /* bytes of units neither resident nor dropped (plan.c);
 					UINT64_MAX until the plan is loaded */
@@ -195,6 +196,10 @@ struct smp_sampler {
 	size_t npartial;
 	int64_t *cut; /* cut objects (catalog.h, plan_cut), by id */
 	size_t ncut;
+	uint64_t failed_at; /* (pass << 32 | epoch) + 1 that the bits of failed are of */
+	uint64_t *failed;   /* bit i: s->pobj[i] counted in failed_objects then; each
+			       object counts once per pass and epoch (smp__count_failed) */
+	size_t failed_words;
 	uint64_t *pend; /* completed units waiting for a file to commit with */
 	size_t npend, pend_cap;
 	uint64_t marks_since_save;
