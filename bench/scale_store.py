@@ -30,6 +30,10 @@ Listing (what sampler/http_list.c reads):
              under the sampler's caps of 64 MiB and 2*10^6 entries).
              MANIFEST answers 404 then, as on nginx without one.
 
+The MANIFEST has an ETag, as nginx gives a static file, and an
+If-None-Match that matches it answers 304 (counted as
+`listing_not_modified`): the keys never change while the store runs.
+
 Objects answer GET and HEAD, with single Range requests (`bytes=a-b`,
 `bytes=a-`) as sampler/source.c sends them: 206 with Content-Range; a range
 past the end is 416.  Unknown paths are 404.
@@ -242,7 +246,12 @@ class Handler(BaseHTTPRequestHandler):
             st.listing_start(now)
             if ds.listing != "manifest":
                 return self.reply(404, b"not found\n", "text/plain")
-            return self.send_manifest()
+            etag = '"%x-%x"' % (ds.n, ds.manifest_len())
+            if self.headers.get("If-None-Match") == etag:
+                st.count("listing_not_modified", 0)
+                st.listing_sent(time.time())
+                return self.reply(304, b"", extra=[("ETag", etag)])
+            return self.send_manifest(etag)
         if rel == "" or rel.endswith("/"):
             return self.send_page(rel)
         obj = ds.object(rel)
@@ -268,9 +277,10 @@ class Handler(BaseHTTPRequestHandler):
         st.count(kind, len(data) if self.command == "GET" else 0)
         self.reply(status, data, extra=extra)
 
-    def send_manifest(self):
+    def send_manifest(self, etag):
         ds, st = self.server.ds, self.server.st
         self.send_response(200)
+        self.send_header("ETag", etag)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(ds.manifest_len()))
         self.end_headers()

@@ -256,8 +256,8 @@ int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct s
 	}
 }
 
-int smp__http_list(struct smp_conn *c, const char *base, struct smp_listing *l, char *err,
-		   size_t errlen)
+int smp__http_list(struct smp_conn *c, const char *base, const char *since, struct smp_listing *l,
+		   char *err, size_t errlen)
 {
 	struct smp_buf b = {.max = SMP_LIST_BODY_CAP};
 	struct smp_buf dirs = {.max = SMP_LIST_BODY_CAP};
@@ -266,14 +266,18 @@ int smp__http_list(struct smp_conn *c, const char *base, struct smp_listing *l, 
 
 	snprintf(url, sizeof(url), "%sMANIFEST", base);
 	c->probe = true; /* most servers have none: its 404 is no error */
+	c->if_none_match = since && *since ? since : NULL;
 	rc = smp__get_small(c, url, NULL, NULL, NULL, NULL, &b, err, errlen);
 	c->probe = false;
+	c->if_none_match = NULL;
 	if (rc == 0) {
 		rc = smp__parse_manifest(b.p ? b.p : "", b.len, l, err, errlen);
+		if (rc == 0)
+			snprintf(l->validator, sizeof(l->validator), "%s", c->etag);
 		goto out;
 	}
 	if (rc != -ENOENT && rc != -EACCES)
-		goto out;
+		goto out; /* -EALREADY: the MANIFEST is the one of `since` */
 	/* Walk directories breadth-first: dirs holds NUL-separated relative paths. */
 	size_t next = 0;
 	int depth_guard = 0;

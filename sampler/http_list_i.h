@@ -18,11 +18,14 @@
 /*
  * Lists base ("http(s)://host/prefix/") through c: its MANIFEST when the
  * server has one (404/401/403 mean none), else the nginx JSON autoindex,
- * walking subdirectories breadth-first.  Returns 0, or -errno with a
- * one-line message; l may hold a part of the listing then (caller frees).
+ * walking subdirectories breadth-first.  With `since` (the validator of an
+ * earlier listing, non-empty), the MANIFEST is asked for only if its ETag
+ * is another: -EALREADY when it is the same.  A listing from a MANIFEST
+ * gets its ETag as l->validator.  Returns 0, or -errno with a one-line
+ * message; l may hold a part of the listing then (caller frees).
  */
-int smp__http_list(struct smp_conn *c, const char *base, struct smp_listing *l, char *err,
-		   size_t errlen);
+int smp__http_list(struct smp_conn *c, const char *base, const char *since, struct smp_listing *l,
+		   char *err, size_t errlen);
 
 /*
  * Parses a MANIFEST body (`name size` lines) into l.  Returns 0, -EINVAL

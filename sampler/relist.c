@@ -39,12 +39,34 @@ static void listing_entry(void *ctx, size_t k, struct cfs_listing_entry *e)
 	*e = (struct cfs_listing_entry){l->v[k].key, l->v[k].size, smp_object_etag(&l->v[k])};
 }
 
+/* The listing is the one the catalog and the plan have: nothing to do. */
+static void unchanged(struct smp_sampler *s, uint32_t epoch, uint64_t t0)
+{
+	cmn_log(CMN_LOG_DEBUG, "%s: listing unchanged (MANIFEST ETag %s)", s->cfg->url,
+		s->list_validator);
+	s->listed_epoch = epoch;
+	s->listed_end_ms = cmn_mono_ms();
+	s->list_cost_ms = s->listed_end_ms - t0;
+}
+
 int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 {
 	struct smp_listing l;
 	uint64_t t0 = cmn_mono_ms();
-	int rc = smp_source_list(s->source, &l, err, errlen);
-	s->list_failed = rc != 0; /* a mount waits this out (sampler.c, heal) */
+	/*
+	 * A listing applied in this process (s->listed) that the source can
+	 * vouch for (a MANIFEST's ETag) is asked for again only if it changed:
+	 * a static dataset costs one request per relist, not a listing.
+	 */
+	int rc = smp_source_list_changed(s->source, s->listed ? s->list_validator : NULL, &l, err,
+					 errlen);
+	s->list_failed = rc != 0 && rc != -EALREADY; /* a mount waits this out (sampler.c, heal) */
+	if (rc == -EALREADY) {
+		err[0] = '\0';
+		unchanged(s, epoch, t0);
+		return 0;
+	}
+	s->list_validator[0] = '\0'; /* kept again once this listing is applied */
 	if (rc)
 		return rc;
 	/*
@@ -118,6 +140,8 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 			"%s: %llu objects changed (old samples retire at the next epoch)",
 			s->cfg->url, (unsigned long long)res.changed);
 	rc = smp__plan_merge(s, &l, ids, idx, err, errlen);
+	if (rc == 0)
+		memcpy(s->list_validator, l.validator, sizeof(s->list_validator));
 	free(ids);
 	free(idx);
 	smp_listing_free(&l);

@@ -158,6 +158,7 @@ uint64_t smp__retry_after_header(const char *line, size_t len)
 struct small_ctx {
 	struct smp_buf *b;
 	uint64_t retry_after_ms;
+	char etag[SMP_ETAG_MAX]; /* this attempt's ETag header */
 };
 
 static size_t small_write(char *p, size_t sz, size_t n, void *ud)
@@ -187,10 +188,23 @@ static size_t small_write(char *p, size_t sz, size_t n, void *ud)
 static size_t small_header(char *p, size_t sz, size_t n, void *ud)
 {
 	struct small_ctx *c = ud;
-	uint64_t ra = smp__retry_after_header(p, sz * n);
+	size_t len = sz * n;
+	uint64_t ra = smp__retry_after_header(p, len);
 	if (ra)
 		c->retry_after_ms = ra;
-	return sz * n;
+	if (len > 5 && !strncasecmp(p, "etag:", 5)) {
+		const char *v = p + 5, *e = p + len;
+		while (v < e && (*v == ' ' || *v == '\t'))
+			v++;
+		while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		size_t vl = (size_t)(e - v);
+		if (vl < sizeof(c->etag) && !memchr(v, '\0', vl)) { /* else not kept: never sent */
+			memcpy(c->etag, v, vl);
+			c->etag[vl] = '\0';
+		}
+	}
+	return len;
 }
 
 int smp__get_small(struct smp_conn *conn, const char *url, const char *canon_uri, const char *query,
@@ -217,6 +231,17 @@ int smp__get_small(struct smp_conn *conn, const char *url, const char *canon_uri
 			if (rc)
 				return rc;
 		}
+		if (conn->if_none_match) {
+			char h[sizeof(conn->etag) + 32];
+			snprintf(h, sizeof(h), "If-None-Match: %s", conn->if_none_match);
+			struct curl_slist *nh = curl_slist_append(hdrs, h);
+			if (!nh) {
+				curl_slist_free_all(hdrs);
+				snprintf(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			hdrs = nh;
+		}
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, small_write);
 		curl_easy_setopt(e, CURLOPT_WRITEDATA, &c);
@@ -240,7 +265,12 @@ int smp__get_small(struct smp_conn *conn, const char *url, const char *canon_uri
 		}
 		if (cc == CURLE_OK && status >= 200 && status < 300) {
 			SMP_STAT_ADD(conn->stats, bytes_fetched, b->len);
+			memcpy(conn->etag, c.etag, sizeof(conn->etag));
 			return 0;
+		}
+		if (!file && conn->if_none_match && cc == CURLE_OK && status == 304) {
+			snprintf(err, errlen, "%s: not modified", url);
+			return -EALREADY;
 		}
 		if (conn->probe && cc == CURLE_OK && status == 404) {
 			snprintf(err, errlen, "%s: absent", url);

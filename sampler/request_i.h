@@ -15,6 +15,7 @@
 
 #include <curl/curl.h>
 
+#include "sampler/listing.h"
 #include "sampler/stats.h"
 
 #define SMP_BACKOFF_BASE_MS    100
@@ -26,12 +27,14 @@
  * the back-ends for the duration of one listing).
  */
 struct smp_conn {
-	CURL *easy;		 /* reused for every listing request (keeps the connection) */
-	uint64_t timeout_ms;	 /* connect timeout and stall limit */
-	uint32_t retries;	 /* extra attempts of a failed request */
-	struct smp_stats *stats; /* borrowed; may be NULL */
-	bool probe;		 /* the next GETs ask for an optional file (MANIFEST): a 404 is an
-				    answer, not counted in http_4xx (docs/counters.md) */
+	CURL *easy;		   /* reused for every listing request (keeps the connection) */
+	uint64_t timeout_ms;	   /* connect timeout and stall limit */
+	uint32_t retries;	   /* extra attempts of a failed request */
+	struct smp_stats *stats;   /* borrowed; may be NULL */
+	bool probe;		   /* the next GETs ask for an optional file (MANIFEST): a 404 is an
+				      answer, not counted in http_4xx (docs/counters.md) */
+	const char *if_none_match; /* the next GETs send it as If-None-Match; NULL: not sent */
+	char etag[SMP_ETAG_MAX];   /* the ETag header of the last 2xx answer, "" when none */
 };
 
 /* A growable buffer with a hard cap (curl's dynbuf, smaller). */
@@ -51,7 +54,8 @@ typedef int (*smp__sign_fn)(void *ctx, const char *canon_uri, const char *query,
 /*
  * GETs url into b with c->easy, retrying like transfers (sleeping between
  * attempts).  `sign` (with sign_ctx) re-signs each attempt, or is NULL.
- * Returns 0 (2xx; b holds the body), or: -ENOENT (404), -EACCES (401/403),
+ * Returns 0 (2xx; b holds the body, c->etag its ETag), or: -EALREADY (304:
+ * c->if_none_match still matches), -ENOENT (404), -EACCES (401/403),
  * -EFBIG (body over b->max), -EIO/-ETIMEDOUT after all retries, or the
  * signer's error; message in err.  b stays owned by the caller.
  */

@@ -145,6 +145,12 @@ void smp_source_easy_defaults(const struct smp_source *s, CURL *e)
 
 int smp_source_list(struct smp_source *s, struct smp_listing *l, char *err, size_t errlen)
 {
+	return smp_source_list_changed(s, NULL, l, err, errlen);
+}
+
+int smp_source_list_changed(struct smp_source *s, const char *since, struct smp_listing *l,
+			    char *err, size_t errlen)
+{
 	int rc;
 	memset(l, 0, sizeof(*l));
 	switch (s->scheme) {
@@ -152,7 +158,7 @@ int smp_source_list(struct smp_source *s, struct smp_listing *l, char *err, size
 		rc = smp__file_list(s->base, l, err, errlen);
 		break;
 	case SMP_SCHEME_HTTP:
-		rc = smp__http_list(&s->conn, s->base, l, err, errlen);
+		rc = smp__http_list(&s->conn, s->base, since, l, err, errlen);
 		break;
 	default:
 		rc = smp__s3_list(&s->s3, &s->conn, l, err, errlen);

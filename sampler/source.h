@@ -71,6 +71,15 @@ struct smp_stats *smp_source_stats(const struct smp_source *s);
 int smp_source_list(struct smp_source *s, struct smp_listing *l, char *err, size_t errlen);
 
 /*
+ * smp_source_list, unless the source tells at once that its listing is
+ * the one whose l->validator was `since` (NULL or "": list anyway): then
+ * -EALREADY, *l empty.  Only an http(s) source with a MANIFEST tells
+ * (its ETag, If-None-Match); file:// and s3:// sources always list.
+ */
+int smp_source_list_changed(struct smp_source *s, const char *since, struct smp_listing *l,
+			    char *err, size_t errlen);
+
+/*
  * Sets on `easy` the URL and headers of a GET of `key` bytes [off, off+len)
  * (len 0: to the end).  *hdrs receives a header list the caller frees with
  * curl_slist_free_all() after the transfer.  Returns 0 or -errno + message.

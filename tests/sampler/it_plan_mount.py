@@ -10,7 +10,12 @@ real nginx and a real FUSE mount.
         objects fetched: no fetch without room, no transfer thrown away at
         a boundary);
   none  policy=none: once the cache is full, further epochs download
-        nothing (bytes_fetched stays put).
+        nothing (bytes_fetched stays put);
+  manifest  a source with a MANIFEST, relisted every epoch (relist = 1):
+        while the MANIFEST is the same, each relist is one conditional GET
+        that nginx answers 304 (If-None-Match with its ETag), nothing is
+        listed again; once an object is added and the MANIFEST rewritten,
+        the next relist lists it (listed_objects, a catalog row).
 """
 import os
 import subprocess
@@ -22,11 +27,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "daemon"))
 import rcfuse as t  # noqa: E402
 
 
-def nginx(s):
+def nginx(s, access_log=False):
     script = os.path.join(t.SRCDIR, "tests", "servers", "nginx.sh")
     state = os.path.join(s.root, "nginx")
+    env = dict(os.environ, NGINX_ACCESS_LOG="1" if access_log else "0")
     p = subprocess.run([script, "start", s.src, state], capture_output=True, text=True,
-                       timeout=60)
+                       timeout=60, env=env)
     if p.returncode != 0:  # nginx missing: its one line
         t.fail("nginx.sh start exited %d: %s" % (p.returncode, (p.stdout + p.stderr).strip()))
     s.cleanups.append(lambda: subprocess.run([script, "stop", state], capture_output=True))
@@ -99,9 +105,69 @@ def none(s):
     s.umount()
 
 
+def write_manifest(root):
+    names = sorted(n for n in os.listdir(root) if n != "MANIFEST")
+    tmp = os.path.join(root, "MANIFEST.tmp")
+    with open(tmp, "w") as f:
+        for n in names:
+            f.write("%s %d\n" % (n, os.path.getsize(os.path.join(root, n))))
+    os.rename(tmp, os.path.join(root, "MANIFEST"))
+    return names
+
+
+def manifest_statuses(s):
+    """The statuses nginx gave the MANIFEST's GETs, in order (its access log)."""
+    try:
+        with open(os.path.join(s.root, "nginx", "access.log")) as f:
+            return [int(line.split()[0]) for line in f if "GET /MANIFEST " in line]
+    except FileNotFoundError:
+        return []
+
+
+def manifest(s):
+    s.synth(records=240, size="4K", shards=12)
+    names = write_manifest(s.src)
+    url = nginx(s, access_log=True)
+    cfg = s.config("[cache]\nlimit = 2M\nfirst_epoch = 0\n"
+                   "[source]\nrelist = 1\n"
+                   "[sampler]\nshard_size = 128K\nconnections = 2\n"
+                   "[epoch 0-]\nlimit = 2M\nadmit = 512K\npolicy = fifo\n")
+    s.mount(url, "--config", cfg)
+    for _ in range(3):
+        t.run("epoch", s.mnt, "next", "--wait", timeout=120)
+    t.wait_for(lambda: manifest_statuses(s).count(304) >= 2,
+               "two relists answered 304 (got %r)" % manifest_statuses(s), timeout=30)
+    st = manifest_statuses(s)
+    if st[0] != 200 or st.count(200) != 1:
+        t.fail("MANIFEST statuses %r: want one 200 (the first listing), then only 304" % st)
+    if s.stats()["sampler"]["listed_objects"] != len(names):
+        t.fail("listed_objects %d, want %d" % (s.stats()["sampler"]["listed_objects"],
+                                               len(names)))
+    # a new object: the MANIFEST changes (its ETag is nginx's mtime-size)
+    with open(os.path.join(s.src, names[0]), "rb") as f:
+        data = f.read()
+    with open(os.path.join(s.src, "zz-added.tfrecord"), "wb") as f:
+        f.write(data)
+    time.sleep(1.1)  # nginx's ETag holds the mtime in seconds: a new second
+    write_manifest(s.src)
+    seen = len(st)
+
+    def listed():
+        t.run("epoch", s.mnt, "next", "--wait", timeout=120)
+        return s.stats()["sampler"]["listed_objects"] == len(names) + 1
+    t.wait_for(listed, "the added object to be listed", timeout=60)
+    st = manifest_statuses(s)
+    if 200 not in st[seen:]:
+        t.fail("MANIFEST statuses after the change %r: want a 200" % st[seen:])
+    if not s.catalog("SELECT id FROM objects WHERE key = 'zz-added.tfrecord'"):
+        t.fail("the added object has no catalog row")
+    print("manifest: statuses %r; the added object listed" % st)
+    s.umount()
+
+
 def body(s):
     mode = os.environ.get("RC_PLAN_MOUNT", "fifo")
-    fifo(s) if mode == "fifo" else none(s)
+    {"fifo": fifo, "none": none, "manifest": manifest}[mode](s)
 
 
 if __name__ == "__main__":
