@@ -443,6 +443,12 @@ static void status_lines(const json_t *st, const char *mp, bool wide, FILE *m)
 	fprintf(m, "disk     [%s] %s / %s (%.0f%%), draining %s\n", bar,
 		cmn_format_size(used, b1, sizeof(b1)), cmn_format_size(limit, b2, sizeof(b2)),
 		frac * 100, cmn_format_size(cli_stats_count(st, "disk.draining"), b3, sizeof(b3)));
+	uint64_t listed = cli_stats_count(st, "sampler.listed_objects"),
+		 cat = cli_stats_count(st, "disk.catalog");
+	fprintf(m, "catalog  %s beside the limit", cmn_format_size(cat, b1, sizeof(b1)));
+	if (listed)
+		fprintf(m, ", %.0f B per listed object", (double)cat / (double)listed);
+	fputc('\n', m);
 	fprintf(m, "ingest   %.1f MB/s; admitted %s, evicted %s this epoch\n",
 		cli_stats_num(st, "sampler.ingest_bytes_per_s") / 1e6,
 		cmn_format_size(cli_stats_count(row, "admitted_bytes"), b1, sizeof(b1)),

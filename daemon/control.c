@@ -24,9 +24,26 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* Bytes of the catalog's files in dir (the database and its WAL); 0 for one not there. */
+static uint64_t catalog_bytes(const char *dir)
+{
+	static const char *const names[] = {"catalog.db", "catalog.db-wal"};
+	uint64_t n = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char path[4096];
+		struct stat st;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, names[i]) < (int)sizeof(path) &&
+		    stat(path, &st) == 0)
+			n += (uint64_t)st.st_size;
+	}
+	return n;
+}
 
 /* The budget's, the view's and the scrubber's figures into *v. */
 static void view_store(struct dmn *d, struct dmn_stats_view *v)
@@ -94,6 +111,7 @@ int dmn__render(struct dmn *d, enum cfs_req_kind which, char **buf, size_t *len)
 	v.pid = (int)getpid();
 	v.source = d->o->source;
 	v.cache_dir = cfs_store_dir(d->store);
+	v.catalog_bytes = catalog_bytes(v.cache_dir);
 	v.mountpoint = d->o->mountpoint;
 	v.epoch = cfs_epochs_current_number(&d->set, &v.have_epoch);
 	v.advance = d->cfg->advance == CMN_ADVANCE_AUTO ? "auto" : "manual";

@@ -185,6 +185,10 @@ static const struct dmn_stats_field fields[] = {
     G("disk.used", get_used, NULL, "Bytes on disk: sealed + reserved + draining.", "bytes", 0),
     F("disk.peak", U64, V(peak), NULL, "The highest used seen.", "bytes", 0),
     F("disk.limit", U64, V(limit), NULL, "Hard bound on bytes on disk.", "bytes", 0),
+    F("disk.catalog", U64, V(catalog_bytes), "catalog_bytes",
+      "Bytes of the catalog (catalog.db and its WAL), beside the limit, not in it: a row per "
+      "listed object, per resident file and record, per plan object (docs/scale.md).",
+      "bytes", 0),
     F("admission.admit", U64, V(admit), "admit_bytes", "Admit budget of the current epoch.",
       "bytes", 0),
     F("admission.admit_used", U64, V(admit_used), "admit_used_bytes",

@@ -57,6 +57,7 @@ struct dmn_stats_view {
 
 	/* catalog: SEALED totals and the epochs rows */
 	struct cfs_resident resident;
+	uint64_t catalog_bytes; /* catalog.db + catalog.db-wal: two stat(2)s */
 	const struct cfs_epoch_row *epochs;
 	size_t n_epochs;
 

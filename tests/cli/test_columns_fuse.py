@@ -3,6 +3,8 @@
 real FUSE mount of a small synth dataset.
 
 Proves:
+  - the stats' disk.catalog is the size of the catalog's files, and
+    `rollcache status` shows it;
   - no line of `rollcache status` or `rollcache report` (of the mount and of
     its cache directory) is longer than 80 columns; --wide keeps the long
     report table;
@@ -59,6 +61,14 @@ def main():
         p = run("status", mp)
         eq(p.returncode, 0, "status (%s)" % p.stderr)
         fits("status", p.stdout)
+        # the catalog's bytes: its files' sizes, between two stat(2)s of them
+        files = [os.path.join(cache, n) for n in ("catalog.db", "catalog.db-wal")]
+        size = lambda: sum(os.path.getsize(f) for f in files if os.path.exists(f))  # noqa: E731
+        lo, got, hi = size(), stats(mp)["disk"]["catalog"], size()
+        check(min(lo, hi) <= got <= max(lo, hi) and got > 0,
+              "disk.catalog %d, the files hold %d then %d bytes" % (got, lo, hi))
+        check(any(l.startswith("catalog  ") and "beside the limit" in l
+                  for l in p.stdout.splitlines()), "status's catalog line: %r" % p.stdout)
 
         # next --wait: min_records is out of reach, so it waits for the admit
         w = subprocess.Popen([RC, "epoch", mp, "next", "--wait"], stdout=subprocess.PIPE,

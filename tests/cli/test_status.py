@@ -6,7 +6,7 @@ The commands read only MOUNTPOINT/.rollcache/stats (the JSON of
 docs/mount.md), so a plain directory holding one stands in for a mount.
 Proves, against figures chosen here:
   - every figure of `status` comes from the JSON (no metrics file exists):
-    disk, draining, ingest rate, the current epoch's admitted and evicted
+    disk, draining, the catalog's bytes (and per listed object), ingest rate, the current epoch's admitted and evicted
     bytes from epochs[], reads, passthrough, the sum of errors.*;
   - strings are JSON-decoded: escaped quotes, backslashes and \\u escapes in
     the source come out whole, control characters are shown as '?';
@@ -40,7 +40,7 @@ STATS = {
     "uptime_s": 12.5,
     "resident": {"files": 12, "bytes": 3 * MiB, "records": 4321},
     "disk": {"sealed": 2 * MiB, "reserved": MiB // 2, "draining": MiB // 2, "draining_files": 1,
-             "used": 3 * MiB, "peak": 3 * MiB, "limit": 4 * MiB},
+             "used": 3 * MiB, "peak": 3 * MiB, "limit": 4 * MiB, "catalog": 96 * 1000 + 7},
     "admission": {"admit": MiB, "admit_used": 0, "waiting_limit": 0, "waiting_admit": 0},
     "current": {"files": 7, "bytes": MiB, "records": 1234, "read_bytes": 5 * MiB,
                 "files_read_full": 3},
@@ -63,7 +63,8 @@ STATS = {
     "sampler": {"present": True, "idle": False, "ingest_bytes_per_s": 2500000,
                 "fetch_bytes_per_s": 2600000, "bytes_admitted": 0, "records_admitted": 0,
                 "bytes_fetched": 0, "objects_done": 0, "requests": 0, "retries": 0,
-                "budget_waits": 0, "records_recovered": 40, "stopped": False, "error": ""},
+                "budget_waits": 0, "records_recovered": 40, "stopped": False, "error": "",
+                "listed_objects": 1000},
     "errors": {"http_4xx": 1, "http_408_429": 2, "http_5xx": 3, "timeouts": 4,
                "net_errors": 5, "truncated": 6, "records_lost": 7, "failed_objects": 8,
                "enospc": 0, "stats_flush": 9, "boundary": 10, "read": 11},
@@ -73,6 +74,7 @@ STATS = {
 WANT = """rollcache file:///data/a"b\\c/\u00fcn/ on {mp}
 epoch    3 (advance manual, policy lru)
 disk     [###############.....] 3.0 MiB / 4.0 MiB (75%), draining 512.0 KiB
+catalog  93.8 KiB beside the limit, 96 B per listed object
 ingest   2.5 MB/s; admitted 1.0 MiB, evicted 2.0 MiB this epoch
 current  7 files, 1234 records; 4321 records resident; 2 open handles
 reads    5.0 MiB this epoch; passthrough off (9 opens passed through)
@@ -129,9 +131,9 @@ def passthrough_on(root):
     st["errors"] = {k: 0 for k in st["errors"]}
     mp, _ = fake_mount(root, "pt", st)
     lines = run("status", mp).stdout.splitlines() + [""] * 7
-    eq(lines[5], "reads    5.0 MiB this epoch; passthrough on (9 opens passed through)",
+    eq(lines[6], "reads    5.0 MiB this epoch; passthrough on (9 opens passed through)",
        "reads line, passthrough on")
-    eq(lines[6], "errors   0", "errors line without a why")
+    eq(lines[7], "errors   0", "errors line without a why")
 
 
 def no_epoch_yet(root):
@@ -142,7 +144,7 @@ def no_epoch_yet(root):
     eq(p.returncode, 0, "status with epoch null: exit (%s)" % p.stderr.strip())
     lines = p.stdout.splitlines() + [""] * 7
     eq(lines[1], "epoch    0 (advance manual, policy lru)", "epoch null")
-    eq(lines[3], "ingest   2.5 MB/s; admitted 0 B, evicted 0 B this epoch",
+    eq(lines[4], "ingest   2.5 MB/s; admitted 0 B, evicted 0 B this epoch",
        "epoch null: no row of the current epoch")
 
 
@@ -171,10 +173,10 @@ def last_error(root):
     p = run("status", mp)
     eq(p.returncode, 0, "status exit (%s)" % p.stderr.strip())
     lines = p.stdout.splitlines() + [""] * 9
-    eq(lines[6], "errors   67; 2 files?not read yet", "errors line counts enospc")
-    eq(lines[7], "sampler  STOPPED (see last)", "stopped samplers said")
+    eq(lines[7], "errors   67; 2 files?not read yet", "errors line counts enospc")
+    eq(lines[8], "sampler  STOPPED (see last)", "stopped samplers said")
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms // 1000))
-    eq(lines[8], "last     %s error: writing a shard: No space left on device" % when,
+    eq(lines[9], "last     %s error: writing a shard: No space left on device" % when,
        "last error line")
 
 
@@ -196,7 +198,7 @@ def recent_problems(root):
     eq(p.returncode, 0, "status exit (%s)" % p.stderr.strip())
     lines = p.stdout.splitlines()
     when = [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t // 1000)) for t in ms]
-    eq(lines[7:], [
+    eq(lines[8:], [
         ("last     %s warn: scrub: " % when[2] + "long line " * 12)[:77] + "...",
         "         %s error: boundary: catalog write: disk I/O error?" % when[1],
         "         %s warn x3: sampler: GET a.tfrecord: HTTP 503, retry 1" % when[0],
