@@ -274,6 +274,13 @@ static const char *const migrations[] = {
     "  file_id INTEGER NOT NULL);\n"
     "CREATE TRIGGER unsynced_insert AFTER INSERT ON shards "
     "BEGIN INSERT INTO unsynced(file_id) VALUES (NEW.id); END;\n",
+    /*
+     * 8 -> 9: a record's line in its object's index sidecar (strategy=records),
+     * so that the sampler finds its resident units without the indexes, and
+     * the bytes of an object's indexed records; NULL in the rows before
+     */
+    "ALTER TABLE samples ADD COLUMN ordinal INTEGER;\n"
+    "ALTER TABLE plan_objects ADD COLUMN record_bytes INTEGER;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");

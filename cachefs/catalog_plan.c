@@ -31,16 +31,19 @@ const char *const cfs__sql_plan[S__COUNT] = {
     [S_MARKS_CLEAR] = "DELETE FROM plan_marks WHERE plan_id = ?1",
     [S_MARK_ADD] = "INSERT OR IGNORE INTO plan_marks(plan_id, pass, unit) VALUES(?1, ?2, ?3)",
     [S_MARKS_OF] = "SELECT unit FROM plan_marks WHERE plan_id = ?1 AND pass = ?2",
-    [S_POBJ_LIST] = "SELECT object_id, first_unit, units, idx FROM plan_objects "
-		    "WHERE plan_id = ?1 ORDER BY first_unit",
-    [S_POBJ_ADD] = "INSERT INTO plan_objects(plan_id, object_id, first_unit, units, idx) "
-		   "VALUES(?1, ?2, ?3, ?4, ?5)",
+    /* length() of a BLOB reads its size, not its bytes */
+    [S_POBJ_LIST] = "SELECT object_id, first_unit, units, length(idx), record_bytes "
+		    "FROM plan_objects WHERE plan_id = ?1 ORDER BY first_unit",
+    [S_POBJ_ADD] = "INSERT INTO plan_objects(plan_id, object_id, first_unit, units, idx, "
+		   "record_bytes) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [S_POBJ_IDX] = "SELECT idx FROM plan_objects WHERE plan_id = ?1 AND object_id = ?2",
+    [S_POBJ_BYTES] = "UPDATE plan_objects SET record_bytes = ?3 "
+		     "WHERE plan_id = ?1 AND object_id = ?2",
     [S_RES_OBJECTS] = "SELECT DISTINCT so.object_id FROM shard_objects so "
 		      "JOIN plan_objects po ON po.object_id = so.object_id AND po.plan_id = ?1 "
 		      "WHERE NOT EXISTS (SELECT 1 FROM plan_partial pp "
 		      "WHERE pp.plan_id = ?1 AND pp.unit = po.first_unit)",
-    [S_RES_SAMPLES] = "SELECT s.object_id, s.object_offset FROM samples s "
-		      "JOIN plan_objects po ON po.object_id = s.object_id AND po.plan_id = ?1",
+    [S_RES_SAMPLES] = "SELECT object_id, object_offset, ordinal, length FROM samples",
     [S_PARTIAL_ADD] = "INSERT OR IGNORE INTO plan_partial(plan_id, unit, object_id) "
 		      "VALUES(?1, ?2, ?3)",
     [S_PARTIAL_DEL] = "DELETE FROM plan_partial WHERE plan_id = ?1 AND unit = ?2",
@@ -281,19 +284,13 @@ static void plan_objects_drop(void *arr, size_t n)
 static int row_plan_object(sqlite3_stmt *st, void *el)
 {
 	struct cfs_plan_object *o = el;
-	int len = sqlite3_column_bytes(st, 3);
-	const void *b = sqlite3_column_blob(st, 3);
 
 	o->object_id = sqlite3_column_int64(st, 0);
 	o->first_unit = (uint64_t)sqlite3_column_int64(st, 1);
 	o->units = (uint64_t)sqlite3_column_int64(st, 2);
-	if (len > 0 && b) {
-		o->idx = malloc((size_t)len);
-		if (!o->idx)
-			return -ENOMEM;
-		memcpy(o->idx, b, (size_t)len);
-		o->idx_len = (size_t)len;
-	}
+	o->idx_len = (size_t)sqlite3_column_int64(st, 3); /* 0 for NULL */
+	o->record_bytes =
+	    sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
 	return 0;
 }
 
@@ -329,6 +326,62 @@ int cfs_catalog_plan_objects(struct cfs_catalog *c, int64_t plan_id, struct cfs_
 		       "plan objects", (void **)out, n);
 }
 
+int cfs_catalog_plan_idx(struct cfs_catalog *c, int64_t plan_id, int64_t object_id, void **idx,
+			 size_t *len)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*idx = NULL;
+	*len = 0;
+	cfs__lock(c);
+	st = cfs__stmt(c, S_POBJ_IDX);
+	if (!st) {
+		cfs__unlock(c);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, plan_id);
+	sqlite3_bind_int64(st, 2, object_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const void *b = sqlite3_column_blob(st, 0);
+		int n = sqlite3_column_bytes(st, 0);
+		rc = 0;
+		if (b && n > 0) {
+			*idx = malloc((size_t)n);
+			if (*idx) {
+				memcpy(*idx, b, (size_t)n);
+				*len = (size_t)n;
+			} else {
+				rc = -ENOMEM;
+			}
+		}
+	} else {
+		rc = rc == SQLITE_DONE ? -ENOENT : cfs__fail(c, rc, "plan object index");
+	}
+	sqlite3_reset(st);
+	cfs__unlock(c);
+	return rc;
+}
+
+int cfs_catalog_plan_set_record_bytes(struct cfs_catalog *c, int64_t plan_id, int64_t object_id,
+				      uint64_t record_bytes)
+{
+	sqlite3_stmt *st;
+	int rc = cfs__txn_begin(c);
+
+	if (rc < 0)
+		return rc;
+	st = cfs__stmt(c, S_POBJ_BYTES);
+	if (st) {
+		sqlite3_bind_int64(st, 1, plan_id);
+		sqlite3_bind_int64(st, 2, object_id);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)record_bytes);
+	}
+	rc = st ? cfs__run(c, st, "plan object bytes") : -EIO;
+	return cfs__txn_end(c, rc);
+}
+
 static void array_row_at(void *ctx, size_t i, struct cfs_plan_object *out)
 {
 	*out = ((const struct cfs_plan_object *)ctx)[i];
@@ -358,10 +411,13 @@ int cfs_catalog_plan_objects_add_each(struct cfs_catalog *c, int64_t plan_id, cf
 		sqlite3_bind_int64(st, 2, v.object_id);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)v.first_unit);
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)v.units);
-		if (v.idx && v.idx_len)
+		if (v.idx && v.idx_len) {
 			sqlite3_bind_blob64(st, 5, v.idx, v.idx_len, SQLITE_STATIC);
-		else
+			sqlite3_bind_int64(st, 6, v.record_bytes);
+		} else {
 			sqlite3_bind_null(st, 5);
+			sqlite3_bind_null(st, 6);
+		}
 		rc = cfs__run(c, st, "plan object");
 	}
 	st = rc == 0 ? cfs__stmt(c, S_PLAN_UNITS) : NULL;
@@ -471,12 +527,18 @@ static int row_sample_ref(sqlite3_stmt *st, void *el)
 
 	r->object_id = sqlite3_column_int64(st, 0);
 	r->object_offset = (uint64_t)sqlite3_column_int64(st, 1);
+	r->ordinal = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
+	r->length = (uint64_t)sqlite3_column_int64(st, 3);
 	return 0;
 }
 
-int cfs_catalog_plan_resident_samples(struct cfs_catalog *c, int64_t plan_id,
-				      struct cfs_sample_ref **out, size_t *n)
+int cfs_catalog_resident_samples(struct cfs_catalog *c, struct cfs_sample_ref **out, size_t *n)
 {
-	return rows_of(c, S_RES_SAMPLES, plan_id, sizeof(**out), row_sample_ref, NULL,
-		       "resident samples", (void **)out, n);
+	cfs__lock(c);
+	sqlite3_stmt *st = cfs__stmt(c, S_RES_SAMPLES);
+	int rc = st ? cfs__collect_rows(c, st, sizeof(**out), row_sample_ref, NULL,
+					"resident samples", (void **)out, n)
+		    : -EIO;
+	cfs__unlock(c);
+	return rc;
 }

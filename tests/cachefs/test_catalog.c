@@ -113,6 +113,9 @@ START_TEST(migrates_version_2)
 	cfs_catalog_close(c);
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM unsynced"), 1); /* the trigger (8) */
 	raw_sql(
+	    "ALTER TABLE samples DROP COLUMN ordinal; "
+	    "ALTER TABLE plan_objects DROP COLUMN record_bytes; "
+	    "DELETE FROM migrations WHERE version = 9; "
 	    "DROP TRIGGER unsynced_insert; DROP TABLE unsynced; "
 	    "DELETE FROM migrations WHERE version = 8; "
 	    "ALTER TABLE shards DROP COLUMN records_crc; DELETE FROM migrations WHERE version = 7; "
@@ -156,6 +159,8 @@ START_TEST(migrates_version_2)
 	ck_assert_int_eq(raw_int("SELECT records FROM resident"), 3);
 	/* the 7 -> 8 step: files sealed before it were fsynced, none is listed */
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM unsynced"), 0);
+	/* the 8 -> 9 step: the samples found have no ordinal */
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM samples WHERE ordinal IS NULL"), 3);
 }
 END_TEST
 
@@ -822,15 +827,34 @@ START_TEST(plan_rows_roundtrip)
 
 	add[1].idx = idx;
 	add[1].idx_len = sizeof(idx);
+	add[1].record_bytes = 77;
 	ck_assert_int_eq(cfs_catalog_plan_objects_add(c, p.id, add, 2, 5), 0);
 	ck_assert_int_eq(cfs_catalog_plan_objects_add(c, p.id, add, 1, 9), -EEXIST);
 	ck_assert_int_eq(cfs_catalog_plan_objects(c, p.id, &po, &n), 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(po[0].object_id, 11);
 	ck_assert_ptr_null(po[0].idx);
+	ck_assert_uint_eq(po[0].idx_len, 0);
+	ck_assert_int_eq(po[0].record_bytes, -1);
 	ck_assert_uint_eq(po[1].units, 3);
+	ck_assert_ptr_null(po[1].idx); /* the list reads no index, only its length */
 	ck_assert_uint_eq(po[1].idx_len, sizeof(idx));
-	ck_assert_mem_eq(po[1].idx, idx, sizeof(idx));
+	ck_assert_int_eq(po[1].record_bytes, 77);
+	cfs_plan_objects_free(po, n);
+	/* one object's index, on demand */
+	void *blob;
+	size_t blob_len;
+	ck_assert_int_eq(cfs_catalog_plan_idx(c, p.id, 12, &blob, &blob_len), 0);
+	ck_assert_uint_eq(blob_len, sizeof(idx));
+	ck_assert_mem_eq(blob, idx, sizeof(idx));
+	free(blob);
+	ck_assert_int_eq(cfs_catalog_plan_idx(c, p.id, 11, &blob, &blob_len), 0);
+	ck_assert_ptr_null(blob);
+	ck_assert_uint_eq(blob_len, 0);
+	ck_assert_int_eq(cfs_catalog_plan_idx(c, p.id, 13, &blob, &blob_len), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_plan_set_record_bytes(c, p.id, 11, 5), 0);
+	ck_assert_int_eq(cfs_catalog_plan_objects(c, p.id, &po, &n), 0);
+	ck_assert_int_eq(po[0].record_bytes, 5);
 	cfs_plan_objects_free(po, n);
 	ck_assert_int_eq(cfs_catalog_plan_get(c, src, 0, 2, CFS_PLAN_RECORDS, 42, &q), 0);
 	ck_assert_uint_eq(q.n_units, 5);
@@ -927,8 +951,29 @@ START_TEST(plan_partial_and_cut)
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(ids[0], ox);
 	free(ids);
-	ck_assert_int_eq(cfs_catalog_plan_resident_samples(c, p.id, &refs, &n), 0);
+	ck_assert_int_eq(cfs_catalog_resident_samples(c, &refs, &n), 0);
 	ck_assert_uint_eq(n, 3);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_int_eq(refs[i].object_id, ox);
+		ck_assert_int_eq(refs[i].ordinal, -1); /* written without one */
+		ck_assert_uint_eq(refs[i].length, 4);
+	}
+	free(refs);
+	/* a sample's ordinal (its record's line in the object's index) reads back */
+	struct cfs_sample so = {0, 9, 0, ox, 300, .ordinal = 7, .has_ordinal = true};
+	struct cfs_shard_new sho = {
+	    .id = cfs_catalog_alloc_id(c), .kind = CFS_KIND_TFRECORD, .bytes = 25};
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sho, &so, 1), 0);
+	ck_assert_int_eq(cfs_catalog_resident_samples(c, &refs, &n), 0);
+	ck_assert_uint_eq(n, 4);
+	bool seen = false;
+	for (size_t i = 0; i < n; i++)
+		if (refs[i].object_offset == 300) {
+			ck_assert_int_eq(refs[i].ordinal, 7);
+			ck_assert_uint_eq(refs[i].length, 9);
+			seen = true;
+		}
+	ck_assert(seen);
 	free(refs);
 
 	/* a file of it leaves: the object is cut until its next transfer begins */
@@ -1007,7 +1052,7 @@ START_TEST(c1_violation_aborts)
 
 	cfs_catalog_close(c);
 	raw_sql("CREATE TRIGGER orphan AFTER UPDATE OF state ON shards WHEN new.state = 2 "
-		"BEGIN INSERT INTO samples VALUES(new.id, 999, 1, 0, 0, 0, 0); END");
+		"BEGIN INSERT INTO samples VALUES(new.id, 999, 1, 0, 0, 0, 0, NULL); END");
 	c = open_rw();
 	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 0), 0);
 	cfs_catalog_shards_gone(c, &a, 1);
