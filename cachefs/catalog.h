@@ -455,10 +455,11 @@ int cfs_catalog_plan_marks_of(struct cfs_catalog *c, int64_t plan_id, uint64_t p
 			      size_t *n);
 
 /*
- * The objects of a plan and their units [first_unit, first_unit + units);
- * for strategy=records, idx holds the object's index sidecar as parsed
- * (sampler-defined bytes), so a sidecar is fetched once per object, and
- * record_bytes the sum of its records' sizes (the sampler's).
+ * The objects of a plan (plan_objects) and their units [first_unit,
+ * first_unit + units); for strategy=records, idx holds the object's index
+ * sidecar as parsed (sampler-defined bytes; plan_index), so a sidecar is
+ * fetched once per object, and record_bytes the sum of its records' sizes
+ * (the sampler's).
  */
 struct cfs_plan_object {
 	int64_t object_id;
@@ -471,8 +472,8 @@ struct cfs_plan_object {
 
 /*
  * The plan's objects ordered by first_unit, without their index: idx is
- * NULL and idx_len the length of the row's (0: none; cfs_catalog_plan_idx
- * reads it); free with cfs_plan_objects_free.
+ * NULL and idx_len its length (0: none; cfs_catalog_plan_idx reads it);
+ * free with cfs_plan_objects_free.
  */
 int cfs_catalog_plan_objects(struct cfs_catalog *c, int64_t plan_id, struct cfs_plan_object **out,
 			     size_t *n);
@@ -480,7 +481,7 @@ void cfs_plan_objects_free(struct cfs_plan_object *v, size_t n);
 
 /*
  * The index of one object of the plan: *idx malloc'd (NULL and *len 0
- * when the row has none).  0, -ENOENT (no such row) or -errno.
+ * when it has none).  0 or -errno.
  */
 int cfs_catalog_plan_idx(struct cfs_catalog *c, int64_t plan_id, int64_t object_id, void **idx,
 			 size_t *len);

@@ -1,7 +1,7 @@
 /*
  * catalog_plan.c - the sampling plan's rows in the catalog (DESIGN
- * "Sampling", docs/catalog.md versions 2 and 4): plans (cursor and the
- * settled bitmap), plan_objects, plan_marks (units committed since the
+ * "Sampling", docs/catalog.md versions 2, 4 and 9): plans (cursor and the
+ * settled bitmap), plan_objects, plan_index, plan_marks (units committed since the
  * bitmap was written), plan_partial (whole objects whose transfer began
  * and whose last record is not committed) and plan_cut (whole objects
  * whole in the cache no more), and the residency queries the sampler
@@ -31,12 +31,12 @@ const char *const cfs__sql_plan[S__COUNT] = {
     [S_MARKS_CLEAR] = "DELETE FROM plan_marks WHERE plan_id = ?1",
     [S_MARK_ADD] = "INSERT OR IGNORE INTO plan_marks(plan_id, pass, unit) VALUES(?1, ?2, ?3)",
     [S_MARKS_OF] = "SELECT unit FROM plan_marks WHERE plan_id = ?1 AND pass = ?2",
-    /* length() of a BLOB reads its size, not its bytes */
-    [S_POBJ_LIST] = "SELECT object_id, first_unit, units, length(idx), record_bytes "
+    [S_POBJ_LIST] = "SELECT object_id, first_unit, units, idx_bytes, record_bytes "
 		    "FROM plan_objects WHERE plan_id = ?1 ORDER BY first_unit",
-    [S_POBJ_ADD] = "INSERT INTO plan_objects(plan_id, object_id, first_unit, units, idx, "
+    [S_POBJ_ADD] = "INSERT INTO plan_objects(plan_id, object_id, first_unit, units, idx_bytes, "
 		   "record_bytes) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-    [S_POBJ_IDX] = "SELECT idx FROM plan_objects WHERE plan_id = ?1 AND object_id = ?2",
+    [S_PIDX_ADD] = "INSERT INTO plan_index(plan_id, object_id, idx) VALUES(?1, ?2, ?3)",
+    [S_POBJ_IDX] = "SELECT idx FROM plan_index WHERE plan_id = ?1 AND object_id = ?2",
     [S_POBJ_BYTES] = "UPDATE plan_objects SET record_bytes = ?3 "
 		     "WHERE plan_id = ?1 AND object_id = ?2",
     [S_RES_OBJECTS] = "SELECT DISTINCT so.object_id FROM shard_objects so "
@@ -50,7 +50,7 @@ const char *const cfs__sql_plan[S__COUNT] = {
     [S_PARTIAL_CUT] = "INSERT OR IGNORE INTO plan_cut(plan_id, object_id) "
 		      "SELECT po.plan_id, po.object_id FROM shard_objects so "
 		      "JOIN plan_objects po ON po.plan_id IN (SELECT id FROM plans) "
-		      "AND po.object_id = so.object_id AND po.idx IS NULL "
+		      "AND po.object_id = so.object_id AND po.idx_bytes = 0 "
 		      "JOIN shards f ON f.id = so.shard_id AND f.kind = " SQL_KIND_TFRECORD
 		      " WHERE so.shard_id = ?1",
     [S_PARTIAL_LOW] = "UPDATE plan_partial SET low = ?3 WHERE plan_id = ?1 AND unit = ?2",
@@ -288,7 +288,7 @@ static int row_plan_object(sqlite3_stmt *st, void *el)
 	o->object_id = sqlite3_column_int64(st, 0);
 	o->first_unit = (uint64_t)sqlite3_column_int64(st, 1);
 	o->units = (uint64_t)sqlite3_column_int64(st, 2);
-	o->idx_len = (size_t)sqlite3_column_int64(st, 3); /* 0 for NULL */
+	o->idx_len = (size_t)sqlite3_column_int64(st, 3);
 	o->record_bytes =
 	    sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
 	return 0;
@@ -343,7 +343,9 @@ int cfs_catalog_plan_idx(struct cfs_catalog *c, int64_t plan_id, int64_t object_
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_int64(st, 2, object_id);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	if (rc == SQLITE_DONE) {
+		rc = 0; /* none */
+	} else if (rc == SQLITE_ROW) {
 		const void *b = sqlite3_column_blob(st, 0);
 		int n = sqlite3_column_bytes(st, 0);
 		rc = 0;
@@ -357,7 +359,7 @@ int cfs_catalog_plan_idx(struct cfs_catalog *c, int64_t plan_id, int64_t object_
 			}
 		}
 	} else {
-		rc = rc == SQLITE_DONE ? -ENOENT : cfs__fail(c, rc, "plan object index");
+		rc = cfs__fail(c, rc, "plan object index");
 	}
 	sqlite3_reset(st);
 	cfs__unlock(c);
@@ -411,14 +413,22 @@ int cfs_catalog_plan_objects_add_each(struct cfs_catalog *c, int64_t plan_id, cf
 		sqlite3_bind_int64(st, 2, v.object_id);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)v.first_unit);
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)v.units);
-		if (v.idx && v.idx_len) {
-			sqlite3_bind_blob64(st, 5, v.idx, v.idx_len, SQLITE_STATIC);
+		bool has = v.idx && v.idx_len;
+		sqlite3_bind_int64(st, 5, has ? (sqlite3_int64)v.idx_len : 0);
+		if (has)
 			sqlite3_bind_int64(st, 6, v.record_bytes);
-		} else {
-			sqlite3_bind_null(st, 5);
+		else
 			sqlite3_bind_null(st, 6);
-		}
 		rc = cfs__run(c, st, "plan object");
+		sqlite3_stmt *ix = rc == 0 && has ? cfs__stmt(c, S_PIDX_ADD) : NULL;
+		if (ix) {
+			sqlite3_bind_int64(ix, 1, plan_id);
+			sqlite3_bind_int64(ix, 2, v.object_id);
+			sqlite3_bind_blob64(ix, 3, v.idx, v.idx_len, SQLITE_STATIC);
+			rc = cfs__run(c, ix, "plan object index");
+		} else if (rc == 0 && has) {
+			rc = -EIO;
+		}
 	}
 	st = rc == 0 ? cfs__stmt(c, S_PLAN_UNITS) : NULL;
 	if (st) {

@@ -10,9 +10,9 @@
  * object.  The plan's objects are appended in listing order of their
  * first appearance and never renumbered (table plan_objects), so unit
  * numbers are stable across relists and restarts; a sidecar is fetched once
- * per object and kept in plan_objects.idx.
+ * per object and kept in table plan_index.
  *
- * Indexes in memory: an object's index is read from plan_objects.idx when
+ * Indexes in memory: an object's index is read from plan_index when
  * a job on it is built (or a resident record without an ordinal is looked
  * up), and a few stay loaded (index_of: SMP_IDX_CACHE_OBJECTS objects,
  * SMP_IDX_CACHE_BYTES); a job copies the records of its run (job->run), so

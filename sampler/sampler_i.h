@@ -105,7 +105,7 @@ struct smp__pobj { /* in s->pobj_mem, as its key (plan.c): one per listed object
 	uint64_t failed_at;   /* (pass << 32 | epoch) + 1 when it last counted in
 				 failed_objects: once per pass and epoch (smp__count_failed) */
 	uint32_t units;	      /* 1: read whole; else one unit per indexed record */
-	bool indexed;	      /* one unit per record of its index (plan_objects.idx) */
+	bool indexed;	      /* one unit per record of its index (table plan_index) */
 	bool live;	      /* in the latest listing of this rank */
 };
 

@@ -113,8 +113,12 @@ START_TEST(migrates_version_2)
 	cfs_catalog_close(c);
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM unsynced"), 1); /* the trigger (8) */
 	raw_sql(
-	    "ALTER TABLE samples DROP COLUMN ordinal; "
-	    "ALTER TABLE plan_objects DROP COLUMN record_bytes; "
+	    "ALTER TABLE samples DROP COLUMN ordinal; DROP TABLE plan_index; "
+	    "DROP TABLE plan_objects; CREATE TABLE plan_objects(plan_id INTEGER NOT NULL, "
+	    "object_id INTEGER NOT NULL, first_unit INTEGER NOT NULL, units INTEGER NOT NULL, "
+	    "idx BLOB, PRIMARY KEY(plan_id, object_id)) WITHOUT ROWID; "
+	    "INSERT INTO plan_objects VALUES(1, 5, 0, 2, x'0102030405060708'); "
+	    "INSERT INTO plan_objects VALUES(1, 6, 2, 1, NULL); "
 	    "DELETE FROM migrations WHERE version = 9; "
 	    "DROP TRIGGER unsynced_insert; DROP TABLE unsynced; "
 	    "DELETE FROM migrations WHERE version = 8; "
@@ -159,8 +163,15 @@ START_TEST(migrates_version_2)
 	ck_assert_int_eq(raw_int("SELECT records FROM resident"), 3);
 	/* the 7 -> 8 step: files sealed before it were fsynced, none is listed */
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM unsynced"), 0);
-	/* the 8 -> 9 step: the samples found have no ordinal */
+	/* the 8 -> 9 step: the samples found have no ordinal, the indexes move to plan_index */
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM samples WHERE ordinal IS NULL"), 3);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM plan_index"), 1);
+	ck_assert_int_eq(raw_int("SELECT length(idx) FROM plan_index WHERE object_id = 5"), 8);
+	ck_assert_int_eq(raw_int("SELECT idx_bytes FROM plan_objects WHERE object_id = 5"), 8);
+	ck_assert_int_eq(raw_int("SELECT units + idx_bytes FROM plan_objects WHERE object_id = 6"),
+			 1);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM plan_objects WHERE record_bytes IS NULL"),
+			 2);
 }
 END_TEST
 
@@ -851,7 +862,8 @@ START_TEST(plan_rows_roundtrip)
 	ck_assert_int_eq(cfs_catalog_plan_idx(c, p.id, 11, &blob, &blob_len), 0);
 	ck_assert_ptr_null(blob);
 	ck_assert_uint_eq(blob_len, 0);
-	ck_assert_int_eq(cfs_catalog_plan_idx(c, p.id, 13, &blob, &blob_len), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_plan_idx(c, p.id, 13, &blob, &blob_len), 0);
+	ck_assert_ptr_null(blob);
 	ck_assert_int_eq(cfs_catalog_plan_set_record_bytes(c, p.id, 11, 5), 0);
 	ck_assert_int_eq(cfs_catalog_plan_objects(c, p.id, &po, &n), 0);
 	ck_assert_int_eq(po[0].record_bytes, 5);
