@@ -558,16 +558,28 @@ int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_
 
 /*
  * Every sample in a file not GONE (GONE files have none), whatever its
- * object: the caller keeps those of its plan's objects (no join, so that
- * the rows of plan_objects, which hold the indexes, are not read).
+ * object, handed to fn one at a time: the caller keeps those of its plan's
+ * objects (no join, so that no plan row is read).  fn runs with the catalog
+ * held and must not call it.  Returns 0, fn's nonzero return (the walk
+ * stops there) or -errno.
  */
 struct cfs_sample_ref {
+	int64_t shard_id; /* with offset: the row */
+	uint64_t offset;  /* of the record in its file */
 	int64_t object_id;
 	uint64_t object_offset;
 	int64_t ordinal; /* samples.ordinal; -1 where NULL */
 	uint64_t length; /* payload bytes */
 };
-int cfs_catalog_resident_samples(struct cfs_catalog *c, struct cfs_sample_ref **out, size_t *n);
+typedef int (*cfs_sample_ref_fn)(void *ctx, const struct cfs_sample_ref *r);
+int cfs_catalog_resident_samples(struct cfs_catalog *c, cfs_sample_ref_fn fn, void *ctx);
+
+/*
+ * Writes v[i].ordinal into the row (v[i].shard_id, v[i].offset), for each
+ * of the n (a row gone since is skipped), in one transaction.  0 or -errno.
+ */
+int cfs_catalog_samples_set_ordinals(struct cfs_catalog *c, const struct cfs_sample_ref *v,
+				     size_t n);
 
 /* ---- sync points ------------------------------------------------------- */
 

@@ -43,7 +43,9 @@ const char *const cfs__sql_plan[S__COUNT] = {
 		      "JOIN plan_objects po ON po.object_id = so.object_id AND po.plan_id = ?1 "
 		      "WHERE NOT EXISTS (SELECT 1 FROM plan_partial pp "
 		      "WHERE pp.plan_id = ?1 AND pp.unit = po.first_unit)",
-    [S_RES_SAMPLES] = "SELECT object_id, object_offset, ordinal, length FROM samples",
+    [S_RES_SAMPLES] = "SELECT shard_id, offset, object_id, object_offset, ordinal, length "
+		      "FROM samples",
+    [S_SAMPLE_ORDINAL] = "UPDATE samples SET ordinal = ?3 WHERE shard_id = ?1 AND offset = ?2",
     [S_PARTIAL_ADD] = "INSERT OR IGNORE INTO plan_partial(plan_id, unit, object_id) "
 		      "VALUES(?1, ?2, ?3)",
     [S_PARTIAL_DEL] = "DELETE FROM plan_partial WHERE plan_id = ?1 AND unit = ?2",
@@ -531,24 +533,52 @@ int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_
 	return ids_of(c, S_OBJ_OFFSETS, object_id, (int64_t **)out, n);
 }
 
-static int row_sample_ref(sqlite3_stmt *st, void *el)
+int cfs_catalog_resident_samples(struct cfs_catalog *c, cfs_sample_ref_fn fn, void *ctx)
 {
-	struct cfs_sample_ref *r = el;
+	sqlite3_stmt *st;
+	int rc = 0, src = SQLITE_DONE;
 
-	r->object_id = sqlite3_column_int64(st, 0);
-	r->object_offset = (uint64_t)sqlite3_column_int64(st, 1);
-	r->ordinal = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
-	r->length = (uint64_t)sqlite3_column_int64(st, 3);
-	return 0;
-}
-
-int cfs_catalog_resident_samples(struct cfs_catalog *c, struct cfs_sample_ref **out, size_t *n)
-{
 	cfs__lock(c);
-	sqlite3_stmt *st = cfs__stmt(c, S_RES_SAMPLES);
-	int rc = st ? cfs__collect_rows(c, st, sizeof(**out), row_sample_ref, NULL,
-					"resident samples", (void **)out, n)
-		    : -EIO;
+	st = cfs__stmt(c, S_RES_SAMPLES);
+	if (!st)
+		rc = -EIO;
+	while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cfs_sample_ref r = {
+		    .shard_id = sqlite3_column_int64(st, 0),
+		    .offset = (uint64_t)sqlite3_column_int64(st, 1),
+		    .object_id = sqlite3_column_int64(st, 2),
+		    .object_offset = (uint64_t)sqlite3_column_int64(st, 3),
+		    .ordinal = sqlite3_column_type(st, 4) == SQLITE_NULL
+				   ? -1
+				   : sqlite3_column_int64(st, 4),
+		    .length = (uint64_t)sqlite3_column_int64(st, 5),
+		};
+		rc = fn(ctx, &r);
+	}
+	if (rc == 0 && src != SQLITE_DONE)
+		rc = cfs__fail(c, src, "resident samples");
+	if (st)
+		sqlite3_reset(st);
 	cfs__unlock(c);
 	return rc;
+}
+
+int cfs_catalog_samples_set_ordinals(struct cfs_catalog *c, const struct cfs_sample_ref *v,
+				     size_t n)
+{
+	sqlite3_stmt *st;
+	int rc = cfs__txn_begin(c);
+
+	if (rc < 0)
+		return rc;
+	st = cfs__stmt(c, S_SAMPLE_ORDINAL);
+	if (!st)
+		rc = -EIO;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		sqlite3_bind_int64(st, 1, v[i].shard_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)v[i].offset);
+		sqlite3_bind_int64(st, 3, v[i].ordinal);
+		rc = cfs__run(c, st, "sample ordinal");
+	}
+	return cfs__txn_end(c, rc);
 }

@@ -731,43 +731,78 @@ static void record_resident(struct smp_sampler *s, struct smp__pobj *o, uint32_t
 	o->res_bytes += bytes;
 }
 
+/* The walk of the resident samples (resident_records). */
+struct res_walk {
+	struct smp_sampler *s;
+	struct smp__pobj **sorted;
+	struct cfs_sample_ref *old; /* rows of indexed objects without an ordinal */
+	size_t nold, cap;
+};
+
+static int res_row(void *ctx, const struct cfs_sample_ref *r)
+{
+	struct res_walk *w = ctx;
+	struct smp__pobj *o = find_id(w->sorted, w->s->npobj, r->object_id);
+	if (!o)
+		return 0; /* another plan's */
+	if (!o->indexed) {
+		cmn_plan_set_resident(w->s->plan, o->first, true);
+	} else if (r->ordinal >= 0) {
+		if (r->ordinal < o->units)
+			record_resident(w->s, o, (uint32_t)r->ordinal,
+					r->length + CMN_TFR_OVERHEAD);
+	} else {
+		if (w->nold == w->cap) {
+			size_t cap = w->cap ? w->cap * 2 : 256;
+			struct cfs_sample_ref *nv = realloc(w->old, cap * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			w->old = nv;
+			w->cap = cap;
+		}
+		w->old[w->nold++] = *r;
+	}
+	return 0;
+}
+
 /*
- * The resident samples of strategy=records: a sample row's ordinal is its
- * record's line in its object's index, so its unit is first + ordinal and
- * its bytes its framed length; rows without one (written before version
- * 9, or copied by a withdrawal) are looked up in their object's index by
- * offset, object by object.  No index is read for the others.
+ * The resident samples of strategy=records, walked row by row: a row's
+ * ordinal is its record's line in its object's index, so its unit is first
+ * + ordinal and its bytes its framed length.  Rows without one (written
+ * before version 9, or copied by a withdrawal) are looked up in their
+ * object's index by offset, object by object, and their ordinals written
+ * back, so that the next refresh reads no index for them.
  */
 static int resident_records(struct smp_sampler *s, struct smp__pobj **sorted)
 {
-	struct cfs_sample_ref *v = NULL;
-	size_t n = 0, nold = 0;
-	int rc = cfs_catalog_resident_samples(s->cat, &v, &n);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		struct smp__pobj *o = find_id(sorted, s->npobj, v[i].object_id);
-		if (!o)
-			continue; /* another plan's */
-		if (!o->indexed)
-			cmn_plan_set_resident(s->plan, o->first, true);
-		else if (v[i].ordinal < 0)
-			v[nold++] = v[i]; /* nold <= i */
-		else if (v[i].ordinal < o->units)
-			record_resident(s, o, (uint32_t)v[i].ordinal,
-					v[i].length + CMN_TFR_OVERHEAD);
-	}
-	if (rc == 0 && nold)
-		qsort(v, nold, sizeof(*v), cmp_ref);
-	for (size_t i = 0; rc == 0 && i < nold;) {
-		struct smp__pobj *o = find_id(sorted, s->npobj, v[i].object_id);
+	struct res_walk w = {.s = s, .sorted = sorted};
+	int rc = cfs_catalog_resident_samples(s->cat, res_row, &w);
+	if (rc == 0 && w.nold)
+		qsort(w.old, w.nold, sizeof(*w.old), cmp_ref);
+	size_t nfound = 0;
+	for (size_t i = 0; rc == 0 && i < w.nold;) {
+		struct smp__pobj *o = find_id(sorted, s->npobj, w.old[i].object_id);
 		const struct smp__idx *ix;
 		rc = index_of(s, o, &ix);
-		for (; rc == 0 && i < nold && v[i].object_id == o->object_id; i++) {
-			uint32_t k = line_of_offset(ix, o->units, v[i].object_offset);
-			if (k < o->units)
-				record_resident(s, o, k, ix[k].size);
+		for (; rc == 0 && i < w.nold && w.old[i].object_id == o->object_id; i++) {
+			uint32_t k = line_of_offset(ix, o->units, w.old[i].object_offset);
+			if (k == o->units)
+				continue; /* not a record of its index */
+			record_resident(s, o, k, ix[k].size);
+			w.old[nfound] = w.old[i]; /* nfound <= i */
+			w.old[nfound++].ordinal = k;
 		}
 	}
-	free(v);
+	if (rc == 0 && nfound) {
+		int wrc = cfs_catalog_samples_set_ordinals(s->cat, w.old, nfound);
+		if (wrc)
+			cmn_log(
+			    CMN_LOG_WARN,
+			    "writing the index lines of %zu resident records to the catalog: %s "
+			    "(they are looked up again at the next reading of the resident set)",
+			    nfound, strerror(-wrc));
+	}
+	free(w.old);
 	return rc;
 }
 

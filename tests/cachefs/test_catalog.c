@@ -899,6 +899,20 @@ START_TEST(plan_rows_roundtrip)
 }
 END_TEST
 
+/* The rows of cfs_catalog_resident_samples, collected (stop_at > 0: -ECANCELED at that many). */
+struct refs {
+	struct cfs_sample_ref v[8];
+	size_t n, stop_at;
+};
+
+static int collect_ref(void *ctx, const struct cfs_sample_ref *r)
+{
+	struct refs *g = ctx;
+	ck_assert_uint_lt(g->n, 8);
+	g->v[g->n++] = *r;
+	return g->stop_at && g->n == g->stop_at ? -ECANCELED : 0;
+}
+
 /* Inserts a TFRecord file with one sample of object obj at each offset. */
 static int64_t add_object_file(struct cfs_catalog *c, int64_t obj, const uint64_t *offs, size_t n,
 			       const struct cfs_plan_marks *marks)
@@ -923,7 +937,6 @@ START_TEST(plan_partial_and_cut)
 	uint64_t unit0 = 0, low = 100, offs1[2] = {0, 100}, offs2[1] = {200}, *offsets;
 	struct cfs_plan_marks m = {.pass = 0, .units = &unit0, .n = 1};
 	struct cfs_plan_object po = {.first_unit = 0, .units = 1};
-	struct cfs_sample_ref *refs;
 	struct cfs_partial *part;
 	struct cfs_plan_row p;
 	int64_t src, ox, *ids;
@@ -963,30 +976,47 @@ START_TEST(plan_partial_and_cut)
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(ids[0], ox);
 	free(ids);
-	ck_assert_int_eq(cfs_catalog_resident_samples(c, &refs, &n), 0);
-	ck_assert_uint_eq(n, 3);
-	for (size_t i = 0; i < n; i++) {
-		ck_assert_int_eq(refs[i].object_id, ox);
-		ck_assert_int_eq(refs[i].ordinal, -1); /* written without one */
-		ck_assert_uint_eq(refs[i].length, 4);
+	struct refs got = {0};
+	ck_assert_int_eq(cfs_catalog_resident_samples(c, collect_ref, &got), 0);
+	ck_assert_uint_eq(got.n, 3);
+	for (size_t i = 0; i < got.n; i++) {
+		ck_assert_int_eq(got.v[i].object_id, ox);
+		ck_assert_int_eq(got.v[i].ordinal, -1); /* written without one */
+		ck_assert_uint_eq(got.v[i].length, 4);
 	}
-	free(refs);
 	/* a sample's ordinal (its record's line in the object's index) reads back */
 	struct cfs_sample so = {0, 9, 0, ox, 300, .ordinal = 7, .has_ordinal = true};
 	struct cfs_shard_new sho = {
 	    .id = cfs_catalog_alloc_id(c), .kind = CFS_KIND_TFRECORD, .bytes = 25};
 	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sho, &so, 1), 0);
-	ck_assert_int_eq(cfs_catalog_resident_samples(c, &refs, &n), 0);
-	ck_assert_uint_eq(n, 4);
-	bool seen = false;
-	for (size_t i = 0; i < n; i++)
-		if (refs[i].object_offset == 300) {
-			ck_assert_int_eq(refs[i].ordinal, 7);
-			ck_assert_uint_eq(refs[i].length, 9);
-			seen = true;
+	/* ... and is written into a row without one */
+	got.v[0].ordinal = 2;
+	ck_assert_int_eq(cfs_catalog_samples_set_ordinals(c, got.v, 1), 0);
+	int64_t set_in = got.v[0].shard_id;
+	uint64_t set_at = got.v[0].offset;
+	got = (struct refs){0};
+	ck_assert_int_eq(cfs_catalog_resident_samples(c, collect_ref, &got), 0);
+	ck_assert_uint_eq(got.n, 4);
+	int seen = 0;
+	for (size_t i = 0; i < got.n; i++) {
+		if (got.v[i].object_offset == 300) {
+			ck_assert_int_eq(got.v[i].shard_id, sho.id);
+			ck_assert_uint_eq(got.v[i].offset, 0);
+			ck_assert_int_eq(got.v[i].ordinal, 7);
+			ck_assert_uint_eq(got.v[i].length, 9);
+			seen++;
+		} else if (got.v[i].shard_id == set_in && got.v[i].offset == set_at) {
+			ck_assert_int_eq(got.v[i].ordinal, 2);
+			seen++;
+		} else {
+			ck_assert_int_eq(got.v[i].ordinal, -1);
 		}
-	ck_assert(seen);
-	free(refs);
+	}
+	ck_assert_int_eq(seen, 2);
+	/* the walk stops at the callback's nonzero return */
+	got = (struct refs){.stop_at = 2};
+	ck_assert_int_eq(cfs_catalog_resident_samples(c, collect_ref, &got), -ECANCELED);
+	ck_assert_uint_eq(got.n, 2);
 
 	/* a file of it leaves: the object is cut until its next transfer begins */
 	ck_assert_int_eq(cfs_catalog_shards_evict(c, &f1, 1, 1), 0);

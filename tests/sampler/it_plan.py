@@ -30,7 +30,8 @@
                     after a pass, with the ordinals of half the rows and the
                     objects' record bytes cleared (a catalog of before
                     version 9), the next pass finds every record resident
-                    through the indexes it pages in and fetches none again
+                    through the indexes it pages in, fetches none again and
+                    writes the ordinals back
 
 Usage: it_plan.py SCENARIO
 """
@@ -401,14 +402,17 @@ def records_paged_file(work):
         rcsamp.fail("two runs admitted %d + %d records of %d" % (
             st1["records_admitted"], st2["records_admitted"], records))
     expect_no_duplicate_units(cache, "two runs")
-    c = db(cache)
-    rows = c.execute("SELECT o.key, s.object_offset, s.ordinal FROM samples s "
-                     "JOIN objects o ON o.id = s.object_id").fetchall()
-    c.close()
-    wrong = [r for r in rows if r[2] != lines[r[0]][r[1]][0]]
-    if len(rows) != records or wrong:
-        rcsamp.fail("%d of %d samples without their sidecar line as ordinal, e.g. %r" % (
-            len(wrong), len(rows), wrong[:3]))
+
+    def expect_ordinals(what):
+        c = db(cache)
+        rows = c.execute("SELECT o.key, s.object_offset, s.ordinal FROM samples s "
+                         "JOIN objects o ON o.id = s.object_id").fetchall()
+        c.close()
+        wrong = [r for r in rows if r[2] != lines[r[0]][r[1]][0]]
+        if len(rows) != records or wrong:
+            rcsamp.fail("%s: %d of %d samples without their sidecar line as ordinal, e.g. %r" % (
+                what, len(wrong), len(rows), wrong[:3]))
+    expect_ordinals("two runs")
     if plan_bytes() != want_bytes:
         rcsamp.fail("plan_objects.record_bytes %r, want %r" % (plan_bytes(), want_bytes))
     # half the rows as a catalog before version 9 has them: looked up in the indexes
@@ -425,6 +429,7 @@ def records_paged_file(work):
     rcsamp.expect_equal_sets(rcsamp.cache_payloads(cache), want, "third run")
     if plan_bytes() != want_bytes:
         rcsamp.fail("record_bytes not written again from the indexes: %r" % plan_bytes())
+    expect_ordinals("the third run (the ordinals looked up, written back)")
     print("ok: %d objects, %d records over two runs with their ordinals; the third run "
           "found all resident" % (len(keys), records))
 
