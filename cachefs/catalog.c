@@ -274,6 +274,35 @@ static const char *const migrations[] = {
     "  file_id INTEGER NOT NULL);\n"
     "CREATE TRIGGER unsynced_insert AFTER INSERT ON shards "
     "BEGIN INSERT INTO unsynced(file_id) VALUES (NEW.id); END;\n",
+    /*
+     * 8 -> 9: the indexes move out of plan_objects into plan_index, so that
+     * reading the plan's objects reads no index (a WITHOUT ROWID row's every
+     * column after its key is read with its overflow pages); plan_objects
+     * gets the length of its index and the bytes of its records (NULL in the
+     * rows before: the sampler writes them); a sample gets its record's
+     * line in its object's index (NULL in the rows before)
+     */
+    "CREATE TABLE plan_index(\n"
+    "  plan_id INTEGER NOT NULL,\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  idx BLOB NOT NULL,\n"
+    "  PRIMARY KEY(plan_id, object_id));\n"
+    "INSERT INTO plan_index(plan_id, object_id, idx) "
+    "SELECT plan_id, object_id, idx FROM plan_objects WHERE idx IS NOT NULL;\n"
+    "CREATE TABLE plan_objects_9(\n"
+    "  plan_id INTEGER NOT NULL,\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  first_unit INTEGER NOT NULL,\n"
+    "  units INTEGER NOT NULL,\n"
+    "  idx_bytes INTEGER NOT NULL DEFAULT 0,\n"
+    "  record_bytes INTEGER,\n"
+    "  PRIMARY KEY(plan_id, object_id)) WITHOUT ROWID;\n"
+    "INSERT INTO plan_objects_9(plan_id, object_id, first_unit, units, idx_bytes) "
+    "SELECT plan_id, object_id, first_unit, units, coalesce(length(idx), 0) "
+    "FROM plan_objects;\n"
+    "DROP TABLE plan_objects;\n"
+    "ALTER TABLE plan_objects_9 RENAME TO plan_objects;\n"
+    "ALTER TABLE samples ADD COLUMN ordinal INTEGER;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 8 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 9 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 
@@ -205,6 +205,9 @@ struct cfs_sample {
 	uint32_t crc;		/* unmasked crc32c of the payload, verified at admission */
 	int64_t object_id;	/* source object; 0 if unknown */
 	uint64_t object_offset; /* of the record in the (uncompressed) object */
+	uint32_t ordinal;	/* with has_ordinal: the record's line in its object's
+				   index sidecar, counted from 0 (strategy=records) */
+	bool has_ordinal;	/* false: NULL in the row (not read by index) */
 };
 
 /*
@@ -459,21 +462,40 @@ int cfs_catalog_plan_marks_of(struct cfs_catalog *c, int64_t plan_id, uint64_t p
 			      size_t *n);
 
 /*
- * The objects of a plan and their units [first_unit, first_unit + units);
- * for strategy=records, idx holds the object's index sidecar as parsed
- * (sampler-defined bytes), so a sidecar is fetched once per object.
+ * The objects of a plan (plan_objects) and their units [first_unit,
+ * first_unit + units); for strategy=records, idx holds the object's index
+ * sidecar as parsed (sampler-defined bytes; plan_index), so a sidecar is
+ * fetched once per object, and record_bytes the sum of its records' sizes
+ * (the sampler's).
  */
 struct cfs_plan_object {
 	int64_t object_id;
 	uint64_t first_unit, units;
 	void *idx; /* malloc'd or NULL */
 	size_t idx_len;
+	int64_t record_bytes; /* with idx; read: -1 where the row has none (written
+				 before version 9) */
 };
 
-/* The plan's objects ordered by first_unit; free with cfs_plan_objects_free. */
+/*
+ * The plan's objects ordered by first_unit, without their index: idx is
+ * NULL and idx_len its length (0: none; cfs_catalog_plan_idx reads it);
+ * free with cfs_plan_objects_free.
+ */
 int cfs_catalog_plan_objects(struct cfs_catalog *c, int64_t plan_id, struct cfs_plan_object **out,
 			     size_t *n);
 void cfs_plan_objects_free(struct cfs_plan_object *v, size_t n);
+
+/*
+ * The index of one object of the plan: *idx malloc'd (NULL and *len 0
+ * when it has none).  0 or -errno.
+ */
+int cfs_catalog_plan_idx(struct cfs_catalog *c, int64_t plan_id, int64_t object_id, void **idx,
+			 size_t *len);
+
+/* Writes the record_bytes of one object of the plan (a row without). 0 or -errno. */
+int cfs_catalog_plan_set_record_bytes(struct cfs_catalog *c, int64_t plan_id, int64_t object_id,
+				      uint64_t record_bytes);
 
 /*
  * Appends n objects to the plan and sets its n_units, in one transaction
@@ -541,13 +563,30 @@ int cfs_catalog_plan_cut_objects(struct cfs_catalog *c, int64_t plan_id, int64_t
 /* The offsets in the object of its samples in files not GONE, ascending; *out malloc'd. */
 int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_t **out, size_t *n);
 
-/* (object, offset) of every sample of the plan's objects in a file not GONE. */
+/*
+ * Every sample in a file not GONE (GONE files have none), whatever its
+ * object, handed to fn one at a time: the caller keeps those of its plan's
+ * objects (no join, so that no plan row is read).  fn runs with the catalog
+ * held and must not call it.  Returns 0, fn's nonzero return (the walk
+ * stops there) or -errno.
+ */
 struct cfs_sample_ref {
+	int64_t shard_id; /* with offset: the row */
+	uint64_t offset;  /* of the record in its file */
 	int64_t object_id;
 	uint64_t object_offset;
+	int64_t ordinal; /* samples.ordinal; -1 where NULL */
+	uint64_t length; /* payload bytes */
 };
-int cfs_catalog_plan_resident_samples(struct cfs_catalog *c, int64_t plan_id,
-				      struct cfs_sample_ref **out, size_t *n);
+typedef int (*cfs_sample_ref_fn)(void *ctx, const struct cfs_sample_ref *r);
+int cfs_catalog_resident_samples(struct cfs_catalog *c, cfs_sample_ref_fn fn, void *ctx);
+
+/*
+ * Writes v[i].ordinal into the row (v[i].shard_id, v[i].offset), for each
+ * of the n (a row gone since is skipped), in one transaction.  0 or -errno.
+ */
+int cfs_catalog_samples_set_ordinals(struct cfs_catalog *c, const struct cfs_sample_ref *v,
+				     size_t n);
 
 /* ---- sync points ------------------------------------------------------- */
 

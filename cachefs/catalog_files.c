@@ -33,7 +33,8 @@ const char *const cfs__sql_files[S__COUNT] = {
 	"INSERT INTO shards(id, kind, state, bytes, records, created_epoch, "
 	"object_id, name, records_crc) VALUES(?1, ?2, " SQL_SEALED ", ?3, ?4, ?5, ?6, ?7, ?8)",
     [S_SAMPLE_ADD] = "INSERT INTO samples(shard_id, offset, length, crc, object_id, "
-		     "object_offset, admitted_epoch) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+		     "object_offset, admitted_epoch, ordinal) "
+		     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [S_SHOBJ_ADD] = "INSERT OR IGNORE INTO shard_objects(shard_id, object_id) VALUES(?1, ?2)",
     [S_SHOBJ_DEL] = "DELETE FROM shard_objects WHERE shard_id = ?1",
     /* a withdrawn file's objects whose records were copied into another file */
@@ -208,6 +209,10 @@ static int add_samples(struct cfs_catalog *c, const struct cfs_shard_new *sh,
 		sqlite3_bind_int64(st, 5, s->object_id);
 		sqlite3_bind_int64(st, 6, (sqlite3_int64)s->object_offset);
 		sqlite3_bind_int64(st, 7, sh->created_epoch);
+		if (s->has_ordinal)
+			sqlite3_bind_int64(st, 8, s->ordinal);
+		else
+			sqlite3_bind_null(st, 8);
 		int rc = sqlite3_step(st);
 		sqlite3_reset(st);
 		if (rc != SQLITE_DONE)

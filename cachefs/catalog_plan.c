@@ -1,7 +1,7 @@
 /*
  * catalog_plan.c - the sampling plan's rows in the catalog (DESIGN
- * "Sampling", docs/catalog.md versions 2 and 4): plans (cursor and the
- * settled bitmap), plan_objects, plan_marks (units committed since the
+ * "Sampling", docs/catalog.md versions 2, 4 and 9): plans (cursor and the
+ * settled bitmap), plan_objects, plan_index, plan_marks (units committed since the
  * bitmap was written), plan_partial (whole objects whose transfer began
  * and whose last record is not committed) and plan_cut (whole objects
  * whole in the cache no more), and the residency queries the sampler
@@ -31,23 +31,28 @@ const char *const cfs__sql_plan[S__COUNT] = {
     [S_MARKS_CLEAR] = "DELETE FROM plan_marks WHERE plan_id = ?1",
     [S_MARK_ADD] = "INSERT OR IGNORE INTO plan_marks(plan_id, pass, unit) VALUES(?1, ?2, ?3)",
     [S_MARKS_OF] = "SELECT unit FROM plan_marks WHERE plan_id = ?1 AND pass = ?2",
-    [S_POBJ_LIST] = "SELECT object_id, first_unit, units, idx FROM plan_objects "
-		    "WHERE plan_id = ?1 ORDER BY first_unit",
-    [S_POBJ_ADD] = "INSERT INTO plan_objects(plan_id, object_id, first_unit, units, idx) "
-		   "VALUES(?1, ?2, ?3, ?4, ?5)",
+    [S_POBJ_LIST] = "SELECT object_id, first_unit, units, idx_bytes, record_bytes "
+		    "FROM plan_objects WHERE plan_id = ?1 ORDER BY first_unit",
+    [S_POBJ_ADD] = "INSERT INTO plan_objects(plan_id, object_id, first_unit, units, idx_bytes, "
+		   "record_bytes) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [S_PIDX_ADD] = "INSERT INTO plan_index(plan_id, object_id, idx) VALUES(?1, ?2, ?3)",
+    [S_POBJ_IDX] = "SELECT idx FROM plan_index WHERE plan_id = ?1 AND object_id = ?2",
+    [S_POBJ_BYTES] = "UPDATE plan_objects SET record_bytes = ?3 "
+		     "WHERE plan_id = ?1 AND object_id = ?2",
     [S_RES_OBJECTS] = "SELECT DISTINCT so.object_id FROM shard_objects so "
 		      "JOIN plan_objects po ON po.object_id = so.object_id AND po.plan_id = ?1 "
 		      "WHERE NOT EXISTS (SELECT 1 FROM plan_partial pp "
 		      "WHERE pp.plan_id = ?1 AND pp.unit = po.first_unit)",
-    [S_RES_SAMPLES] = "SELECT s.object_id, s.object_offset FROM samples s "
-		      "JOIN plan_objects po ON po.object_id = s.object_id AND po.plan_id = ?1",
+    [S_RES_SAMPLES] = "SELECT shard_id, offset, object_id, object_offset, ordinal, length "
+		      "FROM samples",
+    [S_SAMPLE_ORDINAL] = "UPDATE samples SET ordinal = ?3 WHERE shard_id = ?1 AND offset = ?2",
     [S_PARTIAL_ADD] = "INSERT OR IGNORE INTO plan_partial(plan_id, unit, object_id) "
 		      "VALUES(?1, ?2, ?3)",
     [S_PARTIAL_DEL] = "DELETE FROM plan_partial WHERE plan_id = ?1 AND unit = ?2",
     [S_PARTIAL_CUT] = "INSERT OR IGNORE INTO plan_cut(plan_id, object_id) "
 		      "SELECT po.plan_id, po.object_id FROM shard_objects so "
 		      "JOIN plan_objects po ON po.plan_id IN (SELECT id FROM plans) "
-		      "AND po.object_id = so.object_id AND po.idx IS NULL "
+		      "AND po.object_id = so.object_id AND po.idx_bytes = 0 "
 		      "JOIN shards f ON f.id = so.shard_id AND f.kind = " SQL_KIND_TFRECORD
 		      " WHERE so.shard_id = ?1",
     [S_PARTIAL_LOW] = "UPDATE plan_partial SET low = ?3 WHERE plan_id = ?1 AND unit = ?2",
@@ -281,19 +286,13 @@ static void plan_objects_drop(void *arr, size_t n)
 static int row_plan_object(sqlite3_stmt *st, void *el)
 {
 	struct cfs_plan_object *o = el;
-	int len = sqlite3_column_bytes(st, 3);
-	const void *b = sqlite3_column_blob(st, 3);
 
 	o->object_id = sqlite3_column_int64(st, 0);
 	o->first_unit = (uint64_t)sqlite3_column_int64(st, 1);
 	o->units = (uint64_t)sqlite3_column_int64(st, 2);
-	if (len > 0 && b) {
-		o->idx = malloc((size_t)len);
-		if (!o->idx)
-			return -ENOMEM;
-		memcpy(o->idx, b, (size_t)len);
-		o->idx_len = (size_t)len;
-	}
+	o->idx_len = (size_t)sqlite3_column_int64(st, 3);
+	o->record_bytes =
+	    sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
 	return 0;
 }
 
@@ -329,6 +328,64 @@ int cfs_catalog_plan_objects(struct cfs_catalog *c, int64_t plan_id, struct cfs_
 		       "plan objects", (void **)out, n);
 }
 
+int cfs_catalog_plan_idx(struct cfs_catalog *c, int64_t plan_id, int64_t object_id, void **idx,
+			 size_t *len)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*idx = NULL;
+	*len = 0;
+	cfs__lock(c);
+	st = cfs__stmt(c, S_POBJ_IDX);
+	if (!st) {
+		cfs__unlock(c);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, plan_id);
+	sqlite3_bind_int64(st, 2, object_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		rc = 0; /* none */
+	} else if (rc == SQLITE_ROW) {
+		const void *b = sqlite3_column_blob(st, 0);
+		int n = sqlite3_column_bytes(st, 0);
+		rc = 0;
+		if (b && n > 0) {
+			*idx = malloc((size_t)n);
+			if (*idx) {
+				memcpy(*idx, b, (size_t)n);
+				*len = (size_t)n;
+			} else {
+				rc = -ENOMEM;
+			}
+		}
+	} else {
+		rc = cfs__fail(c, rc, "plan object index");
+	}
+	sqlite3_reset(st);
+	cfs__unlock(c);
+	return rc;
+}
+
+int cfs_catalog_plan_set_record_bytes(struct cfs_catalog *c, int64_t plan_id, int64_t object_id,
+				      uint64_t record_bytes)
+{
+	sqlite3_stmt *st;
+	int rc = cfs__txn_begin(c);
+
+	if (rc < 0)
+		return rc;
+	st = cfs__stmt(c, S_POBJ_BYTES);
+	if (st) {
+		sqlite3_bind_int64(st, 1, plan_id);
+		sqlite3_bind_int64(st, 2, object_id);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)record_bytes);
+	}
+	rc = st ? cfs__run(c, st, "plan object bytes") : -EIO;
+	return cfs__txn_end(c, rc);
+}
+
 static void array_row_at(void *ctx, size_t i, struct cfs_plan_object *out)
 {
 	*out = ((const struct cfs_plan_object *)ctx)[i];
@@ -358,11 +415,22 @@ int cfs_catalog_plan_objects_add_each(struct cfs_catalog *c, int64_t plan_id, cf
 		sqlite3_bind_int64(st, 2, v.object_id);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)v.first_unit);
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)v.units);
-		if (v.idx && v.idx_len)
-			sqlite3_bind_blob64(st, 5, v.idx, v.idx_len, SQLITE_STATIC);
+		bool has = v.idx && v.idx_len;
+		sqlite3_bind_int64(st, 5, has ? (sqlite3_int64)v.idx_len : 0);
+		if (has)
+			sqlite3_bind_int64(st, 6, v.record_bytes);
 		else
-			sqlite3_bind_null(st, 5);
+			sqlite3_bind_null(st, 6);
 		rc = cfs__run(c, st, "plan object");
+		sqlite3_stmt *ix = rc == 0 && has ? cfs__stmt(c, S_PIDX_ADD) : NULL;
+		if (ix) {
+			sqlite3_bind_int64(ix, 1, plan_id);
+			sqlite3_bind_int64(ix, 2, v.object_id);
+			sqlite3_bind_blob64(ix, 3, v.idx, v.idx_len, SQLITE_STATIC);
+			rc = cfs__run(c, ix, "plan object index");
+		} else if (rc == 0 && has) {
+			rc = -EIO;
+		}
 	}
 	st = rc == 0 ? cfs__stmt(c, S_PLAN_UNITS) : NULL;
 	if (st) {
@@ -465,18 +533,52 @@ int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_
 	return ids_of(c, S_OBJ_OFFSETS, object_id, (int64_t **)out, n);
 }
 
-static int row_sample_ref(sqlite3_stmt *st, void *el)
+int cfs_catalog_resident_samples(struct cfs_catalog *c, cfs_sample_ref_fn fn, void *ctx)
 {
-	struct cfs_sample_ref *r = el;
+	sqlite3_stmt *st;
+	int rc = 0, src = SQLITE_DONE;
 
-	r->object_id = sqlite3_column_int64(st, 0);
-	r->object_offset = (uint64_t)sqlite3_column_int64(st, 1);
-	return 0;
+	cfs__lock(c);
+	st = cfs__stmt(c, S_RES_SAMPLES);
+	if (!st)
+		rc = -EIO;
+	while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cfs_sample_ref r = {
+		    .shard_id = sqlite3_column_int64(st, 0),
+		    .offset = (uint64_t)sqlite3_column_int64(st, 1),
+		    .object_id = sqlite3_column_int64(st, 2),
+		    .object_offset = (uint64_t)sqlite3_column_int64(st, 3),
+		    .ordinal = sqlite3_column_type(st, 4) == SQLITE_NULL
+				   ? -1
+				   : sqlite3_column_int64(st, 4),
+		    .length = (uint64_t)sqlite3_column_int64(st, 5),
+		};
+		rc = fn(ctx, &r);
+	}
+	if (rc == 0 && src != SQLITE_DONE)
+		rc = cfs__fail(c, src, "resident samples");
+	if (st)
+		sqlite3_reset(st);
+	cfs__unlock(c);
+	return rc;
 }
 
-int cfs_catalog_plan_resident_samples(struct cfs_catalog *c, int64_t plan_id,
-				      struct cfs_sample_ref **out, size_t *n)
+int cfs_catalog_samples_set_ordinals(struct cfs_catalog *c, const struct cfs_sample_ref *v,
+				     size_t n)
 {
-	return rows_of(c, S_RES_SAMPLES, plan_id, sizeof(**out), row_sample_ref, NULL,
-		       "resident samples", (void **)out, n);
+	sqlite3_stmt *st;
+	int rc = cfs__txn_begin(c);
+
+	if (rc < 0)
+		return rc;
+	st = cfs__stmt(c, S_SAMPLE_ORDINAL);
+	if (!st)
+		rc = -EIO;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		sqlite3_bind_int64(st, 1, v[i].shard_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)v[i].offset);
+		sqlite3_bind_int64(st, 3, v[i].ordinal);
+		rc = cfs__run(c, st, "sample ordinal");
+	}
+	return cfs__txn_end(c, rc);
 }

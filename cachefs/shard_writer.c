@@ -217,6 +217,14 @@ int cfs_shard_writer_append_lent(struct cfs_shard_writer *w, const void *payload
 	return rc;
 }
 
+void cfs_shard_writer_set_ordinal(struct cfs_shard_writer *w, uint32_t ordinal)
+{
+	if (w->nsamples) {
+		w->samples[w->nsamples - 1].ordinal = ordinal;
+		w->samples[w->nsamples - 1].has_ordinal = true;
+	}
+}
+
 int cfs_shard_writer_append(struct cfs_shard_writer *w, const void *payload, size_t len,
 			    uint32_t crc, int64_t object_id, uint64_t object_offset)
 {

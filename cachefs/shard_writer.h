@@ -103,6 +103,13 @@ int cfs_shard_writer_append_lent(struct cfs_shard_writer *w, const void *payload
 				 uint32_t crc, int64_t object_id, uint64_t object_offset,
 				 void *block, size_t cap);
 
+/*
+ * The record appended last is line `ordinal` (from 0) of its object's index
+ * sidecar (strategy=records): samples.ordinal, so that the sampler finds
+ * its unit without the index.  Ignored when nothing was appended.
+ */
+void cfs_shard_writer_set_ordinal(struct cfs_shard_writer *w, uint32_t ordinal);
+
 /* Appends bytes of the object (raw writers only).  Same returns as append. */
 int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t len);
 

@@ -102,9 +102,8 @@ int smp__get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t ne
 /* The unit of a run that record r is (by its offset in the object). */
 static uint64_t run_unit(const struct smp__job *j, const struct smp_rec *r)
 {
-	uint64_t k0 = j->unit - j->obj->first;
 	for (uint32_t i = 0; i < j->nunits; i++)
-		if (j->obj->idx[k0 + i].off == r->object_offset)
+		if (j->run[i].off == r->object_offset)
 			return i;
 	return UINT64_MAX;
 }
@@ -186,10 +185,12 @@ int smp__write_record(const struct smp_rec *r, void *ctx)
 	if (j) {
 		j->refs--;
 		j->written++;
-		uint64_t i = j->obj->idx ? run_unit(j, r) : UINT64_MAX;
+		uint64_t i = j->run ? run_unit(j, r) : UINT64_MAX;
+		if (i < j->nunits) /* its line in the object's index: samples.ordinal */
+			cfs_shard_writer_set_ordinal(s->w, (uint32_t)(j->unit + i - j->obj->first));
 		if (i < j->nunits && !(j->done_mask >> i & 1)) {
 			j->done_mask |= (uint64_t)1 << i;
-			smp__unit_complete(s, j->unit + i, true);
+			smp__unit_complete(s, j->unit + i, j->run[i].size, true);
 		}
 		smp__job_maybe_end(s, j);
 	}

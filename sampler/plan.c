@@ -10,7 +10,17 @@
  * object.  The plan's objects are appended in listing order of their
  * first appearance and never renumbered (table plan_objects), so unit
  * numbers are stable across relists and restarts; a sidecar is fetched once
- * per object and kept in plan_objects.idx.
+ * per object and kept in table plan_index.
+ *
+ * Indexes in memory: an object's index is read from plan_index when
+ * a job on it is built (or a resident record without an ordinal is looked
+ * up), and a few stay loaded (index_of: SMP_IDX_CACHE_OBJECTS objects,
+ * SMP_IDX_CACHE_BYTES); a job copies the records of its run (job->run), so
+ * the reader and the writer need no index.  Per object the plan keeps its
+ * first unit, units, size and the bytes of its indexed records
+ * (plan_objects.record_bytes); per unit, the planner's bits.  A sidecar
+ * fetched for new objects is written to the catalog in batches of
+ * SMP_SIDECAR_BATCH and freed.
  *
  * Persisting (the design note of docs/sampler.md "The sampling plan"):
  *   - a unit completes when its last record is appended to a shard (or its
@@ -54,6 +64,10 @@
 #include "cachefs/shard_writer.h"
 #include "cachefs/store.h"
 #include "common/log.h"
+#include "common/tfrecord.h"
+
+/* Sidecars fetched (in parallel) and written to the catalog together, at most. */
+#define SMP_SIDECAR_BATCH 256
 
 /* ---- objects and units ----------------------------------------------- */
 
@@ -70,6 +84,63 @@ static void pobj_drop(struct smp__pobj *o)
 		return;
 	free(o->idx);
 	o->idx = NULL;
+}
+
+/* ---- indexes (the file comment) ------------------------------------------ */
+
+/* Frees the index of entry i of the cache (least recently used first). */
+static void cache_evict(struct smp_sampler *s, size_t i)
+{
+	struct smp__pobj *o = s->idx_cache[i];
+	s->idx_cache_bytes -= (uint64_t)o->units * sizeof(*o->idx);
+	pobj_drop(o);
+	memmove(&s->idx_cache[i], &s->idx_cache[i + 1],
+		(s->nidx_cache - i - 1) * sizeof(s->idx_cache[0]));
+	s->nidx_cache--;
+}
+
+/*
+ * The index of indexed object o (of s->pobj): the cache's, else read from
+ * the catalog, and then the most recently used (the least recently used go
+ * past SMP_IDX_CACHE_OBJECTS or SMP_IDX_CACHE_BYTES).  *out is valid until
+ * the next call.  0, or -EIO (the row's index does not match its units),
+ * -ENOMEM or the catalog's -errno.
+ */
+static int index_of(struct smp_sampler *s, struct smp__pobj *o, const struct smp__idx **out)
+{
+	size_t i = 0;
+	if (o->idx) {
+		while (i < s->nidx_cache && s->idx_cache[i] != o)
+			i++;
+		if (i < s->nidx_cache) {
+			memmove(&s->idx_cache[i], &s->idx_cache[i + 1],
+				(s->nidx_cache - i - 1) * sizeof(s->idx_cache[0]));
+			s->idx_cache[s->nidx_cache - 1] = o;
+		}
+		*out = o->idx;
+		return 0;
+	}
+	void *b;
+	size_t len;
+	int rc = cfs_catalog_plan_idx(s->cat, s->plan_id, o->object_id, &b, &len);
+	if (rc)
+		return rc;
+	if (len != (size_t)o->units * sizeof(*o->idx)) {
+		free(b);
+		cmn_log(CMN_LOG_ERROR,
+			"object %lld: its index in the catalog (%zu bytes) does not match its %u "
+			"records",
+			(long long)o->object_id, len, o->units);
+		return -EIO;
+	}
+	while (s->nidx_cache && (s->nidx_cache == SMP_IDX_CACHE_OBJECTS ||
+				 s->idx_cache_bytes + len > SMP_IDX_CACHE_BYTES))
+		cache_evict(s, 0);
+	o->idx = b;
+	s->idx_cache[s->nidx_cache++] = o;
+	s->idx_cache_bytes += len;
+	*out = o->idx;
+	return 0;
 }
 
 static int pobj_push(struct smp_sampler *s, struct smp__pobj *o)
@@ -139,6 +210,33 @@ static struct smp__pobj *find_id(struct smp__pobj **v, size_t n, int64_t id)
 
 /* ---- load ----------------------------------------------------------------- */
 
+/*
+ * The record bytes of the plan's indexed objects s->pobj[base + i] whose
+ * row po[i] has none (a catalog before version 9): summed from the index
+ * and written to the row, in one transaction.  0 or -errno.
+ */
+static int old_record_bytes(struct smp_sampler *s, const struct cfs_plan_object *po, size_t base,
+			    size_t npo)
+{
+	int rc = cfs_catalog_begin(s->cat);
+	for (size_t i = 0; rc == 0 && i < npo; i++) {
+		struct smp__pobj *o = s->pobj[base + i];
+		const struct smp__idx *ix;
+		if (!o->indexed || po[i].record_bytes >= 0)
+			continue;
+		rc = index_of(s, o, &ix);
+		for (uint32_t k = 0; rc == 0 && k < o->units; k++)
+			o->rec_bytes += ix[k].size;
+		if (rc == 0)
+			rc = cfs_catalog_plan_set_record_bytes(s->cat, s->plan_id, o->object_id,
+							       o->rec_bytes);
+	}
+	if (rc == 0)
+		return cfs_catalog_commit(s->cat);
+	cfs_catalog_rollback(s->cat);
+	return rc;
+}
+
 int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 {
 	const struct cmn_config *c = s->cfg;
@@ -172,6 +270,7 @@ int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 		goto out;
 	}
 	uint64_t n = 0;
+	size_t base = s->npobj, nold = 0;
 	for (size_t i = 0; i < npo; i++) {
 		struct smp__pobj *o = pobj_new(s);
 		if (!o || pobj_push(s, o)) {
@@ -182,11 +281,17 @@ int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 		o->object_id = po[i].object_id;
 		o->first = po[i].first_unit;
 		o->units = (uint32_t)po[i].units;
-		if (po[i].idx && po[i].idx_len == o->units * sizeof(struct smp__idx)) {
-			o->idx = po[i].idx; /* taken over */
-			po[i].idx = NULL;
-		}
+		o->indexed =
+		    po[i].idx_len > 0 && po[i].idx_len == o->units * sizeof(struct smp__idx);
+		o->rec_bytes = po[i].record_bytes > 0 ? (uint64_t)po[i].record_bytes : 0;
+		nold += o->indexed && po[i].record_bytes < 0;
 		n = o->first + o->units;
+	}
+	if (nold) /* rows written before record_bytes: summed once, from their index */
+		rc = old_record_bytes(s, po, base, npo);
+	if (rc) {
+		snprintf(err, errlen, "reading the sampling plan's indexes: %s", strerror(-rc));
+		goto out;
 	}
 	struct cmn_plan_state st = {
 	    .n = n, .seed = row.seed, .pass = row.pass, .gen = row.gen, .cursor = row.cursor};
@@ -256,6 +361,8 @@ void smp__plan_unload(struct smp_sampler *s)
 {
 	for (size_t i = 0; i < s->npobj; i++)
 		pobj_drop(s->pobj[i]);
+	s->nidx_cache = 0;
+	s->idx_cache_bytes = 0;
 	cmn_arena_free(&s->pobj_mem);
 	free(s->pobj);
 	s->pobj = NULL;
@@ -332,7 +439,10 @@ static void idx_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 
 static const struct smp_xfer_ops idx_ops = {idx_data, idx_end, idx_restart, idx_done};
 
-/* Sets the units and index of the object of one fetched sidecar.  0 or -ENOMEM. */
+/*
+ * Sets the units, record bytes and index (o->idx, until written to the
+ * catalog) of the object of one fetched sidecar (of key).  0 or -ENOMEM.
+ */
 static int set_index(struct smp__pobj *o, const char *key, const struct idx_fetch *x)
 {
 	struct smp_idx_entry *ents = NULL;
@@ -351,9 +461,13 @@ static int set_index(struct smp__pobj *o, const char *key, const struct idx_fetc
 		if (!o->idx) {
 			rc = -ENOMEM;
 		} else {
-			for (size_t i = 0; i < ne; i++)
+			o->rec_bytes = 0;
+			for (size_t i = 0; i < ne; i++) {
 				o->idx[i] = (struct smp__idx){ents[i].off, ents[i].size, 0};
+				o->rec_bytes += ents[i].size;
+			}
 			o->units = (uint32_t)ne;
+			o->indexed = true;
 		}
 	} else if (prc == -ENOMEM) {
 		rc = prc;
@@ -440,8 +554,12 @@ out:
 static void fresh_row(void *ctx, size_t i, struct cfs_plan_object *out)
 {
 	const struct smp__pobj *o = ((struct smp__pobj *const *)ctx)[i];
-	*out = (struct cfs_plan_object){o->object_id, o->first, o->units, o->idx,
-					o->idx ? o->units * sizeof(struct smp__idx) : 0};
+	*out = (struct cfs_plan_object){o->object_id,
+					o->first,
+					o->units,
+					o->idx,
+					o->idx ? o->units * sizeof(struct smp__idx) : 0,
+					(int64_t)o->rec_bytes};
 }
 
 int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const int64_t *ids,
@@ -478,35 +596,55 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 		o->size = l->v[i].size;
 		o->live = true;
 	}
-	if (nfresh) {
-		rc = load_sidecars(s, fresh, want, nfresh);
+	/*
+	 * New objects in batches of SMP_SIDECAR_BATCH sidecars: fetched, written
+	 * to the catalog with their units (one transaction a batch), their
+	 * indexes freed.  The planner grows once, by the objects written (also
+	 * when a later batch fails: those are in the catalog).
+	 */
+	uint64_t n = cmn_plan_units(s->plan);
+	for (size_t done = 0; done < nfresh && rc == 0;) {
+		size_t end = done, nwant = 0;
+		while (end < nfresh && nwant < SMP_SIDECAR_BATCH)
+			nwant += want[end++] != NULL;
+		rc = load_sidecars(s, fresh + done, want + done, end - done);
 		if (rc) {
 			snprintf(err, errlen, "fetching index sidecars: %s", strerror(-rc));
-			goto out;
+			break;
 		}
-		uint64_t n = cmn_plan_units(s->plan);
-		for (size_t k = 0; k < nfresh; k++) {
-			fresh[k]->first = n;
-			n += fresh[k]->units;
+		uint64_t n2 = n;
+		for (size_t k = done; k < end; k++) {
+			fresh[k]->first = n2;
+			n2 += fresh[k]->units;
 		}
-		rc = cmn_plan_grow(s->plan, n);
-		if (rc)
-			goto nomem;
-		rc = cfs_catalog_plan_objects_add_each(s->cat, s->plan_id, fresh_row, fresh, nfresh,
-						       n);
+		rc = cfs_catalog_plan_objects_add_each(s->cat, s->plan_id, fresh_row, fresh + done,
+						       end - done, n2);
 		if (rc) {
 			snprintf(err, errlen, "recording the sampling plan's objects: %s",
 				 strerror(-rc));
-			goto out;
+			break;
 		}
-		for (size_t k = 0; k < nfresh; k++) {
-			if (pobj_push(s, fresh[k]))
-				goto nomem; /* the catalog has them: the next load finds them */
+		n = n2;
+		for (size_t k = done; k < end; k++) {
+			pobj_drop(fresh[k]); /* its index is the catalog's now */
+			if (pobj_push(s, fresh[k])) {
+				rc = -ENOMEM; /* the catalog has them: the next load finds them */
+				snprintf(err, errlen, "out of memory for the sampling plan");
+				break;
+			}
 			fresh[k] = NULL;
 		}
+		done = end;
+	}
+	if (n > cmn_plan_units(s->plan)) {
+		int grc = cmn_plan_grow(s->plan, n);
+		if (grc && rc == 0)
+			goto nomem;
 		cmn_log(CMN_LOG_INFO, "sampling plan: %zu new objects, %llu units in all", nfresh,
 			(unsigned long long)n);
 	}
+	if (rc)
+		goto out;
 	/* objects gone from the listing (deleted, or replaced by a new version) */
 	for (size_t i = 0; i < s->npobj; i++)
 		if (!s->pobj[i]->live)
@@ -528,36 +666,27 @@ out:
 
 /* ---- resident units ------------------------------------------------------- */
 
-static uint64_t unit_of_offset(const struct smp__pobj *o, uint64_t off, bool *found)
+/* The line of index ix (units records) whose record is at off, or units. */
+static uint32_t line_of_offset(const struct smp__idx *ix, uint32_t units, uint64_t off)
 {
-	size_t lo = 0, hi = (size_t)o->units;
-	*found = false;
-	if (!o->idx)
-		return (*found = true), o->first;
+	uint32_t lo = 0, hi = units;
 	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (o->idx[mid].off < off)
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (ix[mid].off < off)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < o->units && o->idx[lo].off == off)
-		*found = true;
-	return o->first + lo;
-}
-
-/* Bytes of one unit: an indexed record, or a whole object. */
-static uint64_t unit_bytes(const struct smp__pobj *o, uint64_t u)
-{
-	return o->idx ? o->idx[u - o->first].size : o->size;
+	return lo < units && ix[lo].off == off ? lo : units;
 }
 
 /*
  * s->wanted: the bytes of the units the plan would still fetch (live, not
  * resident), in the source's bytes, and of the cut objects (catalog.h):
  * resident in part, they are fetched again once they left whole, so room
- * is made for them.  One walk over the objects (and over the records of
- * indexed ones); units completed later subtract theirs (smp__unit_complete).
+ * is made for them.  One walk over the objects: an indexed one counts its
+ * record bytes less its resident ones (res_bytes); units completed later
+ * subtract theirs (smp__unit_complete).
  */
 static void count_wanted(struct smp_sampler *s)
 {
@@ -567,10 +696,14 @@ static void count_wanted(struct smp_sampler *s)
 		if (!o->live)
 			continue;
 		live++;
+		if (o->indexed) {
+			want += o->rec_bytes > o->res_bytes ? o->rec_bytes - o->res_bytes : 0;
+			continue;
+		}
 		for (uint64_t u = o->first; u < o->first + o->units; u++)
 			if (!cmn_plan_is_resident(s->plan, u))
-				want += unit_bytes(o, u);
-		if (!o->idx && s->ncut && cmn_plan_is_resident(s->plan, o->first) &&
+				want += o->size;
+		if (s->ncut && cmn_plan_is_resident(s->plan, o->first) &&
 		    bsearch(&o->object_id, s->cut, s->ncut, sizeof(int64_t), cmp_i64))
 			want += o->size;
 	}
@@ -589,6 +722,98 @@ static int cmp_partial(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct cfs_sample_ref *x = a, *y = b;
+	if (x->object_id != y->object_id)
+		return x->object_id < y->object_id ? -1 : 1;
+	return x->object_offset < y->object_offset ? -1 : x->object_offset > y->object_offset;
+}
+
+/* Record k of indexed object o, of `bytes` in the source, is resident. */
+static void record_resident(struct smp_sampler *s, struct smp__pobj *o, uint32_t k, uint64_t bytes)
+{
+	if (cmn_plan_is_resident(s->plan, o->first + k))
+		return; /* one unit, two samples (a file being evicted, and its copy) */
+	cmn_plan_set_resident(s->plan, o->first + k, true);
+	o->res_bytes += bytes;
+}
+
+/* The walk of the resident samples (resident_records). */
+struct res_walk {
+	struct smp_sampler *s;
+	struct smp__pobj **sorted;
+	struct cfs_sample_ref *old; /* rows of indexed objects without an ordinal */
+	size_t nold, cap;
+};
+
+static int res_row(void *ctx, const struct cfs_sample_ref *r)
+{
+	struct res_walk *w = ctx;
+	struct smp__pobj *o = find_id(w->sorted, w->s->npobj, r->object_id);
+	if (!o)
+		return 0; /* another plan's */
+	if (!o->indexed) {
+		cmn_plan_set_resident(w->s->plan, o->first, true);
+	} else if (r->ordinal >= 0) {
+		if (r->ordinal < o->units)
+			record_resident(w->s, o, (uint32_t)r->ordinal,
+					r->length + CMN_TFR_OVERHEAD);
+	} else {
+		if (w->nold == w->cap) {
+			size_t cap = w->cap ? w->cap * 2 : 256;
+			struct cfs_sample_ref *nv = realloc(w->old, cap * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			w->old = nv;
+			w->cap = cap;
+		}
+		w->old[w->nold++] = *r;
+	}
+	return 0;
+}
+
+/*
+ * The resident samples of strategy=records, walked row by row: a row's
+ * ordinal is its record's line in its object's index, so its unit is first
+ * + ordinal and its bytes its framed length.  Rows without one (written
+ * before version 9, or copied by a withdrawal) are looked up in their
+ * object's index by offset, object by object, and their ordinals written
+ * back, so that the next refresh reads no index for them.
+ */
+static int resident_records(struct smp_sampler *s, struct smp__pobj **sorted)
+{
+	struct res_walk w = {.s = s, .sorted = sorted};
+	int rc = cfs_catalog_resident_samples(s->cat, res_row, &w);
+	if (rc == 0 && w.nold)
+		qsort(w.old, w.nold, sizeof(*w.old), cmp_ref);
+	size_t nfound = 0;
+	for (size_t i = 0; rc == 0 && i < w.nold;) {
+		struct smp__pobj *o = find_id(sorted, s->npobj, w.old[i].object_id);
+		const struct smp__idx *ix;
+		rc = index_of(s, o, &ix);
+		for (; rc == 0 && i < w.nold && w.old[i].object_id == o->object_id; i++) {
+			uint32_t k = line_of_offset(ix, o->units, w.old[i].object_offset);
+			if (k == o->units)
+				continue; /* not a record of its index */
+			record_resident(s, o, k, ix[k].size);
+			w.old[nfound] = w.old[i]; /* nfound <= i */
+			w.old[nfound++].ordinal = k;
+		}
+	}
+	if (rc == 0 && nfound) {
+		int wrc = cfs_catalog_samples_set_ordinals(s->cat, w.old, nfound);
+		if (wrc)
+			cmn_log(
+			    CMN_LOG_WARN,
+			    "writing the index lines of %zu resident records to the catalog: %s "
+			    "(they are looked up again at the next reading of the resident set)",
+			    nfound, strerror(-wrc));
+	}
+	free(w.old);
+	return rc;
+}
+
 int smp__plan_refresh_resident(struct smp_sampler *s)
 {
 	struct smp__pobj **sorted = by_id(s);
@@ -596,18 +821,10 @@ int smp__plan_refresh_resident(struct smp_sampler *s)
 	if (!sorted)
 		return -ENOMEM;
 	cmn_plan_clear_resident(s->plan);
+	for (size_t i = 0; i < s->npobj; i++)
+		s->pobj[i]->res_bytes = 0;
 	if (s->unit_kind == CFS_PLAN_RECORDS) {
-		struct cfs_sample_ref *v = NULL;
-		size_t n = 0;
-		rc = cfs_catalog_plan_resident_samples(s->cat, s->plan_id, &v, &n);
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			struct smp__pobj *o = find_id(sorted, s->npobj, v[i].object_id);
-			bool found;
-			uint64_t u = o ? unit_of_offset(o, v[i].object_offset, &found) : 0;
-			if (o && found)
-				cmn_plan_set_resident(s->plan, u, true);
-		}
-		free(v);
+		rc = resident_records(s, sorted);
 	} else {
 		int64_t *v = NULL;
 		size_t n = 0;
@@ -640,7 +857,7 @@ int smp__plan_refresh_resident(struct smp_sampler *s)
 		qsort(s->cut, s->ncut, sizeof(*s->cut), cmp_i64);
 	for (size_t i = 0; rc == 0 && i < s->npartial; i++) {
 		struct smp__pobj *o = find_id(sorted, s->npobj, s->partial[i].object_id);
-		if (o && !o->idx)
+		if (o && !o->indexed)
 			cmn_plan_set_resident(s->plan, o->first, false);
 	}
 	free(sorted);
@@ -693,7 +910,7 @@ static void buffer_low(const struct smp_rec *r, void *ctx)
 {
 	(void)ctx;
 	struct smp__job *j = r->job;
-	if (j && !j->obj->idx && r->object_offset < j->low)
+	if (j && !j->obj->indexed && r->object_offset < j->low)
 		j->low = r->object_offset;
 }
 
@@ -723,7 +940,7 @@ size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows)
 	}
 	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
 		for (const struct smp__job *j = lists[l]; j; j = j->next)
-			if (!j->obj->idx && j->plain && j->low > 0 && !j->cancelled) {
+			if (!j->obj->indexed && j->plain && j->low > 0 && !j->cancelled) {
 				(*units)[n] = j->unit;
 				(*lows)[n++] = j->low;
 			}
@@ -806,19 +1023,28 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 		smp__job_free(s, j);
 		return rc;
 	}
-	if (o->idx) {
+	if (o->indexed) {
+		const struct smp__idx *ix = NULL;
+		rc = index_of(s, o, &ix);
+		j->run = rc ? NULL : malloc(SMP_RUN_MAX_UNITS * sizeof(*j->run));
+		if (!j->run) {
+			cmn_plan_done(s->plan, u); /* not fetched: taken again next pass */
+			smp__job_free(s, j);
+			return rc ? rc : -ENOMEM;
+		}
 		uint64_t k = u - o->first;
-		j->off = o->idx[k].off;
-		j->len = o->idx[k].size;
+		j->run[0] = ix[k];
+		j->off = ix[k].off;
+		j->len = ix[k].size;
 		/* the run: following records that are free in this pass, contiguous in the object
 		 */
 		while (j->nunits < SMP_RUN_MAX_UNITS && k + j->nunits < o->units) {
-			const struct smp__idx *x = &o->idx[k + j->nunits];
+			const struct smp__idx *x = &ix[k + j->nunits];
 			if (x->off != j->off + j->len || j->len + x->size > SMP_RUN_MAX_BYTES ||
 			    !cmn_plan_take(s->plan, u + j->nunits))
 				break;
+			j->run[j->nunits++] = *x;
 			j->len += x->size;
-			j->nunits++;
 		}
 		j->bytes = j->len;
 	} else {
@@ -837,12 +1063,11 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 
 uint64_t smp__job_room_end(const struct smp__job *j, uint64_t from, uint64_t upto)
 {
-	const struct smp__pobj *o = j->obj;
-	if (!o->idx)
+	if (!j->run)
 		return upto;
-	uint64_t k0 = j->unit - o->first, end = from;
+	uint64_t end = from;
 	for (uint32_t i = 0; i < j->nunits; i++) {
-		const struct smp__idx *x = &o->idx[k0 + i];
+		const struct smp__idx *x = &j->run[i];
 		uint64_t e = x->off + x->size;
 		if (e <= from)
 			continue;
@@ -869,7 +1094,7 @@ static void pend_push(struct smp_sampler *s, uint64_t u)
 	s->pend[s->npend++] = u;
 }
 
-void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok)
+void smp__unit_complete(struct smp_sampler *s, uint64_t u, uint64_t bytes, bool ok)
 {
 	if (ok) {
 		uint64_t pass = cmn_plan_pass(s->plan);
@@ -877,10 +1102,12 @@ void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok)
 		    cfs_shard_writer_add_marks(s->w, s->plan_id, pass, &u, 1) != 0)
 			pend_push(s, u);
 		if (!cmn_plan_is_resident(s->plan, u)) {
-			const struct smp__pobj *o = smp__plan_obj(s, u);
-			uint64_t b = o ? unit_bytes(o, u) : 0, w = atomic_load(&s->wanted);
+			struct smp__pobj *o = smp__plan_obj(s, u);
+			uint64_t w = atomic_load(&s->wanted);
+			if (o && o->indexed)
+				o->res_bytes += bytes;
 			if (w != UINT64_MAX)
-				atomic_store(&s->wanted, w > b ? w - b : 0);
+				atomic_store(&s->wanted, w > bytes ? w - bytes : 0);
 		}
 		cmn_plan_set_resident(s->plan, u, true);
 		s->marks_since_save++;
@@ -940,7 +1167,7 @@ static void whole_end(struct smp_sampler *s, struct smp__job *j)
 		SMP_STAT_ADD(&s->stats, objects_partial, 1);
 	if (!j->ok && j->written)
 		cmn_plan_set_resident(s->plan, j->unit, true); /* partly in */
-	smp__unit_complete(s, j->unit, j->ok);
+	smp__unit_complete(s, j->unit, j->obj->size, j->ok);
 	if (j->ok) {
 		SMP_STAT_ADD(&s->stats, objects_done, 1);
 		cfs_catalog_object_fetched(s->cat, j->obj->object_id, s->epoch);
@@ -955,7 +1182,7 @@ static void run_end(struct smp_sampler *s, struct smp__job *j)
 	uint64_t missing = 0;
 	for (uint32_t i = 0; i < j->nunits; i++)
 		if (!(j->done_mask >> i & 1)) {
-			smp__unit_complete(s, j->unit + i, false);
+			smp__unit_complete(s, j->unit + i, j->run[i].size, false);
 			missing++;
 		}
 	/*
@@ -1004,7 +1231,7 @@ void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j)
 		return;
 	if (!j->cancelled && job_hold(s, j))
 		return;
-	if (!j->cancelled && !j->obj->idx)
+	if (!j->cancelled && !j->obj->indexed)
 		whole_end(s, j);
 	else if (!j->cancelled)
 		run_end(s, j);
@@ -1081,6 +1308,7 @@ void smp__job_free(struct smp_sampler *s, struct smp__job *j)
 		cfs_budget_release(cfs_store_budget(s->cstore), j->reserve);
 	free(j->skip);
 	free(j->key);
+	free(j->run);
 	free(j);
 }
 

@@ -84,14 +84,26 @@ struct smp__idx {
 };
 _Static_assert(sizeof(struct smp__idx) == 16, "the catalog blob layout");
 
-/* One object of the sampling plan (plan.c): its units, its index. */
+/*
+ * Indexes of objects kept loaded (plan.c, index_of): at most this many
+ * objects' and, beyond the one loaded last, this many bytes.  A job copies
+ * the records of its run (smp__job.run), so nothing else holds them.
+ */
+#define SMP_IDX_CACHE_OBJECTS 8
+#define SMP_IDX_CACHE_BYTES   ((uint64_t)4 << 20)
+
+/* One object of the sampling plan (plan.c): its units, where its index is. */
 struct smp__pobj { /* in s->pobj_mem (plan.c): one per listed object; its key
 		     stays in the catalog (a job reads it: smp__job.key) */
 	int64_t object_id;
 	uint64_t size;	      /* bytes (listing) */
 	uint64_t first;	      /* its units are [first, first + units) */
-	struct smp__idx *idx; /* [units] with strategy=records, else NULL; malloc'd */
+	struct smp__idx *idx; /* [units] while loaded (index_of's cache), else NULL; malloc'd */
+	uint64_t rec_bytes;   /* indexed: the sum of its records' sizes */
+	uint64_t res_bytes;   /* indexed: ... of those resident (smp__plan_refresh_resident,
+				 smp__unit_complete) */
 	uint32_t units;	      /* 1: read whole; else one unit per indexed record */
+	bool indexed;	      /* one unit per record of its index (table plan_index) */
 	bool live;	      /* in the latest listing of this rank */
 };
 
@@ -104,23 +116,25 @@ struct smp__pobj { /* in s->pobj_mem (plan.c): one per listed object; its key
 struct smp__job {
 	struct smp__job *prev, *next; /* s->jobs */
 	struct smp__pobj *obj;
-	char *key;	    /* obj's key, read from the catalog when the job is made; malloc'd */
-	uint64_t unit;	    /* first unit */
-	uint32_t nunits;    /* 1 for a whole object */
-	uint64_t off, len;  /* byte range; len 0: the whole object */
-	uint64_t bytes;	    /* budget bytes it needs */
-	uint64_t reserve;   /* reserved in the budget, not yet handed to a writer */
-	uint32_t refs;	    /* its records in the shuffle buffer */
-	uint64_t written;   /* its records appended to shards */
-	uint64_t done_mask; /* runs: units completed (bit i: unit + i) */
-	bool over;	    /* the transfer ended */
-	bool ok;	    /* ... with every byte */
-	bool cancelled;	    /* ... because the sampler stopped: units stay unsettled */
-	bool lost;	    /* a record of it was lost (records_lost): the object counts in
-			       failed_objects when the job ends (smp__job_maybe_end) */
-	uint64_t nlost;	    /* runs: its records the readers counted in records_lost */
-	uint64_t *skip;	    /* a partial object fetched again: offsets of its records
-			       that are resident, ascending (never admitted twice) */
+	char *key;	      /* obj's key, read from the catalog when the job is made; malloc'd */
+	uint64_t unit;	      /* first unit */
+	uint32_t nunits;      /* 1 for a whole object */
+	struct smp__idx *run; /* [nunits] an indexed object's records of the run, from its
+				 index; NULL for a whole object; malloc'd */
+	uint64_t off, len;    /* byte range; len 0: the whole object */
+	uint64_t bytes;	      /* budget bytes it needs */
+	uint64_t reserve;     /* reserved in the budget, not yet handed to a writer */
+	uint32_t refs;	      /* its records in the shuffle buffer */
+	uint64_t written;     /* its records appended to shards */
+	uint64_t done_mask;   /* runs: units completed (bit i: unit + i) */
+	bool over;	      /* the transfer ended */
+	bool ok;	      /* ... with every byte */
+	bool cancelled;	      /* ... because the sampler stopped: units stay unsettled */
+	bool lost;	      /* a record of it was lost (records_lost): the object counts in
+				 failed_objects when the job ends (smp__job_maybe_end) */
+	uint64_t nlost;	      /* runs: its records the readers counted in records_lost */
+	uint64_t *skip;	      /* a partial object fetched again: offsets of its records
+				 that are resident, ascending (never admitted twice) */
 	size_t nskip;
 	uint64_t good_end; /* a whole object: offset after its last record delivered */
 	bool plain;	   /* ... and it is not compressed (so a new transfer may resume there) */
@@ -190,6 +204,10 @@ struct smp_sampler {
 	struct smp__pobj **pobj;   /* [npobj], ordered by first */
 	struct cmn_arena pobj_mem; /* the plan's objects (plan.c), until unload */
 	size_t npobj, pobj_cap;
+	/* the objects whose index is loaded, least recently used first (plan.c, index_of) */
+	struct smp__pobj *idx_cache[SMP_IDX_CACHE_OBJECTS];
+	size_t nidx_cache;
+	uint64_t idx_cache_bytes;
 	_Atomic uint64_t wanted;     /* bytes of units neither resident nor dropped (plan.c);
 					UINT64_MAX until the plan is loaded */
 	struct cfs_partial *partial; /* partial objects (plan.c, catalog.h), by id */
@@ -308,8 +326,8 @@ int smp__plan_partial_low(struct smp_sampler *s);
 void smp__job_free(struct smp_sampler *s, struct smp__job *j);
 /* Whether the record of j at object_offset is resident already (j->skip). */
 bool smp__job_skips(const struct smp__job *j, uint64_t object_offset);
-/* Unit u is in a file (or failed: ok false); see plan.c. */
-void smp__unit_complete(struct smp_sampler *s, uint64_t u, bool ok);
+/* Unit u, of `bytes` in the source, is in a file (or failed: ok false); see plan.c. */
+void smp__unit_complete(struct smp_sampler *s, uint64_t u, uint64_t bytes, bool ok);
 /*
  * Object o was given up, or lost a record: counted in failed_objects once
  * per pass and epoch, however many of its runs failed.  Returns whether it

@@ -113,6 +113,13 @@ START_TEST(migrates_version_2)
 	cfs_catalog_close(c);
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM unsynced"), 1); /* the trigger (8) */
 	raw_sql(
+	    "ALTER TABLE samples DROP COLUMN ordinal; DROP TABLE plan_index; "
+	    "DROP TABLE plan_objects; CREATE TABLE plan_objects(plan_id INTEGER NOT NULL, "
+	    "object_id INTEGER NOT NULL, first_unit INTEGER NOT NULL, units INTEGER NOT NULL, "
+	    "idx BLOB, PRIMARY KEY(plan_id, object_id)) WITHOUT ROWID; "
+	    "INSERT INTO plan_objects VALUES(1, 5, 0, 2, x'0102030405060708'); "
+	    "INSERT INTO plan_objects VALUES(1, 6, 2, 1, NULL); "
+	    "DELETE FROM migrations WHERE version = 9; "
 	    "DROP TRIGGER unsynced_insert; DROP TABLE unsynced; "
 	    "DELETE FROM migrations WHERE version = 8; "
 	    "ALTER TABLE shards DROP COLUMN records_crc; DELETE FROM migrations WHERE version = 7; "
@@ -156,6 +163,15 @@ START_TEST(migrates_version_2)
 	ck_assert_int_eq(raw_int("SELECT records FROM resident"), 3);
 	/* the 7 -> 8 step: files sealed before it were fsynced, none is listed */
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM unsynced"), 0);
+	/* the 8 -> 9 step: the samples found have no ordinal, the indexes move to plan_index */
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM samples WHERE ordinal IS NULL"), 3);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM plan_index"), 1);
+	ck_assert_int_eq(raw_int("SELECT length(idx) FROM plan_index WHERE object_id = 5"), 8);
+	ck_assert_int_eq(raw_int("SELECT idx_bytes FROM plan_objects WHERE object_id = 5"), 8);
+	ck_assert_int_eq(raw_int("SELECT units + idx_bytes FROM plan_objects WHERE object_id = 6"),
+			 1);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM plan_objects WHERE record_bytes IS NULL"),
+			 2);
 }
 END_TEST
 
@@ -822,15 +838,35 @@ START_TEST(plan_rows_roundtrip)
 
 	add[1].idx = idx;
 	add[1].idx_len = sizeof(idx);
+	add[1].record_bytes = 77;
 	ck_assert_int_eq(cfs_catalog_plan_objects_add(c, p.id, add, 2, 5), 0);
 	ck_assert_int_eq(cfs_catalog_plan_objects_add(c, p.id, add, 1, 9), -EEXIST);
 	ck_assert_int_eq(cfs_catalog_plan_objects(c, p.id, &po, &n), 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(po[0].object_id, 11);
 	ck_assert_ptr_null(po[0].idx);
+	ck_assert_uint_eq(po[0].idx_len, 0);
+	ck_assert_int_eq(po[0].record_bytes, -1);
 	ck_assert_uint_eq(po[1].units, 3);
+	ck_assert_ptr_null(po[1].idx); /* the list reads no index, only its length */
 	ck_assert_uint_eq(po[1].idx_len, sizeof(idx));
-	ck_assert_mem_eq(po[1].idx, idx, sizeof(idx));
+	ck_assert_int_eq(po[1].record_bytes, 77);
+	cfs_plan_objects_free(po, n);
+	/* one object's index, on demand */
+	void *blob;
+	size_t blob_len;
+	ck_assert_int_eq(cfs_catalog_plan_idx(c, p.id, 12, &blob, &blob_len), 0);
+	ck_assert_uint_eq(blob_len, sizeof(idx));
+	ck_assert_mem_eq(blob, idx, sizeof(idx));
+	free(blob);
+	ck_assert_int_eq(cfs_catalog_plan_idx(c, p.id, 11, &blob, &blob_len), 0);
+	ck_assert_ptr_null(blob);
+	ck_assert_uint_eq(blob_len, 0);
+	ck_assert_int_eq(cfs_catalog_plan_idx(c, p.id, 13, &blob, &blob_len), 0);
+	ck_assert_ptr_null(blob);
+	ck_assert_int_eq(cfs_catalog_plan_set_record_bytes(c, p.id, 11, 5), 0);
+	ck_assert_int_eq(cfs_catalog_plan_objects(c, p.id, &po, &n), 0);
+	ck_assert_int_eq(po[0].record_bytes, 5);
 	cfs_plan_objects_free(po, n);
 	ck_assert_int_eq(cfs_catalog_plan_get(c, src, 0, 2, CFS_PLAN_RECORDS, 42, &q), 0);
 	ck_assert_uint_eq(q.n_units, 5);
@@ -863,6 +899,20 @@ START_TEST(plan_rows_roundtrip)
 }
 END_TEST
 
+/* The rows of cfs_catalog_resident_samples, collected (stop_at > 0: -ECANCELED at that many). */
+struct refs {
+	struct cfs_sample_ref v[8];
+	size_t n, stop_at;
+};
+
+static int collect_ref(void *ctx, const struct cfs_sample_ref *r)
+{
+	struct refs *g = ctx;
+	ck_assert_uint_lt(g->n, 8);
+	g->v[g->n++] = *r;
+	return g->stop_at && g->n == g->stop_at ? -ECANCELED : 0;
+}
+
 /* Inserts a TFRecord file with one sample of object obj at each offset. */
 static int64_t add_object_file(struct cfs_catalog *c, int64_t obj, const uint64_t *offs, size_t n,
 			       const struct cfs_plan_marks *marks)
@@ -887,7 +937,6 @@ START_TEST(plan_partial_and_cut)
 	uint64_t unit0 = 0, low = 100, offs1[2] = {0, 100}, offs2[1] = {200}, *offsets;
 	struct cfs_plan_marks m = {.pass = 0, .units = &unit0, .n = 1};
 	struct cfs_plan_object po = {.first_unit = 0, .units = 1};
-	struct cfs_sample_ref *refs;
 	struct cfs_partial *part;
 	struct cfs_plan_row p;
 	int64_t src, ox, *ids;
@@ -927,9 +976,47 @@ START_TEST(plan_partial_and_cut)
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(ids[0], ox);
 	free(ids);
-	ck_assert_int_eq(cfs_catalog_plan_resident_samples(c, p.id, &refs, &n), 0);
-	ck_assert_uint_eq(n, 3);
-	free(refs);
+	struct refs got = {0};
+	ck_assert_int_eq(cfs_catalog_resident_samples(c, collect_ref, &got), 0);
+	ck_assert_uint_eq(got.n, 3);
+	for (size_t i = 0; i < got.n; i++) {
+		ck_assert_int_eq(got.v[i].object_id, ox);
+		ck_assert_int_eq(got.v[i].ordinal, -1); /* written without one */
+		ck_assert_uint_eq(got.v[i].length, 4);
+	}
+	/* a sample's ordinal (its record's line in the object's index) reads back */
+	struct cfs_sample so = {0, 9, 0, ox, 300, .ordinal = 7, .has_ordinal = true};
+	struct cfs_shard_new sho = {
+	    .id = cfs_catalog_alloc_id(c), .kind = CFS_KIND_TFRECORD, .bytes = 25};
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sho, &so, 1), 0);
+	/* ... and is written into a row without one */
+	got.v[0].ordinal = 2;
+	ck_assert_int_eq(cfs_catalog_samples_set_ordinals(c, got.v, 1), 0);
+	int64_t set_in = got.v[0].shard_id;
+	uint64_t set_at = got.v[0].offset;
+	got = (struct refs){0};
+	ck_assert_int_eq(cfs_catalog_resident_samples(c, collect_ref, &got), 0);
+	ck_assert_uint_eq(got.n, 4);
+	int seen = 0;
+	for (size_t i = 0; i < got.n; i++) {
+		if (got.v[i].object_offset == 300) {
+			ck_assert_int_eq(got.v[i].shard_id, sho.id);
+			ck_assert_uint_eq(got.v[i].offset, 0);
+			ck_assert_int_eq(got.v[i].ordinal, 7);
+			ck_assert_uint_eq(got.v[i].length, 9);
+			seen++;
+		} else if (got.v[i].shard_id == set_in && got.v[i].offset == set_at) {
+			ck_assert_int_eq(got.v[i].ordinal, 2);
+			seen++;
+		} else {
+			ck_assert_int_eq(got.v[i].ordinal, -1);
+		}
+	}
+	ck_assert_int_eq(seen, 2);
+	/* the walk stops at the callback's nonzero return */
+	got = (struct refs){.stop_at = 2};
+	ck_assert_int_eq(cfs_catalog_resident_samples(c, collect_ref, &got), -ECANCELED);
+	ck_assert_uint_eq(got.n, 2);
 
 	/* a file of it leaves: the object is cut until its next transfer begins */
 	ck_assert_int_eq(cfs_catalog_shards_evict(c, &f1, 1, 1), 0);
@@ -1007,7 +1094,7 @@ START_TEST(c1_violation_aborts)
 
 	cfs_catalog_close(c);
 	raw_sql("CREATE TRIGGER orphan AFTER UPDATE OF state ON shards WHEN new.state = 2 "
-		"BEGIN INSERT INTO samples VALUES(new.id, 999, 1, 0, 0, 0, 0); END");
+		"BEGIN INSERT INTO samples VALUES(new.id, 999, 1, 0, 0, 0, 0, NULL); END");
 	c = open_rw();
 	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 0), 0);
 	cfs_catalog_shards_gone(c, &a, 1);

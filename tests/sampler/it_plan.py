@@ -24,6 +24,14 @@
   records-faults-server  strategy=records: ranged GETs covering several records,
                     every sidecar fetched once over two runs (the server's
                     request log, tests/servers/faults.py)
+  records-paged-file  strategy=records over more objects than the sampler keeps
+                    indexes of (SMP_IDX_CACHE_OBJECTS, sampler_i.h): each
+                    sample row's ordinal is its record's line in the sidecar;
+                    after a pass, with the ordinals of half the rows and the
+                    objects' record bytes cleared (a catalog of before
+                    version 9), the next pass finds every record resident
+                    through the indexes it pages in, fetches none again and
+                    writes the ordinals back
 
 Usage: it_plan.py SCENARIO
 """
@@ -363,6 +371,69 @@ def records_faults_server(work):
         srv.stop()
 
 
+def records_paged_file(work):
+    src = os.path.join(work, "src")
+    data = rcsamp.make_dataset(src, 24, 40, 200, 700, seed=11)  # 24 > SMP_IDX_CACHE_OBJECTS
+    keys = sorted(data)
+    rcsamp.write_sidecars(src, keys)
+    lines = {}  # key -> {offset: (line, framed size)}
+    for k in keys:
+        with open(os.path.join(src, k + ".idx")) as f:
+            lines[k] = {int(a): (i, int(b)) for i, (a, b) in
+                        enumerate(ln.split() for ln in f if ln.strip())}
+    want_bytes = {k: sum(v[1] for v in lines[k].values()) for k in keys}
+    records = sum(len(v) for v in data.values())
+    want = collections.Counter(p for v in data.values() for p in v)
+    total = dataset_bytes(src, keys)
+    cache = os.path.join(work, "cache")
+    extra = ["--strategy", "records", "--shard-size", "16K"]
+
+    def plan_bytes():
+        c = db(cache)
+        b = dict(c.execute("SELECT o.key, p.record_bytes FROM plan_objects p "
+                           "JOIN objects o ON o.id = p.object_id").fetchall())
+        c.close()
+        return b
+
+    # two runs cover the dataset: the pass ends (the plan rolls to the next)
+    _, st1, _ = rcsamp.ingest("file://" + src + "/", cache, str(total // 2), extra)
+    _, st2, _ = rcsamp.ingest("file://" + src + "/", cache, "1G", extra)
+    if not st1.get("full") or st1["records_admitted"] + st2["records_admitted"] != records:
+        rcsamp.fail("two runs admitted %d + %d records of %d" % (
+            st1["records_admitted"], st2["records_admitted"], records))
+    expect_no_duplicate_units(cache, "two runs")
+
+    def expect_ordinals(what):
+        c = db(cache)
+        rows = c.execute("SELECT o.key, s.object_offset, s.ordinal FROM samples s "
+                         "JOIN objects o ON o.id = s.object_id").fetchall()
+        c.close()
+        wrong = [r for r in rows if r[2] != lines[r[0]][r[1]][0]]
+        if len(rows) != records or wrong:
+            rcsamp.fail("%s: %d of %d samples without their sidecar line as ordinal, e.g. %r" % (
+                what, len(wrong), len(rows), wrong[:3]))
+    expect_ordinals("two runs")
+    if plan_bytes() != want_bytes:
+        rcsamp.fail("plan_objects.record_bytes %r, want %r" % (plan_bytes(), want_bytes))
+    # half the rows as a catalog before version 9 has them: looked up in the indexes
+    c = sqlite3.connect(os.path.join(cache, "catalog.db"))
+    c.execute("UPDATE samples SET ordinal = NULL WHERE object_offset % 2 = 0")
+    c.execute("UPDATE plan_objects SET record_bytes = NULL")
+    c.commit()
+    c.close()
+    # a new pass: every record is resident, none is fetched again
+    _, st3, _ = rcsamp.ingest("file://" + src + "/", cache, "1G", extra)
+    if st3["records_admitted"] != 0 or st3["objects_done"] != 0:
+        rcsamp.fail("the third run fetched resident records again: %r" % st3)
+    expect_no_duplicate_units(cache, "third run")
+    rcsamp.expect_equal_sets(rcsamp.cache_payloads(cache), want, "third run")
+    if plan_bytes() != want_bytes:
+        rcsamp.fail("record_bytes not written again from the indexes: %r" % plan_bytes())
+    expect_ordinals("the third run (the ordinals looked up, written back)")
+    print("ok: %d objects, %d records over two runs with their ordinals; the third run "
+          "found all resident" % (len(keys), records))
+
+
 SCENARIOS = {
     "coverage-nginx": coverage_nginx,
     "full-nginx": full_nginx,
@@ -371,6 +442,7 @@ SCENARIOS = {
     "kill9-raw-many-file": kill9_raw_many_file,
     "relist-file": relist_file,
     "records-faults-server": records_faults_server,
+    "records-paged-file": records_paged_file,
 }
 
 

@@ -16,6 +16,12 @@ real nginx and a real FUSE mount.
         that nginx answers 304 (If-None-Match with its ETag), nothing is
         listed again; once an object is added and the MANIFEST rewritten,
         the next relist lists it (listed_objects, a catalog row).
+  records  strategy=records over 24 objects with index sidecars (more than
+        the sampler keeps indexes of), a cache that holds them all: epochs
+        of a smaller admit until every record is resident; the next
+        boundary's admit is cut to 0 (the plan's wanted bytes, counted per
+        object from the resident records' sizes, are exactly none), and so
+        after a restart, which downloads nothing.
 """
 import os
 import subprocess
@@ -165,9 +171,51 @@ def manifest(s):
     s.umount()
 
 
+def records(s):
+    s.synth(records=480, size="8K", shards=24)  # ~3.9 MB in 24 objects
+    keys = sorted(k for k in os.listdir(s.src) if k.endswith(".tfrecord"))
+    sys.path.insert(0, HERE)
+    import rcsamp
+    rcsamp.write_sidecars(s.src, keys)
+    url = nginx(s)
+    # a cache larger than the dataset, an admit of about a third of it
+    cfg = s.config("[cache]\nlimit = 8M\nmin_records = 100000\nfirst_epoch = 0\n"
+                   "[source]\nrelist = 1000\n"
+                   "[sampler]\nshard_size = 128K\nconnections = 3\nstrategy = records\n"
+                   "[epoch 0-]\nlimit = 8M\nadmit = 1400K\npolicy = fifo\n")
+    s.mount(url, "--config", cfg)
+
+    def resident():
+        return s.catalog("SELECT count(*) FROM samples s JOIN shards f ON f.id = s.shard_id "
+                         "WHERE f.state != 2")[0][0]
+    for e in range(8):
+        if resident() == 480:
+            break
+        t.run("epoch", s.mnt, "next", "--wait", timeout=120)
+        no_duplicates(s, "epoch %d" % (e + 1))
+    t.wait_for(lambda: resident() == 480, "every record resident", timeout=60)
+    t.run("epoch", s.mnt, "next", "--wait", timeout=120)
+    lb = s.stats()["last_boundary"]
+    if lb["admit"] != 0:
+        t.fail("everything resident, yet the boundary's admit is %d: %r" % (lb["admit"], lb))
+    fetched = s.stats()["sampler"]["bytes_fetched"]
+    s.umount()
+    s.mount(url, "--config", cfg)
+    t.run("epoch", s.mnt, "next", "--wait", timeout=120)
+    time.sleep(1.5)
+    st = s.stats()
+    if st["last_boundary"]["admit"] != 0 or st["sampler"]["records_admitted"] != 0:
+        t.fail("after a restart: admit %d, %d records admitted again" % (
+            st["last_boundary"]["admit"], st["sampler"]["records_admitted"]))
+    no_duplicates(s, "restart")
+    print("records: 480 records resident once, %d bytes downloaded; the admit cut to 0, "
+          "before and after a restart" % fetched)
+    s.umount()
+
+
 def body(s):
     mode = os.environ.get("RC_PLAN_MOUNT", "fifo")
-    {"fifo": fifo, "none": none, "manifest": manifest}[mode](s)
+    {"fifo": fifo, "none": none, "manifest": manifest, "records": records}[mode](s)
 
 
 if __name__ == "__main__":
