@@ -726,7 +726,7 @@ static int open_setup(struct cfs_catalog *c, char *err, size_t errlen)
 	 * merge, which a larger cache does not speed up, and a page missed is
 	 * read back from the kernel's page cache.  At 10^6 listed objects, 32
 	 * MiB cost the daemon and ingest 17-24 MiB of peak RSS and no time
-	 * (docs/scale.md, "Memory per listed object").
+	 * (docs/scale.md, "Memory per listed raw object").
 	 */
 	if (rc == 0)
 		rc = cfs__exec(c, "PRAGMA cache_size = -8192");
