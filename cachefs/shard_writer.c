@@ -383,7 +383,8 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
  *      object's fetch count.
  *
  * Its bytes reach the disk by the store's next sync point (store.h,
- * cfs_store_sync: an fsync of every file sealed since the last), not
+ * cfs_store_sync: an fsync of every file sealed since the last, or one
+ * syncfs() when they are many), not
  * before it is visible: a crash of the process loses nothing of them (the
  * page cache keeps them), and after a crash of the system start-up
  * verifies every file sealed after the last sync point before anything

@@ -31,7 +31,9 @@ struct cfs_store {
 	pthread_t syncer;
 	uint64_t sync_period_ms;
 	atomic_bool sync_failed; /* a sync point failed: entries stay for the next start's check */
-	char verity_why[160];	 /* why not, when !verity */
+	atomic_uint_fast64_t sync_by_fsyncs; /* sync points with files, by an fsync of each */
+	atomic_uint_fast64_t sync_by_syncfs; /* sync points by one syncfs() */
+	char verity_why[160];		     /* why not, when !verity */
 };
 
 #endif

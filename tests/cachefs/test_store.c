@@ -538,6 +538,42 @@ START_TEST(sync_points_and_the_check_after_a_crash)
 }
 END_TEST
 
+/*
+ * A sync point makes up to CFS_SYNC_FILES_MAX files durable by an fsync of
+ * each, more by one syncfs(); either way the `unsynced` list is emptied.
+ * The store's own sync points wait an hour here: only the test's run.
+ */
+START_TEST(sync_point_of_many_files_by_syncfs)
+{
+	struct cfs_store_opts o = {.dir = dir, .limit = 1 << 20, .sync_period_ms = 3600000};
+	struct cfs_store *s = NULL;
+	uint64_t by_fsyncs, by_syncfs;
+	char key[32];
+	ck_assert_msg(cfs_store_open(&s, &o, err, sizeof(err)) == 0, "store open: %s", err);
+	for (int i = 0; i < CFS_SYNC_FILES_MAX; i++) {
+		snprintf(key, sizeof(key), "few/%d", i);
+		write_raw(s, key, "raw bytes");
+	}
+	ck_assert_int_eq(unsynced_count(), CFS_SYNC_FILES_MAX);
+	ck_assert_msg(cfs_store_sync(s, err, sizeof(err)) == 0, "sync: %s", err);
+	ck_assert_int_eq(unsynced_count(), 0);
+	cfs_store_sync_ways(s, &by_fsyncs, &by_syncfs);
+	ck_assert_uint_eq(by_fsyncs, 1);
+	ck_assert_uint_eq(by_syncfs, 0);
+	for (int i = 0; i <= CFS_SYNC_FILES_MAX; i++) {
+		snprintf(key, sizeof(key), "many/%d", i);
+		write_raw(s, key, "raw bytes");
+	}
+	ck_assert_int_eq(unsynced_count(), CFS_SYNC_FILES_MAX + 1);
+	ck_assert_msg(cfs_store_sync(s, err, sizeof(err)) == 0, "sync: %s", err);
+	ck_assert_int_eq(unsynced_count(), 0);
+	cfs_store_sync_ways(s, &by_fsyncs, &by_syncfs);
+	ck_assert_uint_eq(by_fsyncs, 1);
+	ck_assert_uint_eq(by_syncfs, 1);
+	cfs_store_close(s);
+}
+END_TEST
+
 START_TEST(reconcile_crafted_crash_states)
 {
 	struct cfs_store *s = open_store(1 << 20);
@@ -797,6 +833,7 @@ int main(void)
 	    {"raw_objects_with_hostile_keys", raw_objects_with_hostile_keys},
 	    {"reconcile_crafted_crash_states", reconcile_crafted_crash_states},
 	    {"sync_points_and_the_check_after_a_crash", sync_points_and_the_check_after_a_crash},
+	    {"sync_point_of_many_files_by_syncfs", sync_point_of_many_files_by_syncfs},
 	    {"evict_closed_now_open_on_release", evict_closed_now_open_on_release},
 	    {"writer_waits_for_eviction", writer_waits_for_eviction},
 	    {"evict_inside_boundary_transaction", evict_inside_boundary_transaction},
