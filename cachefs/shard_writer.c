@@ -8,15 +8,16 @@
  * Invariants:
  *   DESIGN 2  seal = flush, renameat(tmp -> shards|objects), then one
  *             catalog transaction for the row and all samples; the file is
- *             visible to no one before.  Its bytes are made durable by the
- *             store's next sync point, not by an fsync of its own (the
- *             departure and why: docs/design.md).  Where the store has
- *             fs-verity (verity.h), the file is sealed with it after the
- *             flush.
- *   DESIGN 4  written <= reserved at every moment: append/write refuse
- *             with -ENOBUFS rather than exceed the reservation.
- *   DESIGN 7  the tmp and final names come from the numeric id only; the
- *             remote key of a raw object is used for its display name only.
+ *             visible to no one before.  A raw object, where the store
+ *             can (store_i.h, anon), is an unnamed O_TMPFILE of tmp/
+ *             instead, linked into objects/ where the rename would put
+ *             it: no tmp/ entry to add and remove per object, and
+ *             nothing of it left anywhere if the process dies first.  Its bytes are made durable by
+ * the store's next sync point, not by an fsync of its own (the departure and why: docs/design.md).
+ * Where the store has fs-verity (verity.h), the file is sealed with it after the flush. DESIGN 4
+ * written <= reserved at every moment: append/write refuse with -ENOBUFS rather than exceed the
+ * reservation. DESIGN 7  the tmp and final names come from the numeric id only; the remote key of a
+ * raw object is used for its display name only.
  *
  * Locking: a writer is used by one thread at a time; it calls into the
  * budget and the catalog, which lock themselves, one after the other.
@@ -47,7 +48,8 @@ struct cfs_shard_writer {
 	enum cfs_kind kind;
 	uint32_t epoch;
 	int64_t id;
-	int fd;			   /* tmp/<name>, O_WRONLY */
+	int fd;			   /* tmp/<name>, or unnamed (anon), O_WRONLY */
+	bool anon;		   /* an unnamed O_TMPFILE of tmp/ (store_i.h, anon) */
 	char name[32];		   /* file name in tmp/ and in its final directory */
 	struct cmn_tfr_writer *tw; /* TFRecord framing (kind TFRECORD) */
 	uint64_t reserved;	   /* bytes held in the budget */
@@ -85,14 +87,18 @@ static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum c
 	w->epoch = epoch;
 	w->id = cfs_catalog_alloc_id(s->cat);
 	cfs__file_name(kind, w->id, w->name, sizeof(w->name));
-	w->fd = openat(s->lay.tmp_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-		       0444);
+	w->anon = kind == CFS_KIND_RAW && s->anon != CFS_ANON_NONE;
+	if (w->anon)
+		w->fd = openat(s->lay.tmp_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
+	else
+		w->fd = openat(s->lay.tmp_fd, w->name,
+			       O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
 	if (w->fd < 0) {
 		int e = errno;
 		snprintf(err, errlen,
-			 "%s/tmp/%s: cannot create: %s: check the disk and the "
+			 "%s/tmp/%s%s: cannot create: %s: check the disk and the "
 			 "permissions of the cache directory",
-			 s->lay.dir, w->name, strerror(e));
+			 s->lay.dir, w->anon ? "(unnamed) for " : "", w->name, strerror(e));
 		free(w);
 		return -e;
 	}
@@ -340,7 +346,7 @@ void cfs_shard_writer_abort(struct cfs_shard_writer *w)
 {
 	if (!w)
 		return;
-	if (unlinkat(w->s->lay.tmp_fd, w->name, 0) < 0 && errno != ENOENT)
+	if (!w->anon && unlinkat(w->s->lay.tmp_fd, w->name, 0) < 0 && errno != ENOENT)
 		cmn_log(CMN_LOG_WARN, "%s/tmp/%s: cannot remove: %s (removed at next start)",
 			w->s->lay.dir, w->name, strerror(errno));
 	cfs_budget_release(w->s->budget, w->reserved);
@@ -377,7 +383,8 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
  *
  *   1. every file flushed; where the store has fs-verity, each file
  *      sealed with it (verity.h);
- *   2. every file renamed from tmp/ into shards/ or objects/;
+ *   2. every file renamed from tmp/ into shards/ or objects/ (an unnamed
+ *      one linked there);
  *   3. ONE catalog transaction: a savepoint per file with its row (which
  *      lists it in `unsynced`), its samples, its plan marks and its
  *      object's fetch count.
@@ -391,7 +398,9 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
  * serves it (reconcile.c).  No file of the group is visible before its
  * step 3, and no step of one file runs before the earlier step of every
  * file (a kill -9 anywhere leaves tmp/ files, which reconciliation
- * empties, or renamed files without rows, which it deletes: invariant 6).
+ * empties, unnamed ones, which the kernel frees with the process's
+ * descriptors, or renamed or linked files without rows, which it deletes:
+ * invariant 6).
  * A file that fails alone (a write error, a display name refused by the
  * catalog) is dropped from the group with its own error; the transaction
  * failing fails every file.
@@ -478,8 +487,8 @@ static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char
 		if (w->broken) {
 			rcs[i] = -EIO;
 			snprintf(err, errlen,
-				 "%s/tmp/%s: an earlier write failed: the file was discarded",
-				 s->lay.dir, w->name);
+				 "%s/tmp/%s%s: an earlier write failed: the file was discarded",
+				 s->lay.dir, w->anon ? "(unnamed) for " : "", w->name);
 		} else if (w->kind == CFS_KIND_TFRECORD && w->nsamples == 0) {
 			rcs[i] = -ENODATA;
 			snprintf(err, errlen, "%s/tmp/%s: no record was appended: nothing to seal",
@@ -529,9 +538,9 @@ static size_t group_verity(struct cfs_store *s, struct cfs_shard_writer **ws, si
 }
 
 /*
- * Step 2: every file renamed from tmp/ into its directory.  A file whose
- * rename fails is dropped (aborted, rcs[i] its error).  Returns how many
- * were renamed.
+ * Step 2: every file renamed from tmp/ into its directory, or linked there
+ * if it has no name.  A file whose rename or link fails is dropped
+ * (aborted, rcs[i] its error).  Returns how many were renamed or linked.
  */
 static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
 			   char *err, size_t errlen)
@@ -541,10 +550,15 @@ static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, si
 		struct cfs_shard_writer *w = ws[i];
 		if (!w)
 			continue;
-		if (renameat(s->lay.tmp_fd, w->name, cfs__kind_fd(&s->lay, w->kind), w->name) < 0) {
-			rcs[i] = -errno;
-			snprintf(err, errlen, "%s: rename tmp/%s -> %s/%s failed: %s", s->lay.dir,
-				 w->name, kind_dir(w), w->name, strerror(-rcs[i]));
+		int dfd = cfs__kind_fd(&s->lay, w->kind);
+		if (w->anon)
+			rcs[i] = cfs__anon_link(s, w->fd, dfd, w->name);
+		else
+			rcs[i] = renameat(s->lay.tmp_fd, w->name, dfd, w->name) < 0 ? -errno : 0;
+		if (rcs[i] < 0) {
+			snprintf(err, errlen, "%s: %s tmp/%s -> %s/%s failed: %s", s->lay.dir,
+				 w->anon ? "link of the unnamed" : "rename", w->name, kind_dir(w),
+				 w->name, strerror(-rcs[i]));
 			cfs_shard_writer_abort(w);
 			ws[i] = NULL;
 			continue;

@@ -361,6 +361,66 @@ static int64_t write_raw(struct cfs_store *s, const char *key, const char *data)
 	return id;
 }
 
+/*
+ * Invariant 2 for a raw object where the file system has O_TMPFILE: while
+ * it is written it has no name at all (tmp/ stays empty, objects/ has
+ * nothing), sealing links it into objects/ under its id with its row, and
+ * an abort leaves nothing behind and gives its reservation back.
+ */
+START_TEST(raw_object_unnamed_until_sealed)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	struct cfs_shard_writer *w = NULL, *v = NULL;
+	struct cfs_shard_info one;
+	struct cfs_budget_stat st;
+	char name[64], path[600];
+	int64_t id;
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	int probe = open(path, O_TMPFILE | O_WRONLY, 0600);
+	if (probe < 0) {
+		fprintf(stderr,
+			"raw_object_unnamed_until_sealed: no O_TMPFILE in %s (%s): nothing "
+			"to check\n",
+			dir, strerror(errno));
+		cfs_store_close(s);
+		return;
+	}
+	close(probe);
+
+	ck_assert_int_eq(cfs_raw_writer_open(&w, s, 1, 7, "a/key", err, sizeof(err)), 0);
+	id = cfs_shard_writer_id(w);
+	snprintf(name, sizeof(name), "objects/%lld", (long long)id);
+	ck_assert_int_eq(cfs_shard_writer_reserve(w, 5, 100), 0);
+	ck_assert_int_eq(cfs_raw_writer_write(w, "bytes", 5), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), id, &one), -ENOENT);
+	ck_assert_msg(cfs_shard_writer_seal(w, NULL, err, sizeof(err)) == 0, "seal: %s", err);
+	ck_assert_int_eq(cfs_test_size(dir, name), 5);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), id, &one), 0);
+	ck_assert_uint_eq(one.bytes, 5);
+	free(one.name);
+	int fd = cfs_store_open_file(s, CFS_KIND_RAW, id);
+	ck_assert_int_ge(fd, 0);
+	char got[8] = {0};
+	ck_assert_int_eq(pread(fd, got, sizeof(got), 0), 5);
+	ck_assert_str_eq(got, "bytes");
+	close(fd);
+
+	ck_assert_int_eq(cfs_raw_writer_open(&v, s, 1, 8, "b/key", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfs_shard_writer_reserve(v, 5, 100), 0);
+	ck_assert_int_eq(cfs_raw_writer_write(v, "other", 5), 0);
+	cfs_shard_writer_abort(v);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 1);
+	cfs_budget_get(cfs_store_budget(s), &st);
+	ck_assert_uint_eq(st.sealed, 5);
+	ck_assert_uint_eq(st.reserved, 0);
+	cfs_store_close(s);
+}
+END_TEST
+
 START_TEST(raw_objects_with_hostile_keys)
 {
 	struct cfs_store *s = open_store(1 << 20);
@@ -830,6 +890,7 @@ int main(void)
 	    {"seal_makes_visible_in_order", seal_makes_visible_in_order},
 	    {"append_needs_reservation", append_needs_reservation},
 	    {"abort_and_empty_discard", abort_and_empty_discard},
+	    {"raw_object_unnamed_until_sealed", raw_object_unnamed_until_sealed},
 	    {"raw_objects_with_hostile_keys", raw_objects_with_hostile_keys},
 	    {"reconcile_crafted_crash_states", reconcile_crafted_crash_states},
 	    {"sync_points_and_the_check_after_a_crash", sync_points_and_the_check_after_a_crash},
