@@ -353,9 +353,21 @@ void cfs_shard_writer_abort(struct cfs_shard_writer *w)
 	writer_free(w);
 }
 
-/* Inserts the raw object's row under its display name (suffix on clash). */
+/* A file's rows: with a savepoint of their own, or flat (catalog.h). */
+static int insert_rows(struct cfs_shard_writer *w, const struct cfs_shard_new *sh,
+		       const struct cfs_sample *samples, size_t n, bool flat)
+{
+	return flat ? cfs_catalog_shard_insert_flat(w->s->cat, sh, samples, n)
+		    : cfs_catalog_shard_insert(w->s->cat, sh, samples, n);
+}
+
+/*
+ * Inserts the raw object's row under its display name (suffix on clash:
+ * the name is the file row's, the first one inserted, so a clash leaves
+ * nothing of the file even when flat).
+ */
 static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
-		      const struct cfs_sample *sample)
+		      const struct cfs_sample *sample, bool flat)
 {
 	char name[CFS_DISPLAY_MAX];
 	bool lossy = false;
@@ -367,11 +379,11 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
 	if (rc < 0)
 		return rc;
 	sh->name = name;
-	rc = cfs_catalog_shard_insert(w->s->cat, sh, sample, 1);
+	rc = insert_rows(w, sh, sample, 1, flat);
 	if (rc == -EEXIST && !lossy) {
 		rc = cfs_display_name(w->key, w->id, true, name, sizeof(name));
 		if (rc == 0)
-			rc = cfs_catalog_shard_insert(w->s->cat, sh, sample, 1);
+			rc = insert_rows(w, sh, sample, 1, flat);
 	}
 	return rc;
 }
@@ -385,9 +397,10 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
  *      sealed with it (verity.h);
  *   2. every file renamed from tmp/ into shards/ or objects/ (an unnamed
  *      one linked there);
- *   3. ONE catalog transaction: a savepoint per file with its row (which
- *      lists it in `unsynced`), its samples, its plan marks and its
- *      object's fetch count.
+ *   3. ONE catalog transaction: every file's row (which lists it in
+ *      `unsynced`), its samples, its plan marks and its object's fetch
+ *      count; with a savepoint per file only when one fails without
+ *      (group_insert).
  *
  * Its bytes reach the disk by the store's next sync point (store.h,
  * cfs_store_sync: an fsync of every file sealed since the last, or one
@@ -419,7 +432,7 @@ static void unlink_renamed(struct cfs_shard_writer *w)
 }
 
 /* The catalog part of sealing one file.  Inside the group's transaction. */
-static int insert_one(struct cfs_shard_writer *w)
+static int insert_one(struct cfs_shard_writer *w, bool flat)
 {
 	struct cfs_plan_marks marks = {w->plan_id,   w->plan_pass, w->marks, w->nmarks,
 				       w->low_units, w->lows,	   w->nlows};
@@ -443,9 +456,9 @@ static int insert_one(struct cfs_shard_writer *w)
 		    .object_id = w->object_id,
 		    .object_offset = 0,
 		};
-		rc = insert_raw(w, &sh, &raw_sample);
+		rc = insert_raw(w, &sh, &raw_sample, flat);
 	} else {
-		rc = cfs_catalog_shard_insert(w->s->cat, &sh, w->samples, w->nsamples);
+		rc = insert_rows(w, &sh, w->samples, w->nsamples, flat);
 	}
 	if (rc == 0 && w->replaces)
 		rc = cfs_catalog_shard_withdraw(w->s->cat, w->replaces, CFS_WITHDRAW_STALE);
@@ -569,26 +582,43 @@ static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, si
 }
 
 /*
- * Step 3: one transaction, a savepoint per file (its row, samples, marks);
- * a file the catalog refuses gets its own rcs[i].  Returns 0, or -errno
- * when the transaction could not start or commit (err set).
+ * Step 3: one transaction with every file's rows, first flat (no
+ * savepoint per file: catalog.h, cfs_catalog_shard_insert_flat).  Where a
+ * file fails flat, that transaction is rolled back and the group's rows go
+ * in again with a savepoint per file, so that a file the catalog refuses
+ * gets its own rcs[i] and the others commit.  Returns 0, or -errno when
+ * the transaction could not start or commit (err set).
  */
 static int group_insert(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
 			size_t nrenamed, char *err, size_t errlen)
 {
-	int rc = cfs_catalog_begin(s->cat);
-	if (rc < 0) {
-		snprintf(err, errlen, "%s/catalog.db: cannot start a transaction: %s", s->lay.dir,
-			 strerror(-rc));
-		return rc;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!ws[i])
-			continue;
-		rcs[i] = insert_one(ws[i]);
-		if (rcs[i] < 0)
-			snprintf(err, errlen, "%s/catalog.db: cannot record %s/%s: %s", s->lay.dir,
-				 kind_dir(ws[i]), ws[i]->name, strerror(-rcs[i]));
+	int rc = 0;
+	for (int flat = 1; flat >= 0; flat--) {
+		rc = cfs_catalog_begin(s->cat);
+		if (rc < 0) {
+			snprintf(err, errlen, "%s/catalog.db: cannot start a transaction: %s",
+				 s->lay.dir, strerror(-rc));
+			return rc;
+		}
+		bool failed = false;
+		for (size_t i = 0; i < n && !failed; i++) {
+			if (!ws[i])
+				continue;
+			rcs[i] = insert_one(ws[i], flat);
+			if (rcs[i] < 0 && flat) {
+				failed = true;
+			} else if (rcs[i] < 0) {
+				snprintf(err, errlen, "%s/catalog.db: cannot record %s/%s: %s",
+					 s->lay.dir, kind_dir(ws[i]), ws[i]->name,
+					 strerror(-rcs[i]));
+			}
+		}
+		if (!failed)
+			break;
+		cfs_catalog_rollback(s->cat);
+		for (size_t i = 0; i < n; i++)
+			if (ws[i])
+				rcs[i] = 0;
 	}
 	rc = cfs_catalog_commit(s->cat);
 	if (rc < 0)
@@ -654,7 +684,7 @@ int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs
 	size_t nrenamed = group_rename(s, ws, n, rcs, err, errlen);
 	if (nrenamed == 0)
 		return 0;
-	/* 3. one transaction: a savepoint per file (its row, samples, marks) */
+	/* 3. one transaction: every file's row, samples, marks (group_insert) */
 	cmn_fault("before_commit");
 	int rc = group_insert(s, ws, n, rcs, nrenamed, err, errlen);
 	if (rc < 0) {

@@ -146,8 +146,8 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
  * above cfs_shard_writer_seal_group() in shard_writer.c): invariant 2's
  * steps each run once for the group, in invariant 2's order for every
  * file of it - all flushed (and sealed with fs-verity where the store has
- * it), all renamed, then one catalog transaction with a savepoint per
- * file.  rcs[i] gets
+ * it), all renamed (or linked), then one catalog transaction, with a
+ * savepoint per file only when a file fails without.  rcs[i] gets
  * writer i's result: 0 sealed, or -errno (that file is removed, its bytes
  * released; err holds the last such message).  Returns 0 when the group's
  * own steps worked, else -errno with a message and every rcs[i] set:

@@ -6,6 +6,7 @@
  */
 #include "cfs_test.h"
 
+#include "cachefs/names.h"
 #include "cachefs/shard_writer.h"
 #include "cachefs/store.h"
 
@@ -417,6 +418,65 @@ START_TEST(raw_object_unnamed_until_sealed)
 	cfs_budget_get(cfs_store_budget(s), &st);
 	ck_assert_uint_eq(st.sealed, 5);
 	ck_assert_uint_eq(st.reserved, 0);
+	cfs_store_close(s);
+}
+END_TEST
+
+/* Opens a raw writer of `key` holding `data` (reserved, written, not sealed). */
+static struct cfs_shard_writer *raw_written(struct cfs_store *s, const char *key, const char *data)
+{
+	struct cfs_shard_writer *w = NULL;
+	size_t len = strlen(data);
+	ck_assert_int_eq(cfs_raw_writer_open(&w, s, 1, 42, key, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfs_shard_writer_reserve(w, len, 100), 0);
+	ck_assert_int_eq(cfs_raw_writer_write(w, data, len), 0);
+	return w;
+}
+
+/*
+ * A group commit whose files' rows go in without a savepoint each: two
+ * files of one group with the same key both commit, the second under its
+ * id-suffixed name (its first row was refused whole, nothing of it left
+ * behind), each with its one sample row; a group of one sealed later
+ * still finds the name taken.
+ */
+START_TEST(raw_group_with_a_name_clash)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	struct cfs_shard_writer *ws[3] = {raw_written(s, "a", "one"), raw_written(s, "dup", "two"),
+					  raw_written(s, "dup", "three")};
+	int64_t ids[3] = {cfs_shard_writer_id(ws[0]), cfs_shard_writer_id(ws[1]),
+			  cfs_shard_writer_id(ws[2])};
+	int rcs[3] = {-1, -1, -1};
+	struct cfs_shard_info one;
+	struct cfs_sample *smp;
+	size_t n;
+	char want[64];
+	ck_assert_msg(cfs_shard_writer_seal_group(ws, 3, rcs, err, sizeof(err)) == 0, "group: %s",
+		      err);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(rcs[i], 0);
+		ck_assert_ptr_null(ws[i]);
+		ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), ids[i], &one), 0);
+		ck_assert_uint_eq(one.bytes, i == 0 ? 3 : i == 1 ? 3 : 5);
+		if (i == 2) {
+			ck_assert_int_eq(cfs_display_name("dup", ids[2], true, want, sizeof(want)),
+					 0);
+			ck_assert_str_eq(one.name, want);
+		} else {
+			ck_assert_str_eq(one.name, i == 0 ? "a" : "dup");
+		}
+		free(one.name);
+		ck_assert_int_eq(cfs_catalog_samples_of(cfs_store_catalog(s), ids[i], &smp, &n), 0);
+		ck_assert_uint_eq(n, 1);
+		free(smp);
+	}
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 3);
+	int64_t late = write_raw(s, "dup", "four");
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), late, &one), 0);
+	ck_assert_int_eq(cfs_display_name("dup", late, true, want, sizeof(want)), 0);
+	ck_assert_str_eq(one.name, want);
+	free(one.name);
 	cfs_store_close(s);
 }
 END_TEST
@@ -892,6 +952,7 @@ int main(void)
 	    {"abort_and_empty_discard", abort_and_empty_discard},
 	    {"raw_object_unnamed_until_sealed", raw_object_unnamed_until_sealed},
 	    {"raw_objects_with_hostile_keys", raw_objects_with_hostile_keys},
+	    {"raw_group_with_a_name_clash", raw_group_with_a_name_clash},
 	    {"reconcile_crafted_crash_states", reconcile_crafted_crash_states},
 	    {"sync_points_and_the_check_after_a_crash", sync_points_and_the_check_after_a_crash},
 	    {"sync_point_of_many_files_by_syncfs", sync_point_of_many_files_by_syncfs},
