@@ -50,6 +50,7 @@ struct cfs_shard_writer {
 	int64_t id;
 	int fd;			   /* tmp/<name>, or unnamed (anon), O_WRONLY */
 	bool anon;		   /* an unnamed O_TMPFILE of tmp/ (store_i.h, anon) */
+	bool placed;		   /* in its final directory already (cfs_raw_writer_place) */
 	char name[32];		   /* file name in tmp/ and in its final directory */
 	struct cmn_tfr_writer *tw; /* TFRecord framing (kind TFRECORD) */
 	uint64_t reserved;	   /* bytes held in the budget */
@@ -239,6 +240,8 @@ int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t le
 		return -EINVAL;
 	if (w->broken)
 		return -EIO;
+	if (w->placed)
+		return -EINVAL;
 	if (len > w->reserved - w->written)
 		return -ENOBUFS;
 	while (left > 0) {
@@ -342,11 +345,15 @@ static void writer_free(struct cfs_shard_writer *w)
 	free(w);
 }
 
+static void unlink_renamed(struct cfs_shard_writer *w);
+
 void cfs_shard_writer_abort(struct cfs_shard_writer *w)
 {
 	if (!w)
 		return;
-	if (!w->anon && unlinkat(w->s->lay.tmp_fd, w->name, 0) < 0 && errno != ENOENT)
+	if (w->placed)
+		unlink_renamed(w); /* never visible: it has no row */
+	else if (!w->anon && unlinkat(w->s->lay.tmp_fd, w->name, 0) < 0 && errno != ENOENT)
 		cmn_log(CMN_LOG_WARN, "%s/tmp/%s: cannot remove: %s (removed at next start)",
 			w->s->lay.dir, w->name, strerror(errno));
 	cfs_budget_release(w->s->budget, w->reserved);
@@ -484,10 +491,70 @@ static const char *kind_dir(const struct cfs_shard_writer *w)
 }
 
 /*
+ * Step 1's fs-verity part for one file (the store has fs-verity): its
+ * writer descriptor closed (no writer may remain) and the file sealed;
+ * the read-only descriptor that sealed it replaces it.  0 or -errno (err
+ * set).
+ */
+static int verity_one(struct cfs_store *s, struct cfs_shard_writer *w, char *err, size_t errlen)
+{
+	cmn_tfr_writer_free(w->tw); /* flushed by group_check */
+	w->tw = NULL;
+	close(w->fd);
+	w->fd = cfs_verity_enable(s->lay.tmp_fd, w->name);
+	if (w->fd >= 0)
+		return 0;
+	int rc = w->fd;
+	snprintf(err, errlen, "%s/tmp/%s: sealing it with fs-verity failed: %s", s->lay.dir,
+		 w->name, strerror(-rc));
+	return rc;
+}
+
+/* Step 2 for one file: renamed from tmp/, or linked if it has no name.  0 or -errno (err set). */
+static int rename_one(struct cfs_store *s, struct cfs_shard_writer *w, char *err, size_t errlen)
+{
+	int dfd = cfs__kind_fd(&s->lay, w->kind), rc;
+	if (w->anon)
+		rc = cfs__anon_link(s, w->fd, dfd, w->name);
+	else
+		rc = renameat(s->lay.tmp_fd, w->name, dfd, w->name) < 0 ? -errno : 0;
+	if (rc < 0)
+		snprintf(err, errlen, "%s: %s tmp/%s -> %s/%s failed: %s", s->lay.dir,
+			 w->anon ? "link of the unnamed" : "rename", w->name, kind_dir(w), w->name,
+			 strerror(-rc));
+	return rc;
+}
+
+int cfs_raw_writer_place(struct cfs_shard_writer *w, char *err, size_t errlen)
+{
+	struct cfs_store *s = w->s;
+	int rc;
+	if (w->kind != CFS_KIND_RAW || w->placed) {
+		snprintf(err, errlen, "%s/objects/%s: not a raw object left to place", s->lay.dir,
+			 w->name);
+		return -EINVAL;
+	}
+	if (w->broken) {
+		snprintf(err, errlen,
+			 "%s/tmp/%s%s: an earlier write failed: the file was discarded", s->lay.dir,
+			 w->anon ? "(unnamed) for " : "", w->name);
+		return -EIO;
+	}
+	if (s->verity && (rc = verity_one(s, w, err, errlen)) < 0)
+		return rc;
+	cmn_fault("before_rename");
+	rc = rename_one(s, w, err, errlen);
+	if (rc == 0)
+		w->placed = true;
+	return rc;
+}
+
+/*
  * Before step 1: drops from the group (aborted, ws[i] NULL, rcs[i] its
  * error, err its message) each writer that cannot be sealed: a failed
  * write, a TFRecord file without a record, a flush that fails.  Sets
- * rcs[i] 0 for the others and returns how many they are.
+ * rcs[i] 0 for the others and returns how many they are.  A placed file
+ * (cfs_raw_writer_place) passed these checks when it was placed.
  */
 static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char *err,
 			  size_t errlen)
@@ -497,6 +564,10 @@ static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_shard_writer *w = ws[i];
 		rcs[i] = 0;
+		if (w->placed) {
+			live++;
+			continue;
+		}
 		if (w->broken) {
 			rcs[i] = -EIO;
 			snprintf(err, errlen,
@@ -521,28 +592,17 @@ static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char
 }
 
 /*
- * Step 1, second part, where the store has fs-verity: each live file's
- * writer descriptor is closed (no writer may remain) and the file sealed
- * with fs-verity; the read-only descriptor that sealed it replaces it.  A
- * file that cannot be sealed is dropped with its error.  Returns how many
- * files are left.
+ * Step 1, second part, where the store has fs-verity: each live file not
+ * placed yet sealed with it (verity_one).  A file that cannot be sealed is
+ * dropped with its error.  Returns how many files are left.
  */
 static size_t group_verity(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
 			   size_t live, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < n && s->verity; i++) {
 		struct cfs_shard_writer *w = ws[i];
-		if (!w)
+		if (!w || w->placed || (rcs[i] = verity_one(s, w, err, errlen)) == 0)
 			continue;
-		cmn_tfr_writer_free(w->tw); /* flushed by group_check */
-		w->tw = NULL;
-		close(w->fd);
-		w->fd = cfs_verity_enable(s->lay.tmp_fd, w->name);
-		if (w->fd >= 0)
-			continue;
-		rcs[i] = w->fd;
-		snprintf(err, errlen, "%s/tmp/%s: sealing it with fs-verity failed: %s", s->lay.dir,
-			 w->name, strerror(-rcs[i]));
 		cfs_shard_writer_abort(w);
 		ws[i] = NULL;
 		live--;
@@ -551,9 +611,10 @@ static size_t group_verity(struct cfs_store *s, struct cfs_shard_writer **ws, si
 }
 
 /*
- * Step 2: every file renamed from tmp/ into its directory, or linked there
- * if it has no name.  A file whose rename or link fails is dropped
- * (aborted, rcs[i] its error).  Returns how many were renamed or linked.
+ * Step 2: every file not placed yet renamed from tmp/ into its directory,
+ * or linked there if it has no name.  A file whose rename or link fails is
+ * dropped (aborted, rcs[i] its error).  Returns how many files are in
+ * their directory now.
  */
 static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
 			   char *err, size_t errlen)
@@ -563,15 +624,7 @@ static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, si
 		struct cfs_shard_writer *w = ws[i];
 		if (!w)
 			continue;
-		int dfd = cfs__kind_fd(&s->lay, w->kind);
-		if (w->anon)
-			rcs[i] = cfs__anon_link(s, w->fd, dfd, w->name);
-		else
-			rcs[i] = renameat(s->lay.tmp_fd, w->name, dfd, w->name) < 0 ? -errno : 0;
-		if (rcs[i] < 0) {
-			snprintf(err, errlen, "%s: %s tmp/%s -> %s/%s failed: %s", s->lay.dir,
-				 w->anon ? "link of the unnamed" : "rename", w->name, kind_dir(w),
-				 w->name, strerror(-rcs[i]));
+		if (!w->placed && (rcs[i] = rename_one(s, w, err, errlen)) < 0) {
 			cfs_shard_writer_abort(w);
 			ws[i] = NULL;
 			continue;

@@ -107,6 +107,19 @@ int cfs_shard_writer_append_lent(struct cfs_shard_writer *w, const void *payload
 int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t len);
 
 /*
+ * The raw object is whole: its file is sealed with fs-verity where the
+ * store has it, and renamed (or linked) into objects/ now, on the
+ * caller's thread - steps 1 and 2 of sealing (the design note above
+ * cfs_shard_writer_seal_group), which a later seal then skips.  The file
+ * has no row until that seal commits one: invisible as before, and a
+ * crash leaves a file without a row, which start-up reconciliation
+ * deletes (invariant 6); an abort removes it.  Nothing can be written to
+ * it afterwards.  Returns 0, or -errno with a message (the writer is left
+ * to abort).
+ */
+int cfs_raw_writer_place(struct cfs_shard_writer *w, char *err, size_t errlen);
+
+/*
  * Units of sampling plan plan_id (pass `pass`) that this file completes:
  * committed in the same transaction as the file's row (DESIGN 8: the
  * plan's cursor moves with the file holding the units).  units is copied.
