@@ -544,9 +544,12 @@ int cfs_raw_writer_place(struct cfs_shard_writer *w, char *err, size_t errlen)
 		return rc;
 	cmn_fault("before_rename");
 	rc = rename_one(s, w, err, errlen);
-	if (rc == 0)
-		w->placed = true;
-	return rc;
+	if (rc < 0)
+		return rc;
+	w->placed = true;
+	close(w->fd); /* nothing more is written: a queued writer holds no descriptor */
+	w->fd = -1;
+	return 0;
 }
 
 /*
