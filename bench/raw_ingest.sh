@@ -13,10 +13,11 @@
 # system of WORK and starts after a `sync`, with nothing of this script
 # pending: the script deletes nothing it wrote.  Every output stays in
 # WORK/out-TIME until you delete it, at a time when no measurement follows:
-# on a host-cached virtio disk with online discard (ext4 -o discard),
-# deleting 10^5 files slowed the writes of the next minutes by up to 5x
-# after `sync` had returned, so a deletion between or just before rounds
-# would slow whichever command came next.  The source trees
+# on a host-cached virtio disk with online discard (ext4 -o discard, no
+# journal), deleting 10^5 files slowed the writes of the next minutes by up
+# to 5x after `sync` had returned (ext4 without a journal skips inodes
+# freed in the last minutes when it allocates one), so a deletion between
+# or just before rounds would slow whichever command came next.  The source trees
 # (WORK/src-*) are kept for the next run.  The source tree is read once
 # before the rounds, so every command reads it from the page cache.
 #

@@ -274,6 +274,17 @@ void cfs_catalog_note_id(struct cfs_catalog *c, int64_t id);
 int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *sh,
 			     const struct cfs_sample *samples, size_t n_samples);
 
+/*
+ * The same rows as cfs_catalog_shard_insert, inside the transaction of
+ * cfs_catalog_begin() and without a savepoint of their own (a group
+ * commit of many small files pays for none).  -EINVAL outside such a
+ * transaction.  A failure of the first row (-EEXIST: the name is taken)
+ * leaves nothing of the file; any other failure may leave some of its
+ * rows: the caller then rolls the whole transaction back.
+ */
+int cfs_catalog_shard_insert_flat(struct cfs_catalog *c, const struct cfs_shard_new *sh,
+				  const struct cfs_sample *samples, size_t n_samples);
+
 /* One file row with its statistics (what eviction policies read). */
 struct cfs_shard_info {
 	int64_t id;

@@ -222,18 +222,17 @@ static int add_samples(struct cfs_catalog *c, const struct cfs_shard_new *sh,
 	return 0;
 }
 
-int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *sh,
-			     const struct cfs_sample *samples, size_t n_samples)
+static bool shard_new_valid(const struct cfs_shard_new *sh)
 {
-	int rc;
+	return sh->id > 0 && (sh->kind == CFS_KIND_TFRECORD || sh->kind == CFS_KIND_RAW) &&
+	       (sh->kind != CFS_KIND_RAW || sh->name);
+}
 
-	if (sh->id <= 0 || (sh->kind != CFS_KIND_TFRECORD && sh->kind != CFS_KIND_RAW) ||
-	    (sh->kind == CFS_KIND_RAW && !sh->name))
-		return -EINVAL;
-	rc = cfs__txn_begin(c);
-	if (rc < 0)
-		return rc;
-	rc = add_shard_row(c, sh, n_samples);
+/* The rows of a sealed file, the file row first.  In a transaction. */
+static int add_file_rows(struct cfs_catalog *c, const struct cfs_shard_new *sh,
+			 const struct cfs_sample *samples, size_t n_samples)
+{
+	int rc = add_shard_row(c, sh, n_samples);
 	if (rc == 0)
 		rc = add_samples(c, sh, samples, n_samples);
 	if (rc == 0)
@@ -242,7 +241,36 @@ int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *
 		rc = cfs__plan_marks_add(c, sh->marks);
 	if (rc == 0)
 		rc = cfs__epoch_add(c, S_EPOCH_ADMIT, sh->created_epoch, sh->bytes, n_samples);
-	rc = cfs__txn_end(c, rc);
+	return rc;
+}
+
+int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *sh,
+			     const struct cfs_sample *samples, size_t n_samples)
+{
+	int rc;
+
+	if (!shard_new_valid(sh))
+		return -EINVAL;
+	rc = cfs__txn_begin(c);
+	if (rc < 0)
+		return rc;
+	rc = cfs__txn_end(c, add_file_rows(c, sh, samples, n_samples));
+	if (rc == 0)
+		cfs__note_id(c, sh->id);
+	return rc;
+}
+
+int cfs_catalog_shard_insert_flat(struct cfs_catalog *c, const struct cfs_shard_new *sh,
+				  const struct cfs_sample *samples, size_t n_samples)
+{
+	int rc = -EINVAL;
+
+	if (!shard_new_valid(sh))
+		return -EINVAL;
+	cfs__lock(c);
+	if (c->explicit_txn)
+		rc = add_file_rows(c, sh, samples, n_samples);
+	cfs__unlock(c);
 	if (rc == 0)
 		cfs__note_id(c, sh->id);
 	return rc;

@@ -8,15 +8,16 @@
  * Invariants:
  *   DESIGN 2  seal = flush, renameat(tmp -> shards|objects), then one
  *             catalog transaction for the row and all samples; the file is
- *             visible to no one before.  Its bytes are made durable by the
- *             store's next sync point, not by an fsync of its own (the
- *             departure and why: docs/design.md).  Where the store has
- *             fs-verity (verity.h), the file is sealed with it after the
- *             flush.
- *   DESIGN 4  written <= reserved at every moment: append/write refuse
- *             with -ENOBUFS rather than exceed the reservation.
- *   DESIGN 7  the tmp and final names come from the numeric id only; the
- *             remote key of a raw object is used for its display name only.
+ *             visible to no one before.  A raw object, where the store
+ *             can (store_i.h, anon), is an unnamed O_TMPFILE of tmp/
+ *             instead, linked into objects/ where the rename would put
+ *             it: no tmp/ entry to add and remove per object, and
+ *             nothing of it left anywhere if the process dies first.  Its bytes are made durable by
+ * the store's next sync point, not by an fsync of its own (the departure and why: docs/design.md).
+ * Where the store has fs-verity (verity.h), the file is sealed with it after the flush. DESIGN 4
+ * written <= reserved at every moment: append/write refuse with -ENOBUFS rather than exceed the
+ * reservation. DESIGN 7  the tmp and final names come from the numeric id only; the remote key of a
+ * raw object is used for its display name only.
  *
  * Locking: a writer is used by one thread at a time; it calls into the
  * budget and the catalog, which lock themselves, one after the other.
@@ -47,7 +48,9 @@ struct cfs_shard_writer {
 	enum cfs_kind kind;
 	uint32_t epoch;
 	int64_t id;
-	int fd;			   /* tmp/<name>, O_WRONLY */
+	int fd;			   /* tmp/<name>, or unnamed (anon), O_WRONLY */
+	bool anon;		   /* an unnamed O_TMPFILE of tmp/ (store_i.h, anon) */
+	bool placed;		   /* in its final directory already (cfs_raw_writer_place) */
 	char name[32];		   /* file name in tmp/ and in its final directory */
 	struct cmn_tfr_writer *tw; /* TFRecord framing (kind TFRECORD) */
 	uint64_t reserved;	   /* bytes held in the budget */
@@ -85,14 +88,18 @@ static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum c
 	w->epoch = epoch;
 	w->id = cfs_catalog_alloc_id(s->cat);
 	cfs__file_name(kind, w->id, w->name, sizeof(w->name));
-	w->fd = openat(s->lay.tmp_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-		       0444);
+	w->anon = kind == CFS_KIND_RAW && s->anon != CFS_ANON_NONE;
+	if (w->anon)
+		w->fd = openat(s->lay.tmp_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
+	else
+		w->fd = openat(s->lay.tmp_fd, w->name,
+			       O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
 	if (w->fd < 0) {
 		int e = errno;
 		snprintf(err, errlen,
-			 "%s/tmp/%s: cannot create: %s: check the disk and the "
+			 "%s/tmp/%s%s: cannot create: %s: check the disk and the "
 			 "permissions of the cache directory",
-			 s->lay.dir, w->name, strerror(e));
+			 s->lay.dir, w->anon ? "(unnamed) for " : "", w->name, strerror(e));
 		free(w);
 		return -e;
 	}
@@ -241,6 +248,8 @@ int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t le
 		return -EINVAL;
 	if (w->broken)
 		return -EIO;
+	if (w->placed)
+		return -EINVAL;
 	if (len > w->reserved - w->written)
 		return -ENOBUFS;
 	while (left > 0) {
@@ -344,20 +353,36 @@ static void writer_free(struct cfs_shard_writer *w)
 	free(w);
 }
 
+static void unlink_renamed(struct cfs_shard_writer *w);
+
 void cfs_shard_writer_abort(struct cfs_shard_writer *w)
 {
 	if (!w)
 		return;
-	if (unlinkat(w->s->lay.tmp_fd, w->name, 0) < 0 && errno != ENOENT)
+	if (w->placed)
+		unlink_renamed(w); /* never visible: it has no row */
+	else if (!w->anon && unlinkat(w->s->lay.tmp_fd, w->name, 0) < 0 && errno != ENOENT)
 		cmn_log(CMN_LOG_WARN, "%s/tmp/%s: cannot remove: %s (removed at next start)",
 			w->s->lay.dir, w->name, strerror(errno));
 	cfs_budget_release(w->s->budget, w->reserved);
 	writer_free(w);
 }
 
-/* Inserts the raw object's row under its display name (suffix on clash). */
+/* A file's rows: with a savepoint of their own, or flat (catalog.h). */
+static int insert_rows(struct cfs_shard_writer *w, const struct cfs_shard_new *sh,
+		       const struct cfs_sample *samples, size_t n, bool flat)
+{
+	return flat ? cfs_catalog_shard_insert_flat(w->s->cat, sh, samples, n)
+		    : cfs_catalog_shard_insert(w->s->cat, sh, samples, n);
+}
+
+/*
+ * Inserts the raw object's row under its display name (suffix on clash:
+ * the name is the file row's, the first one inserted, so a clash leaves
+ * nothing of the file even when flat).
+ */
 static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
-		      const struct cfs_sample *sample)
+		      const struct cfs_sample *sample, bool flat)
 {
 	char name[CFS_DISPLAY_MAX];
 	bool lossy = false;
@@ -369,11 +394,11 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
 	if (rc < 0)
 		return rc;
 	sh->name = name;
-	rc = cfs_catalog_shard_insert(w->s->cat, sh, sample, 1);
+	rc = insert_rows(w, sh, sample, 1, flat);
 	if (rc == -EEXIST && !lossy) {
 		rc = cfs_display_name(w->key, w->id, true, name, sizeof(name));
 		if (rc == 0)
-			rc = cfs_catalog_shard_insert(w->s->cat, sh, sample, 1);
+			rc = insert_rows(w, sh, sample, 1, flat);
 	}
 	return rc;
 }
@@ -385,20 +410,25 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
  *
  *   1. every file flushed; where the store has fs-verity, each file
  *      sealed with it (verity.h);
- *   2. every file renamed from tmp/ into shards/ or objects/;
- *   3. ONE catalog transaction: a savepoint per file with its row (which
- *      lists it in `unsynced`), its samples, its plan marks and its
- *      object's fetch count.
+ *   2. every file renamed from tmp/ into shards/ or objects/ (an unnamed
+ *      one linked there);
+ *   3. ONE catalog transaction: every file's row (which lists it in
+ *      `unsynced`), its samples, its plan marks and its object's fetch
+ *      count; with a savepoint per file only when one fails without
+ *      (group_insert).
  *
  * Its bytes reach the disk by the store's next sync point (store.h,
- * cfs_store_sync: an fsync of every file sealed since the last), not
+ * cfs_store_sync: an fsync of every file sealed since the last, or one
+ * syncfs() when they are many), not
  * before it is visible: a crash of the process loses nothing of them (the
  * page cache keeps them), and after a crash of the system start-up
  * verifies every file sealed after the last sync point before anything
  * serves it (reconcile.c).  No file of the group is visible before its
  * step 3, and no step of one file runs before the earlier step of every
  * file (a kill -9 anywhere leaves tmp/ files, which reconciliation
- * empties, or renamed files without rows, which it deletes: invariant 6).
+ * empties, unnamed ones, which the kernel frees with the process's
+ * descriptors, or renamed or linked files without rows, which it deletes:
+ * invariant 6).
  * A file that fails alone (a write error, a display name refused by the
  * catalog) is dropped from the group with its own error; the transaction
  * failing fails every file.
@@ -417,7 +447,7 @@ static void unlink_renamed(struct cfs_shard_writer *w)
 }
 
 /* The catalog part of sealing one file.  Inside the group's transaction. */
-static int insert_one(struct cfs_shard_writer *w)
+static int insert_one(struct cfs_shard_writer *w, bool flat)
 {
 	struct cfs_plan_marks marks = {w->plan_id,   w->plan_pass, w->marks, w->nmarks,
 				       w->low_units, w->lows,	   w->nlows};
@@ -441,9 +471,9 @@ static int insert_one(struct cfs_shard_writer *w)
 		    .object_id = w->object_id,
 		    .object_offset = 0,
 		};
-		rc = insert_raw(w, &sh, &raw_sample);
+		rc = insert_raw(w, &sh, &raw_sample, flat);
 	} else {
-		rc = cfs_catalog_shard_insert(w->s->cat, &sh, w->samples, w->nsamples);
+		rc = insert_rows(w, &sh, w->samples, w->nsamples, flat);
 	}
 	if (rc == 0 && w->replaces)
 		rc = cfs_catalog_shard_withdraw(w->s->cat, w->replaces, CFS_WITHDRAW_STALE);
@@ -469,10 +499,73 @@ static const char *kind_dir(const struct cfs_shard_writer *w)
 }
 
 /*
+ * Step 1's fs-verity part for one file (the store has fs-verity): its
+ * writer descriptor closed (no writer may remain) and the file sealed;
+ * the read-only descriptor that sealed it replaces it.  0 or -errno (err
+ * set).
+ */
+static int verity_one(struct cfs_store *s, struct cfs_shard_writer *w, char *err, size_t errlen)
+{
+	cmn_tfr_writer_free(w->tw); /* flushed by group_check */
+	w->tw = NULL;
+	close(w->fd);
+	w->fd = cfs_verity_enable(s->lay.tmp_fd, w->name);
+	if (w->fd >= 0)
+		return 0;
+	int rc = w->fd;
+	snprintf(err, errlen, "%s/tmp/%s: sealing it with fs-verity failed: %s", s->lay.dir,
+		 w->name, strerror(-rc));
+	return rc;
+}
+
+/* Step 2 for one file: renamed from tmp/, or linked if it has no name.  0 or -errno (err set). */
+static int rename_one(struct cfs_store *s, struct cfs_shard_writer *w, char *err, size_t errlen)
+{
+	int dfd = cfs__kind_fd(&s->lay, w->kind), rc;
+	if (w->anon)
+		rc = cfs__anon_link(s, w->fd, dfd, w->name);
+	else
+		rc = renameat(s->lay.tmp_fd, w->name, dfd, w->name) < 0 ? -errno : 0;
+	if (rc < 0)
+		snprintf(err, errlen, "%s: %s tmp/%s -> %s/%s failed: %s", s->lay.dir,
+			 w->anon ? "link of the unnamed" : "rename", w->name, kind_dir(w), w->name,
+			 strerror(-rc));
+	return rc;
+}
+
+int cfs_raw_writer_place(struct cfs_shard_writer *w, char *err, size_t errlen)
+{
+	struct cfs_store *s = w->s;
+	int rc;
+	if (w->kind != CFS_KIND_RAW || w->placed) {
+		snprintf(err, errlen, "%s/objects/%s: not a raw object left to place", s->lay.dir,
+			 w->name);
+		return -EINVAL;
+	}
+	if (w->broken) {
+		snprintf(err, errlen,
+			 "%s/tmp/%s%s: an earlier write failed: the file was discarded", s->lay.dir,
+			 w->anon ? "(unnamed) for " : "", w->name);
+		return -EIO;
+	}
+	if (s->verity && (rc = verity_one(s, w, err, errlen)) < 0)
+		return rc;
+	cmn_fault("before_rename");
+	rc = rename_one(s, w, err, errlen);
+	if (rc < 0)
+		return rc;
+	w->placed = true;
+	close(w->fd); /* nothing more is written: a queued writer holds no descriptor */
+	w->fd = -1;
+	return 0;
+}
+
+/*
  * Before step 1: drops from the group (aborted, ws[i] NULL, rcs[i] its
  * error, err its message) each writer that cannot be sealed: a failed
  * write, a TFRecord file without a record, a flush that fails.  Sets
- * rcs[i] 0 for the others and returns how many they are.
+ * rcs[i] 0 for the others and returns how many they are.  A placed file
+ * (cfs_raw_writer_place) passed these checks when it was placed.
  */
 static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char *err,
 			  size_t errlen)
@@ -482,11 +575,15 @@ static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_shard_writer *w = ws[i];
 		rcs[i] = 0;
+		if (w->placed) {
+			live++;
+			continue;
+		}
 		if (w->broken) {
 			rcs[i] = -EIO;
 			snprintf(err, errlen,
-				 "%s/tmp/%s: an earlier write failed: the file was discarded",
-				 s->lay.dir, w->name);
+				 "%s/tmp/%s%s: an earlier write failed: the file was discarded",
+				 s->lay.dir, w->anon ? "(unnamed) for " : "", w->name);
 		} else if (w->kind == CFS_KIND_TFRECORD && w->nsamples == 0) {
 			rcs[i] = -ENODATA;
 			snprintf(err, errlen, "%s/tmp/%s: no record was appended: nothing to seal",
@@ -506,28 +603,17 @@ static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char
 }
 
 /*
- * Step 1, second part, where the store has fs-verity: each live file's
- * writer descriptor is closed (no writer may remain) and the file sealed
- * with fs-verity; the read-only descriptor that sealed it replaces it.  A
- * file that cannot be sealed is dropped with its error.  Returns how many
- * files are left.
+ * Step 1, second part, where the store has fs-verity: each live file not
+ * placed yet sealed with it (verity_one).  A file that cannot be sealed is
+ * dropped with its error.  Returns how many files are left.
  */
 static size_t group_verity(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
 			   size_t live, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < n && s->verity; i++) {
 		struct cfs_shard_writer *w = ws[i];
-		if (!w)
+		if (!w || w->placed || (rcs[i] = verity_one(s, w, err, errlen)) == 0)
 			continue;
-		cmn_tfr_writer_free(w->tw); /* flushed by group_check */
-		w->tw = NULL;
-		close(w->fd);
-		w->fd = cfs_verity_enable(s->lay.tmp_fd, w->name);
-		if (w->fd >= 0)
-			continue;
-		rcs[i] = w->fd;
-		snprintf(err, errlen, "%s/tmp/%s: sealing it with fs-verity failed: %s", s->lay.dir,
-			 w->name, strerror(-rcs[i]));
 		cfs_shard_writer_abort(w);
 		ws[i] = NULL;
 		live--;
@@ -536,9 +622,10 @@ static size_t group_verity(struct cfs_store *s, struct cfs_shard_writer **ws, si
 }
 
 /*
- * Step 2: every file renamed from tmp/ into its directory.  A file whose
- * rename fails is dropped (aborted, rcs[i] its error).  Returns how many
- * were renamed.
+ * Step 2: every file not placed yet renamed from tmp/ into its directory,
+ * or linked there if it has no name.  A file whose rename or link fails is
+ * dropped (aborted, rcs[i] its error).  Returns how many files are in
+ * their directory now.
  */
 static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
 			   char *err, size_t errlen)
@@ -548,10 +635,7 @@ static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, si
 		struct cfs_shard_writer *w = ws[i];
 		if (!w)
 			continue;
-		if (renameat(s->lay.tmp_fd, w->name, cfs__kind_fd(&s->lay, w->kind), w->name) < 0) {
-			rcs[i] = -errno;
-			snprintf(err, errlen, "%s: rename tmp/%s -> %s/%s failed: %s", s->lay.dir,
-				 w->name, kind_dir(w), w->name, strerror(-rcs[i]));
+		if (!w->placed && (rcs[i] = rename_one(s, w, err, errlen)) < 0) {
 			cfs_shard_writer_abort(w);
 			ws[i] = NULL;
 			continue;
@@ -562,26 +646,43 @@ static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, si
 }
 
 /*
- * Step 3: one transaction, a savepoint per file (its row, samples, marks);
- * a file the catalog refuses gets its own rcs[i].  Returns 0, or -errno
- * when the transaction could not start or commit (err set).
+ * Step 3: one transaction with every file's rows, first flat (no
+ * savepoint per file: catalog.h, cfs_catalog_shard_insert_flat).  Where a
+ * file fails flat, that transaction is rolled back and the group's rows go
+ * in again with a savepoint per file, so that a file the catalog refuses
+ * gets its own rcs[i] and the others commit.  Returns 0, or -errno when
+ * the transaction could not start or commit (err set).
  */
 static int group_insert(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
 			size_t nrenamed, char *err, size_t errlen)
 {
-	int rc = cfs_catalog_begin(s->cat);
-	if (rc < 0) {
-		snprintf(err, errlen, "%s/catalog.db: cannot start a transaction: %s", s->lay.dir,
-			 strerror(-rc));
-		return rc;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!ws[i])
-			continue;
-		rcs[i] = insert_one(ws[i]);
-		if (rcs[i] < 0)
-			snprintf(err, errlen, "%s/catalog.db: cannot record %s/%s: %s", s->lay.dir,
-				 kind_dir(ws[i]), ws[i]->name, strerror(-rcs[i]));
+	int rc = 0;
+	for (int flat = 1; flat >= 0; flat--) {
+		rc = cfs_catalog_begin(s->cat);
+		if (rc < 0) {
+			snprintf(err, errlen, "%s/catalog.db: cannot start a transaction: %s",
+				 s->lay.dir, strerror(-rc));
+			return rc;
+		}
+		bool failed = false;
+		for (size_t i = 0; i < n && !failed; i++) {
+			if (!ws[i])
+				continue;
+			rcs[i] = insert_one(ws[i], flat);
+			if (rcs[i] < 0 && flat) {
+				failed = true;
+			} else if (rcs[i] < 0) {
+				snprintf(err, errlen, "%s/catalog.db: cannot record %s/%s: %s",
+					 s->lay.dir, kind_dir(ws[i]), ws[i]->name,
+					 strerror(-rcs[i]));
+			}
+		}
+		if (!failed)
+			break;
+		cfs_catalog_rollback(s->cat);
+		for (size_t i = 0; i < n; i++)
+			if (ws[i])
+				rcs[i] = 0;
 	}
 	rc = cfs_catalog_commit(s->cat);
 	if (rc < 0)
@@ -647,7 +748,7 @@ int cfs_shard_writer_seal_group(struct cfs_shard_writer **ws, size_t n, int *rcs
 	size_t nrenamed = group_rename(s, ws, n, rcs, err, errlen);
 	if (nrenamed == 0)
 		return 0;
-	/* 3. one transaction: a savepoint per file (its row, samples, marks) */
+	/* 3. one transaction: every file's row, samples, marks (group_insert) */
 	cmn_fault("before_commit");
 	int rc = group_insert(s, ws, n, rcs, nrenamed, err, errlen);
 	if (rc < 0) {

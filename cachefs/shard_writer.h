@@ -114,6 +114,19 @@ void cfs_shard_writer_set_ordinal(struct cfs_shard_writer *w, uint32_t ordinal);
 int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t len);
 
 /*
+ * The raw object is whole: its file is sealed with fs-verity where the
+ * store has it, and renamed (or linked) into objects/ now, on the
+ * caller's thread - steps 1 and 2 of sealing (the design note above
+ * cfs_shard_writer_seal_group), which a later seal then skips.  The file
+ * has no row until that seal commits one: invisible as before, and a
+ * crash leaves a file without a row, which start-up reconciliation
+ * deletes (invariant 6); an abort removes it.  Nothing can be written to
+ * it afterwards.  Returns 0, or -errno with a message (the writer is left
+ * to abort).
+ */
+int cfs_raw_writer_place(struct cfs_shard_writer *w, char *err, size_t errlen);
+
+/*
  * Units of sampling plan plan_id (pass `pass`) that this file completes:
  * committed in the same transaction as the file's row (DESIGN 8: the
  * plan's cursor moves with the file holding the units).  units is copied.
@@ -153,8 +166,8 @@ int cfs_shard_writer_seal(struct cfs_shard_writer *w, int64_t *id, char *err, si
  * above cfs_shard_writer_seal_group() in shard_writer.c): invariant 2's
  * steps each run once for the group, in invariant 2's order for every
  * file of it - all flushed (and sealed with fs-verity where the store has
- * it), all renamed, then one catalog transaction with a savepoint per
- * file.  rcs[i] gets
+ * it), all renamed (or linked), then one catalog transaction, with a
+ * savepoint per file only when a file fails without.  rcs[i] gets
  * writer i's result: 0 sealed, or -errno (that file is removed, its bytes
  * released; err holds the last such message).  Returns 0 when the group's
  * own steps worked, else -errno with a message and every rcs[i] set:

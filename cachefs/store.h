@@ -65,8 +65,9 @@ struct cfs_store_opts {
 
 /*
  * A sync point: the files sealed so far made durable by an fsync of each
- * (and of shards/ and objects/), then struck from the catalog's `unsynced`
- * list.  The store's thread runs one right after start-up reconciliation
+ * (and of shards/ and objects/), or by one syncfs() of the cache's file
+ * system when more than CFS_SYNC_FILES_MAX are listed, then struck from
+ * the catalog's `unsynced` list.  The store's thread runs one right after start-up reconciliation
  * (the open does not wait for its fsyncs), then one every sync_period_ms;
  * close runs the last; `ingest` returns after it, so
  * what it reports is on disk, as `cp -r && sync`.  Returns 0, or -errno
@@ -75,6 +76,18 @@ struct cfs_store_opts {
  * later fsync may succeed although pages of the failed one were lost).
  */
 int cfs_store_sync(struct cfs_store *s, char *err, size_t errlen);
+
+/*
+ * Above this many files to make durable, a sync point runs one syncfs()
+ * instead of an fsync of each (store.c, sync_listed: why).
+ */
+#define CFS_SYNC_FILES_MAX 64
+
+/*
+ * How many sync points with files to sync made them durable by an fsync
+ * of each, and how many by one syncfs(), since the store was opened.
+ */
+void cfs_store_sync_ways(struct cfs_store *s, uint64_t *by_fsyncs, uint64_t *by_syncfs);
 
 /*
  * The ballast: CACHE_DIR/ballast, CFS_BALLAST_BYTES allocated at open,

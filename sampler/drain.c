@@ -63,8 +63,8 @@ int smp__get_room(struct smp_sampler *s, struct cfs_shard_writer *w, uint64_t ne
 		 * Inside a transfer callback: do not sleep here (every transfer
 		 * would stall).  Hold the transfers (they pause, keeping their
 		 * data) and let the fetch loop wait for room (smp__wait_for_room, from dispatch.c).
-		 * file:// transfers cannot pause (curl reads the file in one go)
-		 * and stall no server: they wait right here.
+		 * file:// transfers (read on this thread: fetch.c, run_local)
+		 * stall no server: they wait right here.
 		 */
 		s->need_room = true;
 		s->room_need = need;

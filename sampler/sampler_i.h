@@ -32,8 +32,15 @@
 /* Free bytes a disk that was full must have beyond a shard's first chunk before
    the samplers write again (sampler.c disk_has_room): the catalog's. */
 #define SMP_CATALOG_ROOM ((uint64_t)4 << 20)
-#define SMP_SEAL_QUEUE	 2   /* shards waiting for the sealer thread */
-#define SMP_RAW_GROUP	 256 /* raw objects queued for one group commit, at most */
+#define SMP_SEAL_QUEUE	 2 /* shards waiting for the sealer thread */
+/*
+ * Raw objects queued for one group commit, at most.  A queued object holds
+ * its reservation, not a descriptor (cfs_raw_writer_place closed it).  The
+ * larger the group, the more of its rows share index pages: with 256,
+ * 10^5 raw objects of 2 KiB wrote enough WAL for the checkpoints' fsyncs
+ * to keep the sealer waiting (docs/benchmarks.md, "Small objects").
+ */
+#define SMP_RAW_GROUP 2048
 
 struct cfs_budget;
 struct cfs_catalog;

@@ -10,7 +10,8 @@
  * it does not.  Does not choose which records go into a shard (drain.c)
  * and does not write a byte itself: cfs_shard_writer_seal() and
  * cfs_shard_writer_seal_group() do the renames and the catalog commit of
- * DESIGN 2.
+ * DESIGN 2 (a raw object's file is put in objects/ when it is handed
+ * over, smp__seal_raw).
  *
  * Once a seal fails, the writers queued behind it are aborted, not sealed,
  * until smp__seal_reset(): as after a crash, nothing commits after a file
@@ -145,11 +146,23 @@ static void *sealer_main(void *arg)
  * Hands a finished raw object to the sealer's next group (waits while
  * SMP_RAW_GROUP are queued).  Its plan mark and fetch count go with it
  * (cfs_shard_writer_add_marks, cfs_shard_writer_mark_fetched), so they
- * commit with its row.  Takes w in every case; returns 0, or the first
- * sealing error (the run then ends, w discarded).
+ * commit with its row.  Its file is put in objects/ first, here
+ * (cfs_raw_writer_place): the sealer's group then only commits rows, and
+ * this thread, which would otherwise wait for the sealer, does the link
+ * (for 2 KiB objects the sealer was the busier thread: 1.54 s running
+ * against the fetch thread's 0.86 s for 20,000 objects, `perf sched`).
+ * Takes w in every case; returns 0, or the first sealing error (the run
+ * then ends, w discarded).
  */
 int smp__seal_raw(struct smp_sampler *s, struct cfs_shard_writer *w)
 {
+	char perr[512];
+	int prc = cfs_raw_writer_place(w, perr, sizeof(perr));
+	if (prc) {
+		cmn_log(CMN_LOG_ERROR, "sealing a raw object: %s", perr);
+		cfs_shard_writer_abort(w);
+		return smp__fail_local(s, prc, "sealing raw objects");
+	}
 	pthread_mutex_lock(&s->seal_mu);
 	while (s->raw_n == SMP_RAW_GROUP && !s->seal_err)
 		pthread_cond_wait(&s->seal_cv,

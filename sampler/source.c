@@ -133,6 +133,14 @@ enum smp_scheme smp_source_scheme(const struct smp_source *s)
 	return s->scheme;
 }
 
+int smp_source_local_path(const struct smp_source *s, const char *key, char *out, size_t outlen)
+{
+	if (s->scheme != SMP_SCHEME_FILE)
+		return -EINVAL;
+	int n = snprintf(out, outlen, "%s%s", s->base, key);
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
 struct smp_stats *smp_source_stats(const struct smp_source *s)
 {
 	return s->conn.stats;

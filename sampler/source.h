@@ -1,17 +1,20 @@
 /*
  * source.h - one interface to remote sources: list, get a byte range.
  *
- * Three back-ends, all fetched through libcurl:
+ * Three back-ends:
  *   file:///abs/dir/          listing by walking the directory (file_list.c),
- *                             GET via file://
- *   http(s)://host/prefix/    listing from MANIFEST (`name size` lines) when the
+ *                             objects read with open/pread by the transfer
+ *                             engine (fetch.c, smp_source_local_path)
+ *   http(s)://host/prefix/    (libcurl) listing from MANIFEST (`name size` lines) when the
  *                             server has one, else nginx's JSON autoindex,
  *                             walking subdirectories (http_list.c); GET with Range
- *   s3://bucket/prefix/       ListObjectsV2 (paginated, XML via expat), GET with
+ *   s3://bucket/prefix/       (libcurl) ListObjectsV2 (paginated, XML via expat), GET with
  *                             Range, SigV4-signed unless anonymous (s3.c)
  *
  * Keys are relative to the source URL's prefix and are data (DESIGN 7): they
- * are only ever percent-encoded into URLs, never turned into local paths here.
+ * are percent-encoded into URLs, or, for a file:// source, appended to its
+ * directory to name the file to read (the file its URL names); never
+ * turned into a path of the cache.
  *
  * Thread model: a source is used by one thread at a time (the sampler's fetch
  * loop); smp_source_prepare() may be called for many easy handles of one multi.
@@ -57,6 +60,13 @@ int smp_source_open(struct smp_source **out, const struct smp_source_opts *o, ch
 void smp_source_free(struct smp_source *s);
 
 enum smp_scheme smp_source_scheme(const struct smp_source *s);
+
+/*
+ * file:// only: the path of `key` under the source's directory, the file
+ * its file:// URL names (smp_source_url), for reading it without curl.
+ * Returns 0, -EINVAL (not a file:// source) or -ENAMETOOLONG.
+ */
+int smp_source_local_path(const struct smp_source *s, const char *key, char *out, size_t outlen);
 
 /* The counters given in smp_source_opts.stats (may be NULL). */
 struct smp_stats *smp_source_stats(const struct smp_source *s);

@@ -6,6 +6,7 @@
  */
 #include "cfs_test.h"
 
+#include "cachefs/names.h"
 #include "cachefs/shard_writer.h"
 #include "cachefs/store.h"
 
@@ -361,6 +362,185 @@ static int64_t write_raw(struct cfs_store *s, const char *key, const char *data)
 	return id;
 }
 
+/*
+ * Invariant 2 for a raw object where the file system has O_TMPFILE: while
+ * it is written it has no name at all (tmp/ stays empty, objects/ has
+ * nothing), sealing links it into objects/ under its id with its row, and
+ * an abort leaves nothing behind and gives its reservation back.
+ */
+START_TEST(raw_object_unnamed_until_sealed)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	struct cfs_shard_writer *w = NULL, *v = NULL;
+	struct cfs_shard_info one;
+	struct cfs_budget_stat st;
+	char name[64], path[600];
+	int64_t id;
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	int probe = open(path, O_TMPFILE | O_WRONLY, 0600);
+	if (probe < 0) {
+		fprintf(stderr,
+			"raw_object_unnamed_until_sealed: no O_TMPFILE in %s (%s): nothing "
+			"to check\n",
+			dir, strerror(errno));
+		cfs_store_close(s);
+		return;
+	}
+	close(probe);
+
+	ck_assert_int_eq(cfs_raw_writer_open(&w, s, 1, 7, "a/key", err, sizeof(err)), 0);
+	id = cfs_shard_writer_id(w);
+	snprintf(name, sizeof(name), "objects/%lld", (long long)id);
+	ck_assert_int_eq(cfs_shard_writer_reserve(w, 5, 100), 0);
+	ck_assert_int_eq(cfs_raw_writer_write(w, "bytes", 5), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), id, &one), -ENOENT);
+	ck_assert_msg(cfs_shard_writer_seal(w, NULL, err, sizeof(err)) == 0, "seal: %s", err);
+	ck_assert_int_eq(cfs_test_size(dir, name), 5);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), id, &one), 0);
+	ck_assert_uint_eq(one.bytes, 5);
+	free(one.name);
+	int fd = cfs_store_open_file(s, CFS_KIND_RAW, id);
+	ck_assert_int_ge(fd, 0);
+	char got[8] = {0};
+	ck_assert_int_eq(pread(fd, got, sizeof(got), 0), 5);
+	ck_assert_str_eq(got, "bytes");
+	close(fd);
+
+	ck_assert_int_eq(cfs_raw_writer_open(&v, s, 1, 8, "b/key", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfs_shard_writer_reserve(v, 5, 100), 0);
+	ck_assert_int_eq(cfs_raw_writer_write(v, "other", 5), 0);
+	cfs_shard_writer_abort(v);
+	ck_assert_int_eq(cfs_test_count(dir, "tmp"), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 1);
+	cfs_budget_get(cfs_store_budget(s), &st);
+	ck_assert_uint_eq(st.sealed, 5);
+	ck_assert_uint_eq(st.reserved, 0);
+	cfs_store_close(s);
+}
+END_TEST
+
+/* Opens a raw writer of `key` holding `data` (reserved, written, not sealed). */
+static struct cfs_shard_writer *raw_written(struct cfs_store *s, const char *key, const char *data)
+{
+	struct cfs_shard_writer *w = NULL;
+	size_t len = strlen(data);
+	ck_assert_int_eq(cfs_raw_writer_open(&w, s, 1, 42, key, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfs_shard_writer_reserve(w, len, 100), 0);
+	ck_assert_int_eq(cfs_raw_writer_write(w, data, len), 0);
+	return w;
+}
+
+/*
+ * A group commit whose files' rows go in without a savepoint each: two
+ * files of one group with the same key both commit, the second under its
+ * id-suffixed name (its first row was refused whole, nothing of it left
+ * behind), each with its one sample row; a group of one sealed later
+ * still finds the name taken.
+ */
+START_TEST(raw_group_with_a_name_clash)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	struct cfs_shard_writer *ws[3] = {raw_written(s, "a", "one"), raw_written(s, "dup", "two"),
+					  raw_written(s, "dup", "three")};
+	int64_t ids[3] = {cfs_shard_writer_id(ws[0]), cfs_shard_writer_id(ws[1]),
+			  cfs_shard_writer_id(ws[2])};
+	int rcs[3] = {-1, -1, -1};
+	struct cfs_shard_info one;
+	struct cfs_sample *smp;
+	size_t n;
+	char want[64];
+	ck_assert_msg(cfs_shard_writer_seal_group(ws, 3, rcs, err, sizeof(err)) == 0, "group: %s",
+		      err);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(rcs[i], 0);
+		ck_assert_ptr_null(ws[i]);
+		ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), ids[i], &one), 0);
+		ck_assert_uint_eq(one.bytes, i == 0 ? 3 : i == 1 ? 3 : 5);
+		if (i == 2) {
+			ck_assert_int_eq(cfs_display_name("dup", ids[2], true, want, sizeof(want)),
+					 0);
+			ck_assert_str_eq(one.name, want);
+		} else {
+			ck_assert_str_eq(one.name, i == 0 ? "a" : "dup");
+		}
+		free(one.name);
+		ck_assert_int_eq(cfs_catalog_samples_of(cfs_store_catalog(s), ids[i], &smp, &n), 0);
+		ck_assert_uint_eq(n, 1);
+		free(smp);
+	}
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 3);
+	int64_t late = write_raw(s, "dup", "four");
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), late, &one), 0);
+	ck_assert_int_eq(cfs_display_name("dup", late, true, want, sizeof(want)), 0);
+	ck_assert_str_eq(one.name, want);
+	free(one.name);
+	cfs_store_close(s);
+}
+END_TEST
+
+/*
+ * A raw object placed before its seal (cfs_raw_writer_place): in objects/
+ * at once, without a row (invisible) until the seal commits one; nothing
+ * more can be written to it; an abort removes it and gives its bytes
+ * back; a process that dies between the two leaves a file without a row,
+ * which the next start deletes (invariant 6).
+ */
+START_TEST(raw_object_placed_before_its_seal)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	struct cfs_shard_writer *w = raw_written(s, "placed", "bytes"), *v;
+	struct cfs_shard_info one;
+	struct cfs_budget_stat st;
+	int64_t id = cfs_shard_writer_id(w);
+	char name[64];
+	snprintf(name, sizeof(name), "objects/%lld", (long long)id);
+	ck_assert_msg(cfs_raw_writer_place(w, err, sizeof(err)) == 0, "place: %s", err);
+	ck_assert_int_eq(cfs_test_size(dir, name), 5);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), id, &one), -ENOENT);
+	ck_assert_int_eq(cfs_raw_writer_write(w, "x", 1), -EINVAL);
+	ck_assert_int_eq(cfs_raw_writer_place(w, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(cfs_shard_writer_seal(w, NULL, err, sizeof(err)) == 0, "seal: %s", err);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), id, &one), 0);
+	ck_assert_str_eq(one.name, "placed");
+	free(one.name);
+	ck_assert_int_eq(cfs_test_size(dir, name), 5);
+
+	v = raw_written(s, "aborted", "other");
+	ck_assert_int_eq(cfs_raw_writer_place(v, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 2);
+	cfs_shard_writer_abort(v);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 1);
+	cfs_budget_get(cfs_store_budget(s), &st);
+	ck_assert_uint_eq(st.sealed, 5);
+	ck_assert_uint_eq(st.reserved, 0);
+	cfs_store_close(s);
+
+	pid_t pid = fork(); /* places an object and dies before its seal */
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct cfs_store *c = open_store(1 << 20);
+		struct cfs_shard_writer *x = raw_written(c, "orphan", "lost");
+		_exit(cfs_raw_writer_place(x, err, sizeof(err)) == 0 &&
+			      cfs_test_count(dir, "objects") == 2
+			  ? 0
+			  : 1);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %d", status);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 2);
+	s = open_store(1 << 20);
+	ck_assert_int_eq(cfs_test_count(dir, "objects"), 1);
+	ck_assert_int_eq(cfs_test_size(dir, name), 5);
+	cfs_budget_get(cfs_store_budget(s), &st);
+	ck_assert_uint_eq(st.sealed, 5);
+	cfs_store_close(s);
+}
+END_TEST
+
 START_TEST(raw_objects_with_hostile_keys)
 {
 	struct cfs_store *s = open_store(1 << 20);
@@ -535,6 +715,42 @@ START_TEST(sync_points_and_the_check_after_a_crash)
 	ck_assert_int_eq(access(path, F_OK), -1); /* the file went with its row */
 	cfs_store_close(s);
 	ck_assert_int_eq(unsynced_count(), 0);
+}
+END_TEST
+
+/*
+ * A sync point makes up to CFS_SYNC_FILES_MAX files durable by an fsync of
+ * each, more by one syncfs(); either way the `unsynced` list is emptied.
+ * The store's own sync points wait an hour here: only the test's run.
+ */
+START_TEST(sync_point_of_many_files_by_syncfs)
+{
+	struct cfs_store_opts o = {.dir = dir, .limit = 1 << 20, .sync_period_ms = 3600000};
+	struct cfs_store *s = NULL;
+	uint64_t by_fsyncs, by_syncfs;
+	char key[32];
+	ck_assert_msg(cfs_store_open(&s, &o, err, sizeof(err)) == 0, "store open: %s", err);
+	for (int i = 0; i < CFS_SYNC_FILES_MAX; i++) {
+		snprintf(key, sizeof(key), "few/%d", i);
+		write_raw(s, key, "raw bytes");
+	}
+	ck_assert_int_eq(unsynced_count(), CFS_SYNC_FILES_MAX);
+	ck_assert_msg(cfs_store_sync(s, err, sizeof(err)) == 0, "sync: %s", err);
+	ck_assert_int_eq(unsynced_count(), 0);
+	cfs_store_sync_ways(s, &by_fsyncs, &by_syncfs);
+	ck_assert_uint_eq(by_fsyncs, 1);
+	ck_assert_uint_eq(by_syncfs, 0);
+	for (int i = 0; i <= CFS_SYNC_FILES_MAX; i++) {
+		snprintf(key, sizeof(key), "many/%d", i);
+		write_raw(s, key, "raw bytes");
+	}
+	ck_assert_int_eq(unsynced_count(), CFS_SYNC_FILES_MAX + 1);
+	ck_assert_msg(cfs_store_sync(s, err, sizeof(err)) == 0, "sync: %s", err);
+	ck_assert_int_eq(unsynced_count(), 0);
+	cfs_store_sync_ways(s, &by_fsyncs, &by_syncfs);
+	ck_assert_uint_eq(by_fsyncs, 1);
+	ck_assert_uint_eq(by_syncfs, 1);
+	cfs_store_close(s);
 }
 END_TEST
 
@@ -794,9 +1010,13 @@ int main(void)
 	    {"seal_makes_visible_in_order", seal_makes_visible_in_order},
 	    {"append_needs_reservation", append_needs_reservation},
 	    {"abort_and_empty_discard", abort_and_empty_discard},
+	    {"raw_object_unnamed_until_sealed", raw_object_unnamed_until_sealed},
 	    {"raw_objects_with_hostile_keys", raw_objects_with_hostile_keys},
+	    {"raw_group_with_a_name_clash", raw_group_with_a_name_clash},
+	    {"raw_object_placed_before_its_seal", raw_object_placed_before_its_seal},
 	    {"reconcile_crafted_crash_states", reconcile_crafted_crash_states},
 	    {"sync_points_and_the_check_after_a_crash", sync_points_and_the_check_after_a_crash},
+	    {"sync_point_of_many_files_by_syncfs", sync_point_of_many_files_by_syncfs},
 	    {"evict_closed_now_open_on_release", evict_closed_now_open_on_release},
 	    {"writer_waits_for_eviction", writer_waits_for_eviction},
 	    {"evict_inside_boundary_transaction", evict_inside_boundary_transaction},
