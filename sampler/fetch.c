@@ -580,7 +580,8 @@ static bool run_local(struct smp_fetch *f, struct xfer *x)
 	if (f->hold)
 		return false;
 	int rc = smp_source_local_path(f->source, x->key, path, sizeof(path));
-	int fd = rc ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+	/* as the listing's walk, no symbolic link at the end: nothing it did not list */
+	int fd = rc ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (rc) {
 		cc = CURLE_URL_MALFORMAT;
 		status = 0;

@@ -2,7 +2,7 @@
  * file_list.c - listing a file:// source by walking its directory.
  *
  * Owns nothing: it fills the caller's listing.  Does not read file contents
- * (fetch.c GETs them through curl's file://) and follows no symbolic link
+ * (fetch.c reads them, with O_NOFOLLOW) and follows no symbolic link
  * (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW), so a link cannot lead the walk out of
  * the source directory.  Bounds: SMP_LIST_MAX_DEPTH levels, SMP_KEY_MAX
  * bytes per key (longer ones are skipped with a warning), the object cap of
