@@ -489,13 +489,16 @@ struct cfs_plan_object {
 };
 
 /*
- * The plan's objects ordered by first_unit, without their index: idx is
- * NULL and idx_len its length (0: none; cfs_catalog_plan_idx reads it);
- * free with cfs_plan_objects_free.
+ * The plan's objects ordered by first_unit, without their index, one by
+ * one as read: fn(ctx, row) for each (row->idx is NULL, row->idx_len its
+ * length: 0 for none; cfs_catalog_plan_idx reads it), with the catalog's
+ * lock held, so fn must not call the catalog.  A non-zero return of fn
+ * stops the walk and is returned.  Nothing is held per row.  0, fn's
+ * error or -errno.
  */
-int cfs_catalog_plan_objects(struct cfs_catalog *c, int64_t plan_id, struct cfs_plan_object **out,
-			     size_t *n);
-void cfs_plan_objects_free(struct cfs_plan_object *v, size_t n);
+typedef int (*cfs_plan_object_fn)(void *ctx, const struct cfs_plan_object *row);
+int cfs_catalog_plan_objects_each(struct cfs_catalog *c, int64_t plan_id, cfs_plan_object_fn fn,
+				  void *ctx);
 
 /*
  * The index of one object of the plan: *idx malloc'd (NULL and *len 0

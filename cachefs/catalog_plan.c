@@ -271,18 +271,6 @@ int cfs_catalog_plan_marks_of(struct cfs_catalog *c, int64_t plan_id, uint64_t p
 
 /* ---- plan objects ------------------------------------------------------ */
 
-void cfs_plan_objects_free(struct cfs_plan_object *v, size_t n)
-{
-	for (size_t i = 0; v && i < n; i++)
-		free(v[i].idx);
-	free(v);
-}
-
-static void plan_objects_drop(void *arr, size_t n)
-{
-	cfs_plan_objects_free(arr, n);
-}
-
 static int row_plan_object(sqlite3_stmt *st, void *el)
 {
 	struct cfs_plan_object *o = el;
@@ -321,11 +309,29 @@ static int ids_of(struct cfs_catalog *c, enum stmt_id sid, int64_t key, int64_t 
 	return rc;
 }
 
-int cfs_catalog_plan_objects(struct cfs_catalog *c, int64_t plan_id, struct cfs_plan_object **out,
-			     size_t *n)
+int cfs_catalog_plan_objects_each(struct cfs_catalog *c, int64_t plan_id, cfs_plan_object_fn fn,
+				  void *ctx)
 {
-	return rows_of(c, S_POBJ_LIST, plan_id, sizeof(**out), row_plan_object, plan_objects_drop,
-		       "plan objects", (void **)out, n);
+	sqlite3_stmt *st;
+	int rc = 0, src = SQLITE_DONE;
+
+	cfs__lock(c);
+	st = cfs__stmt(c, S_POBJ_LIST);
+	if (!st)
+		rc = -EIO;
+	else
+		sqlite3_bind_int64(st, 1, plan_id);
+	while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cfs_plan_object o = {0};
+		row_plan_object(st, &o);
+		rc = fn(ctx, &o);
+	}
+	if (rc == 0 && src != SQLITE_DONE)
+		rc = cfs__fail(c, src, "plan objects");
+	if (st)
+		sqlite3_reset(st);
+	cfs__unlock(c);
+	return rc;
 }
 
 int cfs_catalog_plan_idx(struct cfs_catalog *c, int64_t plan_id, int64_t object_id, void **idx,

@@ -77,13 +77,13 @@ static struct smp__pobj *pobj_new(struct smp_sampler *s)
 	return cmn_arena_zalloc(&s->pobj_mem, sizeof(struct smp__pobj), _Alignof(struct smp__pobj));
 }
 
-/* What a plan object owns outside the arena: its index. */
+/* What a plan object owns outside the arena: its index, while loaded. */
 static void pobj_drop(struct smp__pobj *o)
 {
-	if (!o)
+	if (!o || !o->ix)
 		return;
-	free(o->idx);
-	o->idx = NULL;
+	free(o->ix->idx);
+	o->ix->idx = NULL;
 }
 
 /* ---- indexes (the file comment) ------------------------------------------ */
@@ -92,7 +92,7 @@ static void pobj_drop(struct smp__pobj *o)
 static void cache_evict(struct smp_sampler *s, size_t i)
 {
 	struct smp__pobj *o = s->idx_cache[i];
-	s->idx_cache_bytes -= (uint64_t)o->units * sizeof(*o->idx);
+	s->idx_cache_bytes -= (uint64_t)o->units * sizeof(struct smp__idx);
 	pobj_drop(o);
 	memmove(&s->idx_cache[i], &s->idx_cache[i + 1],
 		(s->nidx_cache - i - 1) * sizeof(s->idx_cache[0]));
@@ -109,7 +109,7 @@ static void cache_evict(struct smp_sampler *s, size_t i)
 static int index_of(struct smp_sampler *s, struct smp__pobj *o, const struct smp__idx **out)
 {
 	size_t i = 0;
-	if (o->idx) {
+	if (o->ix->idx) {
 		while (i < s->nidx_cache && s->idx_cache[i] != o)
 			i++;
 		if (i < s->nidx_cache) {
@@ -117,7 +117,7 @@ static int index_of(struct smp_sampler *s, struct smp__pobj *o, const struct smp
 				(s->nidx_cache - i - 1) * sizeof(s->idx_cache[0]));
 			s->idx_cache[s->nidx_cache - 1] = o;
 		}
-		*out = o->idx;
+		*out = o->ix->idx;
 		return 0;
 	}
 	void *b;
@@ -125,7 +125,7 @@ static int index_of(struct smp_sampler *s, struct smp__pobj *o, const struct smp
 	int rc = cfs_catalog_plan_idx(s->cat, s->plan_id, o->object_id, &b, &len);
 	if (rc)
 		return rc;
-	if (len != (size_t)o->units * sizeof(*o->idx)) {
+	if (len != (size_t)o->units * sizeof(struct smp__idx)) {
 		free(b);
 		cmn_log(CMN_LOG_ERROR,
 			"object %lld: its index in the catalog (%zu bytes) does not match its %u "
@@ -136,10 +136,10 @@ static int index_of(struct smp_sampler *s, struct smp__pobj *o, const struct smp
 	while (s->nidx_cache && (s->nidx_cache == SMP_IDX_CACHE_OBJECTS ||
 				 s->idx_cache_bytes + len > SMP_IDX_CACHE_BYTES))
 		cache_evict(s, 0);
-	o->idx = b;
+	o->ix->idx = b;
 	s->idx_cache[s->nidx_cache++] = o;
 	s->idx_cache_bytes += len;
-	*out = o->idx;
+	*out = o->ix->idx;
 	return 0;
 }
 
@@ -211,25 +211,22 @@ static struct smp__pobj *find_id(struct smp__pobj **v, size_t n, int64_t id)
 /* ---- load ----------------------------------------------------------------- */
 
 /*
- * The record bytes of the plan's indexed objects s->pobj[base + i] whose
- * row po[i] has none (a catalog before version 9): summed from the index
- * and written to the row, in one transaction.  0 or -errno.
+ * The record bytes of the plan's indexed objects s->pobj[old[i]] whose row
+ * has none (a catalog before version 9): summed from the index and written
+ * to the row, in one transaction.  0 or -errno.
  */
-static int old_record_bytes(struct smp_sampler *s, const struct cfs_plan_object *po, size_t base,
-			    size_t npo)
+static int old_record_bytes(struct smp_sampler *s, const size_t *old, size_t nold)
 {
 	int rc = cfs_catalog_begin(s->cat);
-	for (size_t i = 0; rc == 0 && i < npo; i++) {
-		struct smp__pobj *o = s->pobj[base + i];
+	for (size_t i = 0; rc == 0 && i < nold; i++) {
+		struct smp__pobj *o = s->pobj[old[i]];
 		const struct smp__idx *ix;
-		if (!o->indexed || po[i].record_bytes >= 0)
-			continue;
 		rc = index_of(s, o, &ix);
 		for (uint32_t k = 0; rc == 0 && k < o->units; k++)
-			o->rec_bytes += ix[k].size;
+			o->ix->rec_bytes += ix[k].size;
 		if (rc == 0)
 			rc = cfs_catalog_plan_set_record_bytes(s->cat, s->plan_id, o->object_id,
-							       o->rec_bytes);
+							       o->ix->rec_bytes);
 	}
 	if (rc == 0)
 		return cfs_catalog_commit(s->cat);
@@ -237,13 +234,53 @@ static int old_record_bytes(struct smp_sampler *s, const struct cfs_plan_object 
 	return rc;
 }
 
+/* smp__plan_load's walk of the plan's rows (cfs_catalog_plan_objects_each). */
+struct load_walk {
+	struct smp_sampler *s;
+	uint64_t n;  /* units: the end of the last object */
+	size_t *old; /* indexed objects whose row has no record bytes (old_record_bytes) */
+	size_t nold, old_cap;
+};
+
+/* A plan object for one row, made as it is read (the rows are never all held). */
+static int load_row(void *ctx, const struct cfs_plan_object *po)
+{
+	struct load_walk *w = ctx;
+	struct smp_sampler *s = w->s;
+	struct smp__pobj *o = pobj_new(s);
+	if (!o || pobj_push(s, o))
+		return -ENOMEM;
+	o->object_id = po->object_id;
+	o->first = po->first_unit;
+	o->units = (uint32_t)po->units;
+	if (po->idx_len > 0 && po->idx_len == o->units * sizeof(struct smp__idx)) {
+		o->ix = cmn_arena_zalloc(&s->pobj_mem, sizeof(*o->ix), _Alignof(struct smp__pidx));
+		if (!o->ix)
+			return -ENOMEM;
+		o->ix->rec_bytes = po->record_bytes > 0 ? (uint64_t)po->record_bytes : 0;
+		if (po->record_bytes < 0) {
+			if (w->nold == w->old_cap) {
+				size_t cap = w->old_cap ? w->old_cap * 2 : 64;
+				size_t *nv = realloc(w->old, cap * sizeof(*nv));
+				if (!nv)
+					return -ENOMEM;
+				w->old = nv;
+				w->old_cap = cap;
+			}
+			w->old[w->nold++] = s->npobj - 1;
+		}
+	}
+	w->n = o->first + o->units;
+	return 0;
+}
+
 int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 {
 	const struct cmn_config *c = s->cfg;
 	struct cfs_plan_row row;
-	struct cfs_plan_object *po = NULL;
+	struct load_walk w = {.s = s};
 	uint64_t *marks = NULL;
-	size_t npo = 0, nmarks = 0;
+	size_t nmarks = 0;
 	bool by_records =
 	    c->strategy == CMN_STRATEGY_RECORDS && c->format == CMN_FORMAT_TFRECORD &&
 	    (c->compression == CMN_COMPRESSION_NONE || c->compression == CMN_COMPRESSION_AUTO);
@@ -261,7 +298,7 @@ int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 		return rc;
 	}
 	s->plan_id = row.id;
-	rc = cfs_catalog_plan_objects(s->cat, row.id, &po, &npo);
+	rc = cfs_catalog_plan_objects_each(s->cat, row.id, load_row, &w);
 	if (rc == 0)
 		rc = cfs_catalog_plan_marks_of(s->cat, row.id, row.pass, &marks, &nmarks);
 	if (rc) {
@@ -269,26 +306,9 @@ int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 			 strerror(-rc));
 		goto out;
 	}
-	uint64_t n = 0;
-	size_t base = s->npobj, nold = 0;
-	for (size_t i = 0; i < npo; i++) {
-		struct smp__pobj *o = pobj_new(s);
-		if (!o || pobj_push(s, o)) {
-			rc = -ENOMEM;
-			snprintf(err, errlen, "out of memory for the sampling plan");
-			goto out;
-		}
-		o->object_id = po[i].object_id;
-		o->first = po[i].first_unit;
-		o->units = (uint32_t)po[i].units;
-		o->indexed =
-		    po[i].idx_len > 0 && po[i].idx_len == o->units * sizeof(struct smp__idx);
-		o->rec_bytes = po[i].record_bytes > 0 ? (uint64_t)po[i].record_bytes : 0;
-		nold += o->indexed && po[i].record_bytes < 0;
-		n = o->first + o->units;
-	}
-	if (nold) /* rows written before record_bytes: summed once, from their index */
-		rc = old_record_bytes(s, po, base, npo);
+	uint64_t n = w.n;
+	if (w.nold) /* rows written before record_bytes: summed once, from their index */
+		rc = old_record_bytes(s, w.old, w.nold);
 	if (rc) {
 		snprintf(err, errlen, "reading the sampling plan's indexes: %s", strerror(-rc));
 		goto out;
@@ -331,7 +351,7 @@ int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 		(unsigned long long)st.cursor);
 out:
 	cfs_plan_row_free(&row);
-	cfs_plan_objects_free(po, npo);
+	free(w.old);
 	free(marks);
 	return rc;
 }
@@ -440,10 +460,11 @@ static void idx_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 static const struct smp_xfer_ops idx_ops = {idx_data, idx_end, idx_restart, idx_done};
 
 /*
- * Sets the units, record bytes and index (o->idx, until written to the
- * catalog) of the object of one fetched sidecar (of key).  0 or -ENOMEM.
+ * Sets the units, record bytes and index (o->ix; the index until written to
+ * the catalog) of the object of one fetched sidecar (of key).  0 or -ENOMEM.
  */
-static int set_index(struct smp__pobj *o, const char *key, const struct idx_fetch *x)
+static int set_index(struct smp_sampler *s, struct smp__pobj *o, const char *key,
+		     const struct idx_fetch *x)
 {
 	struct smp_idx_entry *ents = NULL;
 	size_t ne = 0, cap = 0;
@@ -457,17 +478,19 @@ static int set_index(struct smp__pobj *o, const char *key, const struct idx_fetc
 			"reading the whole object instead",
 			key, ne);
 	} else if (prc == 0 && ne > 0) {
-		o->idx = malloc(ne * sizeof(*o->idx));
-		if (!o->idx) {
+		struct smp__pidx *ix =
+		    cmn_arena_zalloc(&s->pobj_mem, sizeof(*ix), _Alignof(struct smp__pidx));
+		if (ix)
+			ix->idx = malloc(ne * sizeof(*ix->idx));
+		if (!ix || !ix->idx) {
 			rc = -ENOMEM;
 		} else {
-			o->rec_bytes = 0;
 			for (size_t i = 0; i < ne; i++) {
-				o->idx[i] = (struct smp__idx){ents[i].off, ents[i].size, 0};
-				o->rec_bytes += ents[i].size;
+				ix->idx[i] = (struct smp__idx){ents[i].off, ents[i].size, 0};
+				ix->rec_bytes += ents[i].size;
 			}
 			o->units = (uint32_t)ne;
-			o->indexed = true;
+			o->ix = ix;
 		}
 	} else if (prc == -ENOMEM) {
 		rc = prc;
@@ -539,7 +562,7 @@ out:
 	if (rc) /* requests still queued point into fx: end them all */
 		smp_fetch_cancel_all(s->fetch);
 	for (size_t i = 0; i < m && rc == 0; i++)
-		rc = set_index(of[i], ok[i], &fx[i]);
+		rc = set_index(s, of[i], ok[i], &fx[i]);
 	for (size_t i = 0; i < m; i++)
 		free(fx[i].buf);
 	free(fx);
@@ -557,9 +580,9 @@ static void fresh_row(void *ctx, size_t i, struct cfs_plan_object *out)
 	*out = (struct cfs_plan_object){o->object_id,
 					o->first,
 					o->units,
-					o->idx,
-					o->idx ? o->units * sizeof(struct smp__idx) : 0,
-					(int64_t)o->rec_bytes};
+					o->ix ? o->ix->idx : NULL,
+					o->ix ? o->units * sizeof(struct smp__idx) : 0,
+					o->ix ? (int64_t)o->ix->rec_bytes : 0};
 }
 
 int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const int64_t *ids,
@@ -696,8 +719,10 @@ static void count_wanted(struct smp_sampler *s)
 		if (!o->live)
 			continue;
 		live++;
-		if (o->indexed) {
-			want += o->rec_bytes > o->res_bytes ? o->rec_bytes - o->res_bytes : 0;
+		if (o->ix) {
+			want += o->ix->rec_bytes > o->ix->res_bytes
+				    ? o->ix->rec_bytes - o->ix->res_bytes
+				    : 0;
 			continue;
 		}
 		for (uint64_t u = o->first; u < o->first + o->units; u++)
@@ -736,7 +761,7 @@ static void record_resident(struct smp_sampler *s, struct smp__pobj *o, uint32_t
 	if (cmn_plan_is_resident(s->plan, o->first + k))
 		return; /* one unit, two samples (a file being evicted, and its copy) */
 	cmn_plan_set_resident(s->plan, o->first + k, true);
-	o->res_bytes += bytes;
+	o->ix->res_bytes += bytes;
 }
 
 /* The walk of the resident samples (resident_records). */
@@ -753,7 +778,7 @@ static int res_row(void *ctx, const struct cfs_sample_ref *r)
 	struct smp__pobj *o = find_id(w->sorted, w->s->npobj, r->object_id);
 	if (!o)
 		return 0; /* another plan's */
-	if (!o->indexed) {
+	if (!o->ix) {
 		cmn_plan_set_resident(w->s->plan, o->first, true);
 	} else if (r->ordinal >= 0) {
 		if (r->ordinal < o->units)
@@ -822,7 +847,8 @@ int smp__plan_refresh_resident(struct smp_sampler *s)
 		return -ENOMEM;
 	cmn_plan_clear_resident(s->plan);
 	for (size_t i = 0; i < s->npobj; i++)
-		s->pobj[i]->res_bytes = 0;
+		if (s->pobj[i]->ix)
+			s->pobj[i]->ix->res_bytes = 0;
 	if (s->unit_kind == CFS_PLAN_RECORDS) {
 		rc = resident_records(s, sorted);
 	} else {
@@ -857,7 +883,7 @@ int smp__plan_refresh_resident(struct smp_sampler *s)
 		qsort(s->cut, s->ncut, sizeof(*s->cut), cmp_i64);
 	for (size_t i = 0; rc == 0 && i < s->npartial; i++) {
 		struct smp__pobj *o = find_id(sorted, s->npobj, s->partial[i].object_id);
-		if (o && !o->indexed)
+		if (o && !o->ix)
 			cmn_plan_set_resident(s->plan, o->first, false);
 	}
 	free(sorted);
@@ -910,7 +936,7 @@ static void buffer_low(const struct smp_rec *r, void *ctx)
 {
 	(void)ctx;
 	struct smp__job *j = r->job;
-	if (j && !j->obj->indexed && r->object_offset < j->low)
+	if (j && !j->obj->ix && r->object_offset < j->low)
 		j->low = r->object_offset;
 }
 
@@ -940,7 +966,7 @@ size_t smp__plan_lows(struct smp_sampler *s, uint64_t **units, uint64_t **lows)
 	}
 	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
 		for (const struct smp__job *j = lists[l]; j; j = j->next)
-			if (!j->obj->indexed && j->plain && j->low > 0 && !j->cancelled) {
+			if (!j->obj->ix && j->plain && j->low > 0 && !j->cancelled) {
 				(*units)[n] = j->unit;
 				(*lows)[n++] = j->low;
 			}
@@ -1023,7 +1049,7 @@ int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)
 		smp__job_free(s, j);
 		return rc;
 	}
-	if (o->indexed) {
+	if (o->ix) {
 		const struct smp__idx *ix = NULL;
 		rc = index_of(s, o, &ix);
 		j->run = rc ? NULL : malloc(SMP_RUN_MAX_UNITS * sizeof(*j->run));
@@ -1104,8 +1130,8 @@ void smp__unit_complete(struct smp_sampler *s, uint64_t u, uint64_t bytes, bool 
 		if (!cmn_plan_is_resident(s->plan, u)) {
 			struct smp__pobj *o = smp__plan_obj(s, u);
 			uint64_t w = atomic_load(&s->wanted);
-			if (o && o->indexed)
-				o->res_bytes += bytes;
+			if (o && o->ix)
+				o->ix->res_bytes += bytes;
 			if (w != UINT64_MAX)
 				atomic_store(&s->wanted, w > bytes ? w - bytes : 0);
 		}
@@ -1231,7 +1257,7 @@ void smp__job_maybe_end(struct smp_sampler *s, struct smp__job *j)
 		return;
 	if (!j->cancelled && job_hold(s, j))
 		return;
-	if (!j->cancelled && !j->obj->indexed)
+	if (!j->cancelled && !j->obj->ix)
 		whole_end(s, j);
 	else if (!j->cancelled)
 		run_end(s, j);

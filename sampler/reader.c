@@ -327,7 +327,7 @@ static void obj_done(void *ctx, int rc, enum smp_xfer_end how, const char *msg)
 	 * stopped (ingest's next round, a mount's next epoch, a new run):
 	 * smp__job_maybe_end counts it; other give-ups are counted here.
 	 */
-	j->exhausted = how == SMP_XFER_EXHAUSTED && !j->obj->indexed;
+	j->exhausted = how == SMP_XFER_EXHAUSTED && !j->obj->ix;
 	if (how != SMP_XFER_ENDED && !j->exhausted)
 		smp__count_failed(s, j->obj);
 	s->inflight--;
@@ -514,7 +514,7 @@ int smp__reader_new(struct smp_sampler *s, struct smp__job *j, struct smp__reade
 	} else {
 		struct cmn_tfr_opts to = {
 		    /* a partial object resumed at its low was found plain before */
-		    .compression = j->off > 0 && !j->obj->indexed		 ? CMN_TFR_NONE
+		    .compression = j->off > 0 && !j->obj->ix			 ? CMN_TFR_NONE
 				   : s->cfg->compression == CMN_COMPRESSION_GZIP ? CMN_TFR_GZIP
 				   : s->cfg->compression == CMN_COMPRESSION_ZLIB ? CMN_TFR_ZLIB
 				   : s->cfg->compression == CMN_COMPRESSION_NONE ? CMN_TFR_NONE

@@ -99,18 +99,23 @@ _Static_assert(sizeof(struct smp__idx) == 16, "the catalog blob layout");
 #define SMP_IDX_CACHE_OBJECTS 8
 #define SMP_IDX_CACHE_BYTES   ((uint64_t)4 << 20)
 
+/* What an object read by records has beside its plan object (in s->pobj_mem). */
+struct smp__pidx {
+	struct smp__idx *idx; /* [units] while loaded (index_of's cache), else NULL; malloc'd */
+	uint64_t rec_bytes;   /* the sum of its records' sizes */
+	uint64_t res_bytes;   /* ... of those resident (smp__plan_refresh_resident,
+				 smp__unit_complete) */
+};
+
 /* One object of the sampling plan (plan.c): its units, where its index is. */
 struct smp__pobj { /* in s->pobj_mem (plan.c): one per listed object; its key
 		     stays in the catalog (a job reads it: smp__job.key) */
 	int64_t object_id;
 	uint64_t size;	      /* bytes (listing) */
 	uint64_t first;	      /* its units are [first, first + units) */
-	struct smp__idx *idx; /* [units] while loaded (index_of's cache), else NULL; malloc'd */
-	uint64_t rec_bytes;   /* indexed: the sum of its records' sizes */
-	uint64_t res_bytes;   /* indexed: ... of those resident (smp__plan_refresh_resident,
-				 smp__unit_complete) */
+	struct smp__pidx *ix; /* read by records: one unit per record of its index (table
+				 plan_index); NULL: read whole */
 	uint32_t units;	      /* 1: read whole; else one unit per indexed record */
-	bool indexed;	      /* one unit per record of its index (table plan_index) */
 	bool live;	      /* in the latest listing of this rank */
 };
 

@@ -812,11 +812,35 @@ START_TEST(lists_grow_past_first_block)
 }
 END_TEST
 
+/* cfs_catalog_plan_objects_each into a fixed array (plan_rows). */
+struct plan_rows {
+	struct cfs_plan_object v[4];
+	size_t n;
+};
+
+static int plan_row(void *ctx, const struct cfs_plan_object *o)
+{
+	struct plan_rows *r = ctx;
+	ck_assert_ptr_null(o->idx); /* the walk reads no index, only its length */
+	if (r->n == 4)
+		return -E2BIG;
+	r->v[r->n++] = *o;
+	return 0;
+}
+
+static size_t plan_rows_read(struct cfs_catalog *c, int64_t plan_id, struct plan_rows *r)
+{
+	r->n = 0;
+	ck_assert_int_eq(cfs_catalog_plan_objects_each(c, plan_id, plan_row, r), 0);
+	return r->n;
+}
+
 START_TEST(plan_rows_roundtrip)
 {
 	struct cfs_catalog *c = open_rw();
 	struct cfs_plan_row p, q;
-	struct cfs_plan_object *po;
+	struct plan_rows rows;
+	const struct cfs_plan_object *po = rows.v;
 	uint64_t *units, marked[2] = {3, 1};
 	uint8_t idx[5] = {1, 2, 3, 4, 5}, taken[2] = {0x0a, 0x80};
 	struct cfs_plan_object add[2] = {{.object_id = 11, .first_unit = 0, .units = 2},
@@ -841,17 +865,14 @@ START_TEST(plan_rows_roundtrip)
 	add[1].record_bytes = 77;
 	ck_assert_int_eq(cfs_catalog_plan_objects_add(c, p.id, add, 2, 5), 0);
 	ck_assert_int_eq(cfs_catalog_plan_objects_add(c, p.id, add, 1, 9), -EEXIST);
-	ck_assert_int_eq(cfs_catalog_plan_objects(c, p.id, &po, &n), 0);
-	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(plan_rows_read(c, p.id, &rows), 2);
 	ck_assert_int_eq(po[0].object_id, 11);
 	ck_assert_ptr_null(po[0].idx);
 	ck_assert_uint_eq(po[0].idx_len, 0);
 	ck_assert_int_eq(po[0].record_bytes, -1);
 	ck_assert_uint_eq(po[1].units, 3);
-	ck_assert_ptr_null(po[1].idx); /* the list reads no index, only its length */
 	ck_assert_uint_eq(po[1].idx_len, sizeof(idx));
 	ck_assert_int_eq(po[1].record_bytes, 77);
-	cfs_plan_objects_free(po, n);
 	/* one object's index, on demand */
 	void *blob;
 	size_t blob_len;
@@ -865,9 +886,8 @@ START_TEST(plan_rows_roundtrip)
 	ck_assert_int_eq(cfs_catalog_plan_idx(c, p.id, 13, &blob, &blob_len), 0);
 	ck_assert_ptr_null(blob);
 	ck_assert_int_eq(cfs_catalog_plan_set_record_bytes(c, p.id, 11, 5), 0);
-	ck_assert_int_eq(cfs_catalog_plan_objects(c, p.id, &po, &n), 0);
+	plan_rows_read(c, p.id, &rows);
 	ck_assert_int_eq(po[0].record_bytes, 5);
-	cfs_plan_objects_free(po, n);
 	ck_assert_int_eq(cfs_catalog_plan_get(c, src, 0, 2, CFS_PLAN_RECORDS, 42, &q), 0);
 	ck_assert_uint_eq(q.n_units, 5);
 
