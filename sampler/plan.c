@@ -210,17 +210,23 @@ static struct smp__pobj *find_id(struct smp__pobj **v, size_t n, int64_t id)
 
 /* ---- load ----------------------------------------------------------------- */
 
+/* rec_bytes of a plan object whose row has none (load_row, old_record_bytes) */
+#define REC_BYTES_UNKNOWN UINT64_MAX
+
 /*
- * The record bytes of the plan's indexed objects s->pobj[old[i]] whose row
- * has none (a catalog before version 9): summed from the index and written
- * to the row, in one transaction.  0 or -errno.
+ * The record bytes of the plan's indexed objects whose row has none (a
+ * catalog before version 9): summed from the index and written to the
+ * row, in one transaction.  0 or -errno.
  */
-static int old_record_bytes(struct smp_sampler *s, const size_t *old, size_t nold)
+static int old_record_bytes(struct smp_sampler *s)
 {
 	int rc = cfs_catalog_begin(s->cat);
-	for (size_t i = 0; rc == 0 && i < nold; i++) {
-		struct smp__pobj *o = s->pobj[old[i]];
+	for (size_t i = 0; rc == 0 && i < s->npobj; i++) {
+		struct smp__pobj *o = s->pobj[i];
 		const struct smp__idx *ix;
+		if (!o->ix || o->ix->rec_bytes != REC_BYTES_UNKNOWN)
+			continue;
+		o->ix->rec_bytes = 0;
 		rc = index_of(s, o, &ix);
 		for (uint32_t k = 0; rc == 0 && k < o->units; k++)
 			o->ix->rec_bytes += ix[k].size;
@@ -238,8 +244,7 @@ static int old_record_bytes(struct smp_sampler *s, const size_t *old, size_t nol
 struct load_walk {
 	struct smp_sampler *s;
 	uint64_t n;  /* units: the end of the last object */
-	size_t *old; /* indexed objects whose row has no record bytes (old_record_bytes) */
-	size_t nold, old_cap;
+	size_t nold; /* indexed objects whose row has no record bytes (old_record_bytes) */
 };
 
 /* A plan object for one row, made as it is read (the rows are never all held). */
@@ -257,18 +262,9 @@ static int load_row(void *ctx, const struct cfs_plan_object *po)
 		o->ix = cmn_arena_zalloc(&s->pobj_mem, sizeof(*o->ix), _Alignof(struct smp__pidx));
 		if (!o->ix)
 			return -ENOMEM;
-		o->ix->rec_bytes = po->record_bytes > 0 ? (uint64_t)po->record_bytes : 0;
-		if (po->record_bytes < 0) {
-			if (w->nold == w->old_cap) {
-				size_t cap = w->old_cap ? w->old_cap * 2 : 64;
-				size_t *nv = realloc(w->old, cap * sizeof(*nv));
-				if (!nv)
-					return -ENOMEM;
-				w->old = nv;
-				w->old_cap = cap;
-			}
-			w->old[w->nold++] = s->npobj - 1;
-		}
+		o->ix->rec_bytes =
+		    po->record_bytes >= 0 ? (uint64_t)po->record_bytes : REC_BYTES_UNKNOWN;
+		w->nold += po->record_bytes < 0;
 	}
 	w->n = o->first + o->units;
 	return 0;
@@ -308,7 +304,7 @@ int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 	}
 	uint64_t n = w.n;
 	if (w.nold) /* rows written before record_bytes: summed once, from their index */
-		rc = old_record_bytes(s, w.old, w.nold);
+		rc = old_record_bytes(s);
 	if (rc) {
 		snprintf(err, errlen, "reading the sampling plan's indexes: %s", strerror(-rc));
 		goto out;
@@ -351,7 +347,6 @@ int smp__plan_load(struct smp_sampler *s, char *err, size_t errlen)
 		(unsigned long long)st.cursor);
 out:
 	cfs_plan_row_free(&row);
-	free(w.old);
 	free(marks);
 	return rc;
 }
