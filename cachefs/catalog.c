@@ -505,35 +505,52 @@ static int grow_array(void **arr, size_t *cap, size_t cnt, size_t elem)
 	return 0;
 }
 
+int cfs__each_row(struct cfs_catalog *c, sqlite3_stmt *st, cfs__each_fn each, void *ctx,
+		  const char *what)
+{
+	int rc, e = 0;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && (e = each(st, ctx)) == 0)
+		;
+	sqlite3_reset(st);
+	if (e)
+		return e;
+	return rc == SQLITE_DONE ? 0 : cfs__fail(c, rc, what);
+}
+
+/* cfs__collect_rows's array, grown by one element a row. */
+struct collect {
+	char *arr;
+	size_t cnt, cap, elem;
+	cfs__row_fn row;
+};
+
+static int collect_row(sqlite3_stmt *st, void *ctx)
+{
+	struct collect *k = ctx;
+	int e = grow_array((void **)&k->arr, &k->cap, k->cnt, k->elem);
+	if (e < 0)
+		return e;
+	char *el = k->arr + k->cnt++ * k->elem;
+	memset(el, 0, k->elem);
+	return k->row(st, el); /* counted even on failure: drop() frees its part */
+}
+
 int cfs__collect_rows(struct cfs_catalog *c, sqlite3_stmt *st, size_t elem, cfs__row_fn row,
 		      cfs__rows_free_fn drop, const char *what, void **out, size_t *n)
 {
-	char *arr = NULL;
-	size_t cnt = 0, cap = 0;
-	int rc, e = 0;
+	struct collect k = {.elem = elem, .row = row};
+	int e = cfs__each_row(c, st, collect_row, &k, what);
 
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		e = grow_array((void **)&arr, &cap, cnt, elem);
-		if (e < 0)
-			break;
-		char *el = arr + cnt++ * elem;
-		memset(el, 0, elem);
-		e = row(st, el); /* counted even on failure: drop() frees its part */
-		if (e < 0)
-			break;
-	}
-	sqlite3_reset(st);
-	if (e == 0 && rc != SQLITE_DONE)
-		e = cfs__fail(c, rc, what);
 	if (e < 0) {
 		if (drop)
-			drop(arr, cnt);
+			drop(k.arr, k.cnt);
 		else
-			free(arr);
+			free(k.arr);
 		return e;
 	}
-	*out = arr;
-	*n = cnt;
+	*out = k.arr;
+	*n = k.cnt;
 	return 0;
 }
 

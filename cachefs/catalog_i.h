@@ -188,7 +188,17 @@ typedef int (*cfs__row_fn)(sqlite3_stmt *st, void *el);
 typedef void (*cfs__rows_free_fn)(void *arr, size_t n);
 
 /*
- * The row reader: steps st (bound) to its end, each row read by row()
+ * The row walker: steps st (bound) to its end, calling each(st, ctx) on
+ * every row, and resets it.  A non-zero return of each() stops the walk
+ * and is returned; a failed step is logged as `what` and returned as
+ * -errno.  0 when every row was walked.  Nothing is held per row.
+ */
+typedef int (*cfs__each_fn)(sqlite3_stmt *st, void *ctx);
+int cfs__each_row(struct cfs_catalog *c, sqlite3_stmt *st, cfs__each_fn each, void *ctx,
+		  const char *what);
+
+/*
+ * The row reader: walks st (cfs__each_row), each row read by row()
  * into one more zeroed element of elem bytes, and resets it.  Returns 0
  * with *out (malloc'd, NULL when no row) and *n; or -ENOMEM, or the error
  * of the step (logged as `what`), with everything read freed (by drop(),

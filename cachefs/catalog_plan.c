@@ -309,27 +309,31 @@ static int ids_of(struct cfs_catalog *c, enum stmt_id sid, int64_t key, int64_t 
 	return rc;
 }
 
+/* The caller's function and context (cfs__each_row's ctx). */
+struct plan_object_each {
+	cfs_plan_object_fn fn;
+	void *ctx;
+};
+
+static int each_plan_object(sqlite3_stmt *st, void *ctx)
+{
+	const struct plan_object_each *e = ctx;
+	struct cfs_plan_object o = {0};
+	row_plan_object(st, &o);
+	return e->fn(e->ctx, &o);
+}
+
 int cfs_catalog_plan_objects_each(struct cfs_catalog *c, int64_t plan_id, cfs_plan_object_fn fn,
 				  void *ctx)
 {
-	sqlite3_stmt *st;
-	int rc = 0, src = SQLITE_DONE;
+	struct plan_object_each e = {fn, ctx};
+	int rc;
 
 	cfs__lock(c);
-	st = cfs__stmt(c, S_POBJ_LIST);
-	if (!st)
-		rc = -EIO;
-	else
-		sqlite3_bind_int64(st, 1, plan_id);
-	while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
-		struct cfs_plan_object o = {0};
-		row_plan_object(st, &o);
-		rc = fn(ctx, &o);
-	}
-	if (rc == 0 && src != SQLITE_DONE)
-		rc = cfs__fail(c, src, "plan objects");
+	sqlite3_stmt *st = cfs__stmt(c, S_POBJ_LIST);
 	if (st)
-		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, plan_id);
+	rc = st ? cfs__each_row(c, st, each_plan_object, &e, "plan objects") : -EIO;
 	cfs__unlock(c);
 	return rc;
 }
@@ -539,32 +543,34 @@ int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_
 	return ids_of(c, S_OBJ_OFFSETS, object_id, (int64_t **)out, n);
 }
 
+/* The caller's function and context (cfs__each_row's ctx). */
+struct sample_ref_each {
+	cfs_sample_ref_fn fn;
+	void *ctx;
+};
+
+static int each_sample_ref(sqlite3_stmt *st, void *ctx)
+{
+	const struct sample_ref_each *e = ctx;
+	struct cfs_sample_ref r = {
+	    .shard_id = sqlite3_column_int64(st, 0),
+	    .offset = (uint64_t)sqlite3_column_int64(st, 1),
+	    .object_id = sqlite3_column_int64(st, 2),
+	    .object_offset = (uint64_t)sqlite3_column_int64(st, 3),
+	    .ordinal = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4),
+	    .length = (uint64_t)sqlite3_column_int64(st, 5),
+	};
+	return e->fn(e->ctx, &r);
+}
+
 int cfs_catalog_resident_samples(struct cfs_catalog *c, cfs_sample_ref_fn fn, void *ctx)
 {
-	sqlite3_stmt *st;
-	int rc = 0, src = SQLITE_DONE;
+	struct sample_ref_each e = {fn, ctx};
+	int rc;
 
 	cfs__lock(c);
-	st = cfs__stmt(c, S_RES_SAMPLES);
-	if (!st)
-		rc = -EIO;
-	while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
-		struct cfs_sample_ref r = {
-		    .shard_id = sqlite3_column_int64(st, 0),
-		    .offset = (uint64_t)sqlite3_column_int64(st, 1),
-		    .object_id = sqlite3_column_int64(st, 2),
-		    .object_offset = (uint64_t)sqlite3_column_int64(st, 3),
-		    .ordinal = sqlite3_column_type(st, 4) == SQLITE_NULL
-				   ? -1
-				   : sqlite3_column_int64(st, 4),
-		    .length = (uint64_t)sqlite3_column_int64(st, 5),
-		};
-		rc = fn(ctx, &r);
-	}
-	if (rc == 0 && src != SQLITE_DONE)
-		rc = cfs__fail(c, src, "resident samples");
-	if (st)
-		sqlite3_reset(st);
+	sqlite3_stmt *st = cfs__stmt(c, S_RES_SAMPLES);
+	rc = st ? cfs__each_row(c, st, each_sample_ref, &e, "resident samples") : -EIO;
 	cfs__unlock(c);
 	return rc;
 }
