@@ -614,6 +614,17 @@ struct cfs_catalog *cfs_store_catalog(struct cfs_store *s)
 	return s->cat;
 }
 
+int cfs_store_catalog_reader(struct cfs_store *s, struct cfs_catalog **out, char *err,
+			     size_t errlen)
+{
+	char path[4096];
+	if (snprintf(path, sizeof(path), "%s/catalog.db", s->lay.dir) >= (int)sizeof(path)) {
+		snprintf(err, errlen, "%s: path too long", s->lay.dir);
+		return -ENAMETOOLONG;
+	}
+	return cfs_catalog_open(out, path, CFS_CATALOG_READONLY, err, errlen);
+}
+
 struct cfs_budget *cfs_store_budget(struct cfs_store *s)
 {
 	return s->budget;

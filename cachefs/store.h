@@ -145,6 +145,15 @@ void cfs_store_close(struct cfs_store *s);
 
 /* The store's catalog and budget (owned by the store). */
 struct cfs_catalog *cfs_store_catalog(struct cfs_store *s);
+/*
+ * Opens a second, read-only connection to the store's catalog (the
+ * caller's to close with cfs_catalog_close): in WAL mode its reads see
+ * what is committed and never wait for the store's connection, whose
+ * mutex a seal holds for its whole transaction.  0 or -errno with a
+ * message.
+ */
+int cfs_store_catalog_reader(struct cfs_store *s, struct cfs_catalog **out, char *err,
+			     size_t errlen);
 struct cfs_budget *cfs_store_budget(struct cfs_store *s);
 
 /* The cache directory as given (owned by the store). */

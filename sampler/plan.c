@@ -1001,14 +1001,16 @@ bool smp__job_skips(const struct smp__job *j, uint64_t object_offset)
 static int round_job(struct smp_sampler *s, struct smp__job **out);
 
 /*
- * The job's key, from the catalog: the plan holds none (memory O(the
- * cache), not O(the listing)).  An id keeps its key, so the row is there
- * while the plan holds the object.  0 or -errno (failed locally).
+ * The job's key, from the catalog on the sampler's read-only connection
+ * (s->keys, which a seal's transaction does not hold up): the plan holds
+ * no key (memory O(the cache), not O(the listing)).  An id keeps its key,
+ * and its row was committed with the listing that made the plan object.
+ * 0 or -errno (failed locally).
  */
 static int job_key(struct smp_sampler *s, struct smp__job *j)
 {
 	char key[SMP_KEY_MAX + 1];
-	int rc = cfs_catalog_object_key(s->cat, j->obj->object_id, key, sizeof(key));
+	int rc = cfs_catalog_object_key(s->keys, j->obj->object_id, key, sizeof(key));
 	if (rc == 0) {
 		j->key = strdup(key);
 		if (!j->key)

@@ -123,6 +123,9 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 		snprintf(err, errlen, "recording the source in the catalog: %s", strerror(-rc));
 		goto fail;
 	}
+	rc = cfs_store_catalog_reader(o->store, &s->keys, err, errlen);
+	if (rc)
+		goto fail;
 	s->shard_cap = o->cfg->shard_size;
 	if (o->first_shard && o->first_shard < s->shard_cap) {
 		s->shard_cap = o->first_shard; /* drain.c ends it with the first shard */
@@ -142,6 +145,7 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 	return 0;
 fail:
 	smp_shuffle_free(s->shuf);
+	cfs_catalog_close(s->keys);
 	smp_fetch_free(s->fetch);
 	smp_source_free(s->source);
 	pthread_cond_destroy(&s->ctl_cv);
@@ -171,6 +175,7 @@ void smp_sampler_free(struct smp_sampler *s)
 	smp__job_free(s, s->waiting);
 	smp_source_free(s->source);
 	smp__plan_unload(s);
+	cfs_catalog_close(s->keys);
 	pthread_cond_destroy(&s->ctl_cv);
 	pthread_mutex_destroy(&s->ctl_mu);
 	free(s);

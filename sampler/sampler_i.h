@@ -161,6 +161,8 @@ struct smp_sampler {
 	const struct cmn_config *cfg;
 	struct cfs_store *cstore;
 	struct cfs_catalog *cat;
+	struct cfs_catalog *keys; /* a read-only connection to cat's file: the objects'
+				     keys (plan.c, job_key), read without waiting for a seal */
 	struct smp_source *source;
 	struct smp_fetch *fetch;
 	struct smp_stats stats;
