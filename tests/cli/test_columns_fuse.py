@@ -46,8 +46,13 @@ def main():
         remote = os.path.join(root, "remote")
         p = run("synth", remote, "--records", 8000, "--record-size", "16K", "--shards", 16)
         eq(p.returncode, 0, "synth (%s)" % p.stderr)
-        # admit = limit/2 = 32 MiB an epoch, one connection: seconds of admission
-        p = run("mount", "file://%s/" % remote, mp, "--limit", "64M", "--shard-size", "1M",
+        # 24 MiB admitted an epoch, one connection: seconds of admission.  Two
+        # epochs' admits (48 MiB) stay under the limit, so the wait below ends
+        # on the admit alone; with admit = limit/2 (the default) the second
+        # epoch's admit and the limit ran out together, and which one the
+        # samplers waited on was a race.
+        p = run("mount", "file://%s/" % remote, mp, "--limit", "64M", "--admit", "24M",
+                "--shard-size", "1M",
                 "--cache-dir", cache, "--min-records", 100000, "--connections", 1,
                 "--retire", "boundary",  # the wait follows the boundary: it admits
                 "--first-epoch", 0)
