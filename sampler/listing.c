@@ -3,7 +3,8 @@
  *
  * Owns nothing beyond the listing it is given.  Does not fetch anything: the
  * back-ends (file_list.c, http_list.c, s3.c) fill listings through
- * smp__listing_add(), which enforces the key and count caps of listing.h.
+ * smp__listing_add(), which enforces the key and count caps of listing.h
+ * and keeps only this node's share of the keys (struct smp_listing).
  * Strings: each object's key and etag are copied end to end into the
  * listing's arena (common/arena.h), so a listing of N objects costs its
  * array, the bytes of its strings and a malloc per block, not two mallocs
@@ -21,6 +22,10 @@ int smp__listing_add(struct smp_listing *l, const char *key, size_t keylen, uint
 {
 	if (keylen == 0 || keylen > SMP_KEY_MAX || memchr(key, '\0', keylen))
 		return -EINVAL;
+	if (!smp_key_is_sidecar(key, keylen))
+		l->seen++;
+	if (!smp_listing_in_share(l->rank, l->world_size, key, keylen))
+		return 0; /* another node's: neither held nor counted against the cap */
 	if (l->n >= SMP_LIST_MAX_OBJECTS)
 		return -E2BIG;
 	if (l->n == l->cap) {

@@ -54,6 +54,7 @@
  */
 #include "sampler/sampler_i.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -585,6 +586,7 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 {
 	const struct cmn_config *c = s->cfg;
 	uint32_t ws = c->world_size ? c->world_size : 1;
+	(void)ws; /* the share's check below is an assert */
 	struct smp__pobj **sorted = by_id(s), **fresh = NULL;
 	const char **want = NULL; /* the keys of fresh objects with a sidecar to fetch */
 	size_t nfresh = 0, nsorted = s->npobj;
@@ -598,8 +600,8 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 	for (size_t i = 0; i < s->npobj; i++)
 		s->pobj[i]->live = false;
 	for (size_t i = 0; i < l->n; i++) {
-		if (smp_key_hash(l->v[i].key) % ws != c->rank)
-			continue;
+		/* the listing holds this node's share only (smp__listing_add) */
+		assert(smp_listing_in_share(c->rank, ws, l->v[i].key, strlen(l->v[i].key)));
 		struct smp__pobj *o = find_id(sorted, nsorted, ids[i]);
 		if (!o) {
 			o = pobj_new(s);

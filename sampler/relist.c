@@ -7,6 +7,10 @@
  * mistyped prefix: mount and ingest say so instead of starting on
  * nothing); later ones may be empty.
  *
+ * The listing holds this node's share of the source (rank/world_size,
+ * listing.h): a node of a many-node job records and plans its share only;
+ * a share left empty by a listing that named objects is no error.
+ *
  * Owns the listing's life: it is recorded in the catalog (objects_sync
  * marks changed objects so their old samples retire at the next epoch),
  * handed to the plan (plan.c merges new objects into the rest of the pass
@@ -27,9 +31,7 @@
 
 static bool is_sidecar(const struct smp_listing *l, size_t i)
 {
-	const char *k = l->v[i].key;
-	size_t n = strlen(k);
-	return n > 4 && !strcmp(k + n - 4, ".idx");
+	return smp_key_is_sidecar(l->v[i].key, strlen(l->v[i].key));
 }
 
 /* cfs_listing_get_fn over a listing (ctx): its object k. */
@@ -105,8 +107,13 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 		l.v[w++] = l.v[i];
 	}
 	l.n = w;
-	atomic_store_explicit(&s->stats.listed_objects, (uint64_t)l.n, memory_order_relaxed);
-	if (l.n == 0 && !s->ever_listed && !s->cfg->allow_empty) {
+	atomic_store_explicit(&s->stats.listed_objects, l.seen, memory_order_relaxed);
+	if (l.world_size > 1)
+		cmn_log(CMN_LOG_INFO,
+			"%s: %llu objects listed, %zu of them in this node's share "
+			"(rank %u of world_size %u)",
+			s->cfg->url, (unsigned long long)l.seen, l.n, l.rank, l.world_size);
+	if (l.seen == 0 && !s->ever_listed && !s->cfg->allow_empty) {
 		/* nothing silent at start: an empty or mistyped source is said, not mounted */
 		free(idx);
 		smp_listing_free(&l);

@@ -110,6 +110,8 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 	    .timeout_ms = o->cfg->timeout_ms,
 	    .retries = o->cfg->retries,
 	    .stats = &s->stats,
+	    .rank = o->cfg->rank,
+	    .world_size = o->cfg->world_size,
 	};
 	rc = smp_source_open(&s->source, &so, err, errlen);
 	if (rc)

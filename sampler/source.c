@@ -22,16 +22,6 @@
 #include "sampler/listing_i.h"
 #include "sampler/sigv4.h"
 
-uint64_t smp_key_hash(const char *key)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 offset basis */
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-		h ^= *p;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 int smp_source_open(struct smp_source **out, const struct smp_source_opts *o, char *err,
 		    size_t errlen)
 {
@@ -44,6 +34,8 @@ int smp_source_open(struct smp_source **out, const struct smp_source_opts *o, ch
 	s->conn.timeout_ms = o->timeout_ms ? o->timeout_ms : 30000;
 	s->conn.retries = o->retries;
 	s->conn.stats = o->stats;
+	s->rank = o->rank;
+	s->world_size = o->world_size;
 	rc = -EINVAL;
 	if (!url || !*url) {
 		snprintf(err, errlen,
@@ -161,6 +153,8 @@ int smp_source_list_changed(struct smp_source *s, const char *since, struct smp_
 {
 	int rc;
 	memset(l, 0, sizeof(*l));
+	l->rank = s->rank;
+	l->world_size = s->world_size;
 	switch (s->scheme) {
 	case SMP_SCHEME_FILE:
 		rc = smp__file_list(s->base, l, err, errlen);

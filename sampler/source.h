@@ -44,6 +44,8 @@ struct smp_source_opts {
 	uint64_t timeout_ms;	 /* connect timeout and stall limit (under 1 KiB/s this long) */
 	uint32_t retries;	 /* extra attempts of a failed listing request */
 	struct smp_stats *stats; /* borrowed; counters updated; may be NULL */
+	uint32_t rank;		 /* listings keep this node's share (struct smp_listing) */
+	uint32_t world_size;	 /* 0 or 1: every key */
 };
 
 struct smp_source;
@@ -105,8 +107,5 @@ int smp_source_url(struct smp_source *s, const char *key, char *out, size_t outl
 
 /* Common curl options (timeouts, low-speed limit, keepalive) on an easy handle. */
 void smp_source_easy_defaults(const struct smp_source *s, CURL *easy);
-
-/* A stable 64-bit hash of a key (FNV-1a), for rank/world_size splits. */
-uint64_t smp_key_hash(const char *key);
 
 #endif

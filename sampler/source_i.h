@@ -15,6 +15,7 @@ struct smp_source {
 	char *base;	      /* file: "/abs/dir/"; http: "http://h/p/"; s3: NULL (s3.endpoint) */
 	struct smp_s3 s3;     /* s3 only */
 	struct smp_conn conn; /* listing requests */
+	uint32_t rank, world_size; /* the share its listings keep (struct smp_listing) */
 };
 
 #endif

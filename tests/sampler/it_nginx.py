@@ -6,11 +6,14 @@ synth` datasets (one spread over subdirectories, one GZIP).
 Proves: the autoindex lister walks subdirectories; every admitted record equals
 its source record byte for byte and the counts match (plain and GZIP objects);
 rank/world_size 0/2 and 1/2 split the objects exactly (each object wholly in
-one rank, nothing lost, nothing doubled); shards respect shard_size.
+one rank, nothing lost, nothing doubled), and each rank's catalog records its
+share of the listing only (a node of a many-node job does not hold the whole
+dataset's keys); shards respect shard_size.
 """
 import collections
 import os
 import shutil
+import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -80,6 +83,13 @@ def main():
                 if sum(n for p, n in c.items() if owner[p] == k) != len(plain[k]):
                     rcsamp.fail("rank %d/2: object %s only partly admitted" % (rank, k))
             parts.append(c)
+            db = sqlite3.connect("file:%s?mode=ro" % os.path.join(cache, "catalog.db"), uri=True)
+            listed = {k for (k,) in db.execute("SELECT key FROM objects")}
+            db.close()
+            if listed != expect:
+                rcsamp.fail("rank %d/2: the catalog records %d objects (%d outside the share), "
+                            "want its share of %d" % (rank, len(listed), len(listed - expect),
+                                                      len(expect)))
         if parts[0] & parts[1]:
             rcsamp.fail("ranks 0 and 1 share %d records" % sum((parts[0] & parts[1]).values()))
         rcsamp.expect_equal_sets(parts[0] + parts[1], want, "nginx ranks 0/2 + 1/2")

@@ -317,6 +317,54 @@ START_TEST(key_hash_stable)
 }
 END_TEST
 
+/*
+ * A listing keeps its share only: of 64 keys and their sidecars, rank r of
+ * 3 holds exactly the keys whose hash % 3 is r, each with its "x.idx"
+ * (hashed as "x"); every rank counts all 64 keys seen, no sidecar; the
+ * three shares are disjoint and cover the keys; a bad key fails in or out
+ * of the share.
+ */
+START_TEST(listing_share)
+{
+	size_t total = 0;
+	for (uint32_t rank = 0; rank < 3; rank++) {
+		struct smp_listing l = {.rank = rank, .world_size = 3};
+		size_t want = 0;
+		for (int i = 0; i < 64; i++) {
+			char key[32], idx[40];
+			snprintf(key, sizeof(key), "d%02d/obj-%03d.tfrecord", i % 7, i);
+			snprintf(idx, sizeof(idx), "%s.idx", key);
+			ck_assert_int_eq(smp__listing_add(&l, key, strlen(key), 10, NULL), 0);
+			ck_assert_int_eq(smp__listing_add(&l, idx, strlen(idx), 1, NULL), 0);
+			want += smp_key_hash(key) % 3 == rank;
+		}
+		ck_assert_int_eq(smp__listing_add(&l, "bad\0key", 7, 1, NULL), -EINVAL);
+		ck_assert_uint_eq(l.seen, 64);
+		ck_assert_uint_eq(l.n, 2 * want);
+		for (size_t i = 0; i < l.n; i++) {
+			const char *k = l.v[i].key;
+			size_t n = strlen(k);
+			if (smp_key_is_sidecar(k, n))
+				n -= 4;
+			char obj[40];
+			memcpy(obj, k, n);
+			obj[n] = '\0';
+			ck_assert_uint_eq(smp_key_hash(obj) % 3, rank);
+		}
+		total += want;
+		smp_listing_free(&l);
+	}
+	ck_assert_uint_eq(total, 64);
+	/* world_size 0 or 1: everything */
+	struct smp_listing all = {.rank = 0, .world_size = 1};
+	ck_assert_int_eq(smp__listing_add(&all, "x", 1, 1, NULL), 0);
+	ck_assert_int_eq(smp__listing_add(&all, "y.idx", 5, 1, NULL), 0);
+	ck_assert_uint_eq(all.n, 2);
+	ck_assert_uint_eq(all.seen, 1);
+	smp_listing_free(&all);
+}
+END_TEST
+
 static char tmpdir[256];
 
 static void mk_tmp(void)
@@ -613,6 +661,7 @@ static Suite *suite(void)
 	    {"autoindex-caps", autoindex_caps},
 	    {"retry-policy", retry_policy},
 	    {"key-hash", key_hash_stable},
+	    {"listing-share", listing_share},
 	    {"credentials-file", credentials_file_mode},
 	    {"bad-urls", bad_urls},
 	    {"s3-urls-and-headers", s3_urls_and_headers},
