@@ -46,6 +46,10 @@ Each case measures, in order:
              same limit: seconds and peak RSS (/usr/bin/time's %M, else the
              VmHWM of its pid polled)
 
+--world-size W mounts and ingests as rank 0 of W nodes (a node of a
+many-node job): N listed is still what the store lists, of which the node
+keeps about N/W (docs/sampler.md); --check runs with 1.
+
 Then one table (--csv FILE writes it too) and, per case kind, the growth
 between consecutive sizes: the slope per listed unit of every figure.
 Every size runs with the same cache limit, so a figure that grows with N
@@ -67,7 +71,7 @@ Usage (from the source tree, after a build):
   /usr/bin/python3 bench/scale.py [--build build] [--raw 100000,1000000]
       [--records 100000,1000000] [--limit 64M] [--object-size 4096]
       [--record-size 256] [--per-object 1000] [--boundaries 3]
-      [--listing auto|manifest|autoindex] [--folder 100000]
+      [--listing auto|manifest|autoindex] [--folder 100000] [--world-size 1]
       [--retire boundary|read] [--read] [--csv FILE] [--work DIR] [--keep]
   /usr/bin/python3 bench/scale.py --check [--objects 2000]
 """
@@ -181,10 +185,14 @@ class Case:
             store_args = ["--objects", self.objects, "--format", "tfrecord",
                           "--records", a.per_object, "--record-size", a.record_size]
             self.mode = ["--strategy", "records", "--retire", a.retire]
+        # rank 0 of --world-size nodes: the node keeps its share of the listing
+        self.share = ["--rank", "0", "--world-size", a.world_size] if a.world_size > 1 else []
+        self.mode += self.share
         self.store = Store(store_args + ["--listing", a.listing, "--folder", a.folder])
         self.pids = []
         self.row = {"case": kind, "n": n, "objects": self.objects, "limit": limit,
-                    "listing": self.store.listing, "load_start": loadavg()}
+                    "world_size": a.world_size, "listing": self.store.listing,
+                    "load_start": loadavg()}
         self.notes = []
 
     # -- rollcache ---------------------------------------------------------
@@ -382,7 +390,7 @@ class Case:
         r = self.row
         cache = os.path.join(self.root, "ingest-cache")
         cmd = [self.rc_bin, "ingest", self.store.url, "--cache-dir", cache, "--limit",
-               str(self.limit), "--quiet"] + self.mode[:2]
+               str(self.limit), "--quiet"] + self.mode[:2] + self.share
         tv = "/usr/bin/time"
         t0 = time.monotonic()
         if os.access(tv, os.X_OK):
@@ -548,6 +556,8 @@ def main():
                    help="the store's listing (auto: MANIFEST up to the sampler's 64 MiB cap)")
     p.add_argument("--folder", type=int, default=100000, help="objects per folder of the store")
     p.add_argument("--boundaries", type=int, default=3)
+    p.add_argument("--world-size", type=int, default=1,
+                   help="mount and ingest as rank 0 of this many nodes (N listed stays N)")
     p.add_argument("--retire", choices=("boundary", "read"), default="boundary")
     p.add_argument("--read", action="store_true",
                    help="read every file of each epoch's view between boundaries")
@@ -576,6 +586,7 @@ def main():
         a.timeout = min(a.timeout, 120)
         a.boundaries = 2
         a.per_object = 200
+        a.world_size = 1
         nrec = 40 * a.per_object
         quarter = [a.objects * a.object_size // 4, nrec * (a.record_size + 16) // 4]
         lim = [max(MiB, x // MiB * MiB) for x in quarter]
@@ -590,8 +601,9 @@ def main():
     for kind, n, lim in cases:
         c = Case(a, kind, n, lim)
         try:
-            print("%s N=%d (%d objects, listing %s, limit %dM): running, load %s"
-                  % (kind, n, c.objects, c.store.listing, lim // MiB, loadavg()), flush=True)
+            print("%s N=%d (%d objects, listing %s, limit %dM, rank 0 of %d): running, load %s"
+                  % (kind, n, c.objects, c.store.listing, lim // MiB, a.world_size, loadavg()),
+                  flush=True)
             t0 = time.monotonic()
             r = c.run()
             r["case_s"] = time.monotonic() - t0
