@@ -186,7 +186,7 @@ class Case:
                           "--records", a.per_object, "--record-size", a.record_size]
             self.mode = ["--strategy", "records", "--retire", a.retire]
         # rank 0 of --world-size nodes: the node keeps its share of the listing
-        self.share = ["--rank", "0", "--world-size", a.world_size] if a.world_size > 1 else []
+        self.share = ["--rank", "0", "--world-size", str(a.world_size)] if a.world_size > 1 else []
         self.mode += self.share
         self.store = Store(store_args + ["--listing", a.listing, "--folder", a.folder])
         self.pids = []
