@@ -4,9 +4,10 @@
  *
  * Start-up: schedule, store (start-up reconciliation, invariant 6), epoch
  * set, the first boundary (a re-mount publishes what the cache holds),
- * the source opened and listed (a source that cannot be listed fails the
- * start here, before anything is mounted, with its reason: docs/
- * reliability.md), the FUSE mount, the sampler thread, the scrub
+ * the source opened and, for a new cache, listed (a source that cannot be
+ * listed fails the start here, before anything is mounted, with its
+ * reason: docs/reliability.md; a warm cache's sampler thread lists it),
+ * the FUSE mount, the sampler thread, the scrub
  * thread (scrub.c), the epoch and control threads.  Shutdown, once the
  * FUSE loop returns: stop and join the epoch thread, cancel waiting control
  * commands, close the request queue and join the control thread, stop the
@@ -195,7 +196,7 @@ static int run(const struct dmn_opts *o, int *report_fd, char *err, size_t errle
 	dmn_boundary_init(&d->bd);
 
 	rc = open_cache(d, &first, err, errlen);
-	if (rc == 0) /* the source is listed here: an unusable one fails the mount */
+	if (rc == 0) /* a new cache's source is listed here: an unusable one fails the mount */
 		rc = dmn__samplers_open(&d->smp, d->cfg, d->store, first, err, errlen);
 	if (rc == 0) {
 		rc = dmn__scrub_new(&d->scrub, d, d->cfg->scrub_rate);

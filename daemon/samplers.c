@@ -122,7 +122,7 @@ int dmn__samplers_open(struct dmn_samplers **out, const struct cmn_config *cfg,
 			rc = -EINVAL;
 		goto fail;
 	}
-	rc = smp_sampler_list(w->s, epoch, why, sizeof(why)); /* reachable, listable */
+	rc = smp_sampler_list(w->s, epoch, why, sizeof(why)); /* new: reachable, listable */
 	if (rc != 0) {
 		snprintf(err, errlen, "cannot list the source %s%s%s",
 			 strstr(why, cfg->url) ? "" : cfg->url, strstr(why, cfg->url) ? "" : ": ",

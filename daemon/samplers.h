@@ -21,9 +21,11 @@
 struct dmn_samplers;
 
 /*
- * Opens the source (bad URL, credentials) and lists it on the caller's
- * thread (smp_sampler_list), so that a source that cannot be listed fails
- * the mount before it is reported up; no thread is started yet.  cfg and
+ * Opens the source (bad URL, credentials) and, for a plan with no object
+ * yet (a new cache), lists it on the caller's thread (smp_sampler_list),
+ * so that a source that cannot be listed fails the mount before it is
+ * reported up; a warm plan is listed by the sampler thread once it runs.
+ * No thread is started yet.  cfg and
  * store are borrowed and must outlive the samplers.  Returns 0 and *out,
  * or -errno with a one-line message naming the source and the cause:
  * -EINVAL/-ENOTSUP when the source cannot be opened as configured (a URL

@@ -2,10 +2,11 @@
  * relist.c - the sampler's listing: lists the source, sets the index
  * sidecars apart and records the objects in the catalog.
  *
- * The first listing of a sampler's life that holds no object fails with
- * -ENODATA unless cfg->allow_empty (an empty directory, an empty or
- * mistyped prefix: mount and ingest say so instead of starting on
- * nothing); later ones may be empty.
+ * The first listing of a sampler's life that names no object fails with
+ * -ENODATA when the plan has none either, unless cfg->allow_empty (an
+ * empty directory, an empty or mistyped prefix: mount and ingest say so
+ * instead of starting on nothing); later ones, and those of a warm plan,
+ * may be empty.
  *
  * The listing holds this node's share of the source (rank/world_size,
  * listing.h): a node of a many-node job records and plans its share only;
@@ -113,7 +114,7 @@ int smp__relist(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen)
 			"%s: %llu objects listed, %zu of them in this node's share "
 			"(rank %u of world_size %u)",
 			s->cfg->url, (unsigned long long)l.seen, l.n, l.rank, l.world_size);
-	if (l.seen == 0 && !s->ever_listed && !s->cfg->allow_empty) {
+	if (l.seen == 0 && !s->ever_listed && s->npobj == 0 && !s->cfg->allow_empty) {
 		/* nothing silent at start: an empty or mistyped source is said, not mounted */
 		free(idx);
 		smp_listing_free(&l);

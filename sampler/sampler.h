@@ -81,14 +81,18 @@ int smp_sampler_new(struct smp_sampler **out, const struct smp_sampler_opts *o, 
 		    size_t errlen);
 
 /*
- * Lists the source now, on the caller's thread, as the first
- * smp_sampler_run() in `epoch` would (that run then does not list again
- * until `relist` epochs have passed): the mount calls it before it reports
- * itself up, so that a source that cannot be listed (no such directory, a
- * refused connection, HTTP 404, wrong credentials) fails the mount with
- * its reason instead of a sampler that idles.  Returns 0, or -errno with
- * the listing's one-line message in err (-ENOENT, -ENOTDIR, -EACCES, -EIO,
- * -ETIMEDOUT, ...).  Not while a run is going on.
+ * Loads the plan and, when it has no object yet (a new cache, or a share
+ * never listed), lists the source now, on the caller's thread, as the
+ * first smp_sampler_run() in `epoch` would (that run then does not list
+ * again until `relist` epochs have passed): the mount calls it before it
+ * reports itself up, so that a source that cannot be listed (no such
+ * directory, a refused connection, HTTP 404, wrong credentials) fails the
+ * mount of a new cache with its reason instead of a sampler that idles.
+ * A plan with objects is listed by the first run instead (a warm mount
+ * does not wait for a listing; one that fails is waited out as the run's
+ * heal).  Returns 0, or -errno with the listing's one-line message in err
+ * (-ENOENT, -ENOTDIR, -EACCES, -EIO, -ETIMEDOUT, ...).  Not while a run is
+ * going on.
  */
 int smp_sampler_list(struct smp_sampler *s, uint32_t epoch, char *err, size_t errlen);
 

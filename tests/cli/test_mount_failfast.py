@@ -21,7 +21,9 @@ Proves:
   - a file:// source that vanishes after the mount: the next re-list fails,
     sampler.state says "waiting: the source cannot be listed: ..." (not
     stopped, JSON and `status`); once it is back (with new objects) the
-    same daemon lists it and admits them by itself;
+    same daemon lists it and admits them by itself; a warm mount of that
+    cache while the source is away again mounts (it does not wait for a
+    listing), serves what it holds, and its samplers wait saying why;
   - an nginx source without a MANIFEST: the probe's 404 is no error
     (errors.* all 0 once every record is resident, status says "errors   0");
   - a full disk under the cache (a 64 MiB tmpfs, a filler file, `limit`
@@ -271,6 +273,27 @@ def source_comes_back(root, mounts):
         _, err = daemon.communicate()
     eq(daemon.returncode, 0, "the daemon's exit after an unmount while its samplers wait (%s)"
        % err.strip()[-300:])
+    mounts.remove(mp)
+    # a warm mount does not wait for a listing: with the source still away it
+    # mounts, serves the 60 records it holds, and its samplers wait saying why
+    p = run("mount", "file://%s/" % src, mp, "--limit", "8M", "--shard-size", "256K",
+            "--relist", "1", "--cache-dir", os.path.join(root, "c-vanish"))
+    eq(p.returncode, 0, "a warm mount while the source is away (%s)" % p.stderr.strip())
+    if p.returncode:
+        return
+    mounts.append(mp)
+    st = wait_for(lambda: (lambda s: s if s["sampler"]["state"].startswith("waiting") else None)(
+        stats(mp)), "the warm mount's samplers waiting for the source")
+    if st:
+        eq(st["resident"]["records"], 60, "the warm mount's resident records")
+        check(re.match(r"waiting: the source cannot be listed: .*No such file or directory",
+                       st["sampler"]["state"]), "warm state %r" % st["sampler"]["state"])
+    cur = os.path.join(mp, "current")
+    n = sum(int(os.getxattr(os.path.join(cur, f), "user.rollcache.records"))
+            for f in os.listdir(cur))
+    eq(n, 60, "records in the warm mount's current/")
+    p = run("umount", mp)
+    eq(p.returncode, 0, "umount of the warm mount (%s)" % p.stderr.strip())
     mounts.remove(mp)
 
 
