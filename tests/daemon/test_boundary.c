@@ -216,6 +216,49 @@ START_TEST(victim_stays_until_the_next_snapshot)
 }
 END_TEST
 
+/* The records served in every epoch so far (the epochs rows' served_records). */
+static uint64_t served_records(void)
+{
+	struct cfs_epoch_row *rows;
+	size_t n;
+	uint64_t sum = 0;
+	ck_assert_int_eq(cfs_catalog_epochs_list(cfs_store_catalog(store), &rows, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		sum += rows[i].served_records;
+	free(rows);
+	return sum;
+}
+
+/*
+ * A victim read to the end after the boundary that chose it, and deleted
+ * on its last release before any flush of the daemon: its read statistics
+ * reach the catalog before GONE deletes its samples (epoch.c,
+ * flush_gone_stats), so its records count as served.
+ */
+START_TEST(victim_read_then_deleted_counts_read)
+{
+	int64_t a = write_shard(0), b = write_shard(1);
+	boundary(0, entry(10 * SHARD, 10 * SHARD, CMN_POLICY_NONE));
+	struct evc_entry e = entry(10 * SHARD, 9 * SHARD, CMN_POLICY_FIFO);
+	struct evc_plan p;
+	ck_assert_int_eq(dmn_boundary_evict(&bd, 1, &e, false, 0, &p, err, sizeof(err)), 0);
+	ck_assert_uint_eq(p.n_victims, 1);
+	ck_assert_int_eq(state_of(a), CFS_SHARD_EVICTING);
+	struct cfs_efile *fa = open_current(a); /* epoch 0 is still current */
+	bool end = false;
+	cfs_efile_account(&set, fa, 0, SHARD, true, &end, cfs_epochs_current1(&set));
+	ck_assert_int_eq(dmn_boundary_publish(&bd, 1, err, sizeof(err)), 0);
+	ck_assert(on_disk(a)); /* the handle holds it (invariant 3) */
+	cfs_efile_release(&set, fa);
+	cfs_epochs_reap_wait(&set);
+	ck_assert(!on_disk(a));
+	ck_assert_int_eq(state_of(a), CFS_SHARD_GONE);
+	ck_assert_uint_eq(served_records(), RECS);
+	(void)b;
+	cfs_efile_forget(&set, fa, 1);
+}
+END_TEST
+
 START_TEST(reads_flushed_before_the_plan)
 {
 	int64_t a = write_shard(0), b = write_shard(1);
@@ -249,6 +292,7 @@ static Suite *boundary_suite(void)
 	    {"pins-holding-room-say-pinned", pins_holding_the_room_say_pinned},
 	    {"victim-stays-until-next-snapshot", victim_stays_until_the_next_snapshot},
 	    {"reads-flushed-before-plan", reads_flushed_before_the_plan},
+	    {"victim-read-then-deleted-counts-read", victim_read_then_deleted_counts_read},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);
