@@ -292,18 +292,19 @@ bool cfs_efile_take_delta(struct cfs_efile *f, struct cfs_shard_stat_delta *d)
 
 /*
  * The read statistics of the chain's n files since the daemon's last flush
- * go into their catalog rows before delete_gone makes the files GONE: a
- * victim that retires under retire = read was read to the end just before
- * its last release, and that full read serves its records (`served`, from
- * its samples, which GONE deletes).  On failure they are lost, logged, as
- * a failed flush of the daemon's loses its own.
+ * go into their catalog rows before delete_gone deletes the rows: a victim
+ * that retires under retire = read was read to the end just before its
+ * last release, and only its row, while there is one, can count that full
+ * read (its records served, the file not unread: cfs_catalog_shards_gone).
+ * On failure they are lost, logged, as a failed flush of the daemon's
+ * loses its own.
  */
 static void flush_gone_stats(struct cfs_epochs *s, struct cfs_efile *chain, size_t n)
 {
 	struct cfs_shard_stat_delta *d = malloc(n * sizeof(*d));
 	size_t k = 0;
 	if (!d)
-		return; /* the daemon's next flush takes them (their samples gone) */
+		return; /* the daemon's next flush takes them (and skips the rows gone) */
 	for (struct cfs_efile *f = chain; f; f = f->gnext)
 		if (cfs_efile_take_delta(f, &d[k]))
 			k++;
@@ -319,7 +320,8 @@ static void flush_gone_stats(struct cfs_epochs *s, struct cfs_efile *chain, size
 /*
  * Deletes the evicted files of the gone chain, whose last pin went away
  * (invariant 3), in one batch: their read statistics first
- * (flush_gone_stats), then one transaction marks them GONE.  No lock held.
+ * (flush_gone_stats), then one transaction makes them GONE (deletes their
+ * rows).  No lock held.
  */
 static void delete_gone(struct cfs_epochs *s, struct cfs_efile *chain)
 {
