@@ -15,11 +15,14 @@
  *            STALE object without an index entry per SAMPLE.
  *   EPOCH    a row of `epochs`: schedule entry in force and counters.
  *   ID       a FILE id; ids only grow (alloc_id) and are never reused, so
- *            a path never names different bytes.
+ *            a path never names different bytes, though the rows of GONE
+ *            FILEs are deleted (the id mark keeps their highest id).
  *
  * Invariants of shared/DESIGN.md the catalog upholds.
- *   DESIGN 1  ids are never reused: next_id starts above every id ever in
- *             the table (GONE rows are kept) and every id seen on disk.
+ *   DESIGN 1  ids are never reused: next_id starts above every id in the
+ *             table, the id mark (table id_mark: the highest id of a
+ *             deleted row, kept by the trigger id_mark_delete on every
+ *             delete from `shards`) and every id seen on disk.
  *   DESIGN 2  the last step of sealing: a FILE row and all its SAMPLE rows
  *             are committed in one transaction (cfs_catalog_shard_insert),
  *             after the caller renamed the file; the row lists the file in
@@ -33,13 +36,13 @@
  *             are unique among non-GONE rows (partial unique index).
  * Local ones.
  *   C1  every SAMPLE row, and every shard_objects row, belongs to a FILE
- *       row that is not GONE (shards_gone and shards_drop delete them in
- *       the same transaction that changes the FILE row).
+ *       row (shards_gone and shards_drop delete them in the same
+ *       transaction that deletes the FILE row; no row is GONE).
  *   C2  per (source, key) at most one OBJECT row is not STALE (partial
  *       unique index objects_current).
  *   C3  epochs counters only grow, each in the transaction of the change
- *       it counts (insert -> admitted, evict -> evicted, stats -> read
- *       and served).
+ *       it counts (insert -> admitted, evict -> evicted, gone -> unread,
+ *       stats -> read, served and full).
  *   C4  the one row of `resident` holds the count, bytes and records of
  *       the SEALED FILE rows: triggers on `shards` keep it in the
  *       transaction of each change, so reading it costs no scan.
@@ -56,7 +59,14 @@
  *        EVICTING -------------------------|   or wrong size; row deleted)
  *           |  cfs_catalog_shards_gone      |
  *           v                               v
- *         GONE (row kept, samples deleted)  (no row)
+ *         GONE (row deleted with its        (no row)
+ *               samples; an unread victim
+ *               counted into its epoch)
+ *
+ * No row stays GONE (version 10): the catalog holds the FILEs resident or
+ * leaving, not the history; the epochs counters keep what a report needs
+ * of the history (files admitted, evicted, evicted unread, read to the
+ * end), and the id mark keeps the ids taken.
  *
  * Schema versions.  PRAGMA user_version holds the schema version.  The
  * array `migrations` below lists, in order, the SQL that takes version
@@ -73,7 +83,7 @@
  * reader, cfs__collect_rows.
  *
  * Checks.  Builds without NDEBUG assert C1 after every change that deletes
- * a FILE row or makes it GONE (catalog_files.c: the rows of the FILEs just
+ * a FILE row (catalog_files.c: the rows of the FILEs just
  * touched, one indexed COUNT each), and C3 at every counter add
  * (catalog_epochs.c: the new value is an integer no smaller than the
  * delta, and the delta is not negative).  C2 is the unique index.  C4 is
@@ -92,7 +102,7 @@
  * Files.  The catalog is split by table family behind catalog_i.h:
  *   catalog.c          this note; open/close, schema and migrations,
  *                      transactions, the statement cache, the row reader,
- *                      integrity check, file ids.
+ *                      integrity check, file ids and the id mark.
  *   catalog_objects.c  sources and objects: listing merge, object lists,
  *                      fetch counts, files of STALE objects.
  *   catalog_files.c    FILE rows, SAMPLE rows and FILE OBJECTS: the state
@@ -303,6 +313,43 @@ static const char *const migrations[] = {
     "DROP TABLE plan_objects;\n"
     "ALTER TABLE plan_objects_9 RENAME TO plan_objects;\n"
     "ALTER TABLE samples ADD COLUMN ordinal INTEGER;\n",
+    /*
+     * 9 -> 10: a FILE row is deleted when the FILE is GONE, so the catalog
+     * no longer grows with the history.  Ids stay unique (DESIGN 1): the one
+     * row of id_mark holds the highest id of a deleted FILE row (starting at
+     * the highest id found here), kept by a trigger on every delete (gone,
+     * reconciliation's drop, this step), and the allocator starts above it
+     * and above every row.  One row and a
+     * trigger are simpler than keeping the highest GONE row: no reader of
+     * `shards` then has to skip it, nor any path that deletes a row see to
+     * it.  What `report` counted from the rows of evicted files becomes
+     * counters of `epochs`, filled here from the rows found (the
+     * UPDATE ... FROM of a GROUP BY: one scan of `shards` each, not one per
+     * epoch), before the GONE rows are deleted.
+     */
+    "CREATE TABLE id_mark(\n"
+    "  id INTEGER PRIMARY KEY CHECK (id = 0),\n"
+    "  high INTEGER NOT NULL);\n"
+    "INSERT INTO id_mark SELECT 0, coalesce(max(id), 0) FROM shards;\n"
+    "CREATE TRIGGER id_mark_delete AFTER DELETE ON shards "
+    "BEGIN UPDATE id_mark SET high = max(high, OLD.id); END;\n"
+    "ALTER TABLE epochs ADD COLUMN admitted_files INTEGER NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE epochs ADD COLUMN evicted_files INTEGER NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE epochs ADD COLUMN unread_files INTEGER NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE epochs ADD COLUMN unread_bytes INTEGER NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE epochs ADD COLUMN full_files INTEGER NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE epochs ADD COLUMN full_records INTEGER NOT NULL DEFAULT 0;\n"
+    "UPDATE epochs SET admitted_files = a.files, full_files = a.full, "
+    "full_records = a.records FROM (SELECT created_epoch AS number, count(*) AS files, "
+    "sum(full_reads > 0) AS full, sum(CASE WHEN full_reads > 0 THEN records ELSE 0 END) "
+    "AS records FROM shards GROUP BY created_epoch) AS a WHERE epochs.number = a.number;\n"
+    "UPDATE epochs SET evicted_files = v.files, unread_files = v.unread, "
+    "unread_bytes = v.bytes FROM (SELECT evicted_epoch AS number, count(*) AS files, "
+    "sum(state = " SQL_GONE " AND full_reads = 0) AS unread, "
+    "sum(CASE WHEN state = " SQL_GONE " AND full_reads = 0 THEN bytes ELSE 0 END) AS bytes "
+    "FROM shards WHERE evicted_epoch >= 0 GROUP BY evicted_epoch) AS v "
+    "WHERE epochs.number = v.number;\n"
+    "DELETE FROM shards WHERE state = " SQL_GONE ";\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -310,7 +357,9 @@ _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 /* ---- cached statements ------------------------------------------------- */
 
 static const char *const sql_catalog[S__COUNT] = {
-    [S_MAX_ID] = "SELECT coalesce(max(id), 0) FROM shards",
+    /* DESIGN 1: above every row and every deleted row (id_mark, version 10) */
+    [S_MAX_ID] = "SELECT max((SELECT coalesce(max(id), 0) FROM shards), "
+		 "(SELECT high FROM id_mark))",
 };
 
 /* The SQL tables of the catalog's files; each id is defined in exactly one. */
@@ -757,7 +806,10 @@ static int open_setup(struct cfs_catalog *c, char *err, size_t errlen)
 	return c->found_version < CFS_SCHEMA_VERSION ? migrate(c, err, errlen) : 0;
 }
 
-/* next_id starts above every id in the table, GONE rows included (DESIGN 1). */
+/*
+ * next_id starts above every id in the table and the highest id of a
+ * deleted row (id_mark), so no id of a GONE file comes back (DESIGN 1).
+ */
 static void open_next_id(struct cfs_catalog *c)
 {
 	sqlite3_stmt *st = cfs__stmt(c, S_MAX_ID);

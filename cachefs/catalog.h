@@ -17,10 +17,10 @@
  *   sample   one record inside a file: file id, offset, length, crc, and
  *            where it came from (object id, offset in the object).
  *   epoch    one row per epoch: when it began, the schedule entry in force,
- *            bytes/records admitted, evicted and read during it.
+ *            files/bytes/records admitted, evicted and read during it.
  *
  * States of a file (catalog.c's design note says which function moves it):
- *   (in tmp/, no row) -> SEALED -> EVICTING -> GONE
+ *   (in tmp/, no row) -> SEALED -> EVICTING -> GONE (the row deleted)
  *
  * Threads: a catalog handle may be used from any thread; calls are
  * serialized by a recursive mutex inside the handle.  cfs_catalog_begin()
@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 9 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 10 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 
@@ -58,7 +58,11 @@ enum cfs_kind {
 enum cfs_shard_state {
 	CFS_SHARD_SEALED = 0,	/* resident, complete, immutable */
 	CFS_SHARD_EVICTING = 1, /* chosen for eviction; file may still be open */
-	CFS_SHARD_GONE = 2,	/* file deleted; row kept for history */
+	/*
+	 * file deleted, and its row with it (schema 10): no row is in this
+	 * state; the value names the state, and the rows of older catalogs
+	 */
+	CFS_SHARD_GONE = 2,
 };
 
 /* States of a remote object version. */
@@ -265,7 +269,7 @@ void cfs_catalog_note_id(struct cfs_catalog *c, int64_t id);
 /*
  * Commits a sealed file: its row (state SEALED, stats 0), all its samples,
  * sh->marks (the sampling plan's units it completes, DESIGN 8) and
- * admitted bytes/records added to the epochs row of created_epoch
+ * admitted files/bytes/records added to the epochs row of created_epoch
  * (created if missing) - one transaction (DESIGN invariant 2, last step).
  * For RAW, a name already used by another SEALED/EVICTING RAW file gives
  * -EEXIST (the caller picks a suffixed name, see cfs_display_name()).
@@ -298,7 +302,7 @@ struct cfs_shard_info {
 	uint64_t full_reads;   /* times read to the end */
 	int64_t object_id;     /* RAW: its object; else 0 */
 	char *name;	       /* RAW: display name; else NULL; owned by the array */
-	int64_t evicted_epoch; /* -1 unless EVICTING/GONE; CFS_EVICTED_WITHDRAWN: withdrawn */
+	int64_t evicted_epoch; /* -1 unless EVICTING; CFS_EVICTED_WITHDRAWN: withdrawn */
 	uint32_t crc;	       /* RAW: CRC-32C of the whole object; TFRECORD: its digest */
 	bool has_crc;	       /* crc is known (a TFRecord row sealed before schema 7 has none) */
 };
@@ -332,14 +336,16 @@ struct cfs_shard_stat_delta {
  * gone meanwhile). A file read to the end serves its records: each (object, offset) goes into table
  * `served` once, and those never served before (from any file, in any pass) are counted into
  * `epoch`'s served_records - what `report` calls seen: distinct records, never one twice however
- * many files or passes brought it again. Returns 0 or -errno (nothing changed).
+ * many files or passes brought it again. A file's first full read also counts it and its records
+ * into the full_files and full_records of the epoch that admitted it (its created_epoch). Returns 0
+ * or -errno (nothing changed).
  */
 int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_stat_delta *d,
 				 size_t n, uint32_t epoch);
 
 /*
- * Marks n SEALED files EVICTING in `epoch` (evicted bytes/records added to
- * that epoch's row), in one transaction.  Ids not SEALED: -ENOENT, nothing
+ * Marks n SEALED files EVICTING in `epoch` (evicted files/bytes/records
+ * added to that epoch's row), in one transaction.  Ids not SEALED: -ENOENT, nothing
  * changed.  Their files stay on disk (open handles, invariant 3) until
  * cfs_catalog_shards_gone().
  */
@@ -369,8 +375,12 @@ enum cfs_withdraw {
 int cfs_catalog_shard_withdraw(struct cfs_catalog *c, int64_t id, enum cfs_withdraw why);
 
 /*
- * Marks n files GONE (their files were deleted) and deletes their samples,
- * in one transaction.  Ids already GONE or unknown are skipped.
+ * Makes n files GONE (their files were deleted): deletes their rows with
+ * their samples and file objects, in one transaction.  A victim's row
+ * (evicted_epoch >= 0) never read to the end (full_reads 0) is counted
+ * first into its evicting epoch's unread_files and unread_bytes.  The
+ * ids stay taken (DESIGN 1: the catalog's id mark keeps the highest id
+ * of a deleted row).  Unknown ids (already GONE) are skipped.
  */
 int cfs_catalog_shards_gone(struct cfs_catalog *c, const int64_t *ids, size_t n);
 
@@ -415,6 +425,11 @@ struct cfs_epoch_row {
 	uint64_t resident_files, resident_bytes, resident_records; /* at its start */
 	uint64_t served_records; /* records first served (read to the end) in it */
 	uint64_t read_files;	 /* opens that read a file in it, page cache included */
+	/* schema 10: what `report` counted from the rows of evicted files */
+	uint64_t admitted_files;	     /* files sealed in it (created_epoch) */
+	uint64_t evicted_files;		     /* files evicted at the boundary into it */
+	uint64_t unread_files, unread_bytes; /* of those, deleted never read to the end */
+	uint64_t full_files, full_records;   /* files sealed in it read to the end (by now) */
 };
 
 /*
@@ -574,11 +589,12 @@ int cfs_catalog_plan_partial_low(struct cfs_catalog *c, int64_t plan_id, const u
  */
 int cfs_catalog_plan_cut_objects(struct cfs_catalog *c, int64_t plan_id, int64_t **out, size_t *n);
 
-/* The offsets in the object of its samples in files not GONE, ascending; *out malloc'd. */
+/* The offsets in the object of its samples (in files SEALED or EVICTING), ascending; *out malloc'd.
+ */
 int cfs_catalog_object_offsets(struct cfs_catalog *c, int64_t object_id, uint64_t **out, size_t *n);
 
 /*
- * Every sample in a file not GONE (GONE files have none), whatever its
+ * Every sample (GONE files have none: their rows are deleted), whatever its
  * object, handed to fn one at a time: the caller keeps those of its plan's
  * objects (no join, so that no plan row is read).  fn runs with the catalog
  * held and must not call it.  Returns 0, fn's nonzero return (the walk

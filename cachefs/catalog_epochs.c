@@ -18,20 +18,31 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A counter statement: adds excluded.<col> to <col> for epoch ?1, returns the new value. */
+/*
+ * A counter statement: adds excluded.<col> to each <col> for epoch ?1 (the
+ * deltas are ?2, ?3, ?4 in the order of the columns), returns the new values.
+ */
+#define ADD_(a)		    a " = " a " + excluded." a
+#define RETURNING3(a, b, f) " RETURNING " a ", " b ", " f
+#define EPOCH_ADD1(a)                                                                              \
+	"INSERT INTO epochs(number, " a                                                            \
+	") VALUES(?1, ?2) ON CONFLICT(number) DO UPDATE SET " ADD_(a) " RETURNING " a
 #define EPOCH_ADD2(a, b)                                                                           \
 	"INSERT INTO epochs(number, " a ", " b ") VALUES(?1, ?2, ?3) "                             \
-	"ON CONFLICT(number) DO UPDATE SET " a " = " a " + excluded." a ", " b " = " b             \
-	" + excluded." b " RETURNING " a ", " b
+	"ON CONFLICT(number) DO UPDATE SET " ADD_(a) ", " ADD_(b) " RETURNING " a ", " b
+#define EPOCH_ADD3(a, b, f)                                                                        \
+	"INSERT INTO epochs(number, " a ", " b ", " f ") VALUES(?1, ?2, ?3, ?4) "                  \
+	"ON CONFLICT(number) DO UPDATE SET " ADD_(a) ", " ADD_(b) ", " ADD_(f) RETURNING3(a, b, f)
 
 const char *const cfs__sql_epochs[S__COUNT] = {
-    [S_EPOCH_ADMIT] = EPOCH_ADD2("admitted_bytes", "admitted_records"),
+    [S_EPOCH_ADMIT] = EPOCH_ADD3("admitted_bytes", "admitted_records", "admitted_files"),
     [S_EPOCH_READ] = EPOCH_ADD2("read_bytes", "read_files"),
-    [S_EPOCH_EVICT] = EPOCH_ADD2("evicted_bytes", "evicted_records"),
-    [S_EPOCH_SERVED] = "INSERT INTO epochs(number, served_records) VALUES(?1, ?2) "
-		       "ON CONFLICT(number) DO UPDATE SET "
-		       "served_records = served_records + excluded.served_records "
-		       "RETURNING served_records, 0",
+    [S_EPOCH_EVICT] = EPOCH_ADD3("evicted_bytes", "evicted_records", "evicted_files"),
+    [S_EPOCH_SERVED] = EPOCH_ADD1("served_records"),
+    /* a victim deleted never read to the end, into its evicting epoch (version 10) */
+    [S_EPOCH_UNREAD] = EPOCH_ADD2("unread_bytes", "unread_files"),
+    /* a file's first full read, into the epoch that admitted it (version 10) */
+    [S_EPOCH_FULL] = EPOCH_ADD2("full_records", "full_files"),
     [S_EPOCH_BEGIN] = "INSERT INTO epochs(number, started_ms, limit_bytes, admit_bytes, "
 		      "policy, min_uses, resident_files, resident_bytes, resident_records) "
 		      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
@@ -44,46 +55,47 @@ const char *const cfs__sql_epochs[S__COUNT] = {
     [S_EPOCH_LIST] = "SELECT number, started_ms, admitted_bytes, admitted_records, "
 		     "evicted_bytes, evicted_records, read_bytes, limit_bytes, admit_bytes, "
 		     "policy, min_uses, resident_files, resident_bytes, resident_records, "
-		     "served_records, read_files FROM epochs ORDER BY number",
+		     "served_records, read_files, admitted_files, evicted_files, unread_files, "
+		     "unread_bytes, full_files, full_records FROM epochs ORDER BY number",
     [S_EPOCH_CURRENT] = "SELECT max(number) FROM epochs WHERE started_ms > 0",
 };
 
 #ifndef NDEBUG
 /*
- * C3 at one add: the deltas are not negative as SQL integers, and the new
- * values (the RETURNING row) are integers (SQLite turns an overflowing sum
- * into a REAL) no smaller than the deltas.
+ * C3 at one add: the deltas d[0..n) are not negative as SQL integers, and
+ * the new values (the RETURNING row) are integers (SQLite turns an
+ * overflowing sum into a REAL) no smaller than the deltas.
  */
-static void assert_c3(sqlite3_stmt *st, uint64_t a, uint64_t b)
+static void assert_c3(sqlite3_stmt *st, const uint64_t *d, int n)
 {
-	assert((sqlite3_int64)a >= 0 && (sqlite3_int64)b >= 0 && "C3: a counter delta is negative");
-	for (int col = 0; col < 2; col++) {
-		uint64_t delta = col == 0 ? a : b;
+	for (int col = 0; col < n; col++) {
+		assert((sqlite3_int64)d[col] >= 0 && "C3: a counter delta is negative");
 		assert(sqlite3_column_type(st, col) == SQLITE_INTEGER && "C3: counter overflowed");
-		assert((uint64_t)sqlite3_column_int64(st, col) >= delta && "C3: counter decreased");
-		(void)delta;
+		assert((uint64_t)sqlite3_column_int64(st, col) >= d[col] &&
+		       "C3: counter decreased");
 	}
 }
 #else
-#define assert_c3(st, a, b) ((void)0)
+#define assert_c3(st, d, n) ((void)0)
 #endif
 
-int cfs__epoch_add(struct cfs_catalog *c, enum stmt_id sid, uint32_t epoch, uint64_t a, uint64_t b)
+int cfs__epoch_add(struct cfs_catalog *c, enum stmt_id sid, uint32_t epoch, uint64_t a, uint64_t b,
+		   uint64_t f)
 {
 	sqlite3_stmt *st = cfs__stmt(c, sid);
+	const uint64_t d[3] = {a, b, f};
 	int rc;
 
 	if (!st)
 		return -EIO;
-	if (sid == S_EPOCH_SERVED)
-		b = 0;
+	/* the statement's columns take the first deltas; the rest are unused */
+	int n = sqlite3_bind_parameter_count(st) - 1;
 	sqlite3_bind_int64(st, 1, epoch);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)a);
-	if (sid != S_EPOCH_SERVED)
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)b);
+	for (int i = 0; i < n; i++)
+		sqlite3_bind_int64(st, 2 + i, (sqlite3_int64)d[i]);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		assert_c3(st, a, b);
+		assert_c3(st, d, n);
 		rc = sqlite3_step(st);
 	}
 	sqlite3_reset(st);
@@ -137,6 +149,12 @@ static int row_epoch(sqlite3_stmt *st, void *el)
 	e->resident_records = (uint64_t)sqlite3_column_int64(st, 13);
 	e->served_records = (uint64_t)sqlite3_column_int64(st, 14);
 	e->read_files = (uint64_t)sqlite3_column_int64(st, 15);
+	e->admitted_files = (uint64_t)sqlite3_column_int64(st, 16);
+	e->evicted_files = (uint64_t)sqlite3_column_int64(st, 17);
+	e->unread_files = (uint64_t)sqlite3_column_int64(st, 18);
+	e->unread_bytes = (uint64_t)sqlite3_column_int64(st, 19);
+	e->full_files = (uint64_t)sqlite3_column_int64(st, 20);
+	e->full_records = (uint64_t)sqlite3_column_int64(st, 21);
 	return 0;
 }
 

@@ -6,9 +6,10 @@
  *
  * Keeps DESIGN 2 (a FILE row and all its SAMPLE rows in one transaction)
  * and C1 (shards_gone, shards_drop and shard_withdraw delete the SAMPLE and
- * FILE OBJECTS rows in the transaction that changes the FILE row; builds
- * without NDEBUG assert it after shards_gone and shards_drop for the FILEs
- * just touched).  The epochs
+ * FILE OBJECTS rows in the transaction that changes or deletes the FILE
+ * row; builds without NDEBUG assert it after shards_gone and shards_drop
+ * for the FILEs just deleted).  A GONE FILE's row is deleted (version 10);
+ * the trigger id_mark_delete keeps its id taken (DESIGN 1).  The epochs
  * counters it moves are written by catalog_epochs.c, the plan rows by
  * catalog_plan.c, in the same transaction.  Terms, invariants and
  * locking: the design note of catalog.c.
@@ -45,12 +46,12 @@ const char *const cfs__sql_files[S__COUNT] = {
 		     "WHERE ((1 << state) & ?1) != 0 ORDER BY id",
     [S_SHARD_GET] = "SELECT " SHARD_COLUMNS " FROM shards WHERE id = ?1",
     [S_SHARD_STATS] = "UPDATE shards SET reads = reads + ?2, full_reads = full_reads + ?3, "
-		      "last_read_ms = max(last_read_ms, ?4) WHERE id = ?1 RETURNING full_reads",
+		      "last_read_ms = max(last_read_ms, ?4) WHERE id = ?1 "
+		      "RETURNING full_reads, created_epoch, records",
     [S_SHARD_EVICT] = "UPDATE shards SET state = " SQL_EVICTING ", evicted_epoch = ?2 "
 		      "WHERE id = ?1 AND state = " SQL_SEALED " RETURNING bytes, records",
-    /* a GONE row keeps its id and history, not its display name (nothing reads it) */
-    [S_SHARD_GONE] = "UPDATE shards SET state = " SQL_GONE ", name = NULL "
-		     "WHERE id = ?1 AND state != " SQL_GONE,
+    /* GONE: the row goes (its id stays taken: trigger id_mark_delete) */
+    [S_SHARD_GONE] = "DELETE FROM shards WHERE id = ?1 RETURNING evicted_epoch, full_reads, bytes",
     [S_SAMPLES_DEL] = "DELETE FROM samples WHERE shard_id = ?1",
     [S_SHARD_DEL] = "DELETE FROM shards WHERE id = ?1",
     [S_SAMPLES_OF] = "SELECT offset, length, crc, object_id, object_offset FROM samples "
@@ -67,11 +68,10 @@ const char *const cfs__sql_files[S__COUNT] = {
 		  "FROM shards WHERE state = " SQL_SEALED,
     [S_SERVED_ADD] = "INSERT OR IGNORE INTO served(object_id, object_offset) "
 		     "SELECT object_id, object_offset FROM samples WHERE shard_id = ?1",
-    /* C1 for FILE ?1: its SAMPLE and FILE OBJECTS rows without a FILE row not GONE */
+    /* C1 for FILE ?1: its SAMPLE and FILE OBJECTS rows without a FILE row */
     [S_C1_ORPHANS] = "SELECT count(*) FROM (SELECT shard_id FROM samples WHERE shard_id = ?1 "
 		     "UNION ALL SELECT shard_id FROM shard_objects WHERE shard_id = ?1) "
-		     "WHERE NOT EXISTS (SELECT 1 FROM shards f WHERE f.id = ?1 "
-		     "AND f.state != " SQL_GONE ")",
+		     "WHERE NOT EXISTS (SELECT 1 FROM shards f WHERE f.id = ?1)",
     /* sync points (table unsynced: catalog.c, version 8) */
     [S_UNSYNCED_MAX] = "SELECT coalesce(max(seq), 0) FROM unsynced",
     [S_UNSYNCED_CLEAR] = "DELETE FROM unsynced WHERE seq <= ?1",
@@ -80,9 +80,9 @@ const char *const cfs__sql_files[S__COUNT] = {
 
 #ifndef NDEBUG
 /*
- * Asserts C1 for the n FILEs ids (in the transaction that changed them):
- * no SAMPLE or FILE OBJECTS row of theirs lacks a FILE row that is not
- * GONE.  One indexed COUNT per id.  A statement that cannot run (out of
+ * Asserts C1 for the n FILEs ids (in the transaction that deleted their
+ * rows): no SAMPLE or FILE OBJECTS row of theirs lacks a FILE row.  One
+ * indexed COUNT per id.  A statement that cannot run (out of
  * memory) checks nothing.
  */
 static void assert_c1(struct cfs_catalog *c, const int64_t *ids, size_t n)
@@ -95,7 +95,7 @@ static void assert_c1(struct cfs_catalog *c, const int64_t *ids, size_t n)
 		int rc = sqlite3_step(st);
 		int64_t orphans = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 		sqlite3_reset(st);
-		assert(orphans == 0 && "C1: samples or shard_objects of a FILE absent or GONE");
+		assert(orphans == 0 && "C1: samples or shard_objects of a FILE without a row");
 	}
 }
 
@@ -240,7 +240,7 @@ static int add_file_rows(struct cfs_catalog *c, const struct cfs_shard_new *sh,
 	if (rc == 0 && sh->marks) /* the plan's units this file completes: same transaction */
 		rc = cfs__plan_marks_add(c, sh->marks);
 	if (rc == 0)
-		rc = cfs__epoch_add(c, S_EPOCH_ADMIT, sh->created_epoch, sh->bytes, n_samples);
+		rc = cfs__epoch_add(c, S_EPOCH_ADMIT, sh->created_epoch, sh->bytes, n_samples, 1);
 	return rc;
 }
 
@@ -427,12 +427,16 @@ int cfs_catalog_resident(struct cfs_catalog *c, struct cfs_resident *out)
 
 /*
  * Adds one delta to its file's row; *first says whether this delta made
- * the file's first full read (its full_reads now equals the delta's).  In
- * a transaction.
+ * the file's first full read (its full_reads now equals the delta's), and
+ * then the file and its records are counted into the full_files and
+ * full_records of the epoch that admitted it.  In a transaction.
  */
 static int stat_one(struct cfs_catalog *c, sqlite3_stmt *st, const struct cfs_shard_stat_delta *d,
 		    bool *first)
 {
+	uint32_t created = 0;
+	uint64_t records = 0;
+
 	sqlite3_bind_int64(st, 1, d->id);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)d->reads);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)d->full_reads);
@@ -440,10 +444,15 @@ static int stat_one(struct cfs_catalog *c, sqlite3_stmt *st, const struct cfs_sh
 	int rc = sqlite3_step(st);
 	*first = rc == SQLITE_ROW && d->full_reads &&
 		 (uint64_t)sqlite3_column_int64(st, 0) == d->full_reads;
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
+		created = (uint32_t)sqlite3_column_int64(st, 1);
+		records = (uint64_t)sqlite3_column_int64(st, 2);
 		rc = sqlite3_step(st);
+	}
 	sqlite3_reset(st);
-	return rc == SQLITE_DONE ? 0 : cfs__fail(c, rc, "file stats");
+	if (rc != SQLITE_DONE)
+		return cfs__fail(c, rc, "file stats");
+	return *first ? cfs__epoch_add(c, S_EPOCH_FULL, created, records, 1, 0) : 0;
 }
 
 /*
@@ -489,9 +498,9 @@ int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_s
 			rc = serve_file(c, d[i].id, &newly);
 	}
 	if (rc == 0 && (read_bytes || read_files))
-		rc = cfs__epoch_add(c, S_EPOCH_READ, epoch, read_bytes, read_files);
+		rc = cfs__epoch_add(c, S_EPOCH_READ, epoch, read_bytes, read_files, 0);
 	if (rc == 0 && newly)
-		rc = cfs__epoch_add(c, S_EPOCH_SERVED, epoch, newly, 0);
+		rc = cfs__epoch_add(c, S_EPOCH_SERVED, epoch, newly, 0, 0);
 	return cfs__txn_end(c, rc);
 }
 
@@ -542,7 +551,7 @@ int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = evict_one(c, ids[i], epoch, &bytes, &records, "file evict");
 	if (rc == 0)
-		rc = cfs__epoch_add(c, S_EPOCH_EVICT, epoch, bytes, records);
+		rc = cfs__epoch_add(c, S_EPOCH_EVICT, epoch, bytes, records, n);
 	return cfs__txn_end(c, rc);
 }
 
@@ -589,12 +598,68 @@ int cfs_catalog_shard_withdraw(struct cfs_catalog *c, int64_t id, enum cfs_withd
 }
 
 /*
- * Deletes the contents of each file, then runs sid (GONE or delete) on it,
- * in one transaction.
+ * The victims deleted never read to the end, summed per evicting epoch
+ * while the ids come in one epoch (a batch of the reaper mostly does).
  */
-static int each_id(struct cfs_catalog *c, enum stmt_id sid, const int64_t *ids, size_t n)
+struct unread_acc {
+	int64_t epoch; /* -1: none yet */
+	uint64_t files, bytes;
+};
+
+/* Counts what acc holds into its epoch and empties it.  In a transaction. */
+static int unread_flush(struct cfs_catalog *c, struct unread_acc *acc)
 {
-	const char *what = sid == S_SHARD_GONE ? "file gone" : "file drop";
+	int rc = 0;
+
+	if (acc->files)
+		rc = cfs__epoch_add(c, S_EPOCH_UNREAD, (uint32_t)acc->epoch, acc->bytes, acc->files,
+				    0);
+	*acc = (struct unread_acc){.epoch = -1};
+	return rc;
+}
+
+/*
+ * GONE for file id: deletes its row (the trigger id_mark_delete keeps its
+ * id taken) and adds it to acc when it was a victim (evicted_epoch >= 0)
+ * never read to the end.  An unknown id changes nothing.  In a transaction.
+ */
+static int gone_one(struct cfs_catalog *c, int64_t id, struct unread_acc *acc)
+{
+	sqlite3_stmt *st = cfs__stmt(c, S_SHARD_GONE);
+	int rc;
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	int64_t evicted = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	bool unread = rc == SQLITE_ROW && sqlite3_column_int64(st, 1) == 0;
+	uint64_t bytes = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 2) : 0;
+	if (rc == SQLITE_ROW)
+		rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return cfs__fail(c, rc, "file gone");
+	if (evicted < 0 || !unread)
+		return 0;
+	if (evicted != acc->epoch) {
+		int e = unread_flush(c, acc);
+		if (e < 0)
+			return e;
+		acc->epoch = evicted;
+	}
+	acc->files++;
+	acc->bytes += bytes;
+	return 0;
+}
+
+/*
+ * Deletes the contents of each file, then its row: GONE (gone true:
+ * unread victims counted) or dropped, in one transaction.
+ */
+static int each_id(struct cfs_catalog *c, bool gone, const int64_t *ids, size_t n)
+{
+	struct unread_acc acc = {.epoch = -1};
 	if (n == 0)
 		return 0;
 	int rc = cfs__txn_begin(c);
@@ -603,8 +668,11 @@ static int each_id(struct cfs_catalog *c, enum stmt_id sid, const int64_t *ids, 
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		rc = delete_contents(c, ids[i]);
 		if (rc == 0)
-			rc = run_id(c, sid, ids[i], what);
+			rc = gone ? gone_one(c, ids[i], &acc)
+				  : run_id(c, S_SHARD_DEL, ids[i], "file drop");
 	}
+	if (rc == 0)
+		rc = unread_flush(c, &acc);
 	if (rc == 0)
 		assert_c1(c, ids, n);
 	return cfs__txn_end(c, rc);
@@ -612,12 +680,12 @@ static int each_id(struct cfs_catalog *c, enum stmt_id sid, const int64_t *ids, 
 
 int cfs_catalog_shards_gone(struct cfs_catalog *c, const int64_t *ids, size_t n)
 {
-	return each_id(c, S_SHARD_GONE, ids, n);
+	return each_id(c, true, ids, n);
 }
 
 int cfs_catalog_shards_drop(struct cfs_catalog *c, const int64_t *ids, size_t n)
 {
-	return each_id(c, S_SHARD_DEL, ids, n);
+	return each_id(c, false, ids, n);
 }
 
 /* ---- sync points ------------------------------------------------------- */

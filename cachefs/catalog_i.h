@@ -90,6 +90,8 @@ enum stmt_id {
 	S_EPOCH_READ,
 	S_EPOCH_EVICT,
 	S_EPOCH_SERVED,
+	S_EPOCH_UNREAD,
+	S_EPOCH_FULL,
 	S_EPOCH_BEGIN,
 	S_EPOCH_LIST,
 	S_EPOCH_CURRENT,
@@ -216,11 +218,14 @@ char *cfs__dup_col(sqlite3_stmt *st, int col, bool *oom);
 /* ---- catalog_epochs.c -------------------------------------------------- */
 
 /*
- * Adds (a, b) to the two counters of epoch `epoch` that statement sid
- * (S_EPOCH_ADMIT, _READ, _EVICT; S_EPOCH_SERVED uses a only) grows,
- * creating the row.  In a transaction.  Debug builds assert C3.
+ * Adds (a, b, f) to the counters of epoch `epoch` that statement sid grows,
+ * in the order of its columns (S_EPOCH_ADMIT, _EVICT: bytes, records,
+ * files; _READ: bytes, files; _UNREAD: bytes, files; _FULL: records,
+ * files; _SERVED: records, a only), creating the row.  Deltas past the
+ * statement's columns are unused.  In a transaction.  Debug builds assert C3.
  */
-int cfs__epoch_add(struct cfs_catalog *c, enum stmt_id sid, uint32_t epoch, uint64_t a, uint64_t b);
+int cfs__epoch_add(struct cfs_catalog *c, enum stmt_id sid, uint32_t epoch, uint64_t a, uint64_t b,
+		   uint64_t f);
 
 /* ---- catalog_plan.c ---------------------------------------------------- */
 

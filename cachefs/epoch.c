@@ -276,18 +276,61 @@ static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)
 	}
 }
 
+bool cfs_efile_take_delta(struct cfs_efile *f, struct cfs_shard_stat_delta *d)
+{
+	if (!atomic_load_explicit(&f->d_reads, memory_order_relaxed) &&
+	    !atomic_load_explicit(&f->d_full_reads, memory_order_relaxed) &&
+	    !atomic_load_explicit(&f->d_read_bytes, memory_order_relaxed))
+		return false;
+	d->id = f->id;
+	d->reads = atomic_exchange_explicit(&f->d_reads, 0, memory_order_relaxed);
+	d->full_reads = atomic_exchange_explicit(&f->d_full_reads, 0, memory_order_relaxed);
+	d->read_bytes = atomic_exchange_explicit(&f->d_read_bytes, 0, memory_order_relaxed);
+	d->last_read_ms = atomic_load_explicit(&f->last_read_ms, memory_order_relaxed);
+	return true;
+}
+
+/*
+ * The read statistics of the chain's n files since the daemon's last flush
+ * go into their catalog rows before delete_gone deletes the rows: a victim
+ * that retires under retire = read was read to the end just before its
+ * last release, and only its row, while there is one, can count that full
+ * read (its records served, the file not unread: cfs_catalog_shards_gone).
+ * On failure they are lost, logged, as a failed flush of the daemon's
+ * loses its own.
+ */
+static void flush_gone_stats(struct cfs_epochs *s, struct cfs_efile *chain, size_t n)
+{
+	struct cfs_shard_stat_delta *d = malloc(n * sizeof(*d));
+	size_t k = 0;
+	if (!d)
+		return; /* the daemon's next flush takes them (and skips the rows gone) */
+	for (struct cfs_efile *f = chain; f; f = f->gnext)
+		if (cfs_efile_take_delta(f, &d[k]))
+			k++;
+	int rc = k ? cfs_catalog_shards_add_stats(cfs_store_catalog(s->store), d, k,
+						  cfs_epochs_current_number(s, NULL))
+		   : 0;
+	if (rc != 0)
+		cmn_log(CMN_LOG_WARN, "read statistics of %zu evicted files not recorded: %s", k,
+			strerror(-rc));
+	free(d);
+}
+
 /*
  * Deletes the evicted files of the gone chain, whose last pin went away
- * (invariant 3), in one batch: one transaction marks them GONE.  No lock
- * held.
+ * (invariant 3), in one batch: their read statistics first
+ * (flush_gone_stats), then one transaction makes them GONE (deletes their
+ * rows).  No lock held.
  */
-static void delete_gone(struct cfs_epochs *s, const struct cfs_efile *chain)
+static void delete_gone(struct cfs_epochs *s, struct cfs_efile *chain)
 {
 	if (!s->store)
 		return;
 	size_t n = 0;
 	for (const struct cfs_efile *f = chain; f; f = f->gnext)
 		n++;
+	flush_gone_stats(s, chain, n);
 	struct cfs_evict_item *items = malloc(n * sizeof(*items));
 	int rc = 0;
 	if (items) {

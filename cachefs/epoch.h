@@ -392,6 +392,16 @@ size_t cfs_epoch_shown_files(struct cfs_epochs *s, struct cfs_epoch *ep, size_t 
 /* Numbers of the listed epochs (malloc'd array; NULL when *n == 0). */
 int cfs_epochs_list_numbers(struct cfs_epochs *s, uint32_t **out, size_t *n);
 
+struct cfs_shard_stat_delta;
+
+/*
+ * Takes f's read statistics since the last take into *d, its counters back
+ * to 0; false (d untouched) when it was not read since.  Any thread, no
+ * lock: each count is taken once (atomic exchanges), by the daemon's flush
+ * or by the deletion of f (epoch.c, flush_gone_stats).
+ */
+bool cfs_efile_take_delta(struct cfs_efile *f, struct cfs_shard_stat_delta *d);
+
 /* Calls fn for every live file under mu (stats flushing); fn must not block. */
 void cfs_epochs_foreach_file(struct cfs_epochs *s, void (*fn)(struct cfs_efile *f, void *ctx),
 			     void *ctx);

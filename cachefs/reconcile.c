@@ -14,7 +14,9 @@
  *      EVICTING row;
  *   3. both lists are sorted by (kind, id) and merged:
  *        row + file, sizes agree, SEALED    -> kept, counted in the budget
- *        row + file, sizes agree, EVICTING  -> file deleted, row GONE; with
+ *        row + file, sizes agree, EVICTING  -> file deleted, GONE (row
+ *                                              deleted, its id kept
+ *                                              taken by the id mark); with
  *                                              keep_retiring, a victim of the
  *                                              latest boundary stays (draining)
  *        row + file, sizes differ           -> both dropped (a torn file;
@@ -25,7 +27,7 @@
  *                                              torn file (a crash of the
  *                                              system lost its bytes)
  *        row, no file                       -> SEALED: row dropped with its
- *                                              samples; EVICTING: row GONE
+ *                                              samples; EVICTING: GONE
  *        file, no row                       -> file deleted (crash between
  *                                              rename and commit)
  *        a name not of our form             -> deleted (nobody else writes

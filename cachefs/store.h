@@ -203,8 +203,9 @@ void cfs_store_evicted(struct cfs_store *s, const struct cfs_evict_item *items, 
 
 /*
  * Deletes n EVICTING files (their `open` is ignored: the caller knows no
- * handle holds them): unlinks each, subtracts its draining bytes, and marks
- * every one deleted GONE in one transaction.  A crash in between leaves
+ * handle holds them): unlinks each, subtracts its draining bytes, and makes
+ * every one deleted GONE (its catalog row deleted, cfs_catalog_shards_gone)
+ * in one transaction.  A crash in between leaves
  * EVICTING rows, which start-up reconciliation finishes.  A file that could
  * not be unlinked stays EVICTING and draining.  Returns 0 or the first
  * -errno.

@@ -14,13 +14,16 @@
  * What each figure is, and where it comes from (docs/eviction.md, "rollcache
  * report"):
  *   the `epochs` rows (written by the daemon at each boundary and counted
- *   into by admissions, evictions and read statistics): the schedule entry
- *   in force (limit, the admit budget granted at the boundary, policy),
- *   resident files/records/bytes at the epoch's start (after the boundary's
- *   evictions), admitted and evicted records/bytes, bytes read;
- *   the `shards` rows (every file ever sealed, GONE ones included): the
- *   counts of files admitted and evicted per epoch, and files evicted
- *   before anyone read them to the end.
+ *   into by admissions, evictions, deletions and read statistics): the
+ *   schedule entry in force (limit, the admit budget granted at the
+ *   boundary, policy), resident files/records/bytes at the epoch's start
+ *   (after the boundary's evictions), admitted and evicted
+ *   files/records/bytes, bytes read, the victims deleted before anyone
+ *   read them to the end (unread_files/bytes, counted when their rows
+ *   went) and the files admitted in it read to the end (full_files);
+ *   the `shards` rows of the files resident or leaving (a GONE file has no
+ *   row): the victims still EVICTING that nobody read to the end, which
+ *   `unread` adds to those deleted.
  *   `seen` at epoch E: the distinct records (a raw object is one) served by
  *   the end of E - a record is served when a file holding it is read to
  *   the end, and counted once however many files or passes brought it
@@ -193,8 +196,9 @@ static struct rep_epoch *find_epoch(struct report *r, int64_t number)
 }
 
 /*
- * Fills r from the catalog: one line per epochs row, per-file counts from
- * every shards row.  Returns 0 or -errno (r->e freed by the caller).
+ * Fills r from the catalog: one line per epochs row, the victims not yet
+ * deleted from the SEALED and EVICTING rows.  Returns 0 or -errno (r->e
+ * freed by the caller).
  */
 static int gather(struct cfs_catalog *c, struct report *r)
 {
@@ -206,10 +210,8 @@ static int gather(struct cfs_catalog *c, struct report *r)
 		return rc;
 	rc = cfs_catalog_epochs_list(c, &rows, &nrows);
 	if (rc == 0)
-		rc = cfs_catalog_shards_list(c,
-					     (1u << CFS_SHARD_SEALED) | (1u << CFS_SHARD_EVICTING) |
-						 (1u << CFS_SHARD_GONE),
-					     &sh, &nsh);
+		rc = cfs_catalog_shards_list(
+		    c, (1u << CFS_SHARD_SEALED) | (1u << CFS_SHARD_EVICTING), &sh, &nsh);
 	if (rc == 0)
 		rc = cfs_catalog_resident(c, &r->now);
 	cfs_catalog_read_end(c);
@@ -241,31 +243,26 @@ static int gather(struct cfs_catalog *c, struct report *r)
 		e->read_bytes = w->read_bytes;
 		e->read_files = w->read_files;
 		e->served_records = w->served_records;
+		e->adm_files = w->admitted_files;
+		e->ev_files = w->evicted_files;
+		e->unread_files = w->unread_files; /* the victims deleted unread */
+		e->unread_bytes = w->unread_bytes;
+		/* seen(E) counts a file from its admission epoch on: summed below */
+		e->seen_files = w->full_files;
+		e->seen_records = w->full_records;
+		r->files_total += w->admitted_files;
+		r->files_read_full += w->full_files;
 		if (e->started)
 			last_started = e->number;
 	}
-	for (size_t i = 0; i < nsh; i++) {
+	for (size_t i = 0; i < nsh; i++) { /* the victims not deleted yet */
 		const struct cfs_shard_info *s = &sh[i];
-		struct rep_epoch *e = find_epoch(r, s->created_epoch);
-		if (e)
-			e->adm_files++;
-		e = s->evicted_epoch >= 0 ? find_epoch(r, s->evicted_epoch) : NULL;
+		struct rep_epoch *e = s->evicted_epoch >= 0 && s->full_reads == 0
+					  ? find_epoch(r, s->evicted_epoch)
+					  : NULL;
 		if (e) {
-			e->ev_files++;
-			if (s->full_reads == 0) {
-				e->unread_files++;
-				e->unread_bytes += s->bytes;
-			}
-		}
-		r->files_total++;
-		if (s->full_reads == 0)
-			continue;
-		r->files_read_full++;
-		/* seen(E) counts it from its admission epoch on: summed below */
-		e = find_epoch(r, s->created_epoch);
-		if (e) {
-			e->seen_files++;
-			e->seen_records += s->records;
+			e->unread_files++;
+			e->unread_bytes += s->bytes;
 		}
 	}
 	uint64_t served = 0;

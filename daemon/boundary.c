@@ -107,11 +107,6 @@ static void collect_delta(struct cfs_efile *f, void *ctx)
 	struct delta_acc *a = ctx;
 	if (a->oom)
 		return;
-	uint64_t reads = atomic_load_explicit(&f->d_reads, memory_order_relaxed);
-	uint64_t full = atomic_load_explicit(&f->d_full_reads, memory_order_relaxed);
-	uint64_t bytes = atomic_load_explicit(&f->d_read_bytes, memory_order_relaxed);
-	if (!reads && !full && !bytes)
-		return;
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? a->cap * 2 : 64;
 		struct cfs_shard_stat_delta *p = realloc(a->d, cap * sizeof(*p));
@@ -122,12 +117,8 @@ static void collect_delta(struct cfs_efile *f, void *ctx)
 		a->d = p;
 		a->cap = cap;
 	}
-	struct cfs_shard_stat_delta *x = &a->d[a->n++];
-	x->id = f->id;
-	x->reads = atomic_exchange_explicit(&f->d_reads, 0, memory_order_relaxed);
-	x->full_reads = atomic_exchange_explicit(&f->d_full_reads, 0, memory_order_relaxed);
-	x->read_bytes = atomic_exchange_explicit(&f->d_read_bytes, 0, memory_order_relaxed);
-	x->last_read_ms = atomic_load_explicit(&f->last_read_ms, memory_order_relaxed);
+	if (cfs_efile_take_delta(f, &a->d[a->n]))
+		a->n++;
 }
 
 void dmn_boundary_flush_reads(struct dmn_boundary *b)

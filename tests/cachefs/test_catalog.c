@@ -79,6 +79,16 @@ static int64_t add_shard(struct cfs_catalog *c, uint32_t epoch, size_t nrec, uin
 	return sh.id;
 }
 
+/* C4: the resident row follows every change of a FILE row, and rollbacks. */
+static void expect_resident(struct cfs_catalog *c, uint64_t files, uint64_t records)
+{
+	struct cfs_resident res;
+	ck_assert_int_eq(cfs_catalog_resident(c, &res), 0);
+	ck_assert_uint_eq(res.files, files);
+	ck_assert_uint_eq(res.records, records);
+	ck_assert_int_eq(raw_int("SELECT files FROM resident"), (int64_t)files);
+}
+
 START_TEST(new_file_gets_current_schema)
 {
 	struct cfs_catalog *c = open_rw();
@@ -97,6 +107,17 @@ START_TEST(new_file_gets_current_schema)
 }
 END_TEST
 
+/* Takes this binary's catalog back to version 9 (the 9 -> 10 step undone). */
+#define UNDO_10                                                                                    \
+	"DROP TRIGGER id_mark_delete; DROP TABLE id_mark; "                                        \
+	"ALTER TABLE epochs DROP COLUMN admitted_files; "                                          \
+	"ALTER TABLE epochs DROP COLUMN evicted_files; "                                           \
+	"ALTER TABLE epochs DROP COLUMN unread_files; "                                            \
+	"ALTER TABLE epochs DROP COLUMN unread_bytes; "                                            \
+	"ALTER TABLE epochs DROP COLUMN full_files; "                                              \
+	"ALTER TABLE epochs DROP COLUMN full_records; "                                            \
+	"DELETE FROM migrations WHERE version = 10; PRAGMA user_version = 9"
+
 /*
  * A catalog of schema version 2 (this binary's file with the 2 -> 3 step
  * undone: table served and the epochs columns served_records, read_files
@@ -112,6 +133,7 @@ START_TEST(migrates_version_2)
 	int64_t id = add_shard(c, 4, 3, 100); /* 3 records of 100 bytes: 348 with framing */
 	cfs_catalog_close(c);
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM unsynced"), 1); /* the trigger (8) */
+	raw_sql(UNDO_10);
 	raw_sql(
 	    "ALTER TABLE samples DROP COLUMN ordinal; DROP TABLE plan_index; "
 	    "DROP TABLE plan_objects; CREATE TABLE plan_objects(plan_id INTEGER NOT NULL, "
@@ -172,6 +194,71 @@ START_TEST(migrates_version_2)
 			 1);
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM plan_objects WHERE record_bytes IS NULL"),
 			 2);
+	/* the 9 -> 10 step: the file found was admitted in epoch 4 and read to the end since */
+	ck_assert_int_eq(raw_int("SELECT admitted_files FROM epochs WHERE number = 4"), 1);
+	ck_assert_int_eq(raw_int("SELECT full_files + full_records FROM epochs WHERE number = 4"),
+			 1 + 3);
+	ck_assert_int_eq(raw_int("SELECT high FROM id_mark"), id);
+}
+END_TEST
+
+/*
+ * A catalog of version 9, whose GONE rows stayed: the 9 -> 10 step deletes
+ * them (their samples were deleted when they went), fills the new epochs
+ * counters from the rows found - the GONE ones among them - and keeps
+ * their ids taken: the highest id was a GONE file's, and no new file gets
+ * it (DESIGN 1).  The resident totals do not move.
+ */
+START_TEST(migrates_version_9_gone_rows)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t a = add_shard(c, 0, 2, 10); /* read to the end, then GONE */
+	int64_t b = add_shard(c, 0, 3, 10); /* SEALED */
+	int64_t e = add_shard(c, 1, 4, 10); /* EVICTING, unread */
+	int64_t d = add_shard(c, 1, 5, 10); /* GONE unread: the highest id */
+	struct cfs_shard_stat_delta da = {a, 1, 1, 52, 5};
+	ck_assert_int_eq(cfs_catalog_shards_add_stats(c, &da, 1, 1), 0);
+	int64_t victims[3] = {a, e, d};
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, victims, 3, 2), 0);
+	cfs_catalog_close(c);
+	raw_sql(UNDO_10);
+	/* what version 9's shards_gone did to a and d */
+	char sql[256];
+	snprintf(sql, sizeof(sql),
+		 "UPDATE shards SET state = 2, name = NULL WHERE id IN (%lld, %lld); "
+		 "DELETE FROM samples WHERE shard_id IN (%lld, %lld); "
+		 "DELETE FROM shard_objects WHERE shard_id IN (%lld, %lld)",
+		 (long long)a, (long long)d, (long long)a, (long long)d, (long long)a,
+		 (long long)d);
+	raw_sql(sql);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards WHERE state = 2"), 2);
+
+	c = open_rw();
+	ck_assert_int_eq(cfs_catalog_schema_version(c), 9);
+	ck_assert_int_gt(cfs_catalog_alloc_id(c), d);
+	struct cfs_epoch_row *ep;
+	size_t n;
+	ck_assert_int_eq(cfs_catalog_epochs_list(c, &ep, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(ep[0].admitted_files, 2);
+	ck_assert_uint_eq(ep[0].full_files, 1);
+	ck_assert_uint_eq(ep[0].full_records, 2);
+	ck_assert_uint_eq(ep[1].admitted_files, 2);
+	ck_assert_uint_eq(ep[1].full_files, 0);
+	ck_assert_uint_eq(ep[2].evicted_files, 3);
+	ck_assert_uint_eq(ep[2].unread_files, 1); /* d; e is not deleted yet */
+	ck_assert_uint_eq(ep[2].unread_bytes, 5 * 26);
+	free(ep);
+	expect_resident(c, 1, 3);
+	cfs_catalog_close(c);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards"), 2);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards WHERE state = 2"), 0);
+	ck_assert_int_eq(raw_int("SELECT high FROM id_mark"), d);
+
+	c = open_rw(); /* the id mark, not a row, keeps d taken */
+	ck_assert_int_gt(add_shard(c, 3, 1, 1), d);
+	(void)b;
+	cfs_catalog_close(c);
 }
 END_TEST
 
@@ -287,16 +374,6 @@ START_TEST(shard_and_samples_roundtrip)
 }
 END_TEST
 
-/* C4: the resident row follows every change of a FILE row, and rollbacks. */
-static void expect_resident(struct cfs_catalog *c, uint64_t files, uint64_t records)
-{
-	struct cfs_resident res;
-	ck_assert_int_eq(cfs_catalog_resident(c, &res), 0);
-	ck_assert_uint_eq(res.files, files);
-	ck_assert_uint_eq(res.records, records);
-	ck_assert_int_eq(raw_int("SELECT files FROM resident"), (int64_t)files);
-}
-
 START_TEST(resident_row_follows_changes)
 {
 	struct cfs_catalog *c = open_rw();
@@ -315,7 +392,7 @@ START_TEST(resident_row_follows_changes)
 	expect_resident(c, 2, 9);
 	ck_assert_int_eq(cfs_catalog_shards_drop(c, &d, 1), 0);
 	expect_resident(c, 1, 5);
-	ck_assert_int_eq(cfs_catalog_shards_drop(c, &a, 1), 0); /* a GONE row: no change */
+	ck_assert_int_eq(cfs_catalog_shards_drop(c, &a, 1), 0); /* GONE, no row: no change */
 	expect_resident(c, 1, 5);
 	(void)e;
 	cfs_catalog_close(c);
@@ -351,11 +428,72 @@ START_TEST(ids_never_reused)
 	cfs_catalog_note_id(c, 500);
 	ck_assert_int_gt(cfs_catalog_alloc_id(c), 500);
 	cfs_catalog_close(c);
-	/* after reopen: above the GONE row's id (invariant 1) */
+	/* after reopen: above b, whose row GONE deleted (invariant 1) */
 	c = open_rw();
 	ck_assert_int_gt(cfs_catalog_alloc_id(c), b);
 	ck_assert_int_gt(b, a);
 	cfs_catalog_close(c);
+}
+END_TEST
+
+/*
+ * Victims evicted and reaped leave catalog.db (rows, samples, file
+ * objects) while the resident totals stay those of the SEALED files, and
+ * no new file gets an id of a deleted row: the highest ids here are the
+ * victims', before and after a close and reopen (DESIGN 1: the id mark),
+ * and after reconciliation's drop of the last row.  What report counts of
+ * them stays in their epochs' counters.
+ */
+START_TEST(gone_deletes_rows_keeps_ids)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t a = add_shard(c, 0, 2, 10);  /* read to the end, then evicted */
+	int64_t b = add_shard(c, 0, 3, 10);  /* stays */
+	int64_t d0 = add_shard(c, 1, 1, 10); /* evicted unread */
+	int64_t d = add_shard(c, 1, 4, 10);  /* evicted unread: the highest id */
+	int64_t v[3] = {a, d0, d};
+	struct cfs_shard_stat_delta da = {a, 1, 1, 52, 5};
+	struct cfs_epoch_row *ep;
+	size_t n;
+
+	ck_assert_int_eq(cfs_catalog_shards_add_stats(c, &da, 1, 1), 0);
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, v, 3, 2), 0);
+	expect_resident(c, 1, 3);
+	ck_assert_int_eq(cfs_catalog_shards_gone(c, v, 3), 0);
+	expect_resident(c, 1, 3); /* a GONE row was not SEALED: resident_delete does not fire */
+	ck_assert_int_gt(cfs_catalog_alloc_id(c), d);
+	ck_assert_int_eq(cfs_catalog_epochs_list(c, &ep, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(ep[0].admitted_files, 2);
+	ck_assert_uint_eq(ep[0].full_files, 1); /* a, counted at its first full read */
+	ck_assert_uint_eq(ep[0].full_records, 2);
+	ck_assert_uint_eq(ep[1].admitted_files, 2);
+	ck_assert_uint_eq(ep[2].evicted_files, 3);
+	ck_assert_uint_eq(ep[2].unread_files, 2); /* d0 and d */
+	ck_assert_uint_eq(ep[2].unread_bytes, 5 * 26);
+	free(ep);
+	cfs_catalog_close(c);
+
+	/* the real file: the rows are gone, b's alone is left */
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards"), 1);
+	ck_assert_int_eq(raw_int("SELECT id FROM shards"), b);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM samples"), 3);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shard_objects"), 1);
+	ck_assert_int_eq(raw_int("SELECT files * 1000 + records FROM resident"), 1003);
+	ck_assert_int_eq(raw_int("SELECT high FROM id_mark"), d);
+
+	c = open_rw(); /* no row names d: the id mark keeps it taken */
+	int64_t x = add_shard(c, 2, 1, 1);
+	ck_assert_int_gt(x, d);
+	expect_resident(c, 2, 4);
+	/* reconciliation's drop (a file missing) keeps the id taken too */
+	ck_assert_int_eq(cfs_catalog_shards_drop(c, &x, 1), 0);
+	expect_resident(c, 1, 3);
+	cfs_catalog_close(c);
+	c = open_rw();
+	ck_assert_int_gt(cfs_catalog_alloc_id(c), x);
+	cfs_catalog_close(c);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards"), 1);
 }
 END_TEST
 
@@ -364,7 +502,7 @@ START_TEST(evict_then_gone)
 	struct cfs_catalog *c = open_rw();
 	int64_t a = add_shard(c, 0, 4, 10), b = add_shard(c, 0, 2, 10), x = 12345;
 	int64_t both[2] = {a, b};
-	struct cfs_shard_info *arr;
+	struct cfs_shard_info *arr, one;
 	struct cfs_epoch_row *ep;
 	size_t n;
 
@@ -383,22 +521,28 @@ START_TEST(evict_then_gone)
 	/* evicting twice is refused (not SEALED) */
 	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 3), -ENOENT);
 
+	/* GONE: the row goes, and a victim never read to the end is counted unread */
 	ck_assert_int_eq(cfs_catalog_shards_gone(c, &a, 1), 0);
 	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_GONE, &arr, &n), 0);
-	ck_assert_uint_eq(n, 1);
-	ck_assert_int_eq(arr[0].id, a);
-	cfs_shard_info_free(arr, n);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(cfs_catalog_shard_get(c, a, &one), -ENOENT);
+	ck_assert_int_eq(cfs_catalog_shards_gone(c, &a, 1), 0); /* again: nothing to do */
 
 	ck_assert_int_eq(cfs_catalog_epochs_list(c, &ep, &n), 0);
 	ck_assert_uint_eq(n, 2); /* epoch 0 (admitted) and 3 (evicted) */
 	ck_assert_uint_eq(ep[0].admitted_records, 6);
+	ck_assert_uint_eq(ep[0].admitted_files, 2);
 	ck_assert_uint_eq(ep[1].number, 3);
 	ck_assert_uint_eq(ep[1].evicted_records, 6);
 	ck_assert_uint_eq(ep[1].evicted_bytes, 6 * 26);
+	ck_assert_uint_eq(ep[1].evicted_files, 2);
+	ck_assert_uint_eq(ep[1].unread_files, 1);
+	ck_assert_uint_eq(ep[1].unread_bytes, 4 * 26);
 	free(ep);
 	cfs_catalog_close(c);
-	/* C1: no sample of a GONE file survives */
+	/* C1: no sample of a GONE file survives; nor its row */
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM samples"), 2);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards"), 1);
 }
 END_TEST
 
@@ -447,10 +591,7 @@ START_TEST(raw_names_unique)
 	/* once the first is GONE its name is free again */
 	ck_assert_int_eq(cfs_catalog_shards_evict(c, &first, 1, 0), 0);
 	ck_assert_int_eq(cfs_catalog_shards_gone(c, &first, 1), 0);
-	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_GONE, &arr, &n), 0);
-	ck_assert_uint_eq(n, 1);
-	ck_assert_ptr_null(arr[0].name); /* a GONE row keeps no display name */
-	cfs_shard_info_free(arr, n);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards WHERE name = 'a/b.jpg'"), 0);
 	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, &s, 1), 0);
 	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_SEALED, &arr, &n), 0);
 	ck_assert_uint_eq(n, 1);
@@ -1103,7 +1244,7 @@ END_TEST
 
 /*
  * The debug checks are live: a trigger that puts a sample back on a file
- * made GONE breaks C1, and shards_gone must abort; a counter delta that is
+ * whose row GONE deleted breaks C1, and shards_gone must abort; a counter delta that is
  * negative as an SQL integer breaks C3.  Registered only where asserts are
  * compiled in and the runner forks.
  */
@@ -1113,8 +1254,8 @@ START_TEST(c1_violation_aborts)
 	int64_t a = add_shard(c, 0, 1, 1);
 
 	cfs_catalog_close(c);
-	raw_sql("CREATE TRIGGER orphan AFTER UPDATE OF state ON shards WHEN new.state = 2 "
-		"BEGIN INSERT INTO samples VALUES(new.id, 999, 1, 0, 0, 0, 0, NULL); END");
+	raw_sql("CREATE TRIGGER orphan AFTER DELETE ON shards "
+		"BEGIN INSERT INTO samples VALUES(old.id, 999, 1, 0, 0, 0, 0, NULL); END");
 	c = open_rw();
 	ck_assert_int_eq(cfs_catalog_shards_evict(c, &a, 1, 0), 0);
 	cfs_catalog_shards_gone(c, &a, 1);
@@ -1144,6 +1285,8 @@ int main(void)
 	} cases[] = {
 	    {"new_file_gets_current_schema", new_file_gets_current_schema},
 	    {"migrates_version_2", migrates_version_2},
+	    {"migrates_version_9_gone_rows", migrates_version_9_gone_rows},
+	    {"gone_deletes_rows_keeps_ids", gone_deletes_rows_keeps_ids},
 	    {"journal_is_wal", journal_is_wal},
 	    {"newer_schema_refused", newer_schema_refused},
 	    {"not_a_database_refused_nothing_deleted", not_a_database_refused_nothing_deleted},

@@ -119,6 +119,10 @@ class Checker:
             fail(where + "%d bytes on disk > limit %d (invariant 4)" % (on_disk, limit))
         rows = db.execute("SELECT id, kind, state, bytes, records FROM shards "
                           "WHERE state IN (0, 1)").fetchall()
+        # GONE deletes a file's row in its transaction: no row is ever GONE
+        gone = db.execute("SELECT count(*) FROM shards WHERE state NOT IN (0, 1)").fetchone()[0]
+        if gone:
+            fail(where + "%d rows of GONE files left in the catalog" % gone)
         rowset = {}
         unlinked = 0
         for sid, kind, state, nbytes, nrec in rows:

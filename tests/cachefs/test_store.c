@@ -809,9 +809,8 @@ START_TEST(reconcile_crafted_crash_states)
 	cfs_shard_info_free(arr, n);
 	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), a, &one), -ENOENT);
 	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), b, &one), -ENOENT);
-	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), c, &one), 0);
-	ck_assert_int_eq(one.state, CFS_SHARD_GONE);
-	free(one.name);
+	/* the EVICTING one is GONE: its row deleted */
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), c, &one), -ENOENT);
 	/* invariant 4: the budget was rebuilt from the survivors */
 	cfs_budget_get(cfs_store_budget(s), &st);
 	ck_assert_uint_eq(st.sealed, 5 * 216 + 9);
@@ -828,6 +827,63 @@ START_TEST(reconcile_crafted_crash_states)
 			  0);
 	ck_assert_uint_eq(rep->resident_files, 2);
 	cfs_store_close(s);
+}
+END_TEST
+
+/*
+ * A crash between a victim's unlink and its GONE commit (the `evict` crash
+ * point) leaves an EVICTING row without a file: reconciliation makes it
+ * GONE, which deletes the row from catalog.db, and its id - the highest
+ * ever - is never handed out again (invariant 1), at that open nor at the
+ * next, when neither a row nor a file names it any more (the catalog's
+ * id mark does).  The resident totals count the survivor only.
+ */
+START_TEST(reconcile_gone_row_deleted_id_kept)
+{
+	struct cfs_store *s = open_store(1 << 20);
+	int64_t a = write_shard(s, 0, 3, 100);
+	int64_t b = write_shard(s, 0, 2, 100); /* the highest id */
+	struct cfs_resident res;
+	struct cfs_shard_info one;
+	char name[64], path[600];
+
+	ck_assert_int_gt(b, a);
+	ck_assert_int_eq(cfs_catalog_shards_evict(cfs_store_catalog(s), &b, 1, 1), 0);
+	cfs_store_close(s);
+	shard_name(b, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ck_assert_int_eq(unlink(path), 0); /* unlinked, GONE not committed */
+
+	for (int open = 0; open < 2; open++) {
+		s = open_store(1 << 20);
+		ck_assert_uint_eq(cfs_store_reconcile_report(s)->evictions_finished, open == 0);
+		ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), b, &one), -ENOENT);
+		ck_assert_int_eq(cfs_catalog_resident(cfs_store_catalog(s), &res), 0);
+		ck_assert_uint_eq(res.files, 1);
+		ck_assert_uint_eq(res.records, 3);
+		int64_t next = write_shard(s, 0, 1, 10);
+		ck_assert_int_gt(next, b);
+		/* the new file goes again: the id mark is what remembers its id too */
+		struct cfs_evict_item it = {next, CFS_KIND_TFRECORD, 26, false};
+		ck_assert_int_eq(cfs_test_evict(s, &it, 1, 1), 0);
+		ck_assert_int_eq(cfs_store_reap(s, &it, 1), 0);
+		ck_assert_uint_eq(held(s), 3 * 116);
+		b = next;
+		cfs_store_close(s);
+	}
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char db_path[600];
+	snprintf(db_path, sizeof(db_path), "%s/catalog.db", dir);
+	ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+	ck_assert_int_eq(
+	    sqlite3_prepare_v2(db, "SELECT count(*), max(id) FROM shards", -1, &st, NULL),
+	    SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	ck_assert_int_eq(sqlite3_column_int64(st, 0), 1); /* a alone */
+	ck_assert_int_eq(sqlite3_column_int64(st, 1), a);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
 }
 END_TEST
 
@@ -862,8 +918,7 @@ START_TEST(evict_closed_now_open_on_release)
 	cfs_budget_get(cfs_store_budget(s), &st);
 	ck_assert_uint_eq(st.sealed, 0);
 	ck_assert_uint_eq(st.draining, 232); /* ... and counts against the limit (4) */
-	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), a, &one), 0);
-	ck_assert_int_eq(one.state, CFS_SHARD_GONE);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), a, &one), -ENOENT); /* GONE */
 	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), b, &one), 0);
 	ck_assert_int_eq(one.state, CFS_SHARD_EVICTING);
 	char buf[8];
@@ -872,8 +927,7 @@ START_TEST(evict_closed_now_open_on_release)
 	ck_assert_int_eq(cfs_store_release_evicted(s, CFS_KIND_TFRECORD, b, 232), 0);
 	ck_assert(!cfs_test_exists(dir, name));
 	ck_assert_uint_eq(held(s), 0);
-	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), b, &one), 0);
-	ck_assert_int_eq(one.state, CFS_SHARD_GONE);
+	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(s), b, &one), -ENOENT);
 	/* evicting a GONE file is refused and changes nothing */
 	ck_assert_int_eq(cfs_test_evict(s, items, 1, 1), -ENOENT);
 	cfs_store_close(s);
@@ -1017,6 +1071,7 @@ int main(void)
 	    {"reconcile_crafted_crash_states", reconcile_crafted_crash_states},
 	    {"sync_points_and_the_check_after_a_crash", sync_points_and_the_check_after_a_crash},
 	    {"sync_point_of_many_files_by_syncfs", sync_point_of_many_files_by_syncfs},
+	    {"reconcile_gone_row_deleted_id_kept", reconcile_gone_row_deleted_id_kept},
 	    {"evict_closed_now_open_on_release", evict_closed_now_open_on_release},
 	    {"writer_waits_for_eviction", writer_waits_for_eviction},
 	    {"evict_inside_boundary_transaction", evict_inside_boundary_transaction},

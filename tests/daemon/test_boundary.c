@@ -86,10 +86,14 @@ static bool on_disk(int64_t id)
 	return cfs_test_exists(sub, name);
 }
 
+/* A file's state in the catalog: GONE when it has no row (GONE deletes it). */
 static enum cfs_shard_state state_of(int64_t id)
 {
 	struct cfs_shard_info si;
-	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(store), id, &si), 0);
+	int rc = cfs_catalog_shard_get(cfs_store_catalog(store), id, &si);
+	if (rc == -ENOENT)
+		return CFS_SHARD_GONE;
+	ck_assert_int_eq(rc, 0);
 	enum cfs_shard_state st = si.state;
 	free(si.name);
 	return st;
@@ -216,6 +220,59 @@ START_TEST(victim_stays_until_the_next_snapshot)
 }
 END_TEST
 
+/* The epochs row of `number` (the test fails when there is none). */
+static struct cfs_epoch_row epoch_row(uint32_t number)
+{
+	struct cfs_epoch_row *rows, r = {0};
+	size_t n;
+	bool found = false;
+	ck_assert_int_eq(cfs_catalog_epochs_list(cfs_store_catalog(store), &rows, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].number == number) {
+			r = rows[i];
+			found = true;
+		}
+	free(rows);
+	ck_assert_msg(found, "no epochs row %u", number);
+	return r;
+}
+
+/*
+ * A victim read to the end after the boundary that chose it, and deleted
+ * on its last release before any flush of the daemon: its read statistics
+ * reach its row before GONE deletes the row (epoch.c, flush_gone_stats),
+ * so it counts as read to the end (full_files of the epoch that admitted
+ * it, its records served), not as evicted unread.
+ */
+START_TEST(victim_read_then_deleted_counts_read)
+{
+	int64_t a = write_shard(0), b = write_shard(1);
+	boundary(0, entry(10 * SHARD, 10 * SHARD, CMN_POLICY_NONE));
+	struct evc_entry e = entry(10 * SHARD, 9 * SHARD, CMN_POLICY_FIFO);
+	struct evc_plan p;
+	ck_assert_int_eq(dmn_boundary_evict(&bd, 1, &e, false, 0, &p, err, sizeof(err)), 0);
+	ck_assert_uint_eq(p.n_victims, 1);
+	ck_assert_int_eq(state_of(a), CFS_SHARD_EVICTING);
+	struct cfs_efile *fa = open_current(a); /* epoch 0 is still current */
+	bool end = false;
+	cfs_efile_account(&set, fa, 0, SHARD, true, &end, cfs_epochs_current1(&set));
+	ck_assert_int_eq(dmn_boundary_publish(&bd, 1, err, sizeof(err)), 0);
+	ck_assert(on_disk(a)); /* the handle holds it (invariant 3) */
+	cfs_efile_release(&set, fa);
+	cfs_epochs_reap_wait(&set);
+	ck_assert(!on_disk(a));
+	ck_assert_int_eq(state_of(a), CFS_SHARD_GONE);
+	struct cfs_epoch_row r0 = epoch_row(0), r1 = epoch_row(1);
+	ck_assert_uint_eq(r1.evicted_files, 1);
+	ck_assert_uint_eq(r1.unread_files, 0);
+	ck_assert_uint_eq(r0.full_files, 1);
+	ck_assert_uint_eq(r0.full_records, RECS);
+	ck_assert_uint_eq(r0.served_records + r1.served_records, RECS);
+	(void)b;
+	cfs_efile_forget(&set, fa, 1);
+}
+END_TEST
+
 START_TEST(reads_flushed_before_the_plan)
 {
 	int64_t a = write_shard(0), b = write_shard(1);
@@ -229,10 +286,10 @@ START_TEST(reads_flushed_before_the_plan)
 	ck_assert_uint_eq(p.n_victims, 1);
 	ck_assert(!on_disk(b)); /* fifo would have taken a: the read reached the plan */
 	ck_assert(on_disk(a));
-	struct cfs_shard_info si;
-	ck_assert_int_eq(cfs_catalog_shard_get(cfs_store_catalog(store), b, &si), 0);
-	ck_assert_uint_eq(si.full_reads, 1); /* the flush reached the catalog */
-	free(si.name);
+	/* the flush reached the catalog: b, GONE (no row), was read to the end */
+	ck_assert_int_eq(state_of(b), CFS_SHARD_GONE);
+	ck_assert_uint_eq(epoch_row(1).full_files, 1);
+	ck_assert_uint_eq(epoch_row(1).unread_files, 0);
 	cfs_efile_forget(&set, fb, 1);
 }
 END_TEST
@@ -249,6 +306,7 @@ static Suite *boundary_suite(void)
 	    {"pins-holding-room-say-pinned", pins_holding_the_room_say_pinned},
 	    {"victim-stays-until-next-snapshot", victim_stays_until_the_next_snapshot},
 	    {"reads-flushed-before-plan", reads_flushed_before_the_plan},
+	    {"victim-read-then-deleted-counts-read", victim_read_then_deleted_counts_read},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);

@@ -61,6 +61,22 @@ def body(s):
     # ids of the files of every view from the first `next` on (after the
     # mount's own first epoch, epochs advance only by `next`)
     shown = set()
+    # the test's own record of the victims: a GONE file has no row left, so
+    # each boundary's victims are the files SEALED before it that it made
+    # EVICTING or GONE; every victim must be one of them (the epochs row
+    # counts them all), or it was admitted and evicted unseen
+    created = {}  # id -> created_epoch of every file seen SEALED
+    victims = {}  # epoch -> ids its boundary evicted
+
+    def next_epoch():
+        before = dict(s.catalog("SELECT id, created_epoch FROM shards WHERE state = 0"))
+        created.update(before)
+        t.run("epoch", s.mnt, "next", "--wait", timeout=120)
+        e = s.stats()["epoch"]
+        now = dict(s.catalog("SELECT id, evicted_epoch FROM shards"))
+        victims[e] = [i for i in before if i not in now or now[i] == e]
+        t.eq(s.catalog("SELECT evicted_files FROM epochs WHERE number = ?", e),
+             [(len(victims[e]),)], "epoch %d: victims, all sealed before its boundary" % e)
 
     def view():
         e = s.stats()["epoch"]
@@ -75,7 +91,7 @@ def body(s):
         t.wait_for(lambda: any(s.stats()["admission"][k] for k in ("waiting_admit",
                                                                    "waiting_limit")),
                    "the samplers to wait for room", timeout=60)
-        t.run("epoch", s.mnt, "next", "--wait", timeout=120)
+        next_epoch()
         first = first if first is not None else view()[0]
         view()
 
@@ -98,7 +114,7 @@ def body(s):
     sizes = []
     for _ in range(5):
         time.sleep(0.3)  # fresh data arrives meanwhile, in the room evictions left
-        t.run("epoch", s.mnt, "next", "--wait", timeout=120)
+        next_epoch()
         e, d, names = view()
         sizes.append(len(names))
         if not names:
@@ -137,17 +153,19 @@ def body(s):
     # the samplers began on E's admit).  And since the
     # reader reads every view, every file evicted after it began had been
     # read (reads are flushed into the catalog before each boundary's plan).
-    fresh = [r for r in s.catalog("SELECT id, created_epoch, evicted_epoch FROM shards "
-                                  "WHERE evicted_epoch >= 0 AND created_epoch >= ?", first)
-             if r[0] not in shown]
-    checked = s.catalog("SELECT COUNT(*) FROM shards WHERE evicted_epoch >= 0 AND "
-                        "created_epoch >= ?", first)[0][0]
-    if checked == 0:
+    evicted = [(i, created[i], ev) for ev, ids in victims.items() for i in ids
+               if created[i] >= first]
+    if not evicted:
         t.fail("no file admitted from epoch %d on was evicted: nothing checked" % first)
-    t.eq(fresh, [], "files evicted before they were ever in a view")
-    unread = s.catalog("SELECT id, created_epoch, evicted_epoch FROM shards "
-                       "WHERE evicted_epoch > ? AND reads = 0 AND full_reads = 0", e0)
-    t.eq(unread, [], "files evicted unread after the reader began at epoch %d" % e0)
+    t.eq([r for r in evicted if r[0] not in shown], [],
+         "files evicted before they were ever in a view")
+    # the reader reads every file to the end: none left unread, whether
+    # deleted (counted when its row went) or still EVICTING
+    unread = s.catalog("SELECT coalesce(sum(unread_files), 0) FROM epochs WHERE number > ?",
+                       e0)[0][0]
+    unread += s.catalog("SELECT count(*) FROM shards WHERE evicted_epoch > ? AND "
+                        "full_reads = 0", e0)[0][0]
+    t.eq(unread, 0, "files evicted unread after the reader began at epoch %d" % e0)
     for f in held:
         f.close()
     peak = disk.stop()

@@ -74,7 +74,7 @@ def body(s):
     t.wait_for(lambda: s.stats()["view"]["open_handles"] == 0, "the handle's release")
     t.run("epoch", s.mnt, "next")
     t.wait_for(lambda: not os.path.exists(backing), "the file's deletion after close + next")
-    t.wait_for(lambda: state(s, ident) == [(2,)], "catalog state GONE (2)")
+    t.wait_for(lambda: state(s, ident) == [], "catalog GONE: the file's row deleted")
     st = s.stats()
     t.eq(st["last_boundary"]["reason"], "ok", "reason once nothing is open")
     t.eq(st["disk"]["sealed"], 0, "sealed bytes after evicting everything")

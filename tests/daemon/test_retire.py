@@ -60,16 +60,20 @@ def body(s, mode):
         names = sorted(os.listdir(cur))
         view = st["current"]["bytes"]
         ids = set(int(n[len("shard-"):-len(".tfrecord")]) for n in names)
-        created = dict(s.catalog("SELECT id, created_epoch FROM shards"))
-        # fresh data of the previous epoch is in this one's view
-        prev = set(x for x, c in created.items() if c == e - 1)
+        # fresh data of the previous epoch is in this one's view (a file
+        # admitted and already GONE has no row: the counter counts it)
+        nprev = s.catalog("SELECT admitted_files FROM epochs WHERE number = ?", e - 1)
+        nprev = nprev[0][0] if nprev else 0
         sealed_prev = set(x for (x,) in s.catalog(
-            "SELECT id FROM shards WHERE created_epoch = ? AND state != 2", e - 1))
+            "SELECT id FROM shards WHERE created_epoch = ?", e - 1))
         if mode == "read" and not sealed_prev <= ids:
             t.fail("epoch %d: files admitted during %d not in the view: %r"
                    % (e, e - 1, sorted(sealed_prev - ids)))
+        # the victims' rows stay while they are EVICTING (read: until read;
+        # boundary: until the reaper deletes them, at once)
         victims = [x for (x,) in s.catalog(
             "SELECT id FROM shards WHERE evicted_epoch = ?", e)]
+        nvictims = s.catalog("SELECT evicted_files FROM epochs WHERE number = ?", e)[0][0]
         # disk.retiring: the victims the new view still lists, none read yet
         # (read) or none at all (boundary: they left the view at once)
         vbytes = s.catalog("SELECT coalesce(sum(bytes), 0) FROM shards WHERE evicted_epoch = ?",
@@ -90,10 +94,12 @@ def body(s, mode):
             listing_agrees(s, e, cur)
         if mode == "read" and victims:
             # read and closed: each victim leaves now, not at the next boundary
+            # (GONE: its row deleted), and was counted read, not unread
             t.wait_for(lambda: s.catalog(
-                "SELECT count(*) FROM shards WHERE evicted_epoch = ? AND state = 2",
-                e)[0][0] == len(victims), "the %d victims of epoch %d to retire once read"
-                % (len(victims), e))
+                "SELECT count(*) FROM shards WHERE evicted_epoch = ?", e)[0][0] == 0,
+                "the %d victims of epoch %d to retire once read" % (len(victims), e))
+            t.eq(s.catalog("SELECT unread_files FROM epochs WHERE number = ?", e), [(0,)],
+                 "epoch %d: victims deleted unread" % e)
             # retired: gone from the listing (a reader listing now cannot find them)
             left = set(int(n[len("shard-"):-len(".tfrecord")]) for n in os.listdir(cur))
             if left & set(victims):
@@ -106,10 +112,10 @@ def body(s, mode):
         # while `next --wait` waited (created in e: room the cache had free)
         sizes = s.catalog("SELECT id, bytes FROM shards WHERE created_epoch < ?", e)
         kept = sum(b for i, b in sizes if i in ids)
-        views.append((e, len(names), view, len(victims), len(prev), granted, kept))
+        views.append((e, len(names), view, nvictims, nprev, granted, kept))
         print("epoch %d: %d files, view %.2f MiB (%.2f x limit), %d victims retiring, "
               "%d files admitted during %d, admit granted %d (%s)"
-              % (e, len(names), view / 2**20, view / LIMIT, len(victims), len(prev), e - 1,
+              % (e, len(names), view / 2**20, view / LIMIT, nvictims, nprev, e - 1,
                  granted, st["last_boundary"]["reason"]))
     peak = disk.stop()
     budget_peak = s.stats()["disk"]["peak"]

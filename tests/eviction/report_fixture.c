@@ -3,7 +3,7 @@
  * cachefs/catalog.h API (no daemon, no FUSE) with a crafted run of three
  * epochs, for test_report.py to check `rollcache report` against.
  *
- *   report_fixture DIR        creates DIR/catalog.db (DIR must exist)
+ *   report_fixture DIR [--reap]   creates DIR/catalog.db (DIR must exist)
  *
  * The run (bytes are small made-up sizes; records = samples):
  *   epoch 0  fifo, limit 1000, admit 500; files 1 (100 B, 2 records) and
@@ -17,6 +17,9 @@
  *            admitted, never read.
  *   epoch 3  never begun: file 5 (60 B, 2 records) counted into it (as a
  *            sampler or `ingest` does before the boundary that begins it).
+ * With --reap file 2 is deleted last (GONE, as the reaper does on its last
+ * release): no row of files 1 and 2 is left, and every figure of the
+ * report must stay the same (the epochs counters keep them).
  * Every record is of object 10, at offset 16 * (its index in the file) +
  * `first`: files 1 and 2 hold records 0-1 and 2-4; file 3's one record is
  * record 0 again (a second pass brought it): served once, in epoch 1.
@@ -75,8 +78,8 @@ int main(int argc, char **argv)
 	char path[4096], err[512];
 	struct cfs_catalog *c = NULL;
 	int ec = 1;
-	if (argc != 2) {
-		fprintf(stderr, "usage: report_fixture DIR\n");
+	if (argc != 2 && (argc != 3 || strcmp(argv[2], "--reap") != 0)) {
+		fprintf(stderr, "usage: report_fixture DIR [--reap]\n");
 		return 2;
 	}
 	snprintf(path, sizeof(path), "%s/catalog.db", argv[1]);
@@ -122,6 +125,8 @@ int main(int argc, char **argv)
 	STEP("stats 2", cfs_catalog_shards_add_stats(c, d2, 1, 2));
 	STEP("insert 4", insert(c, 4, 80, 4, 2, 1000));
 	STEP("insert 5", insert(c, 5, 60, 2, 3, 2000));
+	if (argc == 3)
+		STEP("gone 2", cfs_catalog_shards_gone(c, ev + 1, 1));
 	ec = 0;
 out:
 	cfs_catalog_close(c);

@@ -10,6 +10,9 @@ the same file as an independent oracle):
   - the table has one line per epoch and a total line with the same figures;
   - --svg writes an SVG document;
   - the report opens the catalog read-only: catalog.db is byte-identical after;
+  - the same run with the second victim deleted too (report_fixture --reap):
+    no row of either victim is left in catalog.db, and --json gives the same
+    figures (the epochs counters keep what their rows were counted for);
   - errors: a directory that is neither a mount nor a cache exits 2 naming
     what to give; a damaged catalog exits 1; unknown options exit 2.
 """
@@ -128,6 +131,26 @@ def main():
 
         with open(db, "rb") as f:
             eq(hashlib.sha256(f.read()).hexdigest(), before, "catalog.db changed by report")
+
+        # both victims GONE: their rows are deleted, the report unchanged
+        reaped = os.path.join(root, "reaped")
+        os.makedirs(reaped)
+        p = subprocess.run([FIXTURE, reaped, "--reap"], capture_output=True, text=True,
+                           timeout=60)
+        eq(p.returncode, 0, "report_fixture --reap exit (%s)" % p.stderr.strip())
+        con = sqlite3.connect("file:%s?mode=ro" % os.path.join(reaped, "catalog.db"), uri=True)
+        eq(con.execute("SELECT id FROM shards ORDER BY id").fetchall(), [(3,), (4,), (5,)],
+           "rows left after both victims went")
+        eq(con.execute("SELECT count(*) FROM samples WHERE shard_id IN (1, 2)").fetchone()[0],
+           0, "samples of the victims")
+        eq(con.execute("SELECT unread_files, unread_bytes FROM epochs WHERE number = 2")
+           .fetchall(), [(1, 200)], "epoch 2's victims deleted unread")
+        con.close()
+        p = run("report", reaped, "--json")
+        eq(p.returncode, 0, "report --json (reaped) exit (%s)" % p.stderr.strip())
+        rep2 = json.loads(p.stdout)
+        rep2["cache_dir"] = rep["cache_dir"]
+        eq(rep2, rep, "report after the victims' rows went")
         # a read-only WAL reader may leave an empty -wal and the -shm index
         # (SQLite cannot remove them read-only); nothing is written to them
         left = sorted(os.listdir(cache))
