@@ -16,8 +16,9 @@ store's minutes) of --objects raw files of --size bytes in folders of
   boundary   seconds of `rollcache epoch MNT next --wait` on a full cache,
              --boundaries times, and the victims the stats say it chose
              (with retire = boundary each evicts about the epoch's admit,
-             half the limit by default; --admit sets it, so a small one
-             tells the cost of the files resident from that of the victims)
+             half the limit by default; --admit sets it: a small one
+             makes boundaries of few victims, but the four warm-up
+             boundaries then fill only 4 x admit of the cache)
   status     `rollcache status MNT`, the median of 5
   RSS        the daemon's VmHWM after the fill and at the end (every
              boundary included)
