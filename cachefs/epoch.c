@@ -120,6 +120,7 @@ int cfs_epochs_init(struct cfs_epochs *s, struct cfs_store *store, struct cmn_ev
 	s->store = store;
 	s->events = events;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->dirty_mu, NULL);
 	return 0;
 }
 
@@ -154,6 +155,42 @@ static struct cfs_efile *hash_find(struct cfs_epochs *s, int64_t id)
 	return NULL;
 }
 
+/*
+ * Under mu: adds f's part (add true) to the counts cfs_epochs_stat()
+ * reports, or takes it out.  Every change of f->nopen, evicted, deleted or
+ * in_current is made between tally(s, f, false) and tally(s, f, true).
+ */
+static void tally(struct cfs_epochs *s, const struct cfs_efile *f, bool add)
+{
+#define TALLY(field, v) (add ? (s->field += (v)) : (s->field -= (v)))
+	TALLY(open_handles, f->nopen);
+	if (f->evicted && !f->deleted) {
+		TALLY(draining_files, 1);
+		if (!f->nopen)
+			TALLY(unheld_bytes, f->bytes);
+		if (f->in_current)
+			TALLY(cur_retiring_files, 1);
+	}
+#undef TALLY
+}
+
+/* Under mu, for a file leaving the hash: off the dirty list (dirty_mu). */
+static void dirty_unlink(struct cfs_epochs *s, struct cfs_efile *f)
+{
+	pthread_mutex_lock(&s->dirty_mu);
+	if (f->in_dirty) {
+		if (f->dprev)
+			f->dprev->dnext = f->dnext;
+		else
+			s->dirty = f->dnext;
+		if (f->dnext)
+			f->dnext->dprev = f->dprev;
+		f->in_dirty = false;
+	}
+	pthread_mutex_unlock(&s->dirty_mu);
+}
+
+/* Under mu: f leaves the hash, its part of the counts and the dirty list with it. */
 static void hash_remove(struct cfs_epochs *s, struct cfs_efile *f)
 {
 	struct cfs_efile **pp = &s->hash[hash_id(f->id)];
@@ -162,6 +199,8 @@ static void hash_remove(struct cfs_epochs *s, struct cfs_efile *f)
 	if (*pp) {
 		*pp = f->hnext;
 		s->nfiles--;
+		tally(s, f, false);
+		dirty_unlink(s, f);
 	}
 }
 
@@ -234,6 +273,7 @@ void cfs_epochs_destroy(struct cfs_epochs *s)
 	}
 	free(s->hash);
 	s->hash = NULL;
+	pthread_mutex_destroy(&s->dirty_mu);
 	pthread_mutex_destroy(&s->mu);
 }
 
@@ -255,7 +295,9 @@ static void efile_maybe_gone(struct cfs_epochs *s, struct cfs_efile *f)
 	bool retired = s->retire_read && f->in_current && f->retire_number1 == cur1 &&
 		       atomic_load_explicit(&f->full_epoch, memory_order_relaxed) == cur1;
 	if (f->evicted && !f->deleted && (!f->in_current || retired)) {
+		tally(s, f, false);
 		f->deleted = true;
+		tally(s, f, true);
 		if (f->in_current)
 			s->cur_retiring_bytes -= f->bytes;
 		if (f->in_current && !epoch_hides(s->current, f)) {
@@ -559,6 +601,7 @@ static struct cfs_efile *efile_new(struct cfs_epochs *s, const struct cfs_efile_
 	f->hnext = s->hash[hash_id(f->id)];
 	s->hash[hash_id(f->id)] = f;
 	s->nfiles++;
+	tally(s, f, true);
 	return f;
 }
 
@@ -622,14 +665,21 @@ static void epoch_make_current(struct cfs_epochs *s, struct cfs_epoch *ep, uint3
 {
 	size_t n = ep->nfiles;
 	if (s->current)
-		for (size_t i = 0; i < s->current->nfiles; i++)
-			s->current->files[i]->in_current = false;
+		for (size_t i = 0; i < s->current->nfiles; i++) {
+			struct cfs_efile *f = s->current->files[i];
+			tally(s, f, false);
+			f->in_current = false;
+			tally(s, f, true);
+		}
 	s->cur_retiring_bytes = 0;
 	for (size_t i = 0; i < n; i++) {
-		ep->files[i]->nepochs++;
-		ep->files[i]->in_current = true;
-		if (ep->files[i]->evicted && !ep->files[i]->deleted)
-			s->cur_retiring_bytes += ep->files[i]->bytes;
+		struct cfs_efile *f = ep->files[i];
+		f->nepochs++;
+		tally(s, f, false);
+		f->in_current = true;
+		tally(s, f, true);
+		if (f->evicted && !f->deleted)
+			s->cur_retiring_bytes += f->bytes;
 	}
 	struct cfs_epoch **pp = &s->list;
 	while (*pp)
@@ -713,7 +763,9 @@ uint64_t cfs_epochs_evict(struct cfs_epochs *s, const int64_t *ids, size_t n)
 			continue;
 		if (f->in_current)
 			s->cur_retiring_bytes += f->bytes;
+		tally(s, f, false);
 		f->evicted = true;
+		tally(s, f, true);
 		/* read to the end in the epoch before does not retire it: the
 		 * boundary publishes the next epoch, where it must be read */
 		f->retire_number1 = atomic_load(&s->cur_number1) + 1;
@@ -884,10 +936,13 @@ int cfs_efile_open(struct cfs_epochs *s, struct cfs_efile *f)
 {
 	int rc = 0;
 	pthread_mutex_lock(&s->mu);
-	if (f->deleted)
+	if (f->deleted) {
 		rc = -ENOENT;
-	else
+	} else {
+		tally(s, f, false);
 		f->nopen++;
+		tally(s, f, true);
+	}
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }
@@ -895,7 +950,9 @@ int cfs_efile_open(struct cfs_epochs *s, struct cfs_efile *f)
 void cfs_efile_release(struct cfs_epochs *s, struct cfs_efile *f)
 {
 	pthread_mutex_lock(&s->mu);
+	tally(s, f, false);
 	f->nopen--;
+	tally(s, f, true);
 	if (f->evicted && f->nopen == 0)
 		retire_old(s); /* the last handle into an old epoch may be gone */
 	efile_maybe_gone(s, f);
@@ -957,6 +1014,24 @@ int cfs_epochs_list_numbers(struct cfs_epochs *s, uint32_t **out, size_t *n)
 	return 0;
 }
 
+void cfs_epochs_foreach_dirty(struct cfs_epochs *s, void (*fn)(struct cfs_efile *f, void *ctx),
+			      void *ctx)
+{
+	pthread_mutex_lock(&s->dirty_mu);
+	struct cfs_efile *f = s->dirty;
+	s->dirty = NULL;
+	while (f) {
+		struct cfs_efile *next = f->dnext;
+		f->dnext = f->dprev = NULL;
+		f->in_dirty = false;
+		/* cleared before fn takes the counters: a read after it lists f again */
+		atomic_store(&f->dirty, false);
+		fn(f, ctx);
+		f = next;
+	}
+	pthread_mutex_unlock(&s->dirty_mu);
+}
+
 void cfs_epochs_foreach_file(struct cfs_epochs *s, void (*fn)(struct cfs_efile *f, void *ctx),
 			     void *ctx)
 {
@@ -966,6 +1041,41 @@ void cfs_epochs_foreach_file(struct cfs_epochs *s, void (*fn)(struct cfs_efile *
 			fn(f, ctx);
 	pthread_mutex_unlock(&s->mu);
 }
+
+#ifndef NDEBUG
+/*
+ * Under mu: the counts kept by tally() equal a walk of the files.  Builds
+ * without NDEBUG only, and only on views of up to TALLY_CHECK_MAX files:
+ * the default build keeps its asserts, and a stats read must not walk a
+ * large view (docs/scale.md).
+ */
+#define TALLY_CHECK_MAX 4096
+static void check_tally(const struct cfs_epochs *s)
+{
+	uint64_t open = 0, draining = 0, unheld = 0, retiring = 0, retiring_bytes = 0;
+	if (s->nfiles > TALLY_CHECK_MAX)
+		return;
+	for (size_t i = 0; i < s->nbuckets; i++) {
+		for (const struct cfs_efile *f = s->hash[i]; f; f = f->hnext) {
+			open += f->nopen;
+			if (f->evicted && !f->deleted) {
+				draining++;
+				if (!f->nopen)
+					unheld += f->bytes;
+				if (f->in_current) {
+					retiring++;
+					retiring_bytes += f->bytes;
+				}
+			}
+		}
+	}
+	assert(open == s->open_handles && draining == s->draining_files &&
+	       unheld == s->unheld_bytes && retiring == s->cur_retiring_files &&
+	       retiring_bytes == s->cur_retiring_bytes && "epoch set: a kept count differs");
+}
+#else
+#define check_tally(s) ((void)0)
+#endif
 
 void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st)
 {
@@ -981,22 +1091,12 @@ void cfs_epochs_stat(struct cfs_epochs *s, struct cfs_epochs_stat *st)
 	st->current_files = s->cur_files;
 	st->current_bytes = s->cur_bytes;
 	st->current_records = s->cur_records;
-	for (size_t i = 0; i < s->nbuckets; i++) {
-		for (struct cfs_efile *f = s->hash[i]; f; f = f->hnext) {
-			st->open_handles += f->nopen;
-			if (f->evicted && !f->deleted) {
-				st->draining_files++;
-				if (!f->nopen)
-					st->draining_unheld_bytes += f->bytes;
-				if (f->in_current) {
-					st->retiring_files++;
-					st->retiring_bytes += f->bytes;
-				}
-			}
-		}
-	}
-	/* the count next --wait reads agrees with the walk */
-	assert(st->retiring_bytes == s->cur_retiring_bytes);
+	st->open_handles = s->open_handles;
+	st->draining_files = s->draining_files;
+	st->draining_unheld_bytes += s->unheld_bytes;
+	st->retiring_files = s->cur_retiring_files;
+	st->retiring_bytes = s->cur_retiring_bytes;
+	check_tally(s);
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -1041,6 +1141,28 @@ static void account_end(struct cfs_epochs *s, struct cfs_efile *f, uint32_t epoc
 		cmn_events_post(s->events, CFS_EV_ALL_READ);
 }
 
+/*
+ * After f's counters moved: f on the set's dirty list unless it is there.
+ * The exchange is sequentially consistent, after the counters' updates: a
+ * flush that cleared the flag before it reads them (cfs_epochs_foreach_dirty)
+ * either sees them or this exchange finds the flag clear and lists f again.
+ */
+static void mark_dirty(struct cfs_epochs *s, struct cfs_efile *f)
+{
+	if (atomic_exchange(&f->dirty, true))
+		return;
+	pthread_mutex_lock(&s->dirty_mu);
+	if (!f->in_dirty) {
+		f->dprev = NULL;
+		f->dnext = s->dirty;
+		if (s->dirty)
+			s->dirty->dprev = f;
+		s->dirty = f;
+		f->in_dirty = true;
+	}
+	pthread_mutex_unlock(&s->dirty_mu);
+}
+
 void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, uint64_t len,
 		       bool first, bool *end_done, uint32_t epoch1)
 {
@@ -1048,10 +1170,11 @@ void cfs_efile_account(struct cfs_epochs *s, struct cfs_efile *f, uint64_t off, 
 	atomic_fetch_add_explicit(&s->cur_read_bytes, len, memory_order_relaxed);
 	if (first)
 		account_first(f);
-	if (*end_done || off + len < f->bytes)
-		return;
-	*end_done = true;
-	account_end(s, f, epoch1);
+	if (!*end_done && off + len >= f->bytes) {
+		*end_done = true;
+		account_end(s, f, epoch1);
+	}
+	mark_dirty(s, f);
 }
 
 void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f, uint32_t epoch1)
@@ -1065,4 +1188,5 @@ void cfs_efile_account_cached(struct cfs_epochs *s, struct cfs_efile *f, uint32_
 		return;
 	account_first(f);
 	account_end(s, f, epoch1);
+	mark_dirty(s, f);
 }

@@ -80,6 +80,10 @@ struct cfs_efile {
 	bool gone_busy;		 /* in the gone chain: not freed until delete_gone() ran */
 	struct cfs_efile *hnext; /* hash chain by id */
 	struct cfs_efile *gnext; /* gone chain */
+	/* the set's list of files with read counters to flush (set->dirty_mu) */
+	struct cfs_efile *dnext, *dprev;
+	bool in_dirty;	    /* protected by set->dirty_mu: on that list */
+	_Atomic bool dirty; /* counters may have moved since its last flush (any thread) */
 
 	/* read statistics since the last flush; relaxed atomics, any thread */
 	_Atomic uint64_t d_reads, d_full_reads, d_read_bytes;
@@ -214,6 +218,25 @@ struct cfs_epochs {
 	 * poll, so it is a count, not a walk of the files.
 	 */
 	uint64_t cur_retiring_bytes; /* protected by mu */
+	/*
+	 * What cfs_epochs_stat() tells of the files, kept as they change: each
+	 * change of a file's nopen, evicted, deleted or in_current takes its
+	 * part out and puts it back (epoch.c, tally()), so that a stats read
+	 * walks no view.  Debug builds check them against a walk of views of
+	 * up to TALLY_CHECK_MAX files.
+	 */
+	uint64_t open_handles;	     /* protected by mu; the files' nopen */
+	uint64_t draining_files;     /* protected by mu; evicted, not deleted */
+	uint64_t unheld_bytes;	     /* protected by mu; of those, with no handle open */
+	uint64_t cur_retiring_files; /* protected by mu; of those, in the current epoch */
+	/*
+	 * The files whose read counters moved since their last flush: a read
+	 * puts its file here the first time (cfs_efile_account), the flush
+	 * takes them (cfs_epochs_foreach_dirty), so it costs the files read,
+	 * not the view.  dirty_mu is a leaf, taken after mu where both are.
+	 */
+	pthread_mutex_t dirty_mu;
+	struct cfs_efile *dirty; /* protected by dirty_mu; chain via dnext, dprev */
 
 	/* the current epoch's read counters, for the read path without mu */
 	_Atomic uint32_t cur_number1; /* current number + 1; 0: none */
@@ -402,9 +425,18 @@ struct cfs_shard_stat_delta;
  */
 bool cfs_efile_take_delta(struct cfs_efile *f, struct cfs_shard_stat_delta *d);
 
-/* Calls fn for every live file under mu (stats flushing); fn must not block. */
+/* Calls fn for every live file under mu (the scrubber's marks); fn must not block. */
 void cfs_epochs_foreach_file(struct cfs_epochs *s, void (*fn)(struct cfs_efile *f, void *ctx),
 			     void *ctx);
+
+/*
+ * Calls fn for every file read since the last call (stats flushing: it
+ * takes their counters, cfs_efile_take_delta), each taken off the list
+ * first; a read meanwhile puts it back for the next call.  Under dirty_mu:
+ * fn must not block nor take mu.
+ */
+void cfs_epochs_foreach_dirty(struct cfs_epochs *s, void (*fn)(struct cfs_efile *f, void *ctx),
+			      void *ctx);
 
 /* Bytes of the evicted files the current epoch still lists (O(1), under mu). */
 uint64_t cfs_epochs_retiring_bytes(struct cfs_epochs *s);

@@ -126,7 +126,7 @@ void dmn_boundary_flush_reads(struct dmn_boundary *b)
 	struct delta_acc a = {0};
 	struct cfs_catalog *cat = cfs_store_catalog(b->store);
 	pthread_mutex_lock(&b->flush_mu);
-	cfs_epochs_foreach_file(b->set, collect_delta, &a);
+	cfs_epochs_foreach_dirty(b->set, collect_delta, &a); /* the files read since the last */
 	bool have;
 	uint32_t epoch = cfs_epochs_current_number(b->set, &have);
 	int rc = a.n ? cfs_catalog_shards_add_stats(cat, a.d, a.n, epoch) : 0;

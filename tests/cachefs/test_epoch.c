@@ -6,6 +6,7 @@
  *
  * One TCase per behaviour; invariant numbers are DESIGN's.
  */
+#include "cachefs/catalog.h"
 #include "cachefs/epoch.h"
 #include "cachefs/names.h"
 #include "common/events.h"
@@ -277,6 +278,87 @@ START_TEST(read_accounting_and_all_read)
 }
 END_TEST
 
+/* foreach_dirty's callback: the ids it is called for, in *(struct ids *)ctx. */
+struct ids {
+	int64_t v[16];
+	size_t n;
+};
+static void note_id(struct cfs_efile *f, void *ctx)
+{
+	struct ids *d = ctx;
+	struct cfs_shard_stat_delta delta;
+	d->v[d->n++] = f->id;
+	cfs_efile_take_delta(f, &delta);
+}
+
+/*
+ * The flush of read counters visits the files read since the last one, not
+ * the view: of 8 files, the 2 read; none the next time; a file read again
+ * comes back once however often it is read; a file that leaves the set
+ * while listed is off the list.  The counts a stats read reports are kept
+ * as files open, close and are evicted (checked against the walk in debug
+ * builds, here by value).
+ */
+START_TEST(flush_visits_files_read_and_stats_are_kept)
+{
+	int64_t a[] = {1, 2, 3, 4, 5, 6, 7, 8};
+	ck_assert_int_eq(publish(0, a, 8), 0);
+	struct cfs_efile *f2 = lookup(0, 2), *f5 = lookup(0, 5), *f7 = lookup(0, 7);
+	bool e = false, e5 = false;
+	cfs_efile_account(&set, f2, 0, 10, true, &e, cfs_epochs_current1(&set));
+	cfs_efile_account(&set, f5, 0, 100, true, &e5, cfs_epochs_current1(&set));
+	struct ids d = {0};
+	cfs_epochs_foreach_dirty(&set, note_id, &d);
+	ck_assert_uint_eq(d.n, 2);
+	ck_assert(d.v[0] + d.v[1] == 7 && (d.v[0] == 2 || d.v[0] == 5));
+	d.n = 0;
+	cfs_epochs_foreach_dirty(&set, note_id, &d);
+	ck_assert_uint_eq(d.n, 0);
+	e = false;
+	cfs_efile_account(&set, f2, 10, 10, false, &e, cfs_epochs_current1(&set));
+	cfs_efile_account(&set, f2, 20, 10, false, &e, cfs_epochs_current1(&set));
+	cfs_epochs_foreach_dirty(&set, note_id, &d);
+	ck_assert_uint_eq(d.n, 1);
+	ck_assert_int_eq(d.v[0], 2);
+
+	/* kept counts: two handles on 7, one on 2; 7 and 3 evicted */
+	ck_assert_int_eq(cfs_efile_open(&set, f7), 0);
+	ck_assert_int_eq(cfs_efile_open(&set, f7), 0);
+	ck_assert_int_eq(cfs_efile_open(&set, f2), 0);
+	int64_t v[] = {7, 3};
+	cfs_epochs_evict(&set, v, 2);
+	struct cfs_epochs_stat st;
+	cfs_epochs_stat(&set, &st);
+	ck_assert_uint_eq(st.open_handles, 3);
+	ck_assert_uint_eq(st.draining_files, 2);
+	ck_assert_uint_eq(st.retiring_files, 2); /* epoch 0 is current: both listed */
+	ck_assert_uint_eq(st.retiring_bytes, 200);
+	ck_assert_uint_eq(st.draining_unheld_bytes, 100); /* 3 has no handle */
+	/* 7 read while evicted, then the next epoch: 3 goes, 7 stays held */
+	e = false;
+	cfs_efile_account(&set, f7, 0, 10, true, &e, cfs_epochs_current1(&set));
+	int64_t b[] = {1, 2, 4, 5, 6, 8};
+	ck_assert_int_eq(publish(1, b, 6), 0);
+	cfs_epochs_stat(&set, &st);
+	ck_assert_uint_eq(st.draining_files, 1);
+	ck_assert_uint_eq(st.retiring_files, 0);
+	ck_assert_uint_eq(st.open_handles, 3);
+	cfs_efile_release(&set, f7);
+	cfs_efile_release(&set, f7); /* its last handle: deleted, then freed below */
+	cfs_epochs_stat(&set, &st);
+	ck_assert_uint_eq(st.open_handles, 1);
+	ck_assert_uint_eq(st.draining_files, 0);
+	ck_assert_uint_eq(st.draining_unheld_bytes, 0);
+	cfs_efile_forget(&set, f7, 1); /* leaves the set while on the dirty list */
+	d.n = 0;
+	cfs_epochs_foreach_dirty(&set, note_id, &d);
+	ck_assert_uint_eq(d.n, 0);
+	cfs_efile_release(&set, f2);
+	cfs_efile_forget(&set, f2, 1);
+	cfs_efile_forget(&set, f5, 1);
+}
+END_TEST
+
 START_TEST(tree_of_nested_names)
 {
 	const char *names[] = {"a.bin", "a/b/c", "a/b/d", "a", "x/y", "a-z"};
@@ -495,6 +577,8 @@ static Suite *epoch_suite(void)
 	    {"reaper_deletes_what_publish_and_release_queue",
 	     reaper_deletes_what_publish_and_release_queue},
 	    {"read_accounting_and_all_read", read_accounting_and_all_read},
+	    {"flush_visits_files_read_and_stats_are_kept",
+	     flush_visits_files_read_and_stats_are_kept},
 	    {"tree_of_nested_names", tree_of_nested_names},
 	    {"retired_file_leaves_the_current_count", retired_file_leaves_the_current_count},
 	    {"hidden_and_nested_files_in_listing_and_count",
