@@ -5,6 +5,7 @@
 #ifndef RC_SAMPLER_HTTP_LIST_I_H
 #define RC_SAMPLER_HTTP_LIST_I_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "sampler/listing.h"
@@ -45,5 +46,15 @@ int smp__parse_manifest(const char *body, size_t len, struct smp_listing *l, cha
  */
 int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct smp_listing *l,
 			 struct smp_buf *dirs, char *err, size_t errlen);
+
+/*
+ * Whether smp__parse_autoindex() decodes entries of nginx's own shape
+ * itself (http_list.c, "THE FAST PATH"); true, and left so but by the
+ * tests and the fuzz target that hold it to jansson's decoding.
+ */
+extern bool smp__autoindex_fast;
+
+/* The bytes of entry[0..len) the fast path decodes as one entry, 0 if not its (tests). */
+size_t smp__autoindex_scan(const char *entry, size_t len);
 
 #endif

@@ -8,7 +8,9 @@
  * -EPROTO, -EFBIG, -E2BIG or -ENOMEM, a message for every failure; every
  * file key starts with the directory, is at most SMP_KEY_MAX bytes and has
  * no NUL; every directory queued ends in '/' and starts with the directory;
- * the queue stays within its cap.
+ * the queue stays within its cap.  And the page means the same with the
+ * fast path and without it (jansson alone): the same return, message,
+ * keys, sizes, etags and directories.
  */
 #include "sampler/http_list_i.h"
 
@@ -59,6 +61,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* unterminated, empty, not a directory, or outside rel */
 		off += dl + 1;
 	}
+	/* the same page through jansson alone */
+	struct smp_listing lj = {0};
+	struct smp_buf dj = {.max = 1 << 20};
+	char errj[512] = "";
+	smp__autoindex_fast = false;
+	int rcj = smp__parse_autoindex(body, size - 1, rel, &lj, &dj, errj, sizeof(errj));
+	smp__autoindex_fast = true;
+	if (rcj != rc || strcmp(err, errj) || lj.n != l.n || dj.len != dirs.len ||
+	    (dj.len && memcmp(dj.p, dirs.p, dj.len)))
+		abort();
+	for (size_t i = 0; i < l.n; i++)
+		if (strcmp(l.v[i].key, lj.v[i].key) || l.v[i].size != lj.v[i].size ||
+		    strcmp(smp_object_etag(&l.v[i]), smp_object_etag(&lj.v[i])))
+			abort();
+	smp_listing_free(&lj);
+	free(dj.p);
 	smp_listing_free(&l);
 	free(dirs.p);
 	free(body);

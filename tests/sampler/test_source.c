@@ -84,6 +84,97 @@ static int parse_page(const char *j, struct smp_listing *l, struct smp_buf *dirs
 	return smp__parse_autoindex(j, strlen(j), "d/", l, dirs, err, 256);
 }
 
+/*
+ * The fast path (http_list.c) decodes what jansson decodes: each page below
+ * parsed with it and without gives the same return, message, keys, sizes,
+ * etags and directories.  Pages of nginx's own shape and of others: blanks,
+ * escapes, non-ASCII bytes, keys reordered, added, repeated or missing,
+ * sizes of every form JSON allows or not, names nginx never writes.
+ */
+START_TEST(autoindex_fast_path_matches_jansson)
+{
+	static const char *const pages[] = {
+	    "[\n{ \"name\":\"a.bin\", \"type\":\"file\", \"mtime\":\"Sun, 22 Nov 2026 01:00:00 "
+	    "GMT\", "
+	    "\"size\":4096 },\n{ \"name\":\"sub\", \"type\":\"directory\", \"mtime\":\"m\" },\n"
+	    "{ \"name\":\"z\", \"type\":\"file\", \"mtime\":\"m\", \"size\":0 }\n]\n",
+	    "[{\"name\": \"d00000\", \"type\": \"directory\", \"mtime\": \"x\"},\n"
+	    " {\"name\" : \"o.bin\" , \"type\" : \"file\" , \"size\" : 17 }]",
+	    "[{\"name\":\"q\\\"uote \\u00e9\",\"type\":\"file\",\"mtime\":\"m\",\"size\":1}]",
+	    "[{\"name\":\"caf\xc3\xa9\",\"type\":\"file\",\"mtime\":\"m\",\"size\":2}]",
+	    "[{\"name\":\"bad\xff\",\"type\":\"file\",\"mtime\":\"m\",\"size\":2}]",
+	    "[{\"type\":\"file\",\"name\":\"rev\",\"size\":3}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":3,\"extra\":true}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":3,\"size\":4}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"mtime\":\"m\"}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":007}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":1.0}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":1e3}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":-1}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":999999999999999999}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":9999999999999999999}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":\"5\"}]",
+	    "[{\"name\":\"x\",\"type\":\"socket\"},{\"name\":\"y\",\"type\":\"file\",\"size\":1}]",
+	    "[{\"name\":\".\",\"type\":\"directory\"},{\"name\":\"..\",\"type\":\"file\",\"size\":"
+	    "1},"
+	    "{\"name\":\"a/"
+	    "b\",\"type\":\"file\",\"size\":1},{\"name\":\"MANIFEST\",\"type\":\"file\","
+	    "\"size\":1},{\"name\":\"n\\u0000ul\",\"type\":\"file\",\"size\":1}]",
+	    "[{\"name\":\"\",\"type\":\"file\",\"size\":1}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":1}",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"size\":1},]",
+	    "[{\"name\":\"x\"\n,\t\"type\":\"file\"\r,\"size\":12}]",
+	    "[{\"name\":\"tab\tin\",\"type\":\"file\",\"size\":1}]",
+	    "[{\"name\":\"x\",\"type\":\"file\",\"mtime\":5,\"size\":1}]",
+	};
+	/* the fast path takes nginx's shape, blanks included, and leaves the rest */
+	static const char *const nginx[] = {
+	    "{ \"name\":\"a.bin\", \"type\":\"file\", \"mtime\":\"m\", \"size\":4096 }",
+	    "{\"name\": \"d\", \"type\": \"directory\", \"mtime\": \"x\"}",
+	    "{ \"name\" : \"o\" , \"type\" : \"file\" , \"size\" : 0 }"};
+	for (size_t k = 0; k < 3; k++)
+		ck_assert_uint_eq(smp__autoindex_scan(nginx[k], strlen(nginx[k])),
+				  strlen(nginx[k]));
+	static const char *const other[] = {"{\"name\":\"q\\\"\",\"type\":\"file\",\"size\":1}",
+					    "{\"type\":\"file\",\"name\":\"r\",\"size\":1}",
+					    "{\"name\":\"x\",\"type\":\"file\",\"size\":1.5}",
+					    "{\"name\":\"x\",\"type\":\"file\",\"size\":01}"};
+	for (size_t k = 0; k < 4; k++)
+		ck_assert_uint_eq(smp__autoindex_scan(other[k], strlen(other[k])), 0);
+	for (size_t k = 0; k < sizeof(pages) / sizeof(pages[0]); k++) {
+		struct smp_listing l[2];
+		struct smp_buf d[2];
+		char err[2][256];
+		int rc[2];
+		for (int fast = 0; fast < 2; fast++) {
+			smp__autoindex_fast = fast;
+			memset(&l[fast], 0, sizeof(l[fast]));
+			d[fast] = (struct smp_buf){.max = 1 << 20};
+			err[fast][0] = '\0';
+			rc[fast] = smp__parse_autoindex(pages[k], strlen(pages[k]), "d/", &l[fast],
+							&d[fast], err[fast], sizeof(err[fast]));
+		}
+		smp__autoindex_fast = true;
+		ck_assert_msg(rc[0] == rc[1], "page %zu: rc %d (jansson) against %d (fast)", k,
+			      rc[0], rc[1]);
+		ck_assert_msg(!strcmp(err[0], err[1]), "page %zu: \"%s\" against \"%s\"", k, err[0],
+			      err[1]);
+		ck_assert_uint_eq(l[0].n, l[1].n);
+		for (size_t i = 0; i < l[0].n; i++) {
+			ck_assert_str_eq(l[0].v[i].key, l[1].v[i].key);
+			ck_assert_uint_eq(l[0].v[i].size, l[1].v[i].size);
+			ck_assert_str_eq(smp_object_etag(&l[0].v[i]), smp_object_etag(&l[1].v[i]));
+		}
+		ck_assert_uint_eq(d[0].len, d[1].len);
+		ck_assert(d[0].len == 0 || !memcmp(d[0].p, d[1].p, d[0].len));
+		for (int fast = 0; fast < 2; fast++) {
+			smp_listing_free(&l[fast]);
+			free(d[fast].p);
+		}
+	}
+}
+END_TEST
+
 START_TEST(autoindex_malformed)
 {
 	static const char *bad[] = {
@@ -654,6 +745,7 @@ static Suite *suite(void)
 	    {"manifest", manifest_lines},
 	    {"listing-blocks", listing_blocks},
 	    {"autoindex-json", autoindex_json},
+	    {"autoindex-fast-path", autoindex_fast_path_matches_jansson},
 	    {"autoindex-malformed", autoindex_malformed},
 	    {"autoindex-wrong-types", autoindex_wrong_types},
 	    {"autoindex-huge-numbers", autoindex_huge_numbers},
