@@ -6,11 +6,11 @@
  * MANIFEST lines are `name size` (split at the last blank; names may hold
  * spaces; `#` starts a comment line).  Autoindex pages are JSON arrays of
  * the objects nginx writes: {"name":"x","type":"file","mtime":"...","size":N}.
- * Each entry is decoded by jansson on its own (the array's brackets and
- * commas are walked here), so memory is bounded by one entry, not by the
- * page.  Validation is strict: name a string of 1..SMP_KEY_MAX bytes, type
- * a string, size (files) an integer >= 0, mtime (optional) a string; any
- * other shape refuses the page with a one-line message.
+ * Each entry is decoded on its own (the array's brackets and commas are
+ * walked here): by a scanner of nginx's own entry shape, else by jansson
+ * ("THE FAST PATH"), so memory is bounded by one entry, not by the page.  Validation is strict:
+ * name a string of 1..SMP_KEY_MAX bytes, type a string, size (files) an integer >= 0, mtime
+ * (optional) a string; any other shape refuses the page with a one-line message.
  *
  * Owns nothing beyond one listing call.  Does not know the generic source
  * (source.c calls in) and never turns a name into a local path (DESIGN 7).
@@ -152,7 +152,7 @@ static int add_fields(const struct ai_entry *e, uint64_t size, const char *rel,
 		return 0; /* "other": sockets, devices */
 	if ((e->nl == 1 && e->name[0] == '.') || (e->nl == 2 && !memcmp(e->name, "..", 2)) ||
 	    memchr(e->name, '/', e->nl) || memchr(e->name, '\0', e->nl))
-		return 0; /* never produced by nginx; refuse to walk them */
+		return 0; /* never produced by nginx (jansson refuses a \u0000 before) */
 	char key[SMP_KEY_MAX + 2];
 	size_t rl = strlen(rel), n = rl + e->nl;
 	if (n + is_dir > SMP_KEY_MAX)
@@ -307,10 +307,11 @@ size_t smp__autoindex_scan(const char *entry, size_t len)
 
 /*
  * The idea: the page is `[ entry , entry ... ]`.  The brackets, commas and
- * blanks between entries are walked here; each entry is handed to jansson
- * alone (JSON_DISABLE_EOF_CHECK stops it after the entry and reports how
- * many bytes it took), with at most SMP_AUTOINDEX_ENTRY_CAP bytes visible,
- * so no page can make jansson build more than one entry's tree.
+ * blanks between entries are walked here; each entry is decoded by
+ * scan_entry() or, when it is not of nginx's shape, handed to jansson alone
+ * (JSON_DISABLE_EOF_CHECK stops it after the entry and reports how many
+ * bytes it took), with at most SMP_AUTOINDEX_ENTRY_CAP bytes visible to
+ * either, so no page can make jansson build more than one entry's tree.
  */
 int smp__parse_autoindex(const char *body, size_t len, const char *rel, struct smp_listing *l,
 			 struct smp_buf *dirs, char *err, size_t errlen)
