@@ -47,13 +47,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from scale import loadavg, parse_size, pid_alive, proc_kb  # noqa: E402
+from scale import Failed, MountHarness, loadavg, parse_size, pid_alive, proc_kb  # noqa: E402
 
 MiB = 1 << 20
-
-
-class Failed(Exception):
-    pass
 
 
 def make_source(root, n, size):
@@ -72,7 +68,7 @@ def make_source(root, n, size):
     open(root + ".done", "w").close()
 
 
-class Case:
+class Case(MountHarness):
     def __init__(self, a, src, limit):
         self.a, self.src, self.limit = a, src, limit
         self.rc_bin = os.path.join(a.build, "cli", "rollcache")
@@ -81,70 +77,20 @@ class Case:
         self.mnt = os.path.join(self.root, "mnt")
         os.makedirs(self.mnt)
         self.pid = None
+        self.pids, self.notes = [], []
         self.row = {"limit_mib": limit // MiB, "load_start": loadavg()}
 
-    def rc(self, *args, check=True):
-        p = subprocess.run([self.rc_bin] + [str(x) for x in args], capture_output=True,
-                           text=True, timeout=3600)
-        if check and p.returncode:
-            raise Failed("rollcache %s: exit %d: %s" % (" ".join(map(str, args)), p.returncode,
-                                                      p.stderr.strip()[-1000:]))
-        return p
-
-    def stats(self):
-        with open(os.path.join(self.mnt, ".rollcache", "stats")) as f:
-            return json.load(f)
-
-    def wait(self, cond, what):
-        t0 = time.monotonic()
-        while True:
-            v = cond()
-            if v:
-                return v
-            if time.monotonic() - t0 > self.a.timeout:
-                raise Failed("%s: not after %.0f s" % (what, self.a.timeout))
-            time.sleep(0.05)
-
     def mount(self):
-        t0 = time.monotonic()
-        self.rc("mount", "file://%s/" % self.src, self.mnt, "--cache-dir", self.cache,
-                "--limit", self.limit, "--format", "raw", "--retire", "boundary",
-                *(["--admit", self.a.admit] if self.a.admit else []))
-
-        def up():
-            try:
-                st = self.stats()
-            except (OSError, ValueError):
-                return None
-            ok = (st.get("epoch") or 0) >= 1 and os.path.exists(os.path.join(self.mnt,
-                                                                              "current"))
-            return st if ok else None
-        st = self.wait(up, "the first epoch")
-        self.pid = st["pid"]
-        return time.monotonic() - t0
+        dt, self.pid = self.mount_url(
+            "file://%s/" % self.src, "--limit", self.limit, "--format", "raw", "--retire",
+            "boundary", *(["--admit", self.a.admit] if self.a.admit else []))
+        return dt
 
     def umount(self):
         p = self.rc("umount", self.mnt, check=False)
         if p.returncode:
             print("  note: umount exit %d: %s" % (p.returncode, p.stderr.strip()[-300:]))
-        self.wait(lambda: not pid_alive(self.pid), "the daemon's exit")
-
-    def wait_full(self):
-        last, since = None, time.monotonic()
-        t0 = since
-        while True:
-            st = self.stats()
-            adm = st["admission"]
-            held = adm["waiting_admit"] + adm["waiting_limit"] > 0 or st["sampler"]["idle"]
-            mark = (st["sampler"]["bytes_admitted"], st["resident"]["files"])
-            now = time.monotonic()
-            if mark != last:
-                last, since = mark, now
-            if held and now - since >= self.a.settle:
-                return st
-            if now - t0 > self.a.timeout:
-                raise Failed("the fill did not settle")
-            time.sleep(0.1)
+        self.wait(lambda: not pid_alive(self.pid), "the daemon's exit", self.a.timeout)
 
     def run(self):
         r = self.row
@@ -180,13 +126,15 @@ class Case:
         r["warm_hwm"] = proc_kb(self.pid, "VmHWM")
         self.umount()
         r["load_end"] = loadavg()
+        for note in self.notes:
+            print("  note: " + note)
         return r
 
     def close(self):
         if self.pid and pid_alive(self.pid):
             subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
             try:
-                self.wait(lambda: not pid_alive(self.pid), "the daemon's exit")
+                self.wait(lambda: not pid_alive(self.pid), "the daemon's exit", self.a.timeout)
             except Failed:
                 pass
         shutil.rmtree(self.root, ignore_errors=True)

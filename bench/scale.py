@@ -166,7 +166,77 @@ class Store:
                 self.p.wait()
 
 
-class Case:
+class MountHarness:
+    """What a harness does with one mount (scale.py, cache_growth.py): run
+    rollcache, read the stats, wait for a condition, mount until the first
+    epoch is there, wait until the cache is as full as the epoch lets it be.
+    The subclass sets a (the arguments: build, timeout, settle), rc_bin, cache,
+    mnt, pids and notes."""
+
+    # -- rollcache ---------------------------------------------------------
+
+    def rc(self, *args, timeout=3600, check=True):
+        p = subprocess.run([self.rc_bin] + [str(x) for x in args], capture_output=True,
+                           text=True, timeout=timeout)
+        if check and p.returncode:
+            raise Failed("rollcache %s: exit %d: %s" % (" ".join(map(str, args)), p.returncode,
+                                                      p.stderr.strip()[-2000:]))
+        return p
+
+    def stats(self):
+        with open(os.path.join(self.mnt, ".rollcache", "stats")) as f:
+            return json.load(f)
+
+    def wait(self, cond, what, timeout):
+        t0 = time.monotonic()
+        while True:
+            v = cond()
+            if v:
+                return v
+            if time.monotonic() - t0 > timeout:
+                raise Failed("%s: not after %.0f s" % (what, timeout))
+            time.sleep(0.05)
+
+    def mount_url(self, url, *opts):
+        """Mounts url with opts; returns (seconds until current/ is epoch >= 1,
+        daemon pid)."""
+        t0 = time.monotonic()
+        self.rc("mount", url, self.mnt, "--cache-dir", self.cache, *opts)
+
+        def up():
+            try:
+                st = self.stats()
+            except (OSError, ValueError):
+                return None
+            ok = (st.get("epoch") or 0) >= 1 and os.path.exists(os.path.join(self.mnt,
+                                                                              "current"))
+            return st if ok else None
+        st = self.wait(up, "the first epoch", self.a.timeout)
+        dt = time.monotonic() - t0
+        self.pids.append(st["pid"])
+        return dt, st["pid"]
+
+    def wait_full(self):
+        """Waits until the samplers are held by the budget (or idle) and admitted
+        nothing for --settle seconds: as full as this epoch lets the cache be."""
+        last, since, t0 = None, time.monotonic(), time.monotonic()
+        while True:
+            st = self.stats()
+            adm = st["admission"]
+            held = adm["waiting_admit"] + adm["waiting_limit"] > 0 or st["sampler"]["idle"]
+            mark = (st["sampler"]["bytes_admitted"], st["resident"]["files"])
+            now = time.monotonic()
+            if mark != last:
+                last, since = mark, now
+            if held and now - since >= self.a.settle:
+                return st
+            if now - t0 > self.a.timeout:
+                self.notes.append("fill wait ended by --timeout")
+                return st
+            time.sleep(0.1)
+
+
+class Case(MountHarness):
     """One size of one kind: the store, a cache dir, a mount point."""
 
     def __init__(self, a, kind, n, limit):
@@ -197,46 +267,9 @@ class Case:
 
     # -- rollcache ---------------------------------------------------------
 
-    def rc(self, *args, timeout=3600, check=True):
-        p = subprocess.run([self.rc_bin] + [str(x) for x in args], capture_output=True,
-                           text=True, timeout=timeout)
-        if check and p.returncode:
-            raise Failed("rollcache %s: exit %d: %s" % (" ".join(map(str, args)), p.returncode,
-                                                      p.stderr.strip()[-2000:]))
-        return p
-
-    def stats(self):
-        with open(os.path.join(self.mnt, ".rollcache", "stats")) as f:
-            return json.load(f)
-
-    def wait(self, cond, what, timeout):
-        t0 = time.monotonic()
-        while True:
-            v = cond()
-            if v:
-                return v
-            if time.monotonic() - t0 > timeout:
-                raise Failed("%s: not after %.0f s" % (what, timeout))
-            time.sleep(0.05)
-
     def mount(self):
         """Mounts; returns (seconds until current/ is epoch >= 1, daemon pid)."""
-        t0 = time.monotonic()
-        self.rc("mount", self.store.url, self.mnt, "--cache-dir", self.cache, "--limit",
-                self.limit, *self.mode)
-
-        def up():
-            try:
-                st = self.stats()
-            except (OSError, ValueError):
-                return None
-            ok = (st.get("epoch") or 0) >= 1 and os.path.exists(os.path.join(self.mnt,
-                                                                              "current"))
-            return st if ok else None
-        st = self.wait(up, "the first epoch", self.a.timeout)
-        dt = time.monotonic() - t0
-        self.pids.append(st["pid"])
-        return dt, st["pid"]
+        return self.mount_url(self.store.url, "--limit", self.limit, *self.mode)
 
     def umount(self, pid):
         """rollcache umount, then waits for the daemon's exit: `umount` gives up
@@ -265,25 +298,6 @@ class Case:
                 return ls[k]
             return None
         return self.wait(done, "listing %d and what follows it" % k, self.a.timeout)
-
-    def wait_full(self):
-        """Waits until the samplers are held by the budget (or idle) and admitted
-        nothing for --settle seconds: as full as this epoch lets the cache be."""
-        last, since, t0 = None, time.monotonic(), time.monotonic()
-        while True:
-            st = self.stats()
-            adm = st["admission"]
-            held = adm["waiting_admit"] + adm["waiting_limit"] > 0 or st["sampler"]["idle"]
-            mark = (st["sampler"]["bytes_admitted"], st["resident"]["files"])
-            now = time.monotonic()
-            if mark != last:
-                last, since = mark, now
-            if held and now - since >= self.a.settle:
-                return st
-            if now - t0 > self.a.timeout:
-                self.notes.append("fill wait ended by --timeout")
-                return st
-            time.sleep(0.1)
 
     def read_view(self):
         """Reads every file of current/ once, to its end, as a training epoch
