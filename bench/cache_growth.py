@@ -95,13 +95,7 @@ class Case(MountHarness):
     def run(self):
         r = self.row
         r["mount_s"] = self.mount()
-        warm = 0
-        while True:
-            st = self.wait_full()
-            if st["resident"]["bytes"] >= 0.9 * self.limit or warm >= 4:
-                break
-            self.rc("epoch", self.mnt, "next", "--wait")
-            warm += 1
+        st, _ = self.fill()
         r["resident_files"] = st["resident"]["files"]
         r["hwm_full"] = proc_kb(self.pid, "VmHWM")
         bs, vs = [], []

@@ -169,9 +169,9 @@ class Store:
 class MountHarness:
     """What a harness does with one mount (scale.py, cache_growth.py): run
     rollcache, read the stats, wait for a condition, mount until the first
-    epoch is there, wait until the cache is as full as the epoch lets it be.
-    The subclass sets a (the arguments: build, timeout, settle), rc_bin, cache,
-    mnt, pids and notes."""
+    epoch is there, wait until the cache is as full as the epoch lets it be,
+    fill it with unmeasured boundaries.  The subclass sets a (the arguments:
+    timeout, settle), rc_bin, cache, mnt, limit, pids and notes."""
 
     # -- rollcache ---------------------------------------------------------
 
@@ -234,6 +234,21 @@ class MountHarness:
                 self.notes.append("fill wait ended by --timeout")
                 return st
             time.sleep(0.1)
+
+
+    def fill(self, after_boundary=None):
+        """Up to 4 boundaries, unmeasured, until the cache holds >= 90% of
+        self.limit (after_boundary() after each); returns (the stats then,
+        the boundaries it took)."""
+        warm = 0
+        while True:
+            st = self.wait_full()
+            if st["resident"]["bytes"] >= 0.9 * self.limit or warm >= 4:
+                return st, warm
+            self.rc("epoch", self.mnt, "next", "--wait")
+            warm += 1
+            if after_boundary:
+                after_boundary()
 
 
 class Case(MountHarness):
@@ -341,15 +356,7 @@ class Case(MountHarness):
         r["hwm_listing"] = proc_kb(pid, "VmHWM")
         st0 = self.stats()
         r["listed_objects"] = st0["sampler"]["listed_objects"]
-        # up to 4 boundaries, unmeasured, until the cache is full
-        warm = 0
-        while True:
-            st = self.wait_full()
-            if st["resident"]["bytes"] >= 0.9 * self.limit or warm >= 4:
-                break
-            self.rc("epoch", self.mnt, "next", "--wait")
-            warm += 1
-            self.read_view()
+        st, warm = self.fill(self.read_view)
         r["warmup_boundaries"] = warm
         r["resident_files"] = st["resident"]["files"]
         r["resident_bytes"] = st["resident"]["bytes"]
