@@ -39,7 +39,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,12 +106,7 @@ class Case(MountHarness):
             vs.append(self.stats()["last_boundary"]["victims"])
             print("    boundary: %.2f s, %d victims" % (bs[-1], vs[-1]), flush=True)
         r["boundary_s"], r["victims"] = bs, vs
-        ts = []
-        for _ in range(5):
-            t0 = time.monotonic()
-            self.rc("status", self.mnt)
-            ts.append(time.monotonic() - t0)
-        r["status_s"] = statistics.median(ts)
+        r["status_s"] = self.status_s()
         r["hwm_peak"] = proc_kb(self.pid, "VmHWM")
         self.umount()
         r["warm_mount_s"] = self.mount()

@@ -236,6 +236,15 @@ class MountHarness:
             time.sleep(0.1)
 
 
+    def status_s(self):
+        """`rollcache status`: the median of 5 runs, in seconds."""
+        ts = []
+        for _ in range(5):
+            t0 = time.monotonic()
+            self.rc("status", self.mnt)
+            ts.append(time.monotonic() - t0)
+        return statistics.median(ts)
+
     def fill(self, after_boundary=None):
         """Up to 4 boundaries, unmeasured, until the cache holds >= 90% of
         self.limit (after_boundary() after each); returns (the stats then,
@@ -378,12 +387,7 @@ class Case(MountHarness):
         r["boundary_max"] = max(bs) if bs else None
         r["victims"] = vs
         r["boundaries_ok"] = ok
-        ts = []
-        for _ in range(5):
-            t0 = time.monotonic()
-            self.rc("status", self.mnt)
-            ts.append(time.monotonic() - t0)
-        r["status_s"] = statistics.median(ts)
+        r["status_s"] = self.status_s()
         st = self.stats()
         r["hwm_peak"] = proc_kb(pid, "VmHWM")
         r["rss_end"] = proc_kb(pid, "VmRSS")
