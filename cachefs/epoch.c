@@ -17,7 +17,10 @@
  * bytes are counted as draining until delete_gone() deleted them).
  * Locking: s->mu protects the list, the hash and every count marked so in
  * epoch.h; it is a leaf lock: never held while calling the store, posting
- * events, the catalog or libfuse.  The read path takes no lock at all.
+ * events, the catalog or libfuse.  s->dirty_mu protects the list of files
+ * read since the last flush; it is taken alone, or after mu (a file that
+ * leaves the hash leaves that list).  The read path takes no lock but
+ * dirty_mu, at a file's first read after a flush (mark_dirty).
  *
  * ---------------------------------------------------------------------
  * Design note
@@ -1024,8 +1027,13 @@ void cfs_epochs_foreach_dirty(struct cfs_epochs *s, void (*fn)(struct cfs_efile 
 		struct cfs_efile *next = f->dnext;
 		f->dnext = f->dprev = NULL;
 		f->in_dirty = false;
-		/* cleared before fn takes the counters: a read after it lists f again */
-		atomic_store(&f->dirty, false);
+		/*
+		 * Cleared before fn takes the counters, by an exchange: it reads
+		 * the flag a read set (mark_dirty), so that read's counts are
+		 * seen by fn; a read after it finds the flag clear and lists f
+		 * again.
+		 */
+		(void)atomic_exchange(&f->dirty, false);
 		fn(f, ctx);
 		f = next;
 	}
@@ -1143,9 +1151,10 @@ static void account_end(struct cfs_epochs *s, struct cfs_efile *f, uint32_t epoc
 
 /*
  * After f's counters moved: f on the set's dirty list unless it is there.
- * The exchange is sequentially consistent, after the counters' updates: a
- * flush that cleared the flag before it reads them (cfs_epochs_foreach_dirty)
- * either sees them or this exchange finds the flag clear and lists f again.
+ * Both sides exchange the flag (sequentially consistent, after the
+ * counters' updates here, before their take in cfs_epochs_foreach_dirty):
+ * either the flush's exchange reads this one's true, and then sees the
+ * counts, or this exchange reads the flush's false and lists f again.
  */
 static void mark_dirty(struct cfs_epochs *s, struct cfs_efile *f)
 {
