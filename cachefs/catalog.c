@@ -506,6 +506,9 @@ int cfs__txn_end(struct cfs_catalog *c, int ok)
 {
 	int rc = 0;
 
+	assert(ok <= 0 && "cfs__txn_end: ok is 0 or -errno");
+	if (ok > 0)
+		ok = -EIO; /* rolled back: never reported as committed */
 	c->depth--;
 	if (c->depth == 0) {
 		if (ok == 0) {

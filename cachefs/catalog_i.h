@@ -176,8 +176,10 @@ int cfs__txn_begin(struct cfs_catalog *c);
 
 /*
  * Closes the level cfs__txn_begin opened: commits it when ok == 0, else
- * rolls it back; releases mu.  Returns ok when it is negative, else the
- * commit's result.
+ * rolls it back; releases mu.  ok is 0 or -errno: a positive one (an
+ * SQLite code passed by mistake) is a caller's bug, asserted in builds
+ * with asserts, and without them rolled back and returned as -EIO, never
+ * as a success.  Returns ok when it is negative, else the commit's result.
  */
 int cfs__txn_end(struct cfs_catalog *c, int ok);
 
