@@ -584,9 +584,6 @@ static void fresh_row(void *ctx, size_t i, struct cfs_plan_object *out)
 int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const int64_t *ids,
 		    const bool *has_idx, char *err, size_t errlen)
 {
-	const struct cmn_config *c = s->cfg;
-	uint32_t ws = c->world_size ? c->world_size : 1;
-	(void)ws; /* the share's check below is an assert */
 	struct smp__pobj **sorted = by_id(s), **fresh = NULL;
 	const char **want = NULL; /* the keys of fresh objects with a sidecar to fetch */
 	size_t nfresh = 0, nsorted = s->npobj;
@@ -601,7 +598,8 @@ int smp__plan_merge(struct smp_sampler *s, const struct smp_listing *l, const in
 		s->pobj[i]->live = false;
 	for (size_t i = 0; i < l->n; i++) {
 		/* the listing holds this node's share only (smp__listing_add) */
-		assert(smp_listing_in_share(c->rank, ws, l->v[i].key, strlen(l->v[i].key)));
+		assert(smp_listing_in_share(s->cfg->rank, s->cfg->world_size, l->v[i].key,
+					    strlen(l->v[i].key)));
 		struct smp__pobj *o = find_id(sorted, nsorted, ids[i]);
 		if (!o) {
 			o = pobj_new(s);
