@@ -279,15 +279,27 @@ int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *
 			     const struct cfs_sample *samples, size_t n_samples);
 
 /*
- * The same rows as cfs_catalog_shard_insert, inside the transaction of
- * cfs_catalog_begin() and without a savepoint of their own (a group
- * commit of many small files pays for none).  -EINVAL outside such a
- * transaction.  A failure of the first row (-EEXIST: the name is taken)
- * leaves nothing of the file; any other failure may leave some of its
- * rows: the caller then rolls the whole transaction back.
+ * The same rows as cfs_catalog_shard_insert but the admission counters,
+ * inside the transaction of cfs_catalog_begin() and without a savepoint
+ * of their own (a group commit of many small files pays for none).  The
+ * caller adds the counters of the files it inserts so with
+ * cfs_catalog_admit_flat() in the same transaction: one delta an epoch
+ * for the whole group.  -EINVAL outside such a transaction.  A failure of
+ * the first row (-EEXIST: the name is taken) leaves nothing of the file;
+ * any other failure may leave some of its rows: the caller then rolls the
+ * whole transaction back.
  */
 int cfs_catalog_shard_insert_flat(struct cfs_catalog *c, const struct cfs_shard_new *sh,
 				  const struct cfs_sample *samples, size_t n_samples);
+
+/*
+ * Adds files, bytes and records admitted to the epochs row of `epoch`
+ * (created if missing), inside the transaction of cfs_catalog_begin():
+ * the counters of files inserted with cfs_catalog_shard_insert_flat.
+ * 0 or -errno (-EINVAL outside such a transaction).
+ */
+int cfs_catalog_admit_flat(struct cfs_catalog *c, uint32_t epoch, uint64_t files, uint64_t bytes,
+			   uint64_t records);
 
 /* One file row with its statistics (what eviction policies read). */
 struct cfs_shard_info {

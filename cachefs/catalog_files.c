@@ -228,9 +228,12 @@ static bool shard_new_valid(const struct cfs_shard_new *sh)
 	       (sh->kind != CFS_KIND_RAW || sh->name);
 }
 
-/* The rows of a sealed file, the file row first.  In a transaction. */
+/*
+ * The rows of a sealed file, the file row first, and with `admit` its
+ * admission counters.  In a transaction.
+ */
 static int add_file_rows(struct cfs_catalog *c, const struct cfs_shard_new *sh,
-			 const struct cfs_sample *samples, size_t n_samples)
+			 const struct cfs_sample *samples, size_t n_samples, bool admit)
 {
 	int rc = add_shard_row(c, sh, n_samples);
 	if (rc == 0)
@@ -239,7 +242,7 @@ static int add_file_rows(struct cfs_catalog *c, const struct cfs_shard_new *sh,
 		rc = add_shard_objects(c, sh->id, samples, n_samples);
 	if (rc == 0 && sh->marks) /* the plan's units this file completes: same transaction */
 		rc = cfs__plan_marks_add(c, sh->marks);
-	if (rc == 0)
+	if (rc == 0 && admit)
 		rc = cfs__epoch_add(c, S_EPOCH_ADMIT, sh->created_epoch, sh->bytes, n_samples, 1);
 	return rc;
 }
@@ -254,7 +257,7 @@ int cfs_catalog_shard_insert(struct cfs_catalog *c, const struct cfs_shard_new *
 	rc = cfs__txn_begin(c);
 	if (rc < 0)
 		return rc;
-	rc = cfs__txn_end(c, add_file_rows(c, sh, samples, n_samples));
+	rc = cfs__txn_end(c, add_file_rows(c, sh, samples, n_samples, true));
 	if (rc == 0)
 		cfs__note_id(c, sh->id);
 	return rc;
@@ -269,10 +272,22 @@ int cfs_catalog_shard_insert_flat(struct cfs_catalog *c, const struct cfs_shard_
 		return -EINVAL;
 	cfs__lock(c);
 	if (c->explicit_txn)
-		rc = add_file_rows(c, sh, samples, n_samples);
+		rc = add_file_rows(c, sh, samples, n_samples, false);
 	cfs__unlock(c);
 	if (rc == 0)
 		cfs__note_id(c, sh->id);
+	return rc;
+}
+
+int cfs_catalog_admit_flat(struct cfs_catalog *c, uint32_t epoch, uint64_t files, uint64_t bytes,
+			   uint64_t records)
+{
+	int rc = -EINVAL;
+
+	cfs__lock(c);
+	if (c->explicit_txn)
+		rc = cfs__epoch_add(c, S_EPOCH_ADMIT, epoch, bytes, records, files);
+	cfs__unlock(c);
 	return rc;
 }
 

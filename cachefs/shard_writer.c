@@ -8,12 +8,13 @@
  * Invariants:
  *   DESIGN 2  seal = flush, renameat(tmp -> shards|objects), then one
  *             catalog transaction for the row and all samples; the file is
- *             visible to no one before.  A raw object, where the store
- *             can (store_i.h, anon), is an unnamed O_TMPFILE of tmp/
- *             instead, linked into objects/ where the rename would put
- *             it: no tmp/ entry to add and remove per object, and
- *             nothing of it left anywhere if the process dies first.  Its bytes are made durable by
- * the store's next sync point, not by an fsync of its own (the departure and why: docs/design.md).
+ *             visible to no one before.  A raw object is created under its
+ *             final name in objects/ instead (no tmp/ entry to add and
+ *             remove, no rename): it is as invisible there without its row,
+ *             and a file of objects/ without a row is deleted at the next
+ *             start (invariant 6).  Its bytes are made durable by the
+ *             store's next sync point, not by an fsync of its own (the
+ *             departure and why: docs/design.md).
  * Where the store has fs-verity (verity.h), the file is sealed with it after the flush. DESIGN 4
  * written <= reserved at every moment: append/write refuse with -ENOBUFS rather than exceed the
  * reservation. DESIGN 7  the tmp and final names come from the numeric id only; the remote key of a
@@ -48,9 +49,8 @@ struct cfs_shard_writer {
 	enum cfs_kind kind;
 	uint32_t epoch;
 	int64_t id;
-	int fd;			   /* tmp/<name>, or unnamed (anon), O_WRONLY */
-	bool anon;		   /* an unnamed O_TMPFILE of tmp/ (store_i.h, anon) */
-	bool placed;		   /* in its final directory already (cfs_raw_writer_place) */
+	int fd;			   /* dir/<name> (writer_dir), O_WRONLY */
+	bool placed;		   /* closed, its bytes final (cfs_raw_writer_place) */
 	char name[32];		   /* file name in tmp/ and in its final directory */
 	struct cmn_tfr_writer *tw; /* TFRecord framing (kind TFRECORD) */
 	uint64_t reserved;	   /* bytes held in the budget */
@@ -74,6 +74,18 @@ struct cfs_shard_writer {
 	uint32_t digest;  /* TFRecord: cfs_digest_add over the records appended */
 };
 
+/* The directory a writer's file is in while written: a raw object's own. */
+static int writer_dir_fd(const struct cfs_shard_writer *w)
+{
+	return w->kind == CFS_KIND_RAW ? cfs__kind_fd(&w->s->lay, w->kind) : w->s->lay.tmp_fd;
+}
+
+/* "tmp" or "objects": writer_dir_fd's name, for messages. */
+static const char *writer_dir(const struct cfs_shard_writer *w)
+{
+	return w->kind == CFS_KIND_RAW ? "objects" : "tmp";
+}
+
 static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum cfs_kind kind,
 		      uint32_t epoch, char *err, size_t errlen)
 {
@@ -88,18 +100,14 @@ static int writer_new(struct cfs_shard_writer **out, struct cfs_store *s, enum c
 	w->epoch = epoch;
 	w->id = cfs_catalog_alloc_id(s->cat);
 	cfs__file_name(kind, w->id, w->name, sizeof(w->name));
-	w->anon = kind == CFS_KIND_RAW && s->anon != CFS_ANON_NONE;
-	if (w->anon)
-		w->fd = openat(s->lay.tmp_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
-	else
-		w->fd = openat(s->lay.tmp_fd, w->name,
-			       O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+	w->fd = openat(writer_dir_fd(w), w->name,
+		       O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
 	if (w->fd < 0) {
 		int e = errno;
 		snprintf(err, errlen,
-			 "%s/tmp/%s%s: cannot create: %s: check the disk and the "
+			 "%s/%s/%s: cannot create: %s: check the disk and the "
 			 "permissions of the cache directory",
-			 s->lay.dir, w->anon ? "(unnamed) for " : "", w->name, strerror(e));
+			 s->lay.dir, writer_dir(w), w->name, strerror(e));
 		free(w);
 		return -e;
 	}
@@ -359,9 +367,9 @@ void cfs_shard_writer_abort(struct cfs_shard_writer *w)
 {
 	if (!w)
 		return;
-	if (w->placed)
+	if (w->kind == CFS_KIND_RAW)
 		unlink_renamed(w); /* never visible: it has no row */
-	else if (!w->anon && unlinkat(w->s->lay.tmp_fd, w->name, 0) < 0 && errno != ENOENT)
+	else if (unlinkat(w->s->lay.tmp_fd, w->name, 0) < 0 && errno != ENOENT)
 		cmn_log(CMN_LOG_WARN, "%s/tmp/%s: cannot remove: %s (removed at next start)",
 			w->s->lay.dir, w->name, strerror(errno));
 	cfs_budget_release(w->s->budget, w->reserved);
@@ -410,8 +418,8 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
  *
  *   1. every file flushed; where the store has fs-verity, each file
  *      sealed with it (verity.h);
- *   2. every file renamed from tmp/ into shards/ or objects/ (an unnamed
- *      one linked there);
+ *   2. every TFRecord file renamed from tmp/ into shards/ (a raw object
+ *      is in objects/ from its creation);
  *   3. ONE catalog transaction: every file's row (which lists it in
  *      `unsynced`), its samples, its plan marks and its object's fetch
  *      count; with a savepoint per file only when one fails without
@@ -426,9 +434,8 @@ static int insert_raw(struct cfs_shard_writer *w, struct cfs_shard_new *sh,
  * serves it (reconcile.c).  No file of the group is visible before its
  * step 3, and no step of one file runs before the earlier step of every
  * file (a kill -9 anywhere leaves tmp/ files, which reconciliation
- * empties, unnamed ones, which the kernel frees with the process's
- * descriptors, or renamed or linked files without rows, which it deletes:
- * invariant 6).
+ * empties, or files of shards/ and objects/ without rows, which it
+ * deletes: invariant 6).
  * A file that fails alone (a write error, a display name refused by the
  * catalog) is dropped from the group with its own error; the transaction
  * failing fails every file.
@@ -509,27 +516,28 @@ static int verity_one(struct cfs_store *s, struct cfs_shard_writer *w, char *err
 	cmn_tfr_writer_free(w->tw); /* flushed by group_check */
 	w->tw = NULL;
 	close(w->fd);
-	w->fd = cfs_verity_enable(s->lay.tmp_fd, w->name);
+	w->fd = cfs_verity_enable(writer_dir_fd(w), w->name);
 	if (w->fd >= 0)
 		return 0;
 	int rc = w->fd;
-	snprintf(err, errlen, "%s/tmp/%s: sealing it with fs-verity failed: %s", s->lay.dir,
-		 w->name, strerror(-rc));
+	snprintf(err, errlen, "%s/%s/%s: sealing it with fs-verity failed: %s", s->lay.dir,
+		 writer_dir(w), w->name, strerror(-rc));
 	return rc;
 }
 
-/* Step 2 for one file: renamed from tmp/, or linked if it has no name.  0 or -errno (err set). */
+/*
+ * Step 2 for one file: a TFRecord file renamed from tmp/ (a raw object is
+ * in objects/ already).  0 or -errno (err set).
+ */
 static int rename_one(struct cfs_store *s, struct cfs_shard_writer *w, char *err, size_t errlen)
 {
-	int dfd = cfs__kind_fd(&s->lay, w->kind), rc;
-	if (w->anon)
-		rc = cfs__anon_link(s, w->fd, dfd, w->name);
-	else
-		rc = renameat(s->lay.tmp_fd, w->name, dfd, w->name) < 0 ? -errno : 0;
-	if (rc < 0)
-		snprintf(err, errlen, "%s: %s tmp/%s -> %s/%s failed: %s", s->lay.dir,
-			 w->anon ? "link of the unnamed" : "rename", w->name, kind_dir(w), w->name,
-			 strerror(-rc));
+	if (w->kind == CFS_KIND_RAW)
+		return 0;
+	if (renameat(s->lay.tmp_fd, w->name, cfs__kind_fd(&s->lay, w->kind), w->name) == 0)
+		return 0;
+	int rc = -errno;
+	snprintf(err, errlen, "%s: rename tmp/%s -> %s/%s failed: %s", s->lay.dir, w->name,
+		 kind_dir(w), w->name, strerror(-rc));
 	return rc;
 }
 
@@ -544,16 +552,13 @@ int cfs_raw_writer_place(struct cfs_shard_writer *w, char *err, size_t errlen)
 	}
 	if (w->broken) {
 		snprintf(err, errlen,
-			 "%s/tmp/%s%s: an earlier write failed: the file was discarded", s->lay.dir,
-			 w->anon ? "(unnamed) for " : "", w->name);
+			 "%s/objects/%s: an earlier write failed: the file was discarded",
+			 s->lay.dir, w->name);
 		return -EIO;
 	}
 	if (s->verity && (rc = verity_one(s, w, err, errlen)) < 0)
 		return rc;
 	cmn_fault("before_rename");
-	rc = rename_one(s, w, err, errlen);
-	if (rc < 0)
-		return rc;
 	w->placed = true;
 	close(w->fd); /* nothing more is written: a queued writer holds no descriptor */
 	w->fd = -1;
@@ -582,8 +587,8 @@ static size_t group_check(struct cfs_shard_writer **ws, size_t n, int *rcs, char
 		if (w->broken) {
 			rcs[i] = -EIO;
 			snprintf(err, errlen,
-				 "%s/tmp/%s%s: an earlier write failed: the file was discarded",
-				 s->lay.dir, w->anon ? "(unnamed) for " : "", w->name);
+				 "%s/%s/%s: an earlier write failed: the file was discarded",
+				 s->lay.dir, writer_dir(w), w->name);
 		} else if (w->kind == CFS_KIND_TFRECORD && w->nsamples == 0) {
 			rcs[i] = -ENODATA;
 			snprintf(err, errlen, "%s/tmp/%s: no record was appended: nothing to seal",
@@ -622,10 +627,9 @@ static size_t group_verity(struct cfs_store *s, struct cfs_shard_writer **ws, si
 }
 
 /*
- * Step 2: every file not placed yet renamed from tmp/ into its directory,
- * or linked there if it has no name.  A file whose rename or link fails is
- * dropped (aborted, rcs[i] its error).  Returns how many files are in
- * their directory now.
+ * Step 2: every TFRecord file renamed from tmp/ into shards/ (rename_one).
+ * A file whose rename fails is dropped (aborted, rcs[i] its error).
+ * Returns how many files are in their directory now.
  */
 static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
 			   char *err, size_t errlen)
@@ -646,12 +650,43 @@ static size_t group_rename(struct cfs_store *s, struct cfs_shard_writer **ws, si
 }
 
 /*
+ * The admission counters of the files inserted flat (rcs[i] 0): one delta
+ * an epoch of the group (cfs_catalog_admit_flat).  0 or -errno.
+ */
+static int group_admit(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, const int *rcs)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!ws[i] || rcs[i])
+			continue;
+		uint32_t epoch = ws[i]->epoch;
+		bool counted = false;
+		for (size_t k = 0; k < i && !counted; k++)
+			counted = ws[k] && rcs[k] == 0 && ws[k]->epoch == epoch;
+		if (counted)
+			continue;
+		uint64_t files = 0, bytes = 0, records = 0;
+		for (size_t k = i; k < n; k++) {
+			if (!ws[k] || rcs[k] || ws[k]->epoch != epoch)
+				continue;
+			files++;
+			bytes += ws[k]->written;
+			records += cfs_shard_writer_records(ws[k]);
+		}
+		int rc = cfs_catalog_admit_flat(s->cat, epoch, files, bytes, records);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/*
  * Step 3: one transaction with every file's rows, first flat (no
- * savepoint per file: catalog.h, cfs_catalog_shard_insert_flat).  Where a
- * file fails flat, that transaction is rolled back and the group's rows go
- * in again with a savepoint per file, so that a file the catalog refuses
- * gets its own rcs[i] and the others commit.  Returns 0, or -errno when
- * the transaction could not start or commit (err set).
+ * savepoint per file, and the admission counters once an epoch: catalog.h,
+ * cfs_catalog_shard_insert_flat).  Where a file fails flat, that
+ * transaction is rolled back and the group's rows go in again with a
+ * savepoint per file, so that a file the catalog refuses gets its own
+ * rcs[i] and the others commit.  Returns 0, or -errno when the
+ * transaction could not start or commit (err set).
  */
 static int group_insert(struct cfs_store *s, struct cfs_shard_writer **ws, size_t n, int *rcs,
 			size_t nrenamed, char *err, size_t errlen)
@@ -677,6 +712,8 @@ static int group_insert(struct cfs_store *s, struct cfs_shard_writer **ws, size_
 					 strerror(-rcs[i]));
 			}
 		}
+		if (!failed && flat && group_admit(s, ws, n, rcs) < 0)
+			failed = true; /* again with a savepoint per file, which counts each */
 		if (!failed)
 			break;
 		cfs_catalog_rollback(s->cat);

@@ -10,8 +10,9 @@
  *     sealed into shards/<id>.tfrecord;
  *   - a raw object writer (cfs_raw_writer_open, format=raw): the bytes of
  *     one remote object in any number of cfs_raw_writer_write() calls into
- *     tmp/<id>; sealed into objects/<id> with one sample (the whole file)
- *     and a sanitized display name (cachefs/names.h).
+ *     objects/<id> itself (no tmp/ file, no rename: without its row it is
+ *     visible to no one); sealed with one sample (the whole file) and a
+ *     sanitized display name (cachefs/names.h).
  *
  * Budget (invariant 4): a writer never writes a byte it has not reserved.
  * Before appending, reserve room with cfs_shard_writer_reserve() (blocks
@@ -114,12 +115,12 @@ void cfs_shard_writer_set_ordinal(struct cfs_shard_writer *w, uint32_t ordinal);
 int cfs_raw_writer_write(struct cfs_shard_writer *w, const void *data, size_t len);
 
 /*
- * The raw object is whole: its file is sealed with fs-verity where the
- * store has it, and renamed (or linked) into objects/ now, on the
- * caller's thread - steps 1 and 2 of sealing (the design note above
- * cfs_shard_writer_seal_group), which a later seal then skips.  The file
- * has no row until that seal commits one: invisible as before, and a
- * crash leaves a file without a row, which start-up reconciliation
+ * The raw object is whole: its file (in objects/ since it was opened) is
+ * sealed with fs-verity where the store has it, and its descriptor
+ * closed, now, on the caller's thread - step 1 of sealing (the design
+ * note above cfs_shard_writer_seal_group), which a later seal then skips.
+ * The file has no row until that seal commits one: invisible as before,
+ * and a crash leaves a file without a row, which start-up reconciliation
  * deletes (invariant 6); an abort removes it.  Nothing can be written to
  * it afterwards.  Returns 0, or -errno with a message (the writer is left
  * to abort).

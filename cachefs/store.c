@@ -234,44 +234,6 @@ static int open_verity(struct cfs_store *s, enum cmn_verity want, char *err, siz
 	return rc;
 }
 
-int cfs__anon_link(const struct cfs_store *s, int fd, int dfd, const char *name)
-{
-	int rc;
-	if (s->anon == CFS_ANON_EMPTY_PATH) {
-		rc = linkat(fd, "", dfd, name, AT_EMPTY_PATH);
-	} else {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		rc = linkat(AT_FDCWD, path, dfd, name, AT_SYMLINK_FOLLOW);
-	}
-	return rc < 0 ? -errno : 0;
-}
-
-/*
- * Decides how raw writers create their files (store_i.h, anon): an
- * unnamed O_TMPFILE of tmp/ where one can be created and linked as
- * tmp/anon-probe (linkat with AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH,
- * the /proc/self/fd path a mounted /proc); else named files in tmp/.
- * Not with fs-verity: sealing reopens the file by its name in tmp/.
- */
-static void probe_tmpfile(struct cfs_store *s)
-{
-	s->anon = CFS_ANON_NONE;
-	if (s->verity)
-		return;
-	for (int way = CFS_ANON_EMPTY_PATH; way <= CFS_ANON_PROC && !s->anon; way++) {
-		int fd = openat(s->lay.tmp_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
-		if (fd < 0)
-			return; /* no O_TMPFILE here (old kernel, file system without it) */
-		s->anon = way;
-		if (cfs__anon_link(s, fd, s->lay.tmp_fd, "anon-probe") < 0)
-			s->anon = CFS_ANON_NONE;
-		else
-			unlinkat(s->lay.tmp_fd, "anon-probe", 0);
-		close(fd);
-	}
-}
-
 /*
  * Makes every file listed as unsynced durable, then shards/ and objects/
  * (their renames).  Up to CFS_SYNC_FILES_MAX files: an fsync of each
@@ -567,8 +529,6 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 	if (rc < 0)
 		goto fail;
 	rc = open_verity(s, o->verity, err, errlen);
-	if (rc == 0)
-		probe_tmpfile(s);
 	if (rc == 0)
 		rc = start_syncer(s, o->sync_period_ms, err, errlen);
 	if (rc == 0)

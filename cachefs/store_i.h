@@ -23,14 +23,6 @@ struct cfs_store {
 	struct cfs_budget *budget;
 	struct cfs_reconcile_report rec;
 	bool verity; /* files are sealed with fs-verity (verity.h) */
-	/*
-	 * How a raw writer's file comes to its name (store.c, probe_tmpfile):
-	 * CFS_ANON_NONE, a named file in tmp/ renamed into objects/; else an
-	 * unnamed O_TMPFILE of tmp/ linked into objects/ by linkat() of the
-	 * descriptor itself (CFS_ANON_EMPTY_PATH) or of /proc/self/fd/N
-	 * (CFS_ANON_PROC).
-	 */
-	enum { CFS_ANON_NONE, CFS_ANON_EMPTY_PATH, CFS_ANON_PROC } anon;
 	pthread_mutex_t sync_mu;
 	pthread_cond_t sync_cv;
 	bool sync_stop;	   /* sync_mu: the syncer thread is to end */
@@ -43,11 +35,5 @@ struct cfs_store {
 	atomic_uint_fast64_t sync_by_syncfs; /* sync points by one syncfs() */
 	char verity_why[160];		     /* why not, when !verity */
 };
-
-/*
- * Links the unnamed file open as fd (an O_TMPFILE of tmp/) as `name` in
- * the directory dfd, the way s->anon says.  0 or -errno.
- */
-int cfs__anon_link(const struct cfs_store *s, int fd, int dfd, const char *name);
 
 #endif

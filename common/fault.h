@@ -7,7 +7,7 @@
  *
  * The points (docs/reliability.md, "Crash points"):
  *   before_rename  cachefs/shard_writer.c seal: file written and flushed,
- *                  still in tmp/
+ *                  still in tmp/ (a raw object: in objects/, not closed)
  *   before_commit  cachefs/shard_writer.c seal: renamed, catalog row not
  *                  committed
  *   in_commit      cachefs/catalog.c: every statement of a transaction run,
