@@ -1005,12 +1005,21 @@ static int round_job(struct smp_sampler *s, struct smp__job **out);
  * (s->keys, which a seal's transaction does not hold up): the plan holds
  * no key (memory O(the cache), not O(the listing)).  An id keeps its key,
  * and its row was committed with the listing that made the plan object.
- * 0 or -errno (failed locally).
+ * The keys of one fill of the window are read in one read snapshot
+ * (smp__plan_keys_end closes it): one WAL read lock for them all, not one
+ * a key.  A key missing from the snapshot is looked for again after it
+ * (a row committed since).  0 or -errno (failed locally).
  */
 static int job_key(struct smp_sampler *s, struct smp__job *j)
 {
 	char key[SMP_KEY_MAX + 1];
+	if (!s->keys_snap)
+		s->keys_snap = cfs_catalog_read_begin(s->keys) == 0; /* else one read a key */
 	int rc = cfs_catalog_object_key(s->keys, j->obj->object_id, key, sizeof(key));
+	if (rc == -ENOENT && s->keys_snap) {
+		smp__plan_keys_end(s);
+		rc = cfs_catalog_object_key(s->keys, j->obj->object_id, key, sizeof(key));
+	}
 	if (rc == 0) {
 		j->key = strdup(key);
 		if (!j->key)
@@ -1019,6 +1028,13 @@ static int job_key(struct smp_sampler *s, struct smp__job *j)
 	if (rc)
 		smp__fail_local(s, rc, "reading an object's key from the catalog");
 	return rc;
+}
+
+void smp__plan_keys_end(struct smp_sampler *s)
+{
+	if (s->keys_snap)
+		cfs_catalog_read_end(s->keys);
+	s->keys_snap = false;
 }
 
 int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out)

@@ -461,7 +461,7 @@ enum fill_rc {
  * Takes jobs from the plan while the window has room, each with its bytes
  * reserved first.  Returns what stopped it (enum fill_rc).
  */
-static enum fill_rc fill_window(struct smp_sampler *s)
+static enum fill_rc fill_window_(struct smp_sampler *s)
 {
 	struct cfs_budget *b = cfs_store_budget(s->cstore);
 	unsigned window = 2 * (s->cfg->connections ? s->cfg->connections : 1);
@@ -518,6 +518,14 @@ static enum fill_rc fill_window(struct smp_sampler *s)
 		smp__dispatch_job(s, j);
 	}
 	return FILL_FULL;
+}
+
+/* fill_window_, the keys of its jobs read in one snapshot (plan.c, job_key). */
+static enum fill_rc fill_window(struct smp_sampler *s)
+{
+	enum fill_rc rc = fill_window_(s);
+	smp__plan_keys_end(s);
+	return rc;
 }
 
 /*

@@ -163,6 +163,7 @@ struct smp_sampler {
 	struct cfs_catalog *cat;
 	struct cfs_catalog *keys; /* a read-only connection to cat's file: the objects'
 				     keys (plan.c, job_key), read without waiting for a seal */
+	bool keys_snap;		  /* a read snapshot of keys is open (plan.c, job_key) */
 	struct smp_source *source;
 	struct smp_fetch *fetch;
 	struct smp_stats stats;
@@ -310,6 +311,13 @@ struct smp__pobj *smp__plan_obj(const struct smp_sampler *s, uint64_t u);
  * catalog's error recording a whole object's transfer).
  */
 int smp__plan_next_job(struct smp_sampler *s, struct smp__job **out);
+/*
+ * Ends the read snapshot the jobs' keys were read in since the last call
+ * (job_key opens one at the first key): the caller of smp__plan_next_job
+ * calls it before it waits for anything, so that no snapshot is held
+ * while the thread sleeps (it would hold the catalog's WAL).
+ */
+void smp__plan_keys_end(struct smp_sampler *s);
 /*
  * Where room for job j's bytes from object offset `from` may end, given
  * room up to `upto`: the end of the last of its records that fits whole, so
