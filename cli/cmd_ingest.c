@@ -201,7 +201,15 @@ int cmd_ingest(int argc, char **argv)
 	 */
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	struct cfs_store *store = NULL;
-	struct cfs_store_opts so = {.dir = cfg.cache_dir, .limit = cfg.limit, .verity = cfg.verity};
+	/*
+	 * A sync point every 250 ms, not the store's 5 s: ingest returns after
+	 * its last one, and the writeback of what it sealed then runs while it
+	 * copies, not all at its end (as cp -r's files wait for the `sync`
+	 * after it).  20,000 objects of 2 KiB: 1.47-1.59 s against 1.67-1.89 s
+	 * with 5 s (docs/benchmarks.md, "Profiled and changed").
+	 */
+	struct cfs_store_opts so = {
+	    .dir = cfg.cache_dir, .limit = cfg.limit, .verity = cfg.verity, .sync_period_ms = 250};
 	rc = cfs_store_open(&store, &so, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "rollcache ingest: %s\n", err);
