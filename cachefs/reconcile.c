@@ -284,15 +284,26 @@ static int read_lists(struct rec_ctx *s, bool keep_retiring, struct rec_lists *l
 	return 0;
 }
 
+/*
+ * Step 3's verdict on row r: dropped or gone (its id into v); the row is
+ * marked GONE in the list so that the survivors can be told (kept_rows).
+ * 0 or -ENOMEM.
+ */
+static int strike(struct idvec *v, struct cfs_shard_info *r)
+{
+	r->state = CFS_SHARD_GONE;
+	return idvec_push(v, r->id);
+}
+
 /* Step 3, a row without its file: SEALED dropped, EVICTING gone.  0 or -ENOMEM. */
-static int merge_row_only(struct rec_ctx *s, struct rec_lists *l, const struct cfs_shard_info *r)
+static int merge_row_only(struct rec_ctx *s, struct rec_lists *l, struct cfs_shard_info *r)
 {
 	if (r->state == CFS_SHARD_EVICTING) {
 		s->rec->evictions_finished++;
-		return idvec_push(&l->gone, r->id);
+		return strike(&l->gone, r);
 	}
 	s->rec->rows_dropped++;
-	return idvec_push(&l->drop, r->id);
+	return strike(&l->drop, r);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -335,13 +346,13 @@ static bool unsynced_bad(struct rec_ctx *s, const struct cfs_shard_info *r)
  * boundary kept draining), or deleted (a torn file, an eviction to
  * finish).  Returns 0 or -ENOMEM.
  */
-static int merge_both(struct rec_ctx *s, struct rec_lists *l, const struct cfs_shard_info *r,
+static int merge_both(struct rec_ctx *s, struct rec_lists *l, struct cfs_shard_info *r,
 		      const struct disk_file *f)
 {
 	bool kept = r->state == CFS_SHARD_SEALED || r->evicted_epoch == l->latest;
 	if (r->bytes == f->size && kept && unsynced_bad(s, r)) {
 		remove_file(s, f->kind, f->id);
-		return idvec_push(&l->drop, r->id);
+		return strike(&l->drop, r);
 	}
 	if (r->bytes != f->size) {
 		cmn_log(CMN_LOG_WARN,
@@ -350,7 +361,7 @@ static int merge_both(struct rec_ctx *s, struct rec_lists *l, const struct cfs_s
 			s->lay->dir, r->id, f->size, r->bytes);
 		remove_file(s, f->kind, f->id);
 		s->rec->size_mismatches++;
-		return idvec_push(&l->drop, r->id);
+		return strike(&l->drop, r);
 	}
 	if (r->state == CFS_SHARD_EVICTING && r->evicted_epoch == l->latest) {
 		cfs_budget_add_sealed(s->budget, r->bytes);
@@ -360,7 +371,7 @@ static int merge_both(struct rec_ctx *s, struct rec_lists *l, const struct cfs_s
 	} else if (r->state == CFS_SHARD_EVICTING) {
 		remove_file(s, f->kind, f->id);
 		s->rec->evictions_finished++;
-		return idvec_push(&l->gone, r->id);
+		return strike(&l->gone, r);
 	} else {
 		cfs_budget_add_sealed(s->budget, r->bytes);
 		s->rec->resident_files++;
@@ -374,7 +385,7 @@ static int merge(struct rec_ctx *s, struct rec_lists *l, char *err, size_t errle
 {
 	size_t i = 0, j = 0;
 	while (i < l->nrows || j < l->nfiles) {
-		const struct cfs_shard_info *r = i < l->nrows ? &l->rows[i] : NULL;
+		struct cfs_shard_info *r = i < l->nrows ? &l->rows[i] : NULL;
 		const struct disk_file *f = j < l->nfiles ? &l->files[j] : NULL;
 		int c, rc = 0;
 		if (!r)
@@ -440,9 +451,36 @@ static void log_report(const struct rec_ctx *s)
 			r->unsynced_checked, r->unsynced_bad, r->unsynced_same_boot);
 }
 
+static int cmp_row_id(const void *a, const void *b)
+{
+	const struct cfs_shard_info *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/*
+ * The rows step 3 kept (SEALED, and the latest boundary's victims kept to
+ * retire), moved out of l into *kept sorted by id; the others freed.
+ */
+static void kept_rows(struct rec_lists *l, struct cfs_shard_info **kept, size_t *nkept)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < l->nrows; i++) {
+		if (l->rows[i].state == CFS_SHARD_GONE)
+			free(l->rows[i].name);
+		else
+			l->rows[k++] = l->rows[i];
+	}
+	if (k > 1)
+		qsort(l->rows, k, sizeof(*l->rows), cmp_row_id);
+	*kept = l->rows;
+	*nkept = k;
+	l->rows = NULL;
+	l->nrows = 0;
+}
+
 int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct cfs_budget *budget,
-		   bool keep_retiring, bool same_boot, struct cfs_reconcile_report *rec, char *err,
-		   size_t errlen)
+		   bool keep_retiring, bool same_boot, struct cfs_reconcile_report *rec,
+		   struct cfs_shard_info **kept, size_t *nkept, char *err, size_t errlen)
 {
 	struct rec_ctx ctx = {.lay = lay, .cat = cat, .budget = budget, .rec = rec};
 	struct rec_lists l = {0};
@@ -472,6 +510,8 @@ int cfs__reconcile(const struct cfs_layout *lay, struct cfs_catalog *cat, struct
 	if (rc == 0) {
 		rec->elapsed_us = (cmn_mono_ns() - t0) / 1000u;
 		log_report(&ctx);
+		if (kept)
+			kept_rows(&l, kept, nkept);
 	}
 	lists_free(&l);
 	free(ctx.unsynced);

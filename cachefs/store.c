@@ -525,7 +525,8 @@ int cfs_store_open(struct cfs_store **out, const struct cfs_store_opts *o, char 
 		goto fail;
 	}
 	rc = cfs__reconcile(&s->lay, s->cat, s->budget, o->keep_retiring, s->same_boot, &s->rec,
-			    err, errlen);
+			    o->keep_start_rows ? &s->start_rows : NULL, &s->nstart_rows, err,
+			    errlen);
 	if (rc < 0)
 		goto fail;
 	rc = open_verity(s, o->verity, err, errlen);
@@ -548,6 +549,7 @@ void cfs_store_close(struct cfs_store *s)
 	if (!s)
 		return;
 	stop_syncer(s); /* the last sync point: what was sealed is on disk */
+	cfs_shard_info_free(s->start_rows, s->nstart_rows);
 	if (s->budget)
 		cfs_budget_cancel(s->budget);
 	cfs_catalog_close(s->cat);
@@ -560,6 +562,17 @@ void cfs_store_close(struct cfs_store *s)
 	free(s->lay.dir);
 	pthread_mutex_destroy(&s->sync_mu);
 	free(s);
+}
+
+int cfs_store_take_start_rows(struct cfs_store *s, struct cfs_shard_info **rows, size_t *n)
+{
+	if (!s->start_rows)
+		return -ENOENT;
+	*rows = s->start_rows;
+	*n = s->nstart_rows;
+	s->start_rows = NULL;
+	s->nstart_rows = 0;
+	return 0;
 }
 
 bool cfs_store_verity(const struct cfs_store *s, const char **why)

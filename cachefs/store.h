@@ -54,6 +54,13 @@ struct cfs_store_opts {
 	 * the store; 0: CFS_SYNC_PERIOD_MS.
 	 */
 	uint64_t sync_period_ms;
+	/*
+	 * Keep the rows start-up reconciliation read and left (every SEALED
+	 * row, and the EVICTING rows kept to retire) for
+	 * cfs_store_take_start_rows(): the first view needs no second read of
+	 * them.
+	 */
+	bool keep_start_rows;
 };
 
 /*
@@ -167,6 +174,16 @@ bool cfs_store_verity(const struct cfs_store *s, const char **why);
 
 /* What reconciliation at open found. */
 const struct cfs_reconcile_report *cfs_store_reconcile_report(const struct cfs_store *s);
+
+/*
+ * The rows reconciliation left (opened with keep_start_rows), handed over
+ * once: *rows (malloc'd, cfs_shard_info_free) sorted by id, each with the
+ * columns cfs_catalog_shards_list gives.  They are the catalog's until the
+ * first file is sealed, evicted or withdrawn: the caller takes them before
+ * anything can do so (the daemon's start-up boundary, before its samplers
+ * and its mount).  -ENOENT when not kept or already taken.
+ */
+int cfs_store_take_start_rows(struct cfs_store *s, struct cfs_shard_info **rows, size_t *n);
 
 /*
  * The path of file `id` of `kind` relative to CACHE_DIR ("shards/12.tfrecord",

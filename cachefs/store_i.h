@@ -22,6 +22,8 @@ struct cfs_store {
 	struct cfs_catalog *cat;
 	struct cfs_budget *budget;
 	struct cfs_reconcile_report rec;
+	struct cfs_shard_info *start_rows; /* keep_start_rows: reconciliation's, until taken */
+	size_t nstart_rows;
 	bool verity; /* files are sealed with fs-verity (verity.h) */
 	pthread_mutex_t sync_mu;
 	pthread_cond_t sync_cv;

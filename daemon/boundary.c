@@ -82,6 +82,10 @@ void dmn_boundary_init(struct dmn_boundary *b)
 	atomic_store(&b->errors_flush, 0);
 	b->snap = NULL;
 	b->nsnap = 0;
+	b->carry = NULL;
+	b->ncarry = 0;
+	b->from_start = false;
+	b->snap_view = -1;
 	b->retiring_carry = -1;
 	memset(&b->row, 0, sizeof(b->row));
 }
@@ -91,6 +95,9 @@ void dmn_boundary_destroy(struct dmn_boundary *b)
 	cfs_shard_info_free(b->snap, b->nsnap);
 	b->snap = NULL;
 	b->nsnap = 0;
+	cfs_shard_info_free(b->carry, b->ncarry);
+	b->carry = NULL;
+	b->ncarry = 0;
 	pthread_mutex_destroy(&b->flush_mu);
 }
 
@@ -182,13 +189,90 @@ static int load_files(struct dmn_boundary *b, int64_t retiring, int64_t carry)
 
 static int load_sealed(struct dmn_boundary *b)
 {
+	b->from_start = false;
 	return load_files(b, -1, -1);
+}
+
+/*
+ * A start-up evict's list: the rows reconciliation left, SEALED ones in
+ * b->snap and EVICTING ones (kept to retire) in b->carry, both by id;
+ * else, when the store kept none, the catalog's (load_sealed).
+ */
+static int load_start(struct dmn_boundary *b)
+{
+	struct cfs_shard_info *rows;
+	size_t n;
+	if (cfs_store_take_start_rows(b->store, &rows, &n) != 0)
+		return load_sealed(b);
+	size_t ncarry = 0;
+	for (size_t i = 0; i < n; i++)
+		ncarry += rows[i].state == CFS_SHARD_EVICTING;
+	struct cfs_shard_info *carry = calloc(ncarry ? ncarry : 1, sizeof(*carry));
+	if (!carry) {
+		cfs_shard_info_free(rows, n);
+		return -ENOMEM;
+	}
+	size_t k = 0, c = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].state == CFS_SHARD_EVICTING)
+			carry[c++] = rows[i];
+		else
+			rows[k++] = rows[i];
+	}
+	cfs_shard_info_free(b->snap, b->nsnap);
+	cfs_shard_info_free(b->carry, b->ncarry);
+	b->snap = rows;
+	b->nsnap = k;
+	b->carry = carry;
+	b->ncarry = c;
+	b->from_start = true;
+	return 0;
+}
+
+/*
+ * After a start-up evict whose victims (b->snap[victims[i]]) all left:
+ * b->snap becomes what the publish of epoch `next` would read (the SEALED
+ * files without the victims, and the carried EVICTING rows), by id.
+ */
+static int snap_for_view(struct dmn_boundary *b, const size_t *victims, size_t n_victims,
+			 uint32_t next)
+{
+	struct cfs_shard_info *all =
+	    realloc(b->snap, (b->nsnap + b->ncarry ? b->nsnap + b->ncarry : 1) * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	b->snap = all;
+	for (size_t i = 0; i < n_victims; i++)
+		b->snap[victims[i]].state = CFS_SHARD_GONE;
+	size_t k = 0;
+	for (size_t i = 0; i < b->nsnap; i++) {
+		if (b->snap[i].state == CFS_SHARD_GONE)
+			free(b->snap[i].name);
+		else
+			b->snap[k++] = b->snap[i];
+	}
+	memcpy(b->snap + k, b->carry, b->ncarry * sizeof(*b->carry));
+	b->nsnap = k + b->ncarry;
+	free(b->carry); /* its names moved into b->snap */
+	b->carry = NULL;
+	b->ncarry = 0;
+	if (b->nsnap > 1)
+		qsort(b->snap, b->nsnap, sizeof(*b->snap), cmp_info_id);
+	b->from_start = false;
+	b->snap_view = next;
+	return 0;
 }
 
 int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, size_t errlen)
 {
 	int64_t carry = b->retiring_carry;
-	int rc = load_files(b, b->retire_read ? (int64_t)number : -1, carry);
+	int rc = b->snap_view == (int64_t)number
+		     ? 0
+		     : load_files(b, b->retire_read ? (int64_t)number : -1, carry);
+	b->snap_view = -1;
+	cfs_shard_info_free(b->carry, b->ncarry); /* what snap_for_view did not take */
+	b->carry = NULL;
+	b->ncarry = 0;
 	if (rc != 0) {
 		snprintf(err, errlen, "epoch %" PRIu32 ": listing sealed files: %s", number,
 			 strerror(-rc));
@@ -368,8 +452,9 @@ static int commit_eviction(struct dmn_boundary *b, const struct cfs_evict_item *
  * Victims no handle holds are deleted now, after the boundary committed:
  * a crash in between leaves EVICTING rows, which reconciliation finishes.
  * Compacts `items` to those (the order of the others does not matter).
+ * Returns whether every victim left, files and rows.
  */
-static void reap_unheld(struct dmn_boundary *b, uint32_t next, struct cfs_evict_item *items,
+static bool reap_unheld(struct dmn_boundary *b, uint32_t next, struct cfs_evict_item *items,
 			size_t n)
 {
 	size_t k = 0;
@@ -381,6 +466,7 @@ static void reap_unheld(struct dmn_boundary *b, uint32_t next, struct cfs_evict_
 		cmn_log(CMN_LOG_WARN,
 			"epoch %" PRIu32 ": deleting victims: %s (start-up reconciliation retries)",
 			next, strerror(-rc));
+	return rc == 0 && k == n;
 }
 
 int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_entry *entry,
@@ -389,7 +475,8 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 {
 	struct cfs_epoch_row *rows = NULL;
 	size_t nrows = 0;
-	int rc = load_sealed(b);
+	b->snap_view = -1;
+	int rc = startup ? load_start(b) : load_sealed(b);
 	if (rc != 0) {
 		snprintf(err, errlen, "boundary %" PRIu32 ": listing sealed files: %s", next,
 			 strerror(-rc));
@@ -440,7 +527,10 @@ int dmn_boundary_evict(struct dmn_boundary *b, uint32_t next, const struct evc_e
 		snprintf(err, errlen, "boundary %" PRIu32 ": catalog: %s", next, strerror(-rc));
 		goto out;
 	}
-	reap_unheld(b, next, items, plan->n_victims);
+	bool all_left = reap_unheld(b, next, items, plan->n_victims);
+	if (startup && b->from_start && all_left &&
+	    snap_for_view(b, victims, plan->n_victims, next) != 0)
+		b->snap_view = -1; /* out of memory: the publish reads the catalog */
 	/* Held victims are deleted on their last release (invariant 3). */
 	cfs_epochs_evict(b->set, ids, plan->n_victims);
 	if (plan->reason != EVC_REASON_OK)

@@ -55,6 +55,18 @@ struct dmn_boundary {
 	/* scratch of one boundary (the boundary's thread only) */
 	struct cfs_shard_info *snap; /* every SEALED file, by id */
 	size_t nsnap;
+	/*
+	 * A start-up boundary reads no row twice: its evict takes the rows
+	 * reconciliation left (cfs_store_take_start_rows), sets their EVICTING
+	 * ones (victims a restart kept, epoch retiring_carry) aside in
+	 * `carry`, and when every victim it chose has left, makes b->snap the
+	 * list of epoch snap_view's publish (else snap_view is -1 and the
+	 * publish reads the catalog).
+	 */
+	struct cfs_shard_info *carry;
+	size_t ncarry;
+	bool from_start; /* b->snap and carry are the start rows */
+	int64_t snap_view;
 	struct cfs_epoch_row row; /* the epoch row evict wrote; publish completes it */
 };
 

@@ -55,7 +55,8 @@ static int open_cache(struct dmn *d, uint32_t *first, char *err, size_t errlen)
 	struct cfs_store_opts so = {.dir = d->cfg->cache_dir,
 				    .limit = d->cfg->limit,
 				    .keep_retiring = d->cfg->retire == CMN_RETIRE_READ,
-				    .verity = d->cfg->verity};
+				    .verity = d->cfg->verity,
+				    .keep_start_rows = true}; /* the start-up boundary's list */
 	rc = cfs_store_open(&d->store, &so, err, errlen);
 	if (rc != 0)
 		return rc;

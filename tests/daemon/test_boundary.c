@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define REC   1000u			    /* payload bytes of a record */
 #define RECS  4				    /* records per shard */
@@ -301,6 +302,100 @@ START_TEST(reads_flushed_before_the_plan)
 }
 END_TEST
 
+/* The ids the current epoch shows, sorted (*n of them; malloc'd). */
+static int64_t *shown_ids(size_t *n)
+{
+	struct cfs_epoch *ep = cfs_epochs_lookup_current(&set);
+	ck_assert_ptr_nonnull(ep);
+	ck_assert_int_eq(cfs_epoch_hold(&set, ep), 0);
+	int64_t *ids = NULL;
+	size_t pos = 0, k = 0, got;
+	struct cfs_efile *f[16];
+	while ((got = cfs_epoch_shown_files(&set, ep, &pos, f, 16)) > 0) {
+		ids = realloc(ids, (k + got) * sizeof(*ids));
+		ck_assert_ptr_nonnull(ids);
+		for (size_t i = 0; i < got; i++)
+			ids[k++] = f[i]->id;
+	}
+	cfs_epoch_forget(&set, ep, 2); /* the lookup and the hold */
+	for (size_t i = 1; i < k; i++) /* insertion sort: a handful */
+		for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+			int64_t t = ids[j];
+			ids[j] = ids[j - 1];
+			ids[j - 1] = t;
+		}
+	*n = k;
+	return ids;
+}
+
+/*
+ * A restart's first boundary reads no row twice: its evict takes the rows
+ * reconciliation left (cfs_store_take_start_rows, once), and its publish
+ * the evict's list without the victims plus the victims a restart kept to
+ * retire.  The view is what the catalog holds: the SEALED files but the
+ * victim, the kept victims retiring; not a row reconciliation dropped.
+ */
+START_TEST(restart_boundary_reads_the_rows_once)
+{
+	int64_t ids[6];
+	for (int i = 0; i < 6; i++)
+		ids[i] = write_shard(0);
+	ck_assert_int_eq(cfs_catalog_shards_evict(cfs_store_catalog(store), ids, 2, 3), 0);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/shards/%lld.tfrecord", dir, (long long)ids[2]);
+	ck_assert_int_eq(unlink(path), 0); /* a row without its file: dropped at the restart */
+	dmn_boundary_destroy(&bd);
+	cfs_epochs_destroy(&set);
+	cfs_store_close(store);
+
+	struct cfs_store_opts o = {
+	    .dir = dir, .limit = 100 * SHARD, .keep_retiring = true, .keep_start_rows = true};
+	ck_assert_msg(cfs_store_open(&store, &o, err, sizeof(err)) == 0, "store: %s", err);
+	ck_assert_int_eq(cfs_epochs_init(&set, store, &ev), 0);
+	memset(&bd, 0, sizeof(bd));
+	bd.store = store;
+	bd.set = &set;
+	dmn_boundary_init(&bd);
+	bd.retiring_carry = cfs_store_reconcile_report(store)->retiring_epoch;
+	ck_assert_int_eq(bd.retiring_carry, 3);
+
+	struct evc_entry e = entry(2 * SHARD, 0, CMN_POLICY_FIFO);
+	struct evc_plan p;
+	ck_assert_msg(dmn_boundary_evict(&bd, 4, &e, true, 0, &p, err, sizeof(err)) == 0,
+		      "evict: %s", err);
+	ck_assert_uint_eq(p.n_victims, 1);
+	struct cfs_shard_info *rows;
+	size_t nrows;
+	ck_assert_int_eq(cfs_store_take_start_rows(store, &rows, &nrows), -ENOENT);
+	ck_assert_msg(dmn_boundary_publish(&bd, 4, err, sizeof(err)) == 0, "publish: %s", err);
+
+	/* what the catalog holds now: the view's files */
+	ck_assert_int_eq(cfs_catalog_shards_list(cfs_store_catalog(store),
+						 1u << CFS_SHARD_SEALED | 1u << CFS_SHARD_EVICTING,
+						 &rows, &nrows),
+			 0);
+	size_t n;
+	int64_t *shown = shown_ids(&n);
+	ck_assert_uint_eq(n, 4); /* 2 retiring, 2 of the 3 SEALED */
+	ck_assert_uint_eq(nrows, n);
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < nrows; i++) {
+		ck_assert_int_eq(rows[i].id, shown[i]);
+		ck_assert_int_ne(rows[i].id, ids[2]);
+		bytes += rows[i].bytes;
+	}
+	ck_assert_int_eq(shown[0], ids[0]);
+	ck_assert_int_eq(shown[1], ids[1]);
+	struct cfs_epochs_stat st;
+	cfs_epochs_stat(&set, &st);
+	ck_assert_uint_eq(st.retiring_files, 2);
+	ck_assert_uint_eq(st.current_files, 4);
+	ck_assert_uint_eq(st.current_bytes, bytes);
+	free(shown);
+	cfs_shard_info_free(rows, nrows);
+}
+END_TEST
+
 static Suite *boundary_suite(void)
 {
 	Suite *s = suite_create("daemon-boundary");
@@ -314,6 +409,7 @@ static Suite *boundary_suite(void)
 	    {"victim-stays-until-next-snapshot", victim_stays_until_the_next_snapshot},
 	    {"reads-flushed-before-plan", reads_flushed_before_the_plan},
 	    {"victim-read-then-deleted-counts-read", victim_read_then_deleted_counts_read},
+	    {"restart-boundary-reads-the-rows-once", restart_boundary_reads_the_rows_once},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		TCase *tc = tcase_create(cases[i].name);
