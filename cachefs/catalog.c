@@ -350,6 +350,13 @@ static const char *const migrations[] = {
     "FROM shards WHERE evicted_epoch >= 0 GROUP BY evicted_epoch) AS v "
     "WHERE epochs.number = v.number;\n"
     "DELETE FROM shards WHERE state = " SQL_GONE ";\n",
+    /*
+     * 10 -> 11: a raw file's CRC (its one sample's) is in its `shards` row
+     * too, as records_crc, so that a list of the files (reconciliation,
+     * every boundary) reads its rows alone, not a sample per raw file
+     */
+    "UPDATE shards SET records_crc = (SELECT crc FROM samples "
+    "WHERE shard_id = shards.id AND offset = 0) WHERE kind = " SQL_KIND_RAW ";\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");

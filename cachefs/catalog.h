@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 10 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 11 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 
@@ -237,7 +237,8 @@ struct cfs_shard_new {
 	const char *name;	/* RAW: sanitized display name (cfs_sanitize_key), else NULL */
 	int64_t object_id;	/* RAW: the object; else 0 */
 	const struct cfs_plan_marks *marks; /* NULL, or plan units completed by this file */
-	bool has_digest;		    /* TFRECORD: `digest` is set (else the row has none) */
+	bool has_digest; /* TFRECORD: `digest` is set (else the row has none); a RAW
+			    row's records_crc is its one sample's CRC (catalog_files.c) */
 	uint32_t digest; /* TFRECORD: its records' CRCs digested in order (cfs_digest_add) */
 };
 

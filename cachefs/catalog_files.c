@@ -24,10 +24,7 @@
 /* a raw object's CRC-32C is its one sample row's (offset 0, the whole object) */
 #define SHARD_COLUMNS                                                                              \
 	"id, kind, state, bytes, records, created_epoch, reads, last_read_ms, full_reads, "        \
-	"object_id, name, evicted_epoch, "                                                         \
-	"CASE WHEN kind = " SQL_KIND_RAW " THEN (SELECT crc FROM samples "                         \
-	"WHERE shard_id = shards.id AND offset = 0) ELSE records_crc END, "                        \
-	"kind = " SQL_KIND_RAW " OR records_crc IS NOT NULL"
+	"object_id, name, evicted_epoch, records_crc, records_crc IS NOT NULL"
 
 const char *const cfs__sql_files[S__COUNT] = {
     [S_SHARD_ADD] =
@@ -229,13 +226,19 @@ static bool shard_new_valid(const struct cfs_shard_new *sh)
 }
 
 /*
- * The rows of a sealed file, the file row first, and with `admit` its
- * admission counters.  In a transaction.
+ * The rows of a sealed file, the file row first (a raw file's with its one
+ * sample's CRC as records_crc), and with `admit` its admission counters.
+ * In a transaction.
  */
 static int add_file_rows(struct cfs_catalog *c, const struct cfs_shard_new *sh,
 			 const struct cfs_sample *samples, size_t n_samples, bool admit)
 {
-	int rc = add_shard_row(c, sh, n_samples);
+	struct cfs_shard_new row = *sh;
+	if (sh->kind == CFS_KIND_RAW && n_samples == 1) {
+		row.has_digest = true;
+		row.digest = samples[0].crc;
+	}
+	int rc = add_shard_row(c, &row, n_samples);
 	if (rc == 0)
 		rc = add_samples(c, sh, samples, n_samples);
 	if (rc == 0)

@@ -107,16 +107,21 @@ START_TEST(new_file_gets_current_schema)
 }
 END_TEST
 
-/* Takes this binary's catalog back to version 9 (the 9 -> 10 step undone). */
+/* Takes this binary's catalog back to version 10 (the 10 -> 11 step undone). */
+#define UNDO_11                                                                                    \
+	"UPDATE shards SET records_crc = NULL WHERE kind = 1; "                                    \
+	"DELETE FROM migrations WHERE version = 11; PRAGMA user_version = 10; "
+
+/* Takes this binary's catalog back to version 9 (the 10 -> 11 and 9 -> 10 steps undone). */
 #define UNDO_10                                                                                    \
-	"DROP TRIGGER id_mark_delete; DROP TABLE id_mark; "                                        \
-	"ALTER TABLE epochs DROP COLUMN admitted_files; "                                          \
-	"ALTER TABLE epochs DROP COLUMN evicted_files; "                                           \
-	"ALTER TABLE epochs DROP COLUMN unread_files; "                                            \
-	"ALTER TABLE epochs DROP COLUMN unread_bytes; "                                            \
-	"ALTER TABLE epochs DROP COLUMN full_files; "                                              \
-	"ALTER TABLE epochs DROP COLUMN full_records; "                                            \
-	"DELETE FROM migrations WHERE version = 10; PRAGMA user_version = 9"
+	UNDO_11 "DROP TRIGGER id_mark_delete; DROP TABLE id_mark; "                                \
+		"ALTER TABLE epochs DROP COLUMN admitted_files; "                                  \
+		"ALTER TABLE epochs DROP COLUMN evicted_files; "                                   \
+		"ALTER TABLE epochs DROP COLUMN unread_files; "                                    \
+		"ALTER TABLE epochs DROP COLUMN unread_bytes; "                                    \
+		"ALTER TABLE epochs DROP COLUMN full_files; "                                      \
+		"ALTER TABLE epochs DROP COLUMN full_records; "                                    \
+		"DELETE FROM migrations WHERE version = 10; PRAGMA user_version = 9"
 
 /*
  * A catalog of schema version 2 (this binary's file with the 2 -> 3 step
@@ -259,6 +264,53 @@ START_TEST(migrates_version_9_gone_rows)
 	ck_assert_int_gt(add_shard(c, 3, 1, 1), d);
 	(void)b;
 	cfs_catalog_close(c);
+}
+END_TEST
+
+/*
+ * A catalog of version 10, whose raw rows have no records_crc (their CRC
+ * was read from their sample): the 10 -> 11 step copies each raw file's
+ * sample CRC into its row, and a list gives it as before; a TFRecord row's
+ * digest is untouched.  A raw file sealed now has its CRC in its row.
+ */
+START_TEST(migrates_version_10_raw_crc)
+{
+	struct cfs_catalog *c = open_rw();
+	int64_t t = add_shard(c, 0, 2, 10);
+	struct cfs_sample smp = {.offset = 0, .length = 9, .crc = 0xabcdef01u, .object_id = 3};
+	struct cfs_shard_new sh = {.id = cfs_catalog_alloc_id(c),
+				   .kind = CFS_KIND_RAW,
+				   .bytes = 9,
+				   .object_id = 3,
+				   .name = "a/raw"};
+	ck_assert_int_eq(cfs_catalog_shard_insert(c, &sh, &smp, 1), 0);
+	cfs_catalog_close(c);
+	char sql[128];
+	snprintf(sql, sizeof(sql), "SELECT records_crc FROM shards WHERE id = %lld",
+		 (long long)sh.id);
+	ck_assert_int_eq(raw_int(sql), 0xabcdef01);
+	raw_sql(UNDO_11);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards WHERE records_crc IS NULL"), 2);
+
+	c = open_rw();
+	ck_assert_int_eq(cfs_catalog_schema_version(c), 10);
+	struct cfs_shard_info *rows;
+	size_t n;
+	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_SEALED, &rows, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].id == sh.id) {
+			ck_assert(rows[i].has_crc);
+			ck_assert_uint_eq(rows[i].crc, 0xabcdef01u);
+		} else { /* sealed without a digest (add_shard): none since */
+			ck_assert_int_eq(rows[i].id, t);
+			ck_assert(!rows[i].has_crc);
+		}
+	}
+	cfs_shard_info_free(rows, n);
+	cfs_catalog_close(c);
+	ck_assert_int_eq(raw_int(sql), 0xabcdef01);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards WHERE records_crc IS NULL"), 1);
 }
 END_TEST
 
@@ -1286,6 +1338,7 @@ int main(void)
 	    {"new_file_gets_current_schema", new_file_gets_current_schema},
 	    {"migrates_version_2", migrates_version_2},
 	    {"migrates_version_9_gone_rows", migrates_version_9_gone_rows},
+	    {"migrates_version_10_raw_crc", migrates_version_10_raw_crc},
 	    {"gone_deletes_rows_keeps_ids", gone_deletes_rows_keeps_ids},
 	    {"journal_is_wal", journal_is_wal},
 	    {"newer_schema_refused", newer_schema_refused},
