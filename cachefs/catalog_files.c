@@ -18,6 +18,8 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +49,12 @@ const char *const cfs__sql_files[S__COUNT] = {
 		      "RETURNING full_reads, created_epoch, records",
     [S_SHARD_EVICT] = "UPDATE shards SET state = " SQL_EVICTING ", evicted_epoch = ?2 "
 		      "WHERE id = ?1 AND state = " SQL_SEALED " RETURNING bytes, records",
+    /* a boundary's victims, ?1 a JSON array of their ids (cfs_catalog_shards_evict) */
+    [S_SHARDS_EVICT_SUM] =
+	"SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum(records), 0) "
+	"FROM shards WHERE state = " SQL_SEALED " AND id IN (SELECT value FROM json_each(?1))",
+    [S_SHARDS_EVICT_SET] = "UPDATE shards SET state = " SQL_EVICTING ", evicted_epoch = ?2 "
+			   "WHERE id IN (SELECT value FROM json_each(?1))",
     /* GONE: the row goes (its id stays taken: trigger id_mark_delete) */
     [S_SHARD_GONE] = "DELETE FROM shards WHERE id = ?1 RETURNING evicted_epoch, full_reads, bytes",
     [S_SAMPLES_DEL] = "DELETE FROM samples WHERE shard_id = ?1",
@@ -556,6 +564,60 @@ static int evict_one(struct cfs_catalog *c, int64_t id, int64_t epoch, uint64_t 
 	return cfs__plan_cut_file(c, id);
 }
 
+/* Victims a statement of cfs_catalog_shards_evict takes, at most. */
+#define EVICT_BATCH 8192
+
+/* ids[0..n) as a JSON array, for json_each(): malloc'd, or NULL (no memory). */
+static char *ids_json(const int64_t *ids, size_t n)
+{
+	size_t cap = 2 + n * 21, len = 0; /* "-9223372036854775808," */
+	char *j = malloc(cap);
+	if (!j)
+		return NULL;
+	j[len++] = '[';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(j + len, cap - len, i ? ",%" PRId64 : "%" PRId64, ids[i]);
+	j[len++] = ']';
+	j[len] = '\0';
+	return j;
+}
+
+/*
+ * One batch of victims (a JSON array of n ids): their bytes and records
+ * added to *bytes and *records, SEALED -> EVICTING, and the plan's whole
+ * objects among their records cut, each by one statement over the batch.
+ * -ENOENT when one is not SEALED (or named twice); the caller rolls back.
+ * In a transaction.
+ */
+static int evict_batch(struct cfs_catalog *c, const char *json, size_t n, uint32_t epoch,
+		       uint64_t *bytes, uint64_t *records)
+{
+	sqlite3_stmt *st = cfs__stmt(c, S_SHARDS_EVICT_SUM);
+	if (!st)
+		return -EIO;
+	sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		bool all = (uint64_t)sqlite3_column_int64(st, 0) == n;
+		*bytes += (uint64_t)sqlite3_column_int64(st, 1);
+		*records += (uint64_t)sqlite3_column_int64(st, 2);
+		rc = all ? 0 : -ENOENT;
+	} else {
+		rc = cfs__fail(c, rc, "victims' sizes");
+	}
+	sqlite3_reset(st);
+	st = rc == 0 ? cfs__stmt(c, S_SHARDS_EVICT_SET) : NULL;
+	if (rc == 0 && !st)
+		rc = -EIO;
+	if (rc == 0) {
+		sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, epoch);
+		rc = cfs__run(c, st, "file evict");
+	}
+	/* their records leave: the plan's whole objects among them are whole no more */
+	return rc == 0 ? cfs__plan_cut_files(c, json) : rc;
+}
+
 int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n, uint32_t epoch)
 {
 	uint64_t bytes = 0, records = 0;
@@ -566,8 +628,12 @@ int cfs_catalog_shards_evict(struct cfs_catalog *c, const int64_t *ids, size_t n
 	rc = cfs__txn_begin(c);
 	if (rc < 0)
 		return rc;
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = evict_one(c, ids[i], epoch, &bytes, &records, "file evict");
+	for (size_t off = 0; off < n && rc == 0; off += EVICT_BATCH) {
+		size_t k = n - off < EVICT_BATCH ? n - off : EVICT_BATCH;
+		char *json = ids_json(ids + off, k);
+		rc = json ? evict_batch(c, json, k, epoch, &bytes, &records) : -ENOMEM;
+		free(json);
+	}
 	if (rc == 0)
 		rc = cfs__epoch_add(c, S_EPOCH_EVICT, epoch, bytes, records, n);
 	return cfs__txn_end(c, rc);

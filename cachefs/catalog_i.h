@@ -73,6 +73,8 @@ enum stmt_id {
 	S_SHARD_GET,
 	S_SHARD_STATS,
 	S_SHARD_EVICT,
+	S_SHARDS_EVICT_SUM,
+	S_SHARDS_EVICT_SET,
 	S_SHARD_GONE,
 	S_SAMPLES_DEL,
 	S_SHARD_DEL,
@@ -114,6 +116,7 @@ enum stmt_id {
 	S_PARTIAL_ADD,
 	S_PARTIAL_DEL,
 	S_PARTIAL_CUT,
+	S_PARTIAL_CUT_MANY,
 	S_PARTIAL_LOW,
 	S_CUT_DEL,
 	S_CUT_LIST,
@@ -242,5 +245,8 @@ int cfs__plan_marks_add(struct cfs_catalog *c, const struct cfs_plan_marks *m);
  * plan_cut.  In a transaction.
  */
 int cfs__plan_cut_file(struct cfs_catalog *c, int64_t id);
+
+/* The same for every file of ids_json, a JSON array of ids (json_each).  In a transaction. */
+int cfs__plan_cut_files(struct cfs_catalog *c, const char *ids_json);
 
 #endif

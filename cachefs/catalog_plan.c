@@ -55,6 +55,17 @@ const char *const cfs__sql_plan[S__COUNT] = {
 		      "AND po.object_id = so.object_id AND po.idx_bytes = 0 "
 		      "JOIN shards f ON f.id = so.shard_id AND f.kind = " SQL_KIND_TFRECORD
 		      " WHERE so.shard_id = ?1",
+    /*
+     * CROSS JOIN keeps the order: from the files named (the plan's objects
+     * are many, and probing each against the list is O(objects x files))
+     */
+    [S_PARTIAL_CUT_MANY] =
+	"INSERT OR IGNORE INTO plan_cut(plan_id, object_id) "
+	"SELECT po.plan_id, po.object_id FROM json_each(?1) AS j "
+	"CROSS JOIN shard_objects so ON so.shard_id = j.value "
+	"CROSS JOIN shards f ON f.id = so.shard_id AND f.kind = " SQL_KIND_TFRECORD
+	" JOIN plan_objects po ON po.plan_id IN (SELECT id FROM plans) "
+	"AND po.object_id = so.object_id AND po.idx_bytes = 0",
     [S_PARTIAL_LOW] = "UPDATE plan_partial SET low = ?3 WHERE plan_id = ?1 AND unit = ?2",
     [S_CUT_DEL] = "DELETE FROM plan_cut WHERE plan_id = ?1 AND object_id = ?2",
     [S_CUT_LIST] = "SELECT object_id FROM plan_cut WHERE plan_id = ?1",
@@ -474,6 +485,16 @@ int cfs__plan_cut_file(struct cfs_catalog *c, int64_t id)
 	if (!st)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, id);
+	return cfs__run(c, st, "plan partial cut");
+}
+
+int cfs__plan_cut_files(struct cfs_catalog *c, const char *ids_json)
+{
+	sqlite3_stmt *st = cfs__stmt(c, S_PARTIAL_CUT_MANY);
+
+	if (!st)
+		return -EIO;
+	sqlite3_bind_text(st, 1, ids_json, -1, SQLITE_STATIC);
 	return cfs__run(c, st, "plan partial cut");
 }
 

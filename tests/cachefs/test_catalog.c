@@ -549,6 +549,47 @@ START_TEST(gone_deletes_rows_keeps_ids)
 }
 END_TEST
 
+/*
+ * A boundary of more victims than one statement takes (8,192): every one
+ * moves and is counted once; a list whose last id is not SEALED changes
+ * nothing, the batches before it included.
+ */
+START_TEST(evict_many_in_batches)
+{
+	struct cfs_catalog *c = open_rw();
+	enum { N = 8200 };
+	int64_t *ids = malloc(N * sizeof(*ids));
+	ck_assert_ptr_nonnull(ids);
+	ck_assert_int_eq(cfs_catalog_begin(c), 0);
+	for (int i = 0; i < N; i++)
+		ids[i] = add_shard(c, 0, 1, 10); /* 26 bytes each */
+	ck_assert_int_eq(cfs_catalog_commit(c), 0);
+	int64_t last = ids[N - 1];
+	ids[N - 1] = 123456789; /* no such file */
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, ids, N, 2), -ENOENT);
+	expect_resident(c, N, N);
+	ids[N - 1] = last;
+	ck_assert_int_eq(cfs_catalog_shards_evict(c, ids, N - 1, 2), 0);
+	expect_resident(c, 1, 1);
+	struct cfs_shard_info *arr;
+	size_t n;
+	ck_assert_int_eq(cfs_catalog_shards_list(c, 1u << CFS_SHARD_EVICTING, &arr, &n), 0);
+	ck_assert_uint_eq(n, N - 1);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(arr[i].evicted_epoch, 2);
+	cfs_shard_info_free(arr, n);
+	struct cfs_epoch_row *ep;
+	ck_assert_int_eq(cfs_catalog_epochs_list(c, &ep, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(ep[1].evicted_files, N - 1);
+	ck_assert_uint_eq(ep[1].evicted_bytes, (uint64_t)(N - 1) * 26);
+	ck_assert_uint_eq(ep[1].evicted_records, N - 1);
+	free(ep);
+	free(ids);
+	cfs_catalog_close(c);
+}
+END_TEST
+
 START_TEST(evict_then_gone)
 {
 	struct cfs_catalog *c = open_rw();
@@ -1338,6 +1379,7 @@ int main(void)
 	    {"new_file_gets_current_schema", new_file_gets_current_schema},
 	    {"migrates_version_2", migrates_version_2},
 	    {"migrates_version_9_gone_rows", migrates_version_9_gone_rows},
+	    {"evict_many_in_batches", evict_many_in_batches},
 	    {"migrates_version_10_raw_crc", migrates_version_10_raw_crc},
 	    {"gone_deletes_rows_keeps_ids", gone_deletes_rows_keeps_ids},
 	    {"journal_is_wal", journal_is_wal},
