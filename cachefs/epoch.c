@@ -90,6 +90,7 @@
 #include "cachefs/epoch.h"
 
 #include "cachefs/epoch_i.h"
+#include "cachefs/layout.h"
 #include "cachefs/store.h"
 #include "common/clock.h"
 #include "common/events.h"
@@ -146,7 +147,6 @@ static bool epoch_hides(const struct cfs_epoch *ep, const struct cfs_efile *f)
 static void efile_free(struct cfs_efile *f)
 {
 	free(f->name);
-	free(f->relpath);
 	free(f);
 }
 
@@ -392,11 +392,13 @@ static void delete_gone(struct cfs_epochs *s, struct cfs_efile *chain)
 			rc = rc ? rc : r;
 		}
 	}
+	char rel[CFS_RELPATH_MAX];
 	if (rc != 0)
 		cmn_log(CMN_LOG_WARN,
 			"delete evicted files (%s and %zu more): %s (start-up reconciliation "
 			"retries)",
-			chain->relpath, n - 1, strerror(-rc));
+			cfs__relpath((enum cfs_kind)chain->kind, chain->id, rel), n - 1,
+			strerror(-rc));
 	else
 		cmn_log(CMN_LOG_DEBUG, "%zu evicted file%s deleted on their last release", n,
 			n == 1 ? "" : "s");
@@ -587,7 +589,6 @@ static struct cfs_efile *efile_new(struct cfs_epochs *s, const struct cfs_efile_
 	f->id = in->id;
 	f->kind = in->kind;
 	f->name = strdup(in->name);
-	f->relpath = strdup(in->relpath);
 	f->bytes = in->bytes;
 	f->records = in->records;
 	f->created_epoch = in->created_epoch;
@@ -599,7 +600,7 @@ static struct cfs_efile *efile_new(struct cfs_epochs *s, const struct cfs_efile_
 		s->draining_bytes += f->bytes;
 	}
 	fresh[(*nfresh)++] = f;
-	if (!f->name || !f->relpath)
+	if (!f->name)
 		return NULL;
 	f->hnext = s->hash[hash_id(f->id)];
 	s->hash[hash_id(f->id)] = f;
@@ -744,7 +745,7 @@ int cfs_epochs_publish(struct cfs_epochs *s, uint32_t number, const struct cfs_e
 
 fail_locked:
 	for (size_t i = 0; i < nfresh; i++) {
-		if (fresh[i]->name && fresh[i]->relpath)
+		if (fresh[i]->name)
 			hash_remove(s, fresh[i]);
 		efile_free(fresh[i]);
 	}

@@ -17,6 +17,8 @@
 #ifndef RC_CACHEFS_EPOCH_H
 #define RC_CACHEFS_EPOCH_H
 
+#include "cachefs/layout.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -62,8 +64,7 @@ struct cfs_efile {
 	uint32_t node_type; /* CFS_NODE_FILE; first field (inode -> type) */
 	int64_t id;
 	int kind;	/* enum cfs_kind */
-	char *name;	/* name in epochs/<E>/, owned */
-	char *relpath;	/* backing path relative to the cache dir, owned */
+	char *name;	/* name in epochs/<E>/, owned; its backing file: cfs__relpath(kind, id) */
 	uint64_t bytes; /* immutable (invariant 1) */
 	uint64_t records;
 	uint32_t created_epoch;
@@ -148,11 +149,16 @@ struct cfs_epoch {
 };
 
 /* Input for one file of a new snapshot (cfs_epochs_publish). */
+/* f's backing file relative to the cache directory, written into buf; returns buf. */
+static inline const char *cfs_efile_relpath(const struct cfs_efile *f, char buf[CFS_RELPATH_MAX])
+{
+	return cfs__relpath((enum cfs_kind)f->kind, f->id, buf);
+}
+
 struct cfs_efile_in {
 	int64_t id;
 	int kind;
-	const char *name;    /* copied */
-	const char *relpath; /* copied */
+	const char *name; /* copied */
 	uint64_t bytes, records;
 	uint32_t created_epoch;
 	uint32_t crc;  /* cfs_shard_info.crc: raw, of the whole file; TFRecord, the digest */

@@ -112,8 +112,9 @@ static void pt_refused(struct cfs_fs *fs, const struct cfs_efile *f, int rc)
 			"-o no_passthrough silences this",
 			strerror(-rc), rc == -EPERM ? ", it needs CAP_SYS_ADMIN" : "");
 	} else {
+		char rel[CFS_RELPATH_MAX];
 		cmn_log(CMN_LOG_INFO, "FUSE passthrough refused for %s (%s): the daemon serves it",
-			f->relpath, strerror(-rc));
+			cfs_efile_relpath(f, rel), strerror(-rc));
 	}
 }
 
@@ -136,7 +137,8 @@ static int io_mode_enter(struct cfs_fs *fs, struct cfs__file *h)
 				   atomic_load_explicit(&f->served_full, memory_order_relaxed) &&
 				   (!fs->opts.verifier || cfs_verify_done(f)));
 	if (pt && f->io_pt == 0) {
-		int fd = openat(fs->dirfd, f->relpath, O_RDONLY | O_CLOEXEC);
+		char rel[CFS_RELPATH_MAX];
+		int fd = openat(fs->dirfd, cfs_efile_relpath(f, rel), O_RDONLY | O_CLOEXEC);
 		int rc = fd < 0 ? -errno : cfs_pt_backing_open(fs->pt, fs->devfd, fd);
 		if (rc > 0) {
 			f->pt_fd = fd;
@@ -392,12 +394,14 @@ static int backing_fd(struct cfs_fs *fs, struct cfs__file *h)
 	pthread_mutex_lock(&h->mu);
 	fd = atomic_load_explicit(&h->fd, memory_order_relaxed);
 	if (fd < 0) {
-		fd = openat(fs->dirfd, h->f->relpath, O_RDONLY | O_CLOEXEC | O_NOATIME);
+		char rel[CFS_RELPATH_MAX];
+		cfs_efile_relpath(h->f, rel);
+		fd = openat(fs->dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOATIME);
 		if (fd < 0 && errno == EPERM)
-			fd = openat(fs->dirfd, h->f->relpath, O_RDONLY | O_CLOEXEC);
+			fd = openat(fs->dirfd, rel, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			fd = -errno;
-			cmn_log(CMN_LOG_ERROR, "open %s: %s", h->f->relpath, strerror(-fd));
+			cmn_log(CMN_LOG_ERROR, "open %s: %s", rel, strerror(-fd));
 		} else {
 			posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 			atomic_store_explicit(&h->fd, fd, memory_order_release);
@@ -509,8 +513,10 @@ static void reply_splice(fuse_req_t req, struct cfs_fs *fs, struct cfs__file *h,
 	bv.buf[0].pos = off;
 	read_account(fs, h, off, len, first);
 	int rc = fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+	char rel[CFS_RELPATH_MAX];
 	if (rc != 0 && rc != -ENOENT) /* -ENOENT: the request was interrupted */
-		cmn_log(CMN_LOG_WARN, "read %s: reply: %s", h->f->relpath, strerror(-rc));
+		cmn_log(CMN_LOG_WARN, "read %s: reply: %s", cfs_efile_relpath(h->f, rel),
+			strerror(-rc));
 }
 
 /*

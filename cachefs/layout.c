@@ -16,6 +16,16 @@ void cfs__file_name(enum cfs_kind kind, int64_t id, char *buf, size_t buflen)
 		snprintf(buf, buflen, "%" PRId64, id);
 }
 
+const char *cfs__relpath(enum cfs_kind kind, int64_t id, char buf[CFS_RELPATH_MAX])
+{
+	/* at most 7 + 20 + 9 + 1 bytes: "shards/", an int64, ".tfrecord", NUL */
+	if (kind == CFS_KIND_TFRECORD)
+		snprintf(buf, CFS_RELPATH_MAX, "shards/%" PRId64 ".tfrecord", id);
+	else
+		snprintf(buf, CFS_RELPATH_MAX, "objects/%" PRId64, id);
+	return buf;
+}
+
 int cfs__kind_fd(const struct cfs_layout *l, enum cfs_kind kind)
 {
 	return kind == CFS_KIND_TFRECORD ? l->shards_fd : l->objects_fd;

@@ -25,6 +25,15 @@ struct cfs_layout {
 /* The name of file id of kind inside its directory ("12.tfrecord", "12"). */
 void cfs__file_name(enum cfs_kind kind, int64_t id, char *buf, size_t buflen);
 
+/* Room for any file's path relative to the cache directory (cfs__relpath). */
+#define CFS_RELPATH_MAX 40
+
+/*
+ * The path of file id of kind relative to the cache directory
+ * ("shards/12.tfrecord", "objects/12"), written into buf; returns buf.
+ */
+const char *cfs__relpath(enum cfs_kind kind, int64_t id, char buf[CFS_RELPATH_MAX]);
+
 /* The directory fd that holds files of kind. */
 int cfs__kind_fd(const struct cfs_layout *l, enum cfs_kind kind);
 

@@ -616,12 +616,9 @@ const struct cfs_reconcile_report *cfs_store_reconcile_report(const struct cfs_s
 int cfs_store_file_path(const struct cfs_store *s, enum cfs_kind kind, int64_t id, bool absolute,
 			char *buf, size_t buflen)
 {
-	char name[32];
-	int n;
-
-	cfs__file_name(kind, id, name, sizeof(name));
-	n = snprintf(buf, buflen, "%s%s%s/%s", absolute ? s->lay.dir : "", absolute ? "/" : "",
-		     kind == CFS_KIND_TFRECORD ? "shards" : "objects", name);
+	char rel[CFS_RELPATH_MAX];
+	int n = snprintf(buf, buflen, "%s%s%s", absolute ? s->lay.dir : "", absolute ? "/" : "",
+			 cfs__relpath(kind, id, rel));
 	if (n < 0 || (size_t)n >= buflen) {
 		if (buflen)
 			buf[0] = '\0';

@@ -457,9 +457,10 @@ static void report(struct cfs_verifier *v, struct cfs_efile *f)
 /* Marks f corrupt from `off`, logs why, queues it (V4); returns -EIO. */
 static int found_corrupt(struct cfs_verifier *v, struct cfs_efile *f, uint64_t off, const char *why)
 {
+	char rel[CFS_RELPATH_MAX];
 	cfs_verify_mark(f, off);
 	cmn_log(CMN_LOG_ERROR, "%s: corrupt: %s: reads get EIO, the file leaves the cache",
-		f->relpath, why);
+		cfs_efile_relpath(f, rel), why);
 	report(v, f);
 	return -EIO;
 }
@@ -510,7 +511,7 @@ static int check_whole(const struct cfs_efile *f, int fd, uint8_t *buf, uint64_t
  */
 static int verify_whole(struct cfs_verifier *v, struct cfs_efile *f, int fd, uint64_t *bytes_read)
 {
-	char why[CFS_VERIFY_WHY_MAX];
+	char why[CFS_VERIFY_WHY_MAX], rel[CFS_RELPATH_MAX];
 	uint8_t *buf = rbuf();
 	if (!buf)
 		return -ENOMEM;
@@ -527,7 +528,8 @@ static int verify_whole(struct cfs_verifier *v, struct cfs_efile *f, int fd, uin
 		else if (rc == -EBADMSG)
 			rc = found_corrupt(v, f, bad_off, why);
 		else
-			cmn_log(CMN_LOG_ERROR, "%s: cannot check: %s", f->relpath, why);
+			cmn_log(CMN_LOG_ERROR, "%s: cannot check: %s", cfs_efile_relpath(f, rel),
+				why);
 	}
 	pthread_mutex_unlock(mu);
 	return rc;
@@ -536,7 +538,8 @@ static int verify_whole(struct cfs_verifier *v, struct cfs_efile *f, int fd, uin
 void cfs_verify_open(struct cfs_verifier *v, struct cfs_efile *f, int dirfd)
 {
 	struct stat st;
-	if (!v || !checked_kind(f) || fstatat(dirfd, f->relpath, &st, 0) != 0)
+	char rel[CFS_RELPATH_MAX];
+	if (!v || !checked_kind(f) || fstatat(dirfd, cfs_efile_relpath(f, rel), &st, 0) != 0)
 		return; /* gone: the read path's own open reports it */
 	int64_t ctime = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 	pthread_mutex_t *mu = &v->stripes[(uint64_t)f->id % STRIPES];
@@ -550,7 +553,7 @@ void cfs_verify_open(struct cfs_verifier *v, struct cfs_efile *f, int dirfd)
 		cmn_log(CMN_LOG_WARN,
 			"%s: changed on disk after it was checked (ctime): checked again before "
 			"its next byte leaves the daemon",
-			f->relpath);
+			rel);
 	}
 	pthread_mutex_unlock(mu);
 }

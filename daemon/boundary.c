@@ -280,8 +280,7 @@ int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, siz
 	}
 	struct cfs_efile_in *in = calloc(b->nsnap ? b->nsnap : 1, sizeof(*in));
 	char(*names)[40] = calloc(b->nsnap ? b->nsnap : 1, sizeof(*names));
-	char(*paths)[64] = calloc(b->nsnap ? b->nsnap : 1, sizeof(*paths));
-	if (!in || !names || !paths) {
+	if (!in || !names) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "epoch %" PRIu32 ": out of memory", number);
 		goto out;
@@ -291,17 +290,10 @@ int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, siz
 		/* raw: the sanitized display path (invariant 7); '/' makes directories */
 		const char *name = si->kind == CFS_KIND_RAW && si->name ? si->name : names[i];
 		snprintf(names[i], sizeof(names[i]), "shard-%" PRId64 ".tfrecord", si->id);
-		rc = cfs_store_file_path(b->store, si->kind, si->id, false, paths[i],
-					 sizeof(paths[i]));
-		if (rc != 0) {
-			snprintf(err, errlen, "file %" PRId64 ": path: %s", si->id, strerror(-rc));
-			goto out;
-		}
 		in[i] = (struct cfs_efile_in){
 		    .id = si->id,
 		    .kind = (int)si->kind,
 		    .name = name,
-		    .relpath = paths[i],
 		    .bytes = si->bytes,
 		    .records = si->records,
 		    .created_epoch = si->created_epoch,
@@ -341,7 +333,6 @@ int dmn_boundary_publish(struct dmn_boundary *b, uint32_t number, char *err, siz
 out:
 	free(in);
 	free(names);
-	free(paths);
 	return rc;
 }
 

@@ -52,13 +52,11 @@ static bool posted(uint32_t bit)
 static int publish(uint32_t number, const int64_t *ids, size_t n)
 {
 	struct cfs_efile_in in[16] = {0};
-	char names[16][32], paths[16][32];
+	char names[16][32];
 	for (size_t i = 0; i < n; i++) {
 		snprintf(names[i], sizeof(names[i]), "shard-%lld.tfrecord", (long long)ids[i]);
-		snprintf(paths[i], sizeof(paths[i]), "shards/%lld.tfrecord", (long long)ids[i]);
 		in[i] = (struct cfs_efile_in){.id = ids[i],
 					      .name = names[i],
-					      .relpath = paths[i],
 					      .bytes = 100,
 					      .records = 10,
 					      .created_epoch = 0};
@@ -363,11 +361,9 @@ START_TEST(tree_of_nested_names)
 {
 	const char *names[] = {"a.bin", "a/b/c", "a/b/d", "a", "x/y", "a-z"};
 	struct cfs_efile_in in[6];
-	char paths[6][32];
 	for (int i = 0; i < 6; i++) {
-		snprintf(paths[i], sizeof(paths[i]), "objects/%d", i + 1);
 		in[i] = (struct cfs_efile_in){
-		    .id = i + 1, .name = names[i], .relpath = paths[i], .bytes = 1, .records = 1};
+		    .id = i + 1, .kind = CFS_KIND_RAW, .name = names[i], .bytes = 1, .records = 1};
 	}
 	ck_assert_int_eq(cfs_epochs_publish(&set, 0, in, 6, 0, NULL), 0);
 	struct cfs_epoch *ep = cfs_epochs_lookup(&set, 0);
@@ -437,16 +433,11 @@ START_TEST(retired_file_leaves_the_current_count)
 	int64_t v[] = {1, 2};
 	cfs_epochs_evict(&set, v, 2); /* victims of the boundary into epoch 1 */
 	struct cfs_efile_in in[3] = {0};
-	char names[3][32], paths[3][32];
+	char names[3][32];
 	for (int i = 0; i < 3; i++) {
 		snprintf(names[i], sizeof(names[i]), "shard-%d.tfrecord", i + 1);
-		snprintf(paths[i], sizeof(paths[i]), "shards/%d.tfrecord", i + 1);
-		in[i] = (struct cfs_efile_in){.id = i + 1,
-					      .name = names[i],
-					      .relpath = paths[i],
-					      .bytes = 100,
-					      .records = 10,
-					      .retiring = i < 2};
+		in[i] = (struct cfs_efile_in){
+		    .id = i + 1, .name = names[i], .bytes = 100, .records = 10, .retiring = i < 2};
 	}
 	ck_assert_int_eq(cfs_epochs_publish(&set, 1, in, 3, 0, NULL), 0);
 	current_is(3, 300, 30); /* victims stay in the view until read */
@@ -512,12 +503,10 @@ START_TEST(hidden_and_nested_files_in_listing_and_count)
 {
 	const char *names[] = {"a", "a/b/c", "a/b/d", "x"};
 	struct cfs_efile_in in[4];
-	char paths[4][32];
 	for (int i = 0; i < 4; i++) {
-		snprintf(paths[i], sizeof(paths[i]), "objects/%d", i + 1);
 		in[i] = (struct cfs_efile_in){.id = i + 1,
+					      .kind = CFS_KIND_RAW,
 					      .name = names[i],
-					      .relpath = paths[i],
 					      .bytes = (uint64_t)(i + 1) * 10,
 					      .records = 1};
 	}

@@ -178,7 +178,6 @@ static struct cfs_efile *efile_new(int64_t id, uint64_t bytes)
 	f->id = id;
 	f->kind = CFS_KIND_TFRECORD;
 	f->bytes = bytes;
-	f->relpath = (char *)"test";
 	return f;
 }
 
