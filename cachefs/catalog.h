@@ -330,6 +330,12 @@ struct cfs_shard_info {
 int cfs_catalog_shards_list(struct cfs_catalog *c, unsigned state_mask, struct cfs_shard_info **out,
 			    size_t *n);
 void cfs_shard_info_free(struct cfs_shard_info *arr, size_t n);
+/*
+ * Compacts arr[0..n) to the rows whose state is not CFS_SHARD_GONE (a
+ * caller's mark for "leaves the list"), in order, freeing the others'
+ * names; returns how many are left.
+ */
+size_t cfs_shard_info_drop_gone(struct cfs_shard_info *arr, size_t n);
 
 /* One file's row; -ENOENT when there is none. */
 int cfs_catalog_shard_get(struct cfs_catalog *c, int64_t id, struct cfs_shard_info *out);

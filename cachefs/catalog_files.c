@@ -335,6 +335,18 @@ void cfs_shard_info_free(struct cfs_shard_info *arr, size_t n)
 	free(arr);
 }
 
+size_t cfs_shard_info_drop_gone(struct cfs_shard_info *arr, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (arr[i].state == CFS_SHARD_GONE)
+			free(arr[i].name);
+		else
+			arr[k++] = arr[i];
+	}
+	return k;
+}
+
 static void shard_info_drop(void *arr, size_t n)
 {
 	cfs_shard_info_free(arr, n);

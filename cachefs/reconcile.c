@@ -463,13 +463,7 @@ static int cmp_row_id(const void *a, const void *b)
  */
 static void kept_rows(struct rec_lists *l, struct cfs_shard_info **kept, size_t *nkept)
 {
-	size_t k = 0;
-	for (size_t i = 0; i < l->nrows; i++) {
-		if (l->rows[i].state == CFS_SHARD_GONE)
-			free(l->rows[i].name);
-		else
-			l->rows[k++] = l->rows[i];
-	}
+	size_t k = cfs_shard_info_drop_gone(l->rows, l->nrows);
 	if (k > 1)
 		qsort(l->rows, k, sizeof(*l->rows), cmp_row_id);
 	*kept = l->rows;

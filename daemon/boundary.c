@@ -244,13 +244,7 @@ static int snap_for_view(struct dmn_boundary *b, const size_t *victims, size_t n
 	b->snap = all;
 	for (size_t i = 0; i < n_victims; i++)
 		b->snap[victims[i]].state = CFS_SHARD_GONE;
-	size_t k = 0;
-	for (size_t i = 0; i < b->nsnap; i++) {
-		if (b->snap[i].state == CFS_SHARD_GONE)
-			free(b->snap[i].name);
-		else
-			b->snap[k++] = b->snap[i];
-	}
+	size_t k = cfs_shard_info_drop_gone(b->snap, b->nsnap);
 	memcpy(b->snap + k, b->carry, b->ncarry * sizeof(*b->carry));
 	b->nsnap = k + b->ncarry;
 	free(b->carry); /* its names moved into b->snap */

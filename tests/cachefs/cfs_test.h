@@ -169,4 +169,21 @@ bad:
 	return -1;
 }
 
+/* The epochs row of `number` in s's catalog (the test fails when there is none). */
+static inline struct cfs_epoch_row cfs_test_epoch_row(struct cfs_store *s, uint32_t number)
+{
+	struct cfs_epoch_row *rows, r = {0};
+	size_t n;
+	int found = 0;
+	ck_assert_int_eq(cfs_catalog_epochs_list(cfs_store_catalog(s), &rows, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].number == number) {
+			r = rows[i];
+			found = 1;
+		}
+	free(rows);
+	ck_assert_msg(found, "no epochs row %u", number);
+	return r;
+}
+
 #endif

@@ -422,23 +422,6 @@ static struct cfs_shard_writer *raw_written(struct cfs_store *s, const char *key
 	return w;
 }
 
-/* The epochs row of `number` (ck fails without one). */
-static struct cfs_epoch_row epoch_row(struct cfs_store *s, uint32_t number)
-{
-	struct cfs_epoch_row *rows, r = {0};
-	size_t n;
-	bool found = false;
-	ck_assert_int_eq(cfs_catalog_epochs_list(cfs_store_catalog(s), &rows, &n), 0);
-	for (size_t i = 0; i < n; i++)
-		if (rows[i].number == number) {
-			r = rows[i];
-			found = true;
-		}
-	free(rows);
-	ck_assert_msg(found, "no epochs row %u", number);
-	return r;
-}
-
 /*
  * A group of files of two epochs adds its admissions once an epoch, each
  * epoch's files, bytes and records its own; the counters of a later group
@@ -460,7 +443,7 @@ START_TEST(raw_group_counts_admissions_by_epoch)
 	}
 	ck_assert_msg(cfs_shard_writer_seal_group(ws, 4, rcs, err, sizeof(err)) == 0, "group: %s",
 		      err);
-	struct cfs_epoch_row e1 = epoch_row(s, 1), e2 = epoch_row(s, 2);
+	struct cfs_epoch_row e1 = cfs_test_epoch_row(s, 1), e2 = cfs_test_epoch_row(s, 2);
 	ck_assert_uint_eq(e1.admitted_files, 2);
 	ck_assert_uint_eq(e1.admitted_bytes, 4);
 	ck_assert_uint_eq(e1.admitted_records, 2);
@@ -468,7 +451,7 @@ START_TEST(raw_group_counts_admissions_by_epoch)
 	ck_assert_uint_eq(e2.admitted_bytes, 6);
 	ck_assert_uint_eq(e2.admitted_records, 2);
 	write_raw(s, "late", "55555");
-	e1 = epoch_row(s, 1);
+	e1 = cfs_test_epoch_row(s, 1);
 	ck_assert_uint_eq(e1.admitted_files, 3);
 	ck_assert_uint_eq(e1.admitted_bytes, 9);
 	ck_assert_uint_eq(e1.admitted_records, 3);

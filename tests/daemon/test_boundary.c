@@ -236,18 +236,7 @@ END_TEST
 /* The epochs row of `number` (the test fails when there is none). */
 static struct cfs_epoch_row epoch_row(uint32_t number)
 {
-	struct cfs_epoch_row *rows, r = {0};
-	size_t n;
-	bool found = false;
-	ck_assert_int_eq(cfs_catalog_epochs_list(cfs_store_catalog(store), &rows, &n), 0);
-	for (size_t i = 0; i < n; i++)
-		if (rows[i].number == number) {
-			r = rows[i];
-			found = true;
-		}
-	free(rows);
-	ck_assert_msg(found, "no epochs row %u", number);
-	return r;
+	return cfs_test_epoch_row(store, number);
 }
 
 /*
