@@ -546,9 +546,11 @@ def point_before_rename(rig):
 
 
 def point_before_sync(rig):
-    """ingest's last sync point (at its end) dies before its fsyncs: every
-    file it sealed is still listed as unsynced; the restart verifies them
-    whole, keeps them (a crash of the process loses no page) and syncs."""
+    """ingest's first sync point with files listed (one of those it runs
+    every 250 ms, or its last at its end) dies before its fsyncs: every
+    file sealed since the one before is still listed as unsynced; the
+    restart verifies them whole, keeps them (a crash of the process loses
+    no page) and syncs."""
     c, caches = ingest_point(rig, "before_sync", 1)
     print("%-14s %d crashes, %d clean restarts (%d cache dirs)" %
           ("before_sync", c, rig.restarts, caches))
