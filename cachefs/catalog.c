@@ -357,6 +357,14 @@ static const char *const migrations[] = {
      */
     "UPDATE shards SET records_crc = (SELECT crc FROM samples "
     "WHERE shard_id = shards.id AND offset = 0) WHERE kind = " SQL_KIND_RAW ";\n",
+    /*
+     * 11 -> 12: the display name index's predicate names only `name`: its
+     * `state != GONE` held for every row since version 10, and an UPDATE
+     * of state rewrote the file's entry in it (a boundary's victims: 10 us
+     * a row against 3.5 us without, 40,000 rows, sqlite3 3.40)
+     */
+    "DROP INDEX shards_name;\n"
+    "CREATE UNIQUE INDEX shards_name ON shards(name) WHERE name IS NOT NULL;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");

@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CFS_SCHEMA_VERSION 11 /* PRAGMA user_version this binary writes */
+#define CFS_SCHEMA_VERSION 12 /* PRAGMA user_version this binary writes */
 
 struct cfs_catalog;
 

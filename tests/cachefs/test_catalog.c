@@ -107,10 +107,16 @@ START_TEST(new_file_gets_current_schema)
 }
 END_TEST
 
-/* Takes this binary's catalog back to version 10 (the 10 -> 11 step undone). */
+/* Takes this binary's catalog back to version 11 (the 11 -> 12 step undone). */
+#define UNDO_12                                                                                    \
+	"DROP INDEX shards_name; CREATE UNIQUE INDEX shards_name ON shards(name) "                 \
+	"WHERE state != 2 AND name IS NOT NULL; "                                                  \
+	"DELETE FROM migrations WHERE version = 12; PRAGMA user_version = 11; "
+
+/* Takes this binary's catalog back to version 10 (the 11 -> 12 and 10 -> 11 steps undone). */
 #define UNDO_11                                                                                    \
-	"UPDATE shards SET records_crc = NULL WHERE kind = 1; "                                    \
-	"DELETE FROM migrations WHERE version = 11; PRAGMA user_version = 10; "
+	UNDO_12 "UPDATE shards SET records_crc = NULL WHERE kind = 1; "                            \
+		"DELETE FROM migrations WHERE version = 11; PRAGMA user_version = 10; "
 
 /* Takes this binary's catalog back to version 9 (the 10 -> 11 and 9 -> 10 steps undone). */
 #define UNDO_10                                                                                    \
@@ -271,7 +277,8 @@ END_TEST
  * A catalog of version 10, whose raw rows have no records_crc (their CRC
  * was read from their sample): the 10 -> 11 step copies each raw file's
  * sample CRC into its row, and a list gives it as before; a TFRecord row's
- * digest is untouched.  A raw file sealed now has its CRC in its row.
+ * digest is untouched.  A raw file sealed now has its CRC in its row.  The
+ * 11 -> 12 step rebuilds the name index with a predicate on `name` alone.
  */
 START_TEST(migrates_version_10_raw_crc)
 {
@@ -290,6 +297,9 @@ START_TEST(migrates_version_10_raw_crc)
 		 (long long)sh.id);
 	ck_assert_int_eq(raw_int(sql), 0xabcdef01);
 	raw_sql(UNDO_11);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM sqlite_master WHERE name = 'shards_name' "
+				 "AND sql LIKE '%state%'"),
+			 1);
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards WHERE records_crc IS NULL"), 2);
 
 	c = open_rw();
@@ -311,6 +321,12 @@ START_TEST(migrates_version_10_raw_crc)
 	cfs_catalog_close(c);
 	ck_assert_int_eq(raw_int(sql), 0xabcdef01);
 	ck_assert_int_eq(raw_int("SELECT count(*) FROM shards WHERE records_crc IS NULL"), 1);
+	/* the 11 -> 12 step: the name index's predicate no longer names state */
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM sqlite_master WHERE name = 'shards_name' "
+				 "AND sql LIKE '%state%'"),
+			 0);
+	ck_assert_int_eq(raw_int("SELECT count(*) FROM sqlite_master WHERE name = 'shards_name'"),
+			 1);
 }
 END_TEST
 
