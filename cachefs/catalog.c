@@ -364,7 +364,8 @@ static const char *const migrations[] = {
      * a row against 3.5 us without, 40,000 rows, sqlite3 3.40)
      */
     "DROP INDEX shards_name;\n"
-    "CREATE UNIQUE INDEX shards_name ON shards(name) WHERE name IS NOT NULL;\n",
+    "CREATE UNIQUE INDEX shards_name ON shards(name) "
+    "WHERE name IS NOT NULL;\n",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CFS_SCHEMA_VERSION,
 	       "one migration per schema version");
