@@ -452,7 +452,7 @@ static json_t *value_json(const struct dmn_stats_field *f, const struct dmn_stat
 	switch (f->type) {
 	case DMN_STATS_STR:
 	case DMN_STATS_CHARS:
-		return str_json(f->type == DMN_STATS_STR ? AT(v, f->off, const char *)
+		return str_json(f->type == DMN_STATS_STR ? AT(v, f->off, char *)
 							 : (const char *)v + f->off);
 	case DMN_STATS_BOOL:
 		return json_boolean(AT(v, f->off, bool));

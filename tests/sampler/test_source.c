@@ -269,8 +269,8 @@ START_TEST(autoindex_huge_numbers)
 	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":9223372036854775808}]",
 	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":18446744073709551616}]",
 	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":1e30}]",
-	    "[{\"name\":\"a\",\"type\":\"file\",\"size\":"
-	    "99999999999999999999999999999999999999999999999999}]",
+	    ("[{\"name\":\"a\",\"type\":\"file\",\"size\":"
+	     "99999999999999999999999999999999999999999999999999}]"), /* one string */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int rc = parse_page(bad[i], &l, &dirs, err);
