@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* a raw object's CRC-32C is its one sample row's (offset 0, the whole object) */
+/* records_crc: a TFRecord file's digest; a raw object's CRC-32C (schema 11) */
 #define SHARD_COLUMNS                                                                              \
 	"id, kind, state, bytes, records, created_epoch, reads, last_read_ms, full_reads, "        \
 	"object_id, name, evicted_epoch, records_crc, records_crc IS NOT NULL"
@@ -47,8 +47,6 @@ const char *const cfs__sql_files[S__COUNT] = {
     [S_SHARD_STATS] = "UPDATE shards SET reads = reads + ?2, full_reads = full_reads + ?3, "
 		      "last_read_ms = max(last_read_ms, ?4) WHERE id = ?1 "
 		      "RETURNING full_reads, created_epoch, records",
-    [S_SHARD_EVICT] = "UPDATE shards SET state = " SQL_EVICTING ", evicted_epoch = ?2 "
-		      "WHERE id = ?1 AND state = " SQL_SEALED " RETURNING bytes, records",
     /* a boundary's victims, ?1 a JSON array of their ids (cfs_catalog_shards_evict) */
     [S_SHARDS_EVICT_SUM] =
 	"SELECT count(*), coalesce(sum(bytes), 0), coalesce(sum(records), 0) "
@@ -544,38 +542,6 @@ int cfs_catalog_shards_add_stats(struct cfs_catalog *c, const struct cfs_shard_s
 
 /* ---- state moves ------------------------------------------------------- */
 
-/*
- * SEALED -> EVICTING for file id; adds its bytes and records to *bytes and
- * *records.  -ENOENT when it is not SEALED (nothing changes).  In a
- * transaction.
- */
-static int evict_one(struct cfs_catalog *c, int64_t id, int64_t epoch, uint64_t *bytes,
-		     uint64_t *records, const char *what)
-{
-	sqlite3_stmt *st = cfs__stmt(c, S_SHARD_EVICT);
-	int rc;
-
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, epoch);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE) {
-		sqlite3_reset(st);
-		return -ENOENT;
-	}
-	if (rc == SQLITE_ROW) {
-		*bytes += (uint64_t)sqlite3_column_int64(st, 0);
-		*records += (uint64_t)sqlite3_column_int64(st, 1);
-		rc = sqlite3_step(st);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE)
-		return cfs__fail(c, rc, what);
-	/* its records leave: the plan's whole objects among them are whole no more */
-	return cfs__plan_cut_file(c, id);
-}
-
 /* Victims a statement of cfs_catalog_shards_evict takes, at most. */
 #define EVICT_BATCH 8192
 
@@ -595,19 +561,20 @@ static char *ids_json(const int64_t *ids, size_t n)
 }
 
 /*
- * One batch of victims (a JSON array of n ids): their bytes and records
- * added to *bytes and *records, SEALED -> EVICTING, and the plan's whole
- * objects among their records cut, each by one statement over the batch.
- * -ENOENT when one is not SEALED (or named twice); the caller rolls back.
- * In a transaction.
+ * One batch of files leaving (a JSON array of n ids; evicted_epoch =
+ * epoch, or CFS_EVICTED_WITHDRAWN): their bytes and records added to
+ * *bytes and *records, SEALED -> EVICTING, and the plan's whole objects
+ * among their records cut, each by one statement over the batch.  -ENOENT
+ * when one is not SEALED (or named twice); the caller rolls back.  In a
+ * transaction.
  */
-static int evict_batch(struct cfs_catalog *c, const char *json, size_t n, uint32_t epoch,
+static int evict_batch(struct cfs_catalog *c, const char *json, size_t n, int64_t epoch,
 		       uint64_t *bytes, uint64_t *records)
 {
 	sqlite3_stmt *st = cfs__stmt(c, S_SHARDS_EVICT_SUM);
 	if (!st)
 		return -EIO;
-	sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, json, -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		bool all = (uint64_t)sqlite3_column_int64(st, 0) == n;
@@ -622,7 +589,7 @@ static int evict_batch(struct cfs_catalog *c, const char *json, size_t n, uint32
 	if (rc == 0 && !st)
 		rc = -EIO;
 	if (rc == 0) {
-		sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 1, json, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int64(st, 2, epoch);
 		rc = cfs__run(c, st, "file evict");
 	}
@@ -682,12 +649,15 @@ int cfs_catalog_shard_withdraw(struct cfs_catalog *c, int64_t id, enum cfs_withd
 	/*
 	 * STALE: the records of current objects were copied into another file
 	 * in this transaction; only the stale objects' records leave, so only
-	 * those objects may be cut (evict_one) and their units fetched again.
+	 * those objects may be cut (evict_batch) and their units fetched again.
 	 */
 	if (why == CFS_WITHDRAW_STALE)
 		rc = run_id(c, S_SHOBJ_DEL_CURRENT, id, "file objects of current objects");
+	char *json = rc == 0 ? ids_json(&id, 1) : NULL;
 	if (rc == 0)
-		rc = evict_one(c, id, CFS_EVICTED_WITHDRAWN, &bytes, &records, "file withdraw");
+		rc = json ? evict_batch(c, json, 1, CFS_EVICTED_WITHDRAWN, &bytes, &records)
+			  : -ENOMEM;
+	free(json);
 	if (rc == 0)
 		rc = delete_contents(c, id);
 	return cfs__txn_end(c, rc);

@@ -72,7 +72,6 @@ enum stmt_id {
 	S_SHARD_LIST,
 	S_SHARD_GET,
 	S_SHARD_STATS,
-	S_SHARD_EVICT,
 	S_SHARDS_EVICT_SUM,
 	S_SHARDS_EVICT_SET,
 	S_SHARD_GONE,
@@ -115,7 +114,6 @@ enum stmt_id {
 	S_SAMPLE_ORDINAL,
 	S_PARTIAL_ADD,
 	S_PARTIAL_DEL,
-	S_PARTIAL_CUT,
 	S_PARTIAL_CUT_MANY,
 	S_PARTIAL_LOW,
 	S_CUT_DEL,
@@ -241,12 +239,9 @@ int cfs__epoch_add(struct cfs_catalog *c, enum stmt_id sid, uint32_t epoch, uint
 int cfs__plan_marks_add(struct cfs_catalog *c, const struct cfs_plan_marks *m);
 
 /*
- * The whole objects with records in file `id`, which is leaving, go into
- * plan_cut.  In a transaction.
+ * The whole objects with records in the files of ids_json (a JSON array of
+ * ids, json_each), which are leaving, go into plan_cut.  In a transaction.
  */
-int cfs__plan_cut_file(struct cfs_catalog *c, int64_t id);
-
-/* The same for every file of ids_json, a JSON array of ids (json_each).  In a transaction. */
 int cfs__plan_cut_files(struct cfs_catalog *c, const char *ids_json);
 
 #endif

@@ -8,7 +8,7 @@
  * builds its pass from.
  *
  * Does not decide what to fetch (sampler/ does) and does not move FILE
- * rows: catalog_files.c calls cfs__plan_marks_add and cfs__plan_cut_file
+ * rows: catalog_files.c calls cfs__plan_marks_add and cfs__plan_cut_files
  * in the transaction of a file's commit or eviction.  Terms, invariants
  * and locking: the design note of catalog.c.
  */
@@ -49,12 +49,6 @@ const char *const cfs__sql_plan[S__COUNT] = {
     [S_PARTIAL_ADD] = "INSERT OR IGNORE INTO plan_partial(plan_id, unit, object_id) "
 		      "VALUES(?1, ?2, ?3)",
     [S_PARTIAL_DEL] = "DELETE FROM plan_partial WHERE plan_id = ?1 AND unit = ?2",
-    [S_PARTIAL_CUT] = "INSERT OR IGNORE INTO plan_cut(plan_id, object_id) "
-		      "SELECT po.plan_id, po.object_id FROM shard_objects so "
-		      "JOIN plan_objects po ON po.plan_id IN (SELECT id FROM plans) "
-		      "AND po.object_id = so.object_id AND po.idx_bytes = 0 "
-		      "JOIN shards f ON f.id = so.shard_id AND f.kind = " SQL_KIND_TFRECORD
-		      " WHERE so.shard_id = ?1",
     /*
      * CROSS JOIN keeps the order: from the files named (the plan's objects
      * are many, and probing each against the list is O(objects x files))
@@ -473,28 +467,18 @@ int cfs_catalog_plan_resident_objects(struct cfs_catalog *c, int64_t plan_id, in
 	return ids_of(c, S_RES_OBJECTS, plan_id, out, n);
 }
 
-int cfs__plan_cut_file(struct cfs_catalog *c, int64_t id)
+int cfs__plan_cut_files(struct cfs_catalog *c, const char *ids_json)
 {
 	/*
 	 * The plan still takes the cut objects as resident while a record of
 	 * them is (nothing is fetched twice), and counts their bytes as
 	 * wanted, so that a boundary makes room for them.
 	 */
-	sqlite3_stmt *st = cfs__stmt(c, S_PARTIAL_CUT);
-
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, id);
-	return cfs__run(c, st, "plan partial cut");
-}
-
-int cfs__plan_cut_files(struct cfs_catalog *c, const char *ids_json)
-{
 	sqlite3_stmt *st = cfs__stmt(c, S_PARTIAL_CUT_MANY);
 
 	if (!st)
 		return -EIO;
-	sqlite3_bind_text(st, 1, ids_json, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, ids_json, -1, SQLITE_TRANSIENT);
 	return cfs__run(c, st, "plan partial cut");
 }
 
